@@ -1,0 +1,3 @@
+from potato.cli import main
+
+main()

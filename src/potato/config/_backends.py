@@ -1,0 +1,385 @@
+"""Checks for ``model_training.backends`` (R1, R5, R6, R8, R13-R31, D2); pure, no I/O.
+
+One key table per backend type. Keys that are wrong for a known reason (``packages`` or ``gpus`` on
+slurm, ssh settings on an agent backend) get a message that explains the reason instead of the
+generic unknown-key text, because that is where a user copying an ssh block goes wrong.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import re
+from typing import Any, Mapping
+
+from potato import defaults
+from potato.config._checks import (
+    Check,
+    Findings,
+    Invalid,
+    Problem,
+    boolean,
+    check_keys,
+    choice,
+    integer,
+    key_text,
+    mapping,
+    number,
+    show,
+    text,
+    text_list,
+)
+from potato.config.schema import AgentBackend, Backend, Container, SlurmBackend, SshBackend
+
+BACKEND_TYPES = ("ssh", "slurm", "agent")
+"""Values of a backend's ``type`` (R1)."""
+
+NODE_LOCAL_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+"""Folders each node has its own copy of, so a SLURM job cannot share files through them (R26)."""
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_GPU_LIST = re.compile(r"\d{1,4}(,\d{1,4})*")
+_SLURM_TIME = re.compile(r"(?:(\d{1,9})-)?(\d{1,9})(?::(\d{1,9}))?(?::(\d{1,9}))?")
+_UNLIMITED = ("infinite", "unlimited")
+
+
+def gpus(value: object) -> str:
+    """``auto``, ``none`` or GPU indices as text (R15); an unquoted ``gpus: 1`` is an int in YAML."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10000:
+        return str(value)
+    if isinstance(value, str):
+        cleaned = value.replace(" ", "")
+        if cleaned in ("auto", "none"):
+            return cleaned
+        if _GPU_LIST.fullmatch(cleaned):
+            indices = cleaned.split(",")
+            if len(set(indices)) == len(indices):
+                return cleaned
+    hint = "; to train on the CPU write gpus: none" if value is False else ""
+    raise Invalid(
+        f"{show(value)} is not a GPU choice{hint}; use auto (the GPU with the most free memory), none (the CPU), "
+        'or GPU indices such as "1" or "0,1"'
+    )
+
+
+def env(value: object) -> dict[str, str]:
+    """Environment variables for the run (R27): names a shell accepts, values as text."""
+    raw = mapping(value, "{PATH: /opt/bin:/usr/bin}")
+    out: dict[str, str] = {}
+    problems: list[Problem] = []
+    for key, val in raw.items():
+        at = f".{key_text(key)}"
+        if not isinstance(key, str) or not _ENV_NAME.fullmatch(key):
+            problems.append((at, "is not a valid environment variable name; use letters, digits and _"))
+        elif isinstance(val, str) and "\x00" not in val:
+            out[key] = val
+        elif isinstance(val, (int, float)) and not isinstance(val, bool) and abs(val) < 2**63:
+            out[key] = str(val)
+        else:
+            problems.append((at, f"must be text, got {show(val)}; quote the value"))
+    if problems:
+        raise Invalid(problems=problems)
+    return out
+
+
+_CONTAINER_KEYS: Mapping[str, Check] = {
+    "runtime": choice(("apptainer", "docker"), "container runtime"),
+    "image": text(),
+    "options": text_list('["--nv"]'),
+}
+
+
+def container(value: object) -> Container:
+    """D2: run the worker through apptainer or docker on the host."""
+    raw = mapping(value, "{runtime: apptainer, image: /shared/images/potato-worker.sif}")
+    values, problems = check_keys(raw, _CONTAINER_KEYS, "a container")
+    if raw.get("runtime") is None:
+        problems.append((".runtime", "missing; set runtime: apptainer or runtime: docker"))
+    if raw.get("image") is None:
+        problems.append((".image", "missing; name the worker image, e.g. image: /shared/images/potato-worker.sif"))
+    if problems:
+        raise Invalid(problems=problems)
+    return Container(**values)
+
+
+def parse_slurm_time(value: str) -> int | None:
+    """Seconds in a SLURM time limit, None for no limit; :class:`Invalid` if SLURM would refuse it.
+
+    Formats as sbatch takes them: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS; 0, ``infinite`` and
+    ``unlimited`` mean no limit.
+    """
+    stripped = value.strip()
+    if stripped.lower() in _UNLIMITED:
+        return None
+    match = _SLURM_TIME.fullmatch(stripped)
+    if not match:
+        raise Invalid(
+            f"{show(value)} is not a SLURM time; use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS, "
+            'e.g. time: "04:00:00"'
+        )
+    day, first, second, third = match.groups()
+    parts = [int(p) for p in (first, second, third) if p is not None]
+    if day is not None:
+        parts += [0] * (3 - len(parts))
+        seconds = int(day) * 86400 + parts[0] * 3600 + parts[1] * 60 + parts[2]
+    elif len(parts) == 1:
+        seconds = parts[0] * 60
+    elif len(parts) == 2:
+        seconds = parts[0] * 60 + parts[1]
+    else:
+        seconds = parts[0] * 3600 + parts[1] * 60 + parts[2]
+    return seconds or None
+
+
+def slurm_time(value: object) -> str:
+    """A SLURM ``time`` as written. YAML 1.1 reads an unquoted ``12:00:00`` as the int 43200."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        example = _as_clock(value) if 60 <= value < 10**7 else "04:00:00"
+        raise Invalid(
+            f"YAML read this unquoted value as the number {show(value)} (an unquoted time such as 12:00:00 "
+            f'becomes seconds); quote the time, e.g. time: "{example}"'
+        )
+    if not isinstance(value, str):
+        raise Invalid(f'must be a SLURM time in quotes, e.g. time: "04:00:00", got {show(value)}')
+    parse_slurm_time(value)
+    return value.strip()
+
+
+def _as_clock(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def node_local_dir(path: str) -> str | None:
+    """The node-local folder ``path`` lies in (``/tmp``, ``/var/tmp``, ``/dev/shm``), or None.
+
+    Normalised first, so ``//tmp/x`` and ``/tmp/../tmp/x`` do not slip through.
+    """
+    if not path.startswith("/"):
+        return None
+    normal = posixpath.normpath("/" + path.lstrip("/"))
+    for local in NODE_LOCAL_DIRS:
+        if normal == local or normal.startswith(local + "/"):
+            return local
+    return None
+
+
+_REMOTE_BASE: dict[str, Check] = {
+    "type": text(),
+    "description": text(allow_empty=True),
+    "host": text(option_safe=True),
+    "user": text(numbers=True, option_safe=True),
+    "port": integer(1, 65535),
+    "identity_file": text(),
+    "python": text(),
+}
+_REMOTE_REST: dict[str, Check] = {
+    "min_free_gpu_mb": integer(0),
+    "num_threads": integer(1),
+    "remote_dir": text(),
+    "max_artifact_mb": integer(0),
+    "fetch_artifacts": boolean,
+    "keep_remote": boolean,
+    "heartbeat_timeout_s": integer(1),
+    "env": env,
+    "container": container,
+}
+
+SSH_KEYS: Mapping[str, Check] = {
+    **_REMOTE_BASE,
+    "packages": text_list('["transformers>=4.46.0", "peft>=0.13.0"]'),
+    "gpus": gpus,
+    **_REMOTE_REST,
+}
+"""R13-R23 and D2, in the order the docs list them."""
+
+SLURM_KEYS: Mapping[str, Check] = {
+    **_REMOTE_BASE,
+    **_REMOTE_REST,
+    "job_python": text(),
+    "prelude": text_list('["module load cuda/12.4"]'),
+    "partition": text(numbers=True),
+    "account": text(numbers=True),
+    "qos": text(numbers=True),
+    "gres": text(),
+    "time": slurm_time,
+    "mem": text(numbers=True),
+    "cpus_per_task": integer(1),
+    "constraint": text(numbers=True),
+    "extra_sbatch_args": text_list('["--exclusive"]'),
+    "poll_interval_s": number(0, open_low=True),
+}
+"""R24-R31: every ssh key but ``gpus`` and ``packages``, plus the sbatch settings."""
+
+AGENT_KEYS: Mapping[str, Check] = {
+    "type": text(),
+    "description": text(allow_empty=True),
+    "heartbeat_timeout_s": integer(1),
+    "queue_timeout_s": integer(1),
+}
+"""R8: these and no other key."""
+
+_SLURM_HINTS = {
+    "packages": (
+        "packages is not supported on a slurm backend: a venv built on the login node may not run on the compute "
+        "nodes. Point job_python at an environment the compute nodes have, and put module loads or its "
+        'activation in prelude, e.g. prelude: ["module load cuda/12.4"]'
+    ),
+    "gpus": (
+        "gpus is not supported on a slurm backend: GPUs come from gres (e.g. gres: gpu:1), and the scheduler "
+        "sets CUDA_VISIBLE_DEVICES for the GPUs it allocates. Remove gpus and set gres"
+    ),
+}
+_SSH_HINTS = {
+    key: f"{key} is a slurm setting, but this backend has type: ssh; remove it or set type: slurm"
+    for key in SLURM_KEYS
+    if key not in SSH_KEYS
+}
+_AGENT_HINTS = {
+    key: (
+        f"an agent backend takes no {key}: Potato never connects to the training machine, the agent there "
+        "opens every connection itself and takes its settings on the `potato training agent` command line. "
+        f"Valid keys: {', '.join(AGENT_KEYS)}"
+    )
+    for key in (*SSH_KEYS, *SLURM_KEYS)
+    if key not in AGENT_KEYS
+}
+_TABLES: Mapping[str, tuple[Mapping[str, Check], Mapping[str, str]]] = {
+    "ssh": (SSH_KEYS, _SSH_HINTS),
+    "slurm": (SLURM_KEYS, _SLURM_HINTS),
+    "agent": (AGENT_KEYS, _AGENT_HINTS),
+}
+
+
+def name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a backend, or None. ``local`` is taken (R1)."""
+    if not isinstance(name, str):
+        return f"backend names must be text, got {show(name)}; quote the name"
+    if name == defaults.LOCAL_BACKEND:
+        return (
+            f"'{name}' is reserved for the backend that always exists (a subprocess on this server); "
+            "set its device, num_threads and max_ram_mb directly under model_training, and rename this backend"
+        )
+    if not _NAME.fullmatch(name):
+        return (
+            f"{show(name)} is not a valid backend name; use letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit"
+        )
+    return None
+
+
+def declared_types(raw: object) -> dict[str, str | None]:
+    """Every well-named backend with its type (None when the type is bad): what references may name."""
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, str | None] = {}
+    for name, body in raw.items():
+        if name_problem(name) is None:
+            btype = body.get("type") if isinstance(body, dict) else None
+            out[str(name)] = btype if isinstance(btype, str) and btype in BACKEND_TYPES else None
+    return out
+
+
+def check_backends(raw: object, findings: Findings) -> dict[str, Backend] | None:
+    """All backends under ``model_training.backends``, or None if any is invalid."""
+    path = "model_training.backends"
+    if not isinstance(raw, dict):
+        findings.error(path, f"must be a mapping of backend names to settings, e.g. gpu-server: {{type: ssh, "
+                             f"host: gpu.example.org}}, got {show(raw)}")
+        return None
+    out: dict[str, Backend] = {}
+    ok = True
+    for name, body in raw.items():
+        where = f"{path}.{key_text(name)}"
+        problem = name_problem(name)
+        if problem is not None:
+            findings.error(where, problem)
+            ok = False
+            continue
+        backend = _check_backend(str(name), body, findings)
+        if backend is None:
+            ok = False
+        else:
+            out[str(name)] = backend
+    return out if ok else None
+
+
+def _check_backend(name: str, body: object, findings: Findings) -> Backend | None:
+    where = f"model_training.backends.{name}"
+    before = len(findings.errors)
+    if not isinstance(body, dict):
+        findings.error(where, f"must be a mapping with type: ssh, slurm or agent and its settings, got {show(body)}",
+                       name)
+        return None
+    btype = body.get("type")
+    if btype is None:
+        findings.error(f"{where}.type", "missing; set type: ssh, slurm or agent", name)
+        return None
+    if btype not in BACKEND_TYPES:
+        findings.error(f"{where}.type", f"{show(btype)} is not a backend type; valid types: ssh, slurm, agent", name)
+        return None
+    table, hints = _TABLES[str(btype)]
+    values, problems = check_keys(body, table, f"a{'n' if btype in ('ssh', 'agent') else ''} {btype} backend", hints)
+    problems += _required(str(btype), body)
+    findings.errors_at(where, problems, name)
+    if btype == "slurm":
+        _slurm_extras(name, values, findings)
+    if len(findings.errors) > before:
+        return None
+    return _build(name, str(btype), values)
+
+
+def _required(btype: str, body: Mapping[Any, object]) -> list[Problem]:
+    """R5: ssh and slurm need ``host``; R26: slurm needs a shared ``remote_dir``."""
+    problems: list[Problem] = []
+    if btype in ("ssh", "slurm") and body.get("host") is None:
+        article = "an" if btype == "ssh" else "a"
+        problems.append((".host", f"missing; {article} {btype} backend {_HOST_HELP}"))
+    if btype == "slurm" and body.get("remote_dir") is None:
+        problems.append((".remote_dir", f"missing; a slurm backend {_SHARED_DIR_HELP}"))
+    return problems
+
+
+_HOST_HELP = (
+    "needs the host to log in to (any name ssh accepts, e.g. gpu.example.org or an alias from ~/.ssh/config)"
+)
+_SHARED_DIR_HELP = (
+    "needs remote_dir on storage the login node and the compute nodes share, "
+    "e.g. remote_dir: /shared/projects/me/potato-training"
+)
+
+
+def _slurm_extras(name: str, values: Mapping[str, Any], findings: Findings) -> None:
+    """R26: ``remote_dir`` off node-local folders; R6: a long ``time`` warns."""
+    where = f"model_training.backends.{name}"
+    remote_dir = values.get("remote_dir")
+    local = node_local_dir(remote_dir) if isinstance(remote_dir, str) else None
+    if local is not None:
+        findings.error(
+            f"{where}.remote_dir",
+            f"{show(remote_dir)} is under {local}; /tmp, /var/tmp and /dev/shm are local to each node, so the "
+            "job on a compute node would not see the files the agent writes on the login node. Use storage "
+            "the login and compute nodes share, e.g. remote_dir: /shared/projects/me/potato-training",
+            name,
+        )
+    written = values.get("time")
+    if isinstance(written, str):
+        seconds = parse_slurm_time(written)
+        limit = math.inf if seconds is None else seconds
+        if limit > defaults.SLURM_LONG_TIME_S:
+            findings.warn_exact(
+                f"{where}.time",
+                f"{where}.time is {written}. A job that holds a GPU for more than "
+                f"{defaults.SLURM_LONG_TIME_S // 3600} hours is long on a shared cluster; check its policy",
+                name,
+            )
+
+
+def _build(name: str, btype: str, values: dict[str, Any]) -> Backend:
+    values = {k: v for k, v in values.items() if k != "type"}
+    if btype == "ssh":
+        return SshBackend(name=name, **values)
+    if btype == "slurm":
+        return SlurmBackend(name=name, **values)
+    return AgentBackend(name=name, **values)

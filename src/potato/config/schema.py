@@ -1,0 +1,261 @@
+"""Typed project configuration: what the rest of Potato reads.
+
+These dataclasses are built only by :func:`potato.config.validate.validate`, which has already
+checked every key and value, so code that reads them never re-validates. Paths are absolute:
+the validator resolves them against the config file's folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Union
+
+from potato import defaults
+
+
+class SchemeType(str, Enum):
+    RADIO = "radio"
+    MULTISELECT = "multiselect"
+    TEXT = "text"
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """One annotation question shown for every item."""
+
+    annotation_type: SchemeType
+    name: str
+    description: str = ""
+    labels: tuple[str, ...] = ()
+
+    def accepts(self, value: object) -> bool:
+        """Whether ``value`` is a well-formed answer to this scheme (pure)."""
+        if self.annotation_type is SchemeType.RADIO:
+            return isinstance(value, str) and value in self.labels
+        if self.annotation_type is SchemeType.MULTISELECT:
+            return (
+                isinstance(value, list)
+                and all(isinstance(v, str) and v in self.labels for v in value)
+                and len(set(value)) == len(value)
+            )
+        return isinstance(value, str)
+
+
+@dataclass(frozen=True)
+class ItemProperties:
+    id_key: str = "id"
+    text_key: str = "text"
+
+
+@dataclass(frozen=True)
+class Writeback:
+    """C5: which predictions return to annotators as model suggestions."""
+
+    schemas: tuple[str, ...] = ()
+    include_unlabeled: bool = False
+    min_confidence: float = 0.0
+
+
+@dataclass(frozen=True)
+class AutoRetrain:
+    """C7: start a run on its own every ``every_n_labels`` new labels."""
+
+    enabled: bool = False
+    every_n_labels: int = defaults.AUTO_RETRAIN_EVERY_N_LABELS
+    trainer: str | None = None
+    schemas: tuple[str, ...] = ()
+    backend: str | None = None
+
+
+@dataclass(frozen=True)
+class Container:
+    """D2: run the worker inside apptainer or docker on the host."""
+
+    runtime: str
+    image: str
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SshBackend:
+    """R13-R23: a host the server reaches with ssh."""
+
+    name: str
+    host: str
+    type: str = "ssh"
+    description: str = ""
+    user: str | None = None
+    port: int | None = None
+    identity_file: str | None = None
+    python: str = defaults.REMOTE_PYTHON
+    packages: tuple[str, ...] = ()
+    gpus: str = "auto"
+    min_free_gpu_mb: int = defaults.MIN_FREE_GPU_MB
+    num_threads: int | None = None
+    remote_dir: str = defaults.REMOTE_DIR
+    max_artifact_mb: int = defaults.MAX_ARTIFACT_MB
+    fetch_artifacts: bool = True
+    keep_remote: bool = False
+    heartbeat_timeout_s: int = defaults.HEARTBEAT_TIMEOUT_S
+    env: dict[str, str] = field(default_factory=dict)
+    container: Container | None = None
+
+    def describe(self) -> str:
+        """The "Runs on" menu text (R9)."""
+        return f"{self.name} (ssh to {self.host})"
+
+
+@dataclass(frozen=True)
+class SlurmBackend:
+    """R24-R31: a SLURM cluster behind a login node; the agent runs on the login node."""
+
+    name: str
+    host: str
+    remote_dir: str
+    type: str = "slurm"
+    description: str = ""
+    user: str | None = None
+    port: int | None = None
+    identity_file: str | None = None
+    python: str = defaults.REMOTE_PYTHON
+    job_python: str | None = None
+    prelude: tuple[str, ...] = ()
+    min_free_gpu_mb: int = defaults.MIN_FREE_GPU_MB
+    num_threads: int | None = None
+    max_artifact_mb: int = defaults.MAX_ARTIFACT_MB
+    fetch_artifacts: bool = True
+    keep_remote: bool = False
+    heartbeat_timeout_s: int = defaults.HEARTBEAT_TIMEOUT_S
+    env: dict[str, str] = field(default_factory=dict)
+    container: Container | None = None
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    gres: str | None = None
+    time: str | None = None
+    mem: str | None = None
+    cpus_per_task: int | None = None
+    constraint: str | None = None
+    extra_sbatch_args: tuple[str, ...] = ()
+    poll_interval_s: float = defaults.SLURM_POLL_INTERVAL_S
+
+    def describe(self) -> str:
+        return f"{self.name} (slurm via {self.host})"
+
+
+@dataclass(frozen=True)
+class AgentBackend:
+    """R32-R39: a machine the server cannot reach; a registered agent polls for work."""
+
+    name: str
+    type: str = "agent"
+    description: str = ""
+    heartbeat_timeout_s: int = defaults.HEARTBEAT_TIMEOUT_S
+    queue_timeout_s: int | None = None
+
+    def describe(self) -> str:
+        return f"{self.name} (agent{': ' + self.description if self.description else ''})"
+
+
+@dataclass(frozen=True)
+class LocalBackend:
+    """R1, R11: a subprocess on the server itself; always present."""
+
+    name: str = defaults.LOCAL_BACKEND
+    type: str = "local"
+    description: str = "this machine"
+    device: str = "auto"
+    num_threads: int | None = None
+    max_ram_mb: int | None = None
+
+    def describe(self) -> str:
+        return f"{self.name} (this machine)"
+
+
+Backend = Union[LocalBackend, SshBackend, SlurmBackend, AgentBackend]
+
+
+@dataclass(frozen=True)
+class ModelTraining:
+    enabled: bool = False
+    backend: str = defaults.LOCAL_BACKEND
+    trainer: str = defaults.TRAINER
+    max_wall_seconds: int | None = None
+    grace_seconds: int = defaults.GRACE_SECONDS
+    max_predictions_mb: int = defaults.MAX_PREDICTIONS_MB
+    holdout_fraction: float = defaults.HOLDOUT_FRACTION
+    trainer_params: dict[str, dict[str, object]] = field(default_factory=dict)
+    writeback: Writeback = field(default_factory=Writeback)
+    auto_retrain: AutoRetrain = field(default_factory=AutoRetrain)
+    local: LocalBackend = field(default_factory=LocalBackend)
+    backends: dict[str, Backend] = field(default_factory=dict)
+
+    def all_backends(self) -> dict[str, Backend]:
+        """Every backend a run may name, ``local`` first (R1)."""
+        out: dict[str, Backend] = {self.local.name: self.local}
+        out.update(self.backends)
+        return out
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole project (C1) as the server and CLI use it."""
+
+    path: Path
+    annotation_task_name: str
+    task_dir: Path
+    data_files: tuple[Path, ...]
+    output_annotation_dir: Path
+    annotation_schemes: tuple[Scheme, ...]
+    admin_api_key: str | None = None
+    item_properties: ItemProperties = field(default_factory=ItemProperties)
+    debug: bool = False
+    model_training: ModelTraining = field(default_factory=ModelTraining)
+    acknowledge: tuple[object, ...] = ()
+
+    def scheme(self, name: str) -> Scheme | None:
+        for s in self.annotation_schemes:
+            if s.name == name:
+                return s
+        return None
+
+    @property
+    def database_path(self) -> Path:
+        return self.output_annotation_dir / "potato.sqlite3"
+
+    @property
+    def training_dir(self) -> Path:
+        return self.output_annotation_dir / "training"
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One validator finding: where (dotted key path), what is wrong, and the fix."""
+
+    path: str
+    message: str
+    backend: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass
+class Report:
+    """What :func:`validate` found. ``config`` is None when there are errors."""
+
+    config: Config | None
+    errors: list[Issue] = field(default_factory=list)
+    warnings: list[Issue] = field(default_factory=list)
+    acknowledged: list[Issue] = field(default_factory=list)
+    source: str = ""
+    """The config file as the user named it, for the report's last line."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def strict_ok(self) -> bool:
+        return not self.errors and not self.warnings

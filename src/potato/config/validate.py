@@ -1,0 +1,468 @@
+"""The one place a project config is checked and turned into :class:`Config` (C1, R1-R8, R11, R13-R31).
+
+Pure: takes the already-parsed YAML value and the config's path (only to resolve relative paths),
+reads no file and never raises, whatever the YAML held. Every problem is reported at once, each
+message starting with its dotted key path and ending with the fix, so one ``potato validate`` run
+shows the whole list. Item data files are not opened here; the item loader reports those.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from potato import defaults
+from potato.config._backends import check_backends, declared_types
+from potato.config._checks import (
+    Check,
+    Findings,
+    Invalid,
+    Problem,
+    anything,
+    boolean,
+    check_keys,
+    choice,
+    did_you_mean,
+    integer,
+    key_text,
+    mapping,
+    number,
+    section,
+    show,
+    text,
+    text_list,
+)
+from potato.config.acknowledge import apply_acknowledge
+from potato.config.schema import (
+    AutoRetrain,
+    Config,
+    ItemProperties,
+    LocalBackend,
+    ModelTraining,
+    Report,
+    Scheme,
+    SchemeType,
+    Writeback,
+)
+
+TOP_LEVEL_KEYS = (
+    "annotation_task_name",
+    "task_dir",
+    "data_files",
+    "item_properties",
+    "output_annotation_dir",
+    "admin_api_key",
+    "annotation_schemes",
+    "debug",
+    "model_training",
+    "validation",
+)
+"""Top-level keys Potato reads (C1, R1, R7); others only warn, as released configs carry many more."""
+
+_REQUIRED = {
+    "annotation_task_name": 'missing; name the project, e.g. annotation_task_name: "Review Sentiment"',
+    "data_files": 'missing; list the item files (json, jsonl or csv), e.g. data_files: ["data/reviews.json"]',
+    "annotation_schemes": (
+        "missing; add at least one scheme, e.g. annotation_schemes: [{annotation_type: radio, "
+        "name: sentiment, labels: [positive, negative]}]"
+    ),
+}
+
+_SCHEME_TYPES = tuple(t.value for t in SchemeType)
+_DEVICE_HELP = "valid devices: auto, cpu, mps, cuda, cuda:N (e.g. cuda:1)"
+
+
+def validate(raw: object, config_path: Path) -> Report:
+    """Check ``raw`` (what ``yaml.safe_load`` returned) and build the typed config if it is valid."""
+    path = Path(config_path)
+    findings = Findings()
+    if not isinstance(raw, dict):
+        what = "the file is empty" if raw is None else f"got {show(raw)}"
+        findings.error(
+            "",
+            f"top level: a config must be a mapping of keys to values (annotation_task_name: ..., "
+            f"data_files: [...], annotation_schemes: [...]); {what}",
+        )
+        return Report(None, findings.errors, findings.warnings, [], source=str(config_path))
+    config, backend_names = _check_config(raw, path, findings)
+    entries = _acknowledge_entries(raw.get("validation"), findings)
+    remaining, acknowledged = apply_acknowledge(entries, findings.warnings, backend_names)
+    return Report(
+        config if not findings.errors else None,
+        findings.errors,
+        remaining,
+        acknowledged,
+        source=str(config_path),
+    )
+
+
+def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings) -> tuple[Config | None, list[str]]:
+    """All top-level checks; the config (None if anything failed) and the declared backend names."""
+    _warn_unknown_top_level(raw, findings)
+    simple = {k: v for k, v in raw.items() if k in _TOP_TABLE}
+    values, problems = check_keys(simple, _TOP_TABLE, "the config")
+    for key, fix in _REQUIRED.items():
+        if raw.get(key) is None:
+            problems.append((f".{key}", fix))
+    findings.errors_at("", problems)
+    if raw.get("admin_api_key") is None:
+        findings.warn(
+            "admin_api_key",
+            "not set; admin routes are closed without it. Set admin_api_key to a long random secret to use "
+            "the admin pages and the training API",
+        )
+    schemes = _check_schemes(raw.get("annotation_schemes"), findings)
+    scheme_types = _scheme_types(raw.get("annotation_schemes"))
+    item_properties = _check_item_properties(raw.get("item_properties"), findings)
+    training, backend_types = _check_model_training(raw.get("model_training"), scheme_types, findings)
+    if values.get("debug") is True:
+        _warn_debug(backend_types, findings)
+    names = list(backend_types)
+    if findings.errors or schemes is None or item_properties is None or training is None:
+        return None, names
+    task_dir = _resolve(path.parent, values.get("task_dir", "."))
+    config = Config(
+        path=Path(os.path.abspath(path)),
+        annotation_task_name=values["annotation_task_name"],
+        task_dir=task_dir,
+        data_files=tuple(_resolve(task_dir, f) for f in values["data_files"]),
+        output_annotation_dir=_resolve(task_dir, values.get("output_annotation_dir", "annotation_output")),
+        annotation_schemes=schemes,
+        admin_api_key=values.get("admin_api_key"),
+        item_properties=item_properties,
+        debug=values.get("debug", False),
+        model_training=training,
+        acknowledge=tuple(_acknowledge_list(raw.get("validation"))),
+    )
+    return config, names
+
+
+def _resolve(base: Path, value: str) -> Path:
+    """An absolute path; ``~/`` means the home folder. No file system access beyond the cwd."""
+    if value == "~" or value.startswith("~/"):
+        value = os.path.expanduser(value)
+    return Path(os.path.abspath(os.path.join(str(base), value)))
+
+
+def _data_files(value: object) -> tuple[str, ...]:
+    """``data_files``: a list of files; one file as a plain string is accepted too."""
+    if isinstance(value, str):
+        return (text()(value),)
+    files: tuple[str, ...] = text_list('["data/reviews.json"]')(value)
+    if not files:
+        raise Invalid('is empty; list at least one item file, e.g. data_files: ["data/reviews.json"]')
+    return files
+
+
+def _admin_key(value: object) -> str:
+    key: str = text(allow_empty=True)(value)
+    if not key.strip():
+        raise Invalid("is empty, which would be a key anyone can send; set a long random secret or remove the key")
+    return key
+
+
+_TOP_TABLE: Mapping[str, Check] = {
+    "annotation_task_name": text(),
+    "task_dir": text(),
+    "data_files": _data_files,
+    "output_annotation_dir": text(),
+    "admin_api_key": _admin_key,
+    "debug": boolean,
+}
+
+
+def _warn_unknown_top_level(raw: Mapping[Any, object], findings: Findings) -> None:
+    for key in raw:
+        if key not in TOP_LEVEL_KEYS:
+            near = did_you_mean(key, TOP_LEVEL_KEYS) if isinstance(key, str) else ""
+            findings.warn(key_text(key), f"unknown key, ignored{near}")
+
+
+def _warn_debug(backend_types: Mapping[str, str | None], findings: Findings) -> None:
+    """R21: requests through the ssh socket arrive as loopback, and debug gives loopback admin access.
+
+    One warning per backend, so an acknowledgement that names a backend covers that backend only.
+    """
+    for name, btype in backend_types.items():
+        if btype in ("ssh", "slurm"):
+            findings.warn(
+                "debug",
+                f"true while model_training.backends.{name} is a{'n' if btype == 'ssh' else ''} {btype} backend. "
+                "Requests through its ssh socket reach the server as loopback requests, and a server with "
+                "debug: true gives loopback requests admin access, so anyone using that account on the "
+                "remote host gets admin access while a run goes on. Turn debug off while training over ssh",
+                name,
+            )
+
+
+# --- item_properties and annotation_schemes (C1) -------------------------------------------------
+
+
+_ITEM_PROPERTIES: Mapping[str, Check] = {"id_key": text(), "text_key": text()}
+
+
+def _check_item_properties(raw: object, findings: Findings) -> ItemProperties | None:
+    if raw is None:
+        return ItemProperties()
+    try:
+        values = section(_ITEM_PROPERTIES, "item_properties", '{id_key: "id", text_key: "text"}')(raw)
+    except Invalid as bad:
+        findings.errors_at("item_properties", bad.problems)
+        return None
+    return ItemProperties(**values)
+
+
+_SCHEME_KEYS: Mapping[str, Check] = {
+    "annotation_type": choice(_SCHEME_TYPES, "annotation_type"),
+    "name": text(),
+    "description": text(allow_empty=True),
+    "labels": text_list('["positive", "negative"]', unique=True),
+}
+
+
+def _check_schemes(raw: object, findings: Findings) -> tuple[Scheme, ...] | None:
+    """Every scheme, or None if any is invalid (a missing key was already reported)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not raw:
+        findings.error(
+            "annotation_schemes",
+            f"must be a non-empty list of schemes, each with annotation_type, name and labels; got {show(raw)}",
+        )
+        return None
+    schemes: list[Scheme] = []
+    first_use: dict[str, int] = {}
+    for index, item in enumerate(raw):
+        values, problems = _scheme_values(item)
+        name = values.get("name")
+        if name in first_use:
+            problems.append((
+                ".name",
+                (f"{show(name)} is already the name of annotation_schemes[{first_use[name]}]; "
+                "give each scheme its own name"),
+            ))
+        elif name is not None:
+            first_use[name] = index
+        findings.errors_at(f"annotation_schemes[{index}]", problems)
+        if not problems:
+            schemes.append(Scheme(
+                annotation_type=SchemeType(values["annotation_type"]),
+                name=values["name"],
+                description=values.get("description", ""),
+                labels=values.get("labels", ()),
+            ))
+    return tuple(schemes) if len(schemes) == len(raw) else None
+
+
+def _scheme_values(item: object) -> tuple[dict[str, Any], list[Problem]]:
+    """One scheme's checked keys and its problems, including the label count its type needs."""
+    try:
+        raw = mapping(item, "{annotation_type: radio, name: sentiment, labels: [positive, negative]}")
+    except Invalid as bad:
+        return {}, list(bad.problems)
+    values, problems = check_keys(raw, _SCHEME_KEYS, "an annotation scheme")
+    if raw.get("annotation_type") is None:
+        problems.append((".annotation_type", f"missing; valid types: {', '.join(_SCHEME_TYPES)}"))
+    if raw.get("name") is None:
+        problems.append((".name", "missing; name the scheme, e.g. name: sentiment"))
+    kind = values.get("annotation_type")
+    if kind is not None and ("labels" in values or raw.get("labels") is None):
+        problems += _label_count_problems(kind, values.get("labels", ()))
+    return values, problems
+
+
+def _label_count_problems(kind: str | None, labels: tuple[str, ...]) -> list[Problem]:
+    """C1: radio needs two labels to choose between, multiselect one, text none."""
+    need = {"radio": 2, "multiselect": 1}.get(kind or "")
+    if need is not None and len(labels) < need:
+        got = "missing" if not labels else f"has {len(labels)} label"
+        return [(
+            ".labels",
+            (f"{got}; a {kind} scheme needs at least {need} label{'s' if need > 1 else ''}, "
+            'e.g. labels: ["positive", "negative"]'),
+        )]
+    if kind == "text" and labels:
+        return [(
+            ".labels",
+            ("a text scheme takes no labels (annotators type free text); remove labels, or use "
+            "annotation_type: radio or multiselect"),
+        )]
+    return []
+
+
+def _scheme_types(raw: object) -> dict[str, str | None]:
+    """Scheme names (type or None if bad) that other keys may name, even when a scheme has errors."""
+    out: dict[str, str | None] = {}
+    if isinstance(raw, list):
+        for item in raw:
+            if isinstance(item, dict) and isinstance(item.get("name"), str):
+                kind = item.get("annotation_type")
+                out.setdefault(str(item["name"]), kind if kind in _SCHEME_TYPES else None)
+    return out
+
+
+# --- model_training (R1-R3, R11, C5-C7) ----------------------------------------------------------
+
+
+def _device(value: object) -> str:
+    """R11: auto, cpu, mps, cuda, or one GPU as cuda:N."""
+    if isinstance(value, str):
+        if value in ("auto", "cpu", "mps", "cuda"):
+            return value
+        index = value[5:] if value.startswith("cuda:") else ""
+        if index.isascii() and index.isdigit() and len(index) < 5:
+            return value
+    raise Invalid(f"{show(value)} is not a device; {_DEVICE_HELP}")
+
+
+def _trainer_params(value: object) -> dict[str, dict[str, object]]:
+    raw = mapping(value, "{sklearn-text-classification: {C: 1.0}}")
+    out: dict[str, dict[str, object]] = {}
+    problems: list[Problem] = []
+    for trainer, params in raw.items():
+        at = f".{key_text(trainer)}"
+        if not isinstance(trainer, str):
+            problems.append((at, f"trainer names must be text, got {show(trainer)}"))
+        elif not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
+            shape = "must be a mapping of parameter names to values, e.g. {epochs: 3}"
+            problems.append((at, f"{shape}, got {show(params)}"))
+        else:
+            out[trainer] = dict(params)
+    if problems:
+        raise Invalid(problems=problems)
+    return out
+
+
+def _scheme_refs(scheme_types: Mapping[str, str | None], *, labelled_only: bool) -> Check:
+    """A list of existing scheme names; writeback (C5) needs radio or multiselect schemes."""
+
+    def check(value: object) -> tuple[str, ...]:
+        names: tuple[str, ...] = text_list('["sentiment"]')(value)
+        problems: list[Problem] = []
+        for i, name in enumerate(names):
+            if name not in scheme_types:
+                known = ", ".join(scheme_types) or "none"
+                near = did_you_mean(name, scheme_types)
+                problems.append((f"[{i}]", f"{show(name)} names no annotation scheme{near}; schemes: {known}"))
+            elif labelled_only and scheme_types[name] == "text":
+                why = "is a text scheme, and suggestions need a radio or multiselect scheme; remove it"
+                problems.append((f"[{i}]", f"{show(name)} {why}"))
+        if problems:
+            raise Invalid(problems=problems)
+        return names
+
+    return check
+
+
+def _backend_ref(names: Mapping[str, object] | None) -> Check:
+    """R2, R5: a backend reference must name ``local`` or a declared backend (None: not checkable)."""
+
+    def check(value: object) -> str:
+        name: str = text()(value)
+        if names is None or name == defaults.LOCAL_BACKEND or name in names:
+            return name
+        valid = [defaults.LOCAL_BACKEND, *names]
+        raise Invalid(
+            f"{show(name)} names no backend{did_you_mean(name, valid)}; valid backends: {', '.join(valid)}. "
+            "Declare it under model_training.backends or name one of these"
+        )
+
+    return check
+
+
+def _training_table(scheme_types: Mapping[str, str | None], names: Mapping[str, object] | None) -> dict[
+    str, Check
+]:
+    writeback = {
+        "schemas": _scheme_refs(scheme_types, labelled_only=True),
+        "include_unlabeled": boolean,
+        "min_confidence": number(0, 1, open_low=False),
+    }
+    auto_retrain = {
+        "enabled": boolean,
+        "every_n_labels": integer(1),
+        "trainer": text(),
+        "schemas": _scheme_refs(scheme_types, labelled_only=False),
+        "backend": _backend_ref(names),
+    }
+    return {
+        "enabled": boolean,
+        "backend": _backend_ref(names),
+        "trainer": text(),
+        "max_wall_seconds": integer(1),
+        "grace_seconds": integer(0),
+        "max_predictions_mb": integer(1),
+        "holdout_fraction": number(0, 1, open_low=True, open_high=True),
+        "trainer_params": _trainer_params,
+        "device": _device,
+        "num_threads": integer(1),
+        "max_ram_mb": integer(1),
+        "writeback": section(writeback, "model_training.writeback", "{schemas: [sentiment]}"),
+        "auto_retrain": section(auto_retrain, "model_training.auto_retrain", "{enabled: true, every_n_labels: 100}"),
+        "backends": anything,
+    }
+
+
+def _check_model_training(
+    raw: object, scheme_types: Mapping[str, str | None], findings: Findings
+) -> tuple[ModelTraining | None, dict[str, str | None]]:
+    """The training settings and the declared backends' types (for references and R21)."""
+    if raw is None:
+        return ModelTraining(), {}
+    try:
+        body = mapping(raw, "{enabled: true, backend: gpu-server}")
+    except Invalid as bad:
+        findings.errors_at("model_training", bad.problems)
+        return None, {}
+    raw_backends = body.get("backends")
+    backend_types = declared_types(raw_backends)
+    checkable = raw_backends is None or isinstance(raw_backends, dict)
+    table = _training_table(scheme_types, backend_types if checkable else None)
+    before = len(findings.errors)
+    values, problems = check_keys(body, table, "model_training")
+    findings.errors_at("model_training", problems)
+    backends = check_backends(raw_backends, findings) if raw_backends is not None else {}
+    if len(findings.errors) > before or backends is None:
+        return None, backend_types
+    local = {k: values.pop(k) for k in ("device", "num_threads", "max_ram_mb") if k in values}
+    values.pop("backends", None)
+    training = ModelTraining(
+        writeback=Writeback(**values.pop("writeback", {})),
+        auto_retrain=AutoRetrain(**values.pop("auto_retrain", {})),
+        local=LocalBackend(**local),
+        backends=backends,
+        **values,
+    )
+    return training, backend_types
+
+
+# --- validation (R7) -----------------------------------------------------------------------------
+
+
+def _acknowledge_list(raw: object) -> list[object]:
+    if isinstance(raw, dict) and isinstance(raw.get("acknowledge"), list):
+        return list(raw["acknowledge"])
+    return []
+
+
+def _acknowledge_entries(raw: object, findings: Findings) -> list[object]:
+    """The ``validation.acknowledge`` entries; each entry itself is judged by :func:`apply_acknowledge`."""
+    if raw is None:
+        return []
+    example = '{acknowledge: ["model_training.backends.cluster.time is"]}'
+    table = {"acknowledge": _entry_list}
+    try:
+        section(table, "validation", example)(raw)
+    except Invalid as bad:
+        findings.errors_at("validation", bad.problems)
+    return _acknowledge_list(raw)
+
+
+def _entry_list(value: object) -> object:
+    if not isinstance(value, list):
+        raise Invalid(
+            'must be a list of warning texts to acknowledge, e.g. acknowledge: ["model_training.backends.cluster.time '
+            f'is"], got {show(value)}'
+        )
+    return value

@@ -1,0 +1,49 @@
+"""Every default in one place, one constant each (stdlib only: remote code imports this too)."""
+
+PORT = 8000
+"""Port ``potato start`` listens on."""
+
+HOST = "127.0.0.1"
+"""Address ``potato start`` binds; ``--host 0.0.0.0`` exposes it."""
+
+LOCAL_BACKEND = "local"
+"""Name of the backend that always exists: a subprocess on the server (R1)."""
+
+TRAINER = "sklearn-text-classification"
+"""Trainer a run uses when neither the request nor the config names one."""
+
+GRACE_SECONDS = 20
+"""Seconds between SIGTERM and SIGKILL when a run is cancelled (R22)."""
+
+HEARTBEAT_TIMEOUT_S = 120
+"""A remote run whose agent says nothing this long fails (R23, R38)."""
+
+MAX_PREDICTIONS_MB = 512
+"""Largest predictions upload the server accepts; above it, 413 (R36)."""
+
+MAX_ARTIFACT_MB = 2048
+"""Model files larger than this stay on the remote host (R20)."""
+
+MIN_FREE_GPU_MB = 2000
+"""``gpus: auto`` needs a GPU with this much free memory (R15)."""
+
+REMOTE_PYTHON = "python3"
+"""Interpreter on an ssh host or login node when ``python`` is not set."""
+
+REMOTE_DIR = "~/.cache/potato-training"
+"""Where code, venvs and jobs live on an ssh host (R18)."""
+
+SLURM_POLL_INTERVAL_S = 10.0
+"""Cadence of ``squeue`` calls for a SLURM job (R27)."""
+
+SLURM_LONG_TIME_S = 6 * 3600
+"""A slurm ``time`` above this warns (R6)."""
+
+HOLDOUT_FRACTION = 0.2
+"""Share of labelled items kept out of training to score the run (C6)."""
+
+AUTO_RETRAIN_EVERY_N_LABELS = 100
+"""New labels between two automatic runs (C7) when not configured."""
+
+ACKNOWLEDGE_MIN_CHARS = 12
+"""Shortest ``validation.acknowledge`` entry that may match a warning (R7)."""

@@ -1,0 +1,44 @@
+"""The exceptions a user must act on. Each message is the fix; each class carries its exit code.
+
+Only :func:`potato.cli.main` turns one into a process exit; library code raises and never prints.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+class PotatoError(Exception):
+    """Base of every error whose message a user reads and acts on."""
+
+    exit_code = 1
+
+
+class ConfigError(PotatoError):
+    """The project config is invalid; the message lists every problem with its key path."""
+
+    def __init__(self, problems: Sequence[str], path: str = "") -> None:
+        self.problems: list[str] = list(problems)
+        head = f"{path} is not a valid Potato config" if path else "The config is not valid"
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"{head}:\n{lines}\nFix these keys and run `potato validate {path or 'config.yaml'}`.")
+
+
+class DataError(PotatoError):
+    """An item data file cannot be loaded: names the file and line."""
+
+
+class LabelImportError(PotatoError):
+    """Labels to import are invalid; nothing was stored. Lists each bad line."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems: list[str] = list(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(
+            f"{len(self.problems)} invalid label line(s); nothing was imported:\n{lines}\n"
+            "Fix these lines, or pass --skip-invalid to import the valid lines only."
+        )
+
+
+class TrainingError(PotatoError):
+    """A training request cannot be served (unknown trainer, schema or backend)."""

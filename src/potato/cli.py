@@ -1,0 +1,190 @@
+"""The ``potato`` command. Only :func:`main` turns a :class:`PotatoError` into an exit code."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from potato import __version__, defaults
+from potato.config import format_report, load_report, report_to_json
+from potato.config.schema import Config
+from potato.errors import ConfigError, PotatoError
+
+log = logging.getLogger("potato")
+
+CONFIG = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+def _setup_logging(verbose: bool = False) -> None:
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(
+            level=logging.DEBUG if verbose else logging.INFO,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+
+
+def _load(config_path: Path) -> Config:
+    """Load for a command that acts on the project: errors stop it, warnings are printed (R5, R6)."""
+    report = load_report(config_path)
+    if report.errors or report.config is None:
+        raise ConfigError([issue.message for issue in report.errors], str(config_path))
+    # validation.acknowledge is for `potato validate` only (R7): at start every warning shows (R6).
+    for issue in report.warnings + report.acknowledged:
+        click.echo(f"warning: {issue.message}", err=True)
+    return report.config
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="potato")
+def cli() -> None:
+    """Potato: annotate in the browser, train wherever the GPUs are."""
+
+
+@cli.command()
+@click.argument("config_path", metavar="CONFIG", type=CONFIG)
+@click.option("--strict", is_flag=True, help="Also fail on warnings not listed under validation.acknowledge.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def validate(config_path: Path, strict: bool, as_json: bool) -> None:
+    """Check CONFIG and report every problem with its key path and fix (R5-R8)."""
+    report = load_report(config_path)
+    if as_json:
+        click.echo(json.dumps(report_to_json(report), indent=2))
+    else:
+        click.echo(format_report(report, strict=strict))
+    failed = bool(report.errors) or (strict and bool(report.warnings))
+    sys.exit(1 if failed else 0)
+
+
+@cli.command()
+@click.argument("config_path", metavar="CONFIG", type=CONFIG)
+@click.option("-p", "--port", default=defaults.PORT, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--host", default=defaults.HOST, show_default=True, help="Address to bind; 0.0.0.0 for all.")
+@click.option("--dev", is_flag=True, help="Use Flask's development server instead of gunicorn.")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="gunicorn worker processes.")
+@click.option("--threads", default=16, show_default=True, type=click.IntRange(1, 256), help="Threads per worker.")
+def start(config_path: Path, port: int, host: str, dev: bool, workers: int, threads: int) -> None:
+    """Start the annotation server for CONFIG (refuses to start on config errors)."""
+    _setup_logging()
+    config = _load(config_path)
+    from potato.server import create_app
+    from potato.training.server import start_dispatcher
+
+    app = create_app(config)
+    click.echo(f"Serving '{config.annotation_task_name}' on http://{host}:{port}/ (admin: /admin)")
+    if dev:
+        start_dispatcher(app)
+        app.run(host=host, port=port, debug=False, threaded=True)
+        return
+    try:
+        from potato.server.gunicorn_app import serve
+    except ImportError:
+        raise PotatoError(
+            "gunicorn is not installed. Install the server extra (pip install 'potato-annotation[server]') "
+            "or start with --dev for Flask's development server."
+        )
+    serve(app, host, port, workers, threads, on_worker_start=lambda: start_dispatcher(app))
+
+
+@cli.command()
+@click.argument("config_path", metavar="CONFIG", type=CONFIG)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="File to write (default: stdout).")
+def export(config_path: Path, output: Path | None) -> None:
+    """Write every label as JSON lines: user, id, schema, label, source."""
+    config = _load(config_path)
+    from potato.db import Database
+    from potato.labels import LabelStore
+
+    store = LabelStore(Database(config.database_path))
+    out: Any = output.open("w", encoding="utf-8") if output else sys.stdout
+    count = 0
+    try:
+        for lab in store.iter_labels():
+            out.write(json.dumps(lab.to_json(), ensure_ascii=False) + "\n")
+            count += 1
+    finally:
+        if output:
+            out.close()
+    if output:
+        click.echo(f"Exported {count} labels to {output}", err=True)
+
+
+@cli.command("import-labels")
+@click.argument("config_path", metavar="CONFIG", type=CONFIG)
+@click.argument("labels_path", metavar="LABELS", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--user", required=True, help="Annotator name the labels are stored under.")
+@click.option("--skip-invalid", is_flag=True, help="Import the valid lines and report the rest.")
+def import_labels(config_path: Path, labels_path: Path, user: str, skip_invalid: bool) -> None:
+    """Store LABELS (.jsonl or .csv: id, schema, label) as USER's labels. Safe while the server runs."""
+    from potato.db import Database
+    from potato.errors import LabelImportError
+    from potato.items import load_items
+    from potato.label_import import check_entries, read_entries
+    from potato.labels import LabelStore
+    from potato.server.auth import clean_user_name
+
+    config = _load(config_path)
+    name = clean_user_name(user)
+    if name is None:
+        raise click.BadParameter("must be 1 to 64 printable characters", param_hint="--user")
+    items = load_items(config.data_files, config.item_properties.id_key, config.item_properties.text_key)
+    batch = check_entries(config, items, read_entries(labels_path), name)
+    if batch.problems and not skip_invalid:
+        raise LabelImportError(batch.problems)
+    store = LabelStore(Database(config.database_path))
+    store.touch_user(name)
+    store.save(batch.labels)
+    for problem in batch.problems:
+        click.echo(f"skipped {problem}", err=True)
+    skipped = f", skipped {len(batch.problems)} invalid line(s)" if batch.problems else ""
+    click.echo(f"Imported {len(batch.labels)} label(s) for user '{name}'{skipped}.")
+
+
+@cli.group()
+def training() -> None:
+    """Model training: check backends (more commands arrive with the remote backends)."""
+
+
+@training.command("check")
+@click.argument("backend")
+@click.argument("config_path", metavar="CONFIG", type=CONFIG)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def training_check(backend: str, config_path: Path, as_json: bool) -> None:
+    """Report what a run on BACKEND would get (R12, R17); exit 0 when a run could start."""
+    from potato.training.checks import UnknownBackend, run_check
+
+    config = _load(config_path)
+    try:
+        report = run_check(config, backend)
+    except UnknownBackend as exc:
+        raise PotatoError(str(exc))
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        for line in report.lines:
+            click.echo(line)
+    sys.exit(0 if report.ok else 1)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except PotatoError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""Items to annotate, read from the project's data files (json, jsonl, csv).
+
+Loaded once at start: a bad file stops the server with the file and line to fix, instead of
+serving a partial project.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from potato.errors import DataError
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    text: str
+    data: Mapping[str, Any]
+
+
+class ItemSet:
+    """The project's items in file order, with O(1) lookup by id and by position."""
+
+    def __init__(self, items: Sequence[Item]) -> None:
+        self._items: tuple[Item, ...] = tuple(items)
+        self._index: dict[str, int] = {item.id: i for i, item in enumerate(self._items)}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Item]:
+        return iter(self._items)
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._index
+
+    def at(self, position: int) -> Item:
+        return self._items[position]
+
+    def position(self, item_id: str) -> int:
+        return self._index[item_id]
+
+    def get(self, item_id: str) -> Item:
+        return self._items[self._index[item_id]]
+
+    @property
+    def ids(self) -> list[str]:
+        return [item.id for item in self._items]
+
+
+def _records(path: Path) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, record) pairs; line numbers are 1-based and point at the record."""
+    suffix = path.suffix.lower()
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise DataError(f"{path}: data file not found. Fix the path under data_files (relative to task_dir).")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the data file ({exc}). Save it as UTF-8 text.")
+    if suffix == ".jsonl":
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg}). Each line must be one JSON object.")
+    elif suffix == ".json":
+        stripped = text.lstrip()
+        if stripped.startswith("["):
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}).")
+            for record in data:
+                yield 0, record
+        else:
+            # The released Potato accepts "json" files with one object per line; so do we.
+            for lineno, line in enumerate(text.splitlines(), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield lineno, json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(
+                        f"{path}:{lineno}: not valid JSON ({exc.msg}). Use a JSON list of objects "
+                        "or one JSON object per line."
+                    )
+    elif suffix in (".csv", ".tsv"):
+        reader = csv.DictReader(text.splitlines(), delimiter="\t" if suffix == ".tsv" else ",")
+        for row in reader:
+            yield reader.line_num, row
+    else:
+        raise DataError(f"{path}: unsupported data file type '{suffix}'. Use .json, .jsonl or .csv.")
+
+
+def load_items(files: Sequence[Path], id_key: str = "id", text_key: str = "text") -> ItemSet:
+    """Read every data file; raise DataError naming the file and line of the first bad record."""
+    items: list[Item] = []
+    seen: dict[str, str] = {}
+    for path in files:
+        for number, (lineno, record) in enumerate(_records(path), start=1):
+            where = f"{path}:{lineno}" if lineno else f"{path} (record {number})"
+            if not isinstance(record, dict):
+                raise DataError(f"{where}: expected a JSON object with '{id_key}' and '{text_key}'.")
+            raw_id = record.get(id_key)
+            if raw_id is None or raw_id == "":
+                raise DataError(
+                    f"{where}: missing id key '{id_key}'. Add it, or set item_properties.id_key "
+                    f"to the key that holds the id (keys here: {', '.join(map(str, record)) or 'none'})."
+                )
+            if isinstance(raw_id, (dict, list, bool)):
+                raise DataError(f"{where}: id '{id_key}' must be a string or number, not {raw_id!r}.")
+            item_id = str(raw_id)
+            if item_id in seen:
+                raise DataError(
+                    f"{where}: duplicate id '{item_id}' (first at {seen[item_id]}). Ids must be unique."
+                )
+            text = record.get(text_key)
+            if text is None:
+                raise DataError(
+                    f"{where}: missing text key '{text_key}'. Add it, or set item_properties.text_key "
+                    "to the key that holds the text."
+                )
+            seen[item_id] = where
+            items.append(Item(id=item_id, text=str(text), data=record))
+    if not items:
+        raise DataError(f"No items in {', '.join(map(str, files))}. Add items to the data files.")
+    return ItemSet(items)

@@ -1,0 +1,37 @@
+"""The Flask app factory. Each area (annotation, admin, training) is a blueprint with ``init_app``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Mapping, Optional
+
+from flask import Flask
+
+from potato.config.schema import Config
+from potato.server import admin, annotate, project
+from potato.training import server as training_server
+
+
+def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Flask:
+    """Build the app for one project. Loads items and opens the database; a bad data file raises."""
+    app = Flask(__name__)
+    app.config.update(
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        PERMANENT_SESSION_LIFETIME=timedelta(days=30),
+        JSON_SORT_KEYS=False,
+        MAX_CONTENT_LENGTH=64 * 1024 * 1024,
+    )
+    if overrides:
+        app.config.update(overrides)
+    proj = project.Project.open(config)
+    project.init_app(app, proj)
+    annotate.init_app(app)
+    admin.init_app(app)
+    training_server.init_app(app)
+
+    @app.context_processor
+    def _nav() -> dict:
+        return {"has_training": "training" in app.blueprints}
+
+    return app

@@ -1,0 +1,124 @@
+"""Admin routes under ``/admin``: progress, export, and the labels API (C3).
+
+Every route needs the ``X-API-Key`` header or an admin session (``/admin/login`` with the key).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from flask import Blueprint, Flask, Response, jsonify, redirect, render_template, request, session, url_for
+
+from potato.label_import import Entry, check_entries
+from potato.labels import LabelSource
+from potato.server.auth import admin_required, clean_user_name, key_matches
+from potato.server.project import current_project
+
+bp = Blueprint("admin", __name__, url_prefix="/admin")
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login() -> Any:
+    project = current_project()
+    error = None
+    if request.method == "POST":
+        if key_matches(request.form.get("key"), project.config.admin_api_key):
+            session["admin"] = True
+            target = request.args.get("next", "")
+            # Only same-site paths: an open redirect would let a link phish the key form.
+            if not target.startswith("/") or target.startswith("//"):
+                target = url_for("admin.dashboard")
+            return redirect(target)
+        error = "That is not the admin key (admin_api_key in the project config)."
+    return render_template("admin_login.html", title=project.config.annotation_task_name, error=error), (
+        401 if error else 200
+    )
+
+
+@bp.post("/logout")
+def logout() -> Any:
+    session.pop("admin", None)
+    return redirect(url_for("admin.login"))
+
+
+def progress_summary() -> dict:
+    project = current_project()
+    total = len(project.items)
+    annotators = project.labels.progress()
+    return {
+        "task": project.config.annotation_task_name,
+        "items": total,
+        "labels": project.labels.count(),
+        "annotators": annotators,
+    }
+
+
+@bp.get("/")
+@admin_required
+def dashboard() -> Any:
+    summary = progress_summary()
+    return render_template("admin.html", title=summary["task"], summary=summary)
+
+
+@bp.get("/api/progress")
+@admin_required
+def api_progress() -> Any:
+    return jsonify(progress_summary())
+
+
+def export_lines() -> Iterator[str]:
+    """All labels as jsonl, one object per (user, item, schema), in a stable order."""
+    for lab in current_project().labels.iter_labels():
+        yield json.dumps(lab.to_json(), ensure_ascii=False) + "\n"
+
+
+@bp.get("/api/export")
+@admin_required
+def api_export() -> Any:
+    return Response(
+        export_lines(),
+        mimetype="application/x-ndjson",
+        headers={"Content-Disposition": "attachment; filename=labels.jsonl"},
+    )
+
+
+@bp.get("/api/labels")
+@admin_required
+def api_labels_get() -> Any:
+    project = current_project()
+    user = request.args.get("user")
+    schema = request.args.get("schema")
+    labels = [lab.to_json() for lab in project.labels.iter_labels(user=user, schema=schema)]
+    return jsonify(labels=labels, count=len(labels))
+
+
+@bp.post("/api/labels")
+@admin_required
+def api_labels_post() -> Any:
+    """Store labels as if ``user`` had clicked them; a batch with any bad entry stores nothing."""
+    project = current_project()
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        return jsonify(error='Send a JSON object: {"user": NAME, "labels": [{"id", "schema", "label"}, ...]}.'), 400
+    user = clean_user_name(body.get("user", "")) if isinstance(body.get("user"), str) else None
+    if user is None:
+        return jsonify(error="'user' must be a name of 1 to 64 printable characters."), 400
+    raw = body.get("labels")
+    if not isinstance(raw, list):
+        return jsonify(error="'labels' must be a list of {\"id\", \"schema\", \"label\"} objects."), 400
+    entries: list[Entry] = [Entry(f"labels[{i}]", entry) for i, entry in enumerate(raw)]
+    skip_invalid = bool(body.get("skip_invalid", False))
+    batch = check_entries(project.config, project.items, entries, user, LabelSource.IMPORT)
+    if batch.problems and not skip_invalid:
+        return jsonify(error="Nothing was stored: fix these entries or send skip_invalid: true.",
+                       problems=batch.problems), 400
+    project.labels.touch_user(user)
+    project.labels.save(batch.labels)
+    if project.on_labels_saved is not None and batch.labels:
+        project.on_labels_saved(len(batch.labels))
+    return jsonify(stored=len(batch.labels), skipped=len(batch.problems), problems=batch.problems)
+
+
+def init_app(app: Flask) -> None:
+    app.register_blueprint(bp)

@@ -1,0 +1,225 @@
+"""The annotator's side: log in by name, see one item at a time, label it (C2).
+
+One request per item: ``POST /api/label`` stores the answer and returns the next item, so the
+page never reloads and the server does one commit and one small query per label.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from flask import Blueprint, Flask, jsonify, redirect, render_template, request, session, url_for
+
+from potato.config.schema import Config
+from potato.items import ItemSet
+from potato.labels import Label, LabelSource, values_by_schema
+from potato.server.auth import clean_user_name, current_user, login_required, session_user
+from potato.server.project import Project, current_project
+
+bp = Blueprint("annotate", __name__)
+
+
+# -- pure helpers -------------------------------------------------------------------------------
+
+def next_unlabelled(total: int, ids: list[str], labelled: set[str], start: int) -> int | None:
+    """First position at or after ``start`` (wrapping around) whose item the user has not labelled."""
+    for offset in range(total):
+        pos = (start + offset) % total
+        if ids[pos] not in labelled:
+            return pos
+    return None
+
+
+def prev_unlabelled(total: int, ids: list[str], labelled: set[str], start: int) -> int | None:
+    for offset in range(total):
+        pos = (start - offset) % total
+        if ids[pos] not in labelled:
+            return pos
+    return None
+
+
+def check_answers(config: Config, answers: object) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Split a submitted ``{schema: value}`` into values to store and schemas to clear.
+
+    Returns (store, clear, problems); problems name the schema and the valid answers.
+    """
+    store: dict[str, Any] = {}
+    clear: list[str] = []
+    problems: list[str] = []
+    if not isinstance(answers, dict):
+        return store, clear, ["'labels' must be an object mapping schema name to answer"]
+    for name, value in answers.items():
+        scheme = config.scheme(str(name))
+        if scheme is None:
+            valid = ", ".join(s.name for s in config.annotation_schemes)
+            problems.append(f"unknown schema '{name}' (valid: {valid})")
+        elif value is None or value == "" or value == []:
+            clear.append(scheme.name)
+        elif not scheme.accepts(value):
+            valid = ", ".join(scheme.labels) if scheme.labels else "any text"
+            problems.append(f"'{value}' is not an answer to '{scheme.name}' (valid: {valid})")
+        else:
+            store[scheme.name] = value
+    return store, clear, problems
+
+
+# -- views --------------------------------------------------------------------------------------
+
+def item_payload(project: Project, user: str, position: int, labelled: set[str] | None = None) -> dict[str, Any]:
+    items: ItemSet = project.items
+    item = items.at(position)
+    if labelled is None:
+        labelled = project.labels.labelled_items(user)
+    saved = project.labels.for_item(user, item.id)
+    payload: dict[str, Any] = {
+        "position": position,
+        "number": position + 1,
+        "total": len(items),
+        "id": item.id,
+        "text": item.text,
+        "labels": values_by_schema(saved),
+        "labelled": item.id in labelled,
+        "done": len(labelled),
+        "suggestions": {},
+    }
+    hook = project.suggestions_for
+    if hook is not None:
+        payload["suggestions"] = hook(item.id)
+    return payload
+
+
+def _start_position(project: Project, user: str, labelled: set[str]) -> int:
+    """Where a returning annotator resumes: their next unlabelled item (after a crash too)."""
+    ids = project.items.ids
+    pos = next_unlabelled(len(ids), ids, labelled, 0)
+    return 0 if pos is None else pos
+
+
+@bp.get("/")
+def index() -> Any:
+    if current_user():
+        return redirect(url_for("annotate.annotate"))
+    return render_template("login.html", title=current_project().config.annotation_task_name, error=None)
+
+
+@bp.post("/login")
+def login() -> Any:
+    project = current_project()
+    name = clean_user_name(request.form.get("name", "") or (request.get_json(silent=True) or {}).get("name", ""))
+    if name is None:
+        error = "Enter a name of 1 to 64 printable characters."
+        if request.is_json:
+            return jsonify(error=error), 400
+        return render_template("login.html", title=project.config.annotation_task_name, error=error), 400
+    session.clear()
+    session["user"] = name
+    session.permanent = True
+    project.labels.touch_user(name)
+    if request.is_json:
+        return jsonify(user=name)
+    return redirect(url_for("annotate.annotate"))
+
+
+@bp.post("/logout")
+def logout() -> Any:
+    session.pop("user", None)
+    return redirect(url_for("annotate.index"))
+
+
+@bp.get("/annotate")
+@login_required
+def annotate() -> Any:
+    project = current_project()
+    user = session_user()
+    labelled = project.labels.labelled_items(user)
+    first = item_payload(project, user, _start_position(project, user, labelled), labelled)
+    schemes = [
+        {"name": s.name, "type": s.annotation_type.value, "description": s.description, "labels": list(s.labels)}
+        for s in project.config.annotation_schemes
+    ]
+    return render_template(
+        "annotate.html",
+        title=project.config.annotation_task_name,
+        user=user,
+        schemes=schemes,
+        first=first,
+    )
+
+
+def _resolve_target(project: Project, user: str, labelled: set[str], current: int, go: str) -> tuple[int, str | None]:
+    total = len(project.items)
+    ids = project.items.ids
+    if go == "next":
+        return min(current + 1, total - 1), None
+    if go == "prev":
+        return max(current - 1, 0), None
+    if go == "stay":
+        return current, None
+    if go == "next_unlabelled":
+        pos = next_unlabelled(total, ids, labelled, (current + 1) % total)
+        return (current, "Every item is labelled.") if pos is None else (pos, None)
+    if go == "prev_unlabelled":
+        pos = prev_unlabelled(total, ids, labelled, (current - 1) % total)
+        return (current, "Every item is labelled.") if pos is None else (pos, None)
+    return current, f"unknown move '{go}' (valid: next, prev, stay, next_unlabelled, prev_unlabelled)"
+
+
+@bp.get("/api/item/<int:number>")
+@login_required
+def get_item(number: int) -> Any:
+    """Item by its 1-based number, as the page's "go to item" box counts."""
+    project = current_project()
+    user = session_user()
+    if not 1 <= number <= len(project.items):
+        return jsonify(error=f"No item {number}: items are numbered 1 to {len(project.items)}."), 404
+    return jsonify(item=item_payload(project, user, number - 1))
+
+
+@bp.get("/api/move")
+@login_required
+def move() -> Any:
+    project = current_project()
+    user = session_user()
+    try:
+        current = int(request.args.get("from", "0"))
+    except ValueError:
+        return jsonify(error="'from' must be an item position."), 400
+    current = max(0, min(current, len(project.items) - 1))
+    labelled = project.labels.labelled_items(user)
+    target, note = _resolve_target(project, user, labelled, current, request.args.get("go", "next"))
+    return jsonify(item=item_payload(project, user, target, labelled), note=note)
+
+
+@bp.post("/api/label")
+@login_required
+def label() -> Any:
+    """Store one item's answers, then answer with the item to show next.
+
+    The 200 is sent only after the commit is on disk (``synchronous=FULL``).
+    """
+    project = current_project()
+    user = session_user()
+    body: Mapping[str, Any] = request.get_json(silent=True) or {}
+    item_id = body.get("id")
+    if not isinstance(item_id, str) or item_id not in project.items:
+        return jsonify(error=f"Unknown item id {item_id!r}."), 400
+    store, clear, problems = check_answers(project.config, body.get("labels"))
+    if problems:
+        return jsonify(error="; ".join(problems)), 400
+    accepted_from = body.get("accepted") if isinstance(body.get("accepted"), dict) else {}
+    rows = []
+    for schema, value in store.items():
+        run_id = accepted_from.get(schema) if isinstance(accepted_from.get(schema), str) else None
+        source = LabelSource.SUGGESTION if run_id else LabelSource.HUMAN
+        rows.append(Label(user=user, item_id=item_id, schema=schema, value=value, source=source, run_id=run_id))
+    project.labels.save(rows, delete=[(user, item_id, schema) for schema in clear])
+    if project.on_labels_saved is not None and rows:
+        project.on_labels_saved(len(rows))
+    labelled = project.labels.labelled_items(user)
+    current = project.items.position(item_id)
+    target, note = _resolve_target(project, user, labelled, current, str(body.get("go", "next_unlabelled")))
+    return jsonify(saved=True, item=item_payload(project, user, target, labelled), note=note)
+
+
+def init_app(app: Flask) -> None:
+    app.register_blueprint(bp)

@@ -1,0 +1,43 @@
+"""Run the app under gunicorn from ``potato start`` without a separate gunicorn config file."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from flask import Flask
+from gunicorn.app.base import BaseApplication
+
+
+class GunicornApp(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
+    def __init__(self, app: Flask, options: dict[str, Any]) -> None:
+        self.application = app
+        self.options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self.options.items():
+            if key in self.cfg.settings and value is not None:
+                self.cfg.set(key, value)
+
+    def load(self) -> Flask:
+        return self.application
+
+
+def serve(app: Flask, host: str, port: int, workers: int, threads: int,
+          on_worker_start: Callable[[], None] | None = None) -> None:
+    options: dict[str, Any] = {
+        "bind": f"{host}:{port}",
+        "workers": workers,
+        "threads": threads,
+        "worker_class": "gthread",
+        "timeout": 120,
+        "graceful_timeout": 30,
+        "accesslog": None,
+        "errorlog": "-",
+        "loglevel": "info",
+        "proc_name": "potato",
+        "preload_app": True,
+    }
+    if on_worker_start is not None:
+        options["post_worker_init"] = lambda worker: on_worker_start()
+    GunicornApp(app, options).run()

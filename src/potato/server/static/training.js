@@ -1,0 +1,327 @@
+// The training page (/admin/training): start a run, check a backend, and follow runs live.
+// The runs table is polled every second while any run is unfinished (every 5 s otherwise); the
+// selected run's detail panel shows its step line, progress, holdout score, log tail and a loss
+// curve drawn as inline SVG from the run's progress events, fetched incrementally with ?after=.
+(function () {
+  "use strict";
+  var $ = function (id) { return document.getElementById(id); };
+  var root = $("training");
+  var BASE = root.dataset.base.replace(/\/?$/, "/");
+  var TERMINAL = ["succeeded", "failed", "cancelled"];
+  var FAST_MS = 1000, SLOW_MS = 5000;
+  var SVG_NS = "http://www.w3.org/2000/svg", W = 600, H = 200, PAD = { l: 52, r: 14, t: 14, b: 30 };
+  var state = { runs: [], selected: null, detailDone: false, events: null, timer: null, polling: false, again: false };
+
+  function api(path) { return BASE + "api/" + path; }
+  function runApi(id, rest) { return api("runs/" + encodeURIComponent(id) + (rest || "")); }
+  function isTerminal(run) { return TERMINAL.indexOf(run.state) >= 0; }
+  function find(id) { return state.runs.filter(function (r) { return r.id === id; })[0] || null; }
+  function setText(el, text) { text = text == null ? "" : String(text); if (el.textContent !== text) el.textContent = text; }
+  function fmtScore(x) { return typeof x === "number" ? x.toFixed(2) : "—"; }
+  function fmtTime(ts) { return ts ? new Date(ts * 1000).toLocaleString() : "—"; }
+  function fmtNum(x) { return Math.abs(x) >= 100 ? x.toFixed(0) : String(Number(x.toPrecision(3))); }
+  function pct(x) { return Math.round(x * 100) + "%"; }
+
+  function request(method, url, body) {
+    var opts = { method: method, headers: { "Accept": "application/json" }, credentials: "same-origin" };
+    if (body) { opts.headers["Content-Type"] = "application/json"; opts.body = JSON.stringify(body); }
+    return fetch(url, opts).then(function (resp) {
+      return resp.json().catch(function () { return {}; }).then(function (data) {
+        if (resp.status === 401) window.location.href = root.dataset.login;
+        if (!resp.ok) throw new Error(data.error || ("HTTP " + resp.status));
+        return data;
+      });
+    });
+  }
+
+  // -- The start form and the Check button ---------------------------------------------------
+
+  function showTrainer() {
+    var opt = $("trainer").options[$("trainer").selectedIndex];
+    setText($("trainer-description"), opt ? opt.dataset.description : "");
+  }
+
+  function checkBackend() {
+    var name = $("backend").value, out = $("check-result"), btn = $("check");
+    btn.disabled = true;
+    out.hidden = false;
+    out.className = "check-result";
+    out.textContent = "Checking " + name + "…";
+    request("POST", api("backends/" + encodeURIComponent(name) + "/check")).then(function (report) {
+      out.textContent = (report.lines || []).join("\n") || (report.ok ? "OK" : "The check failed.");
+      out.classList.add(report.ok ? "ok" : "error");
+    }).catch(function (err) {
+      out.textContent = err.message;
+      out.classList.add("error");
+    }).then(function () { btn.disabled = false; });
+  }
+
+  function startRun(ev) {
+    ev.preventDefault();
+    var error = $("form-error"), btn = $("start");
+    var schemas = Array.prototype.map.call(document.querySelectorAll('input[name="schemas"]:checked'),
+      function (input) { return input.value; });
+    if (!schemas.length) { error.textContent = "Pick at least one schema to train."; return; }
+    error.textContent = "";
+    btn.disabled = true;
+    request("POST", api("runs"), { trainer: $("trainer").value, schemas: schemas, backend: $("backend").value })
+      .then(function (run) {
+        state.runs = [run].concat(state.runs.filter(function (r) { return r.id !== run.id; }));
+        select(run.id);
+      })
+      .catch(function (err) { error.textContent = err.message; })
+      .then(function () { btn.disabled = false; });
+  }
+
+  function cancelRun(id, btn) {
+    btn.disabled = true;
+    request("POST", runApi(id, "/cancel")).then(poll).catch(function (err) {
+      btn.disabled = false;
+      setText($("runs-error"), "Cancel run " + id + " failed: " + err.message);
+    });
+  }
+
+  function cancelButton(id) {
+    var btn = document.createElement("button");
+    btn.type = "button";
+    btn.className = "cancel";
+    btn.textContent = "Cancel run";
+    btn.addEventListener("click", function (ev) { ev.stopPropagation(); cancelRun(id, btn); });
+    return btn;
+  }
+
+  // -- The runs table: rows are updated in place so focus and selection survive each poll ---------
+
+  function makeRow(id) {
+    var tr = document.createElement("tr");
+    tr.dataset.runId = id;
+    ["run", "trainer", "backend", "state", "step", "score", "started", "actions"].forEach(function (cls) {
+      var td = document.createElement("td");
+      td.className = cls;
+      tr.appendChild(td);
+    });
+    var open = document.createElement("button");
+    open.type = "button";
+    open.className = "linklike";
+    open.textContent = id;
+    open.setAttribute("aria-label", "Show run " + id);
+    tr.cells[0].appendChild(open);
+    tr.addEventListener("click", function () { select(id); });
+    return tr;
+  }
+
+  function updateRow(tr, run) {
+    var c = tr.cells, m = run.metrics || {}, done = isTerminal(run);
+    tr.dataset.state = run.state;
+    tr.classList.toggle("selected", run.id === state.selected);
+    if (run.id === state.selected) tr.setAttribute("aria-current", "true"); else tr.removeAttribute("aria-current");
+    setText(c[1], run.trainer);
+    setText(c[2], run.backend);
+    c[2].title = run.device ? "Device: " + run.device : "";
+    setText(c[3], run.state);
+    c[3].title = [run.reason, run.message].filter(Boolean).join(": ");
+    setText(c[4], (run.step || "") + (!done && typeof run.progress === "number" ? " (" + pct(run.progress) + ")" : ""));
+    setText(c[5], fmtScore(m.holdout_accuracy));
+    c[5].title = typeof m.holdout_macro_f1 === "number" ? "Accuracy on the holdout split; macro-F1 " + fmtScore(m.holdout_macro_f1) : "";
+    setText(c[6], fmtTime(run.started_at));
+    c[6].title = "Queued " + fmtTime(run.created_at) + (run.trigger === "auto" ? " by auto_retrain" : "");
+    var btn = c[7].querySelector("button.cancel");
+    if (done && btn) btn.remove();
+    if (!done && !btn) c[7].appendChild(btn = cancelButton(run.id));
+    if (btn) { btn.disabled = !!run.cancel_requested; btn.title = run.cancel_requested ? "Cancel requested" : ""; }
+  }
+
+  function renderRuns() {
+    var tbody = $("runs").tBodies[0], rows = {};
+    Array.prototype.forEach.call(tbody.querySelectorAll("tr[data-run-id]"), function (tr) { rows[tr.dataset.runId] = tr; });
+    var empty = tbody.querySelector("tr.empty");
+    if (state.runs.length && empty) empty.remove();
+    if (!state.runs.length) {
+      if (!empty) { empty = tbody.insertRow(); empty.className = "empty"; empty.insertCell().colSpan = 8; }
+      empty.cells[0].className = "muted";
+      setText(empty.cells[0], "No runs yet: start one above.");
+    }
+    state.runs.forEach(function (run, i) {
+      var tr = rows[run.id] || makeRow(run.id);
+      delete rows[run.id];
+      updateRow(tr, run);
+      if (tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null);
+    });
+    Object.keys(rows).forEach(function (id) { rows[id].remove(); });
+  }
+
+  // -- The detail panel of the selected run ----------------------------------------------------
+
+  function select(id) {
+    if (state.selected !== id) {
+      state.selected = id;
+      state.detailDone = false;
+      state.events = { id: id, next: 0, points: [], offset: 0, last: null };
+      history.replaceState(null, "", "#run=" + encodeURIComponent(id));
+      $("run-log").textContent = "";
+      drawChart();
+    }
+    if (state.runs.length) renderRuns();
+    var run = find(id);
+    if (run) renderDetail(run);
+    $("run-detail").hidden = false;
+    poll();
+  }
+
+  function scoreText(m) {
+    if (typeof m.holdout_accuracy !== "number") return "—";
+    var parts = [fmtScore(m.holdout_accuracy) + " accuracy"];
+    if (typeof m.holdout_macro_f1 === "number") parts.push("macro-F1 " + fmtScore(m.holdout_macro_f1));
+    if (m.n_train != null && m.n_holdout != null) parts.push(m.n_train + " train / " + m.n_holdout + " holdout items");
+    return parts.join(" · ");
+  }
+
+  function progressText(run) {
+    var last = state.events && state.events.last;
+    var opt = Array.prototype.filter.call($("backend").options, function (o) { return o.value === run.backend; })[0];
+    var remote = opt && opt.dataset.type !== "local"; // a local run's "copying" is a move on disk
+    if (run.state === "copying" && remote && typeof run.progress === "number") return "Copy-back: " + pct(run.progress) + " of the model has arrived";
+    if (!last || isTerminal(run)) return typeof run.progress === "number" ? pct(run.progress) : "";
+    var parts = ["step " + last.step + (last.total ? " of " + last.total : "")];
+    if (last.epoch != null) parts.push("epoch " + last.epoch);
+    if (typeof last.loss === "number") parts.push("loss " + fmtNum(last.loss));
+    return parts.join(" · ");
+  }
+
+  function renderDetail(run) {
+    var done = isTerminal(run), panel = $("run-detail"), bar = $("run-progress");
+    panel.dataset.runId = run.id;
+    panel.dataset.state = run.state;
+    setText($("run-id"), run.id);
+    setText($("run-state"), run.state);
+    setText($("run-step"), run.step || (run.state === "queued" ? "waiting in the queue" : run.state));
+    if (typeof run.progress === "number") bar.value = run.progress;
+    else if (run.state === "queued") bar.value = 0;
+    else bar.removeAttribute("value"); // indeterminate while a phase reports no fraction
+    bar.hidden = done && typeof run.progress !== "number";
+    setText($("run-progress-text"), progressText(run));
+    var note = [run.reason, run.message].filter(Boolean).join(": ");
+    if (run.cancel_requested && !done) note = "Cancel requested; the run stops shortly.";
+    setText($("run-message"), note);
+    $("run-message").className = run.state === "failed" ? "error" : "muted";
+    setText($("run-score"), scoreText(run.metrics || {}));
+    setText($("run-trainer"), run.trainer);
+    setText($("run-schemas"), (run.schemas || []).join(", "));
+    setText($("run-backend"), run.backend);
+    setText($("run-device"), run.device || "—");
+    setText($("run-trigger"), run.trigger === "auto" ? "auto_retrain" : (run.trigger || "manual"));
+    setText($("run-times"), "queued " + fmtTime(run.created_at) + " · started " + fmtTime(run.started_at) +
+      (run.finished_at ? " · finished " + fmtTime(run.finished_at) : ""));
+    var link = $("run-suggestions");
+    link.hidden = run.state !== "succeeded";
+    link.href = runApi(run.id, "/suggestions?format=jsonl");
+    link.setAttribute("download", "suggestions-" + run.id + ".jsonl");
+    var cancel = $("run-cancel");
+    cancel.hidden = done;
+    cancel.disabled = !!run.cancel_requested;
+    if (typeof run.log_tail === "string") {
+      var log = $("run-log"), atEnd = log.scrollHeight - log.scrollTop - log.clientHeight < 24;
+      setText(log, run.log_tail || "(nothing logged yet)");
+      if (atEnd) log.scrollTop = log.scrollHeight;
+    }
+  }
+
+  function addEvents(id, after, data) {
+    var ev = state.events;
+    if (!ev || ev.id !== id || ev.next !== after) return false; // stale answer: selection moved on
+    var added = false;
+    (data.events || []).forEach(function (e) {
+      if (e.type !== "progress") return;
+      ev.last = e;
+      if (typeof e.loss !== "number" || typeof e.step !== "number") return;
+      var prev = ev.points[ev.points.length - 1];
+      if (prev && e.step + ev.offset < prev.x) ev.offset = prev.x; // a trainer that restarts its step count per epoch
+      ev.points.push({ x: e.step + ev.offset, y: e.loss });
+      added = true;
+    });
+    ev.next = typeof data.next === "number" ? data.next : after;
+    return added;
+  }
+
+  function loadDetail() {
+    var id = state.selected, listed = id && find(id);
+    if (!id || (state.detailDone && listed && isTerminal(listed))) return null; // a finished run no longer changes
+    var after = state.events.next;
+    return Promise.all([request("GET", runApi(id)), request("GET", runApi(id, "/events?after=" + after))])
+      .then(function (res) {
+        if (state.selected !== id) return;
+        if (addEvents(id, after, res[1])) drawChart();
+        renderDetail(res[0]);
+        state.detailDone = isTerminal(res[0]);
+      })
+      .catch(function (err) {
+        if (state.selected === id) setText($("run-message"), "Could not load run " + id + ": " + err.message);
+      });
+  }
+
+  // -- The loss chart: a polyline of loss against step, scaled to the data ------------------------
+
+  function svg(tag, attrs, text) {
+    var node = document.createElementNS(SVG_NS, tag);
+    Object.keys(attrs).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    if (text != null) node.textContent = text;
+    return node;
+  }
+
+  function drawChart() {
+    var chart = $("loss-chart"), pts = state.events ? state.events.points : [];
+    while (chart.firstChild) chart.removeChild(chart.firstChild);
+    if (!pts.length) {
+      chart.appendChild(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle", "class": "chart-note" }, "No loss reported yet."));
+      chart.setAttribute("aria-label", "Training loss by step: no loss reported yet");
+      return;
+    }
+    var ys = pts.map(function (p) { return p.y; });
+    var x0 = pts[0].x, x1 = pts[pts.length - 1].x, y0 = Math.min.apply(null, ys), y1 = Math.max.apply(null, ys);
+    if (x1 === x0) x1 = x0 + 1;
+    if (y1 === y0) { var pad = Math.abs(y0) * 0.1 || 1; y0 -= pad; y1 += pad; }
+    var sx = function (x) { return (PAD.l + (x - x0) / (x1 - x0) * (W - PAD.l - PAD.r)).toFixed(1); };
+    var sy = function (y) { return (H - PAD.b - (y - y0) / (y1 - y0) * (H - PAD.t - PAD.b)).toFixed(1); };
+    chart.appendChild(svg("polyline", { "class": "chart-axis", points: PAD.l + "," + PAD.t + " " + PAD.l + "," + (H - PAD.b) + " " + (W - PAD.r) + "," + (H - PAD.b) }));
+    chart.appendChild(svg("text", { x: PAD.l - 6, y: PAD.t + 4, "text-anchor": "end" }, fmtNum(y1)));
+    chart.appendChild(svg("text", { x: PAD.l - 6, y: H - PAD.b, "text-anchor": "end" }, fmtNum(y0)));
+    chart.appendChild(svg("text", { x: PAD.l, y: H - 8, "text-anchor": "start" }, String(pts[0].x)));
+    chart.appendChild(svg("text", { x: W - PAD.r, y: H - 8, "text-anchor": "end" }, String(pts[pts.length - 1].x)));
+    chart.appendChild(svg("text", { x: (W + PAD.l) / 2, y: H - 8, "text-anchor": "middle" }, "step"));
+    var line = pts.map(function (p) { return sx(p.x) + "," + sy(p.y); }).join(" ");
+    chart.appendChild(svg("polyline", { "class": "loss-line", points: line }));
+    if (pts.length === 1) chart.appendChild(svg("circle", { "class": "loss-dot", cx: sx(pts[0].x), cy: sy(pts[0].y), r: 3 }));
+    var last = pts[pts.length - 1];
+    chart.setAttribute("aria-label", "Training loss by step: " + pts.length + " points, last " + fmtNum(last.y) + " at step " + last.x);
+  }
+
+  // -- Polling: one request chain at a time; a poll asked for mid-flight runs right after ---------
+
+  function poll() {
+    clearTimeout(state.timer);
+    if (state.polling) { state.again = true; return; }
+    state.polling = true;
+    request("GET", api("runs")).then(function (data) {
+      state.runs = data.runs || [];
+      setText($("runs-error"), "");
+      renderRuns();
+      return loadDetail();
+    }).catch(function (err) {
+      setText($("runs-error"), "Could not refresh the runs: " + err.message);
+    }).then(function () {
+      state.polling = false;
+      if (state.again) { state.again = false; poll(); return; }
+      var active = state.runs.some(function (r) { return !isTerminal(r); });
+      state.timer = setTimeout(poll, active && !document.hidden ? FAST_MS : SLOW_MS);
+    });
+  }
+
+  $("trainer").addEventListener("change", showTrainer);
+  $("check").addEventListener("click", checkBackend);
+  $("start-form").addEventListener("submit", startRun);
+  $("run-cancel").addEventListener("click", function () { if (state.selected) cancelRun(state.selected, $("run-cancel")); });
+  document.addEventListener("visibilitychange", function () { if (!document.hidden) poll(); });
+  showTrainer();
+  var fromHash = /^#run=(.+)$/.exec(window.location.hash);
+  if (fromHash) select(decodeURIComponent(fromHash[1])); else poll();
+})();

@@ -1,0 +1,112 @@
+"""Shared fixtures: a small project on disk, its config, the app, a client and a CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+import yaml
+
+from potato.config import load_config
+from potato.config.schema import Config
+
+ADMIN_KEY = "test-admin-key-0123456789"
+
+POSITIVE = ["works perfectly", "is great", "exceeded my expectations", "is sturdy and well made"]
+NEGATIVE = ["broke after two days", "was a waste of money", "arrived damaged", "is far too noisy"]
+
+
+def review_items(n: int = 40) -> list[dict[str, str]]:
+    """Deterministic reviews: even ids positive, odd ids negative (tests can check a model)."""
+    items = []
+    for i in range(n):
+        words = POSITIVE if i % 2 == 0 else NEGATIVE
+        items.append({"id": f"r{i:03d}", "text": f"The item {i} {words[i % len(words)]}."})
+    return items
+
+
+def truth(item_id: str) -> str:
+    return "positive" if int(item_id[1:]) % 2 == 0 else "negative"
+
+
+def base_config() -> dict:
+    return {
+        "annotation_task_name": "Review Sentiment",
+        "task_dir": ".",
+        "data_files": ["data/reviews.json"],
+        "item_properties": {"id_key": "id", "text_key": "text"},
+        "output_annotation_dir": "annotation_output",
+        "admin_api_key": ADMIN_KEY,
+        "annotation_schemes": [
+            {
+                "annotation_type": "radio",
+                "name": "sentiment",
+                "description": "Is this review positive or negative?",
+                "labels": ["positive", "negative"],
+            },
+            {
+                "annotation_type": "multiselect",
+                "name": "aspects",
+                "description": "What does it talk about?",
+                "labels": ["price", "quality", "delivery"],
+            },
+            {"annotation_type": "text", "name": "note", "description": "Anything else?"},
+        ],
+    }
+
+
+@pytest.fixture
+def make_project(tmp_path: Path) -> Callable[..., Path]:
+    """Write a project folder; returns the config path. Pass overrides for top-level keys."""
+
+    def _make(n_items: int = 40, **overrides: object) -> Path:
+        root = tmp_path / "project"
+        (root / "data").mkdir(parents=True, exist_ok=True)
+        (root / "data" / "reviews.json").write_text(json.dumps(review_items(n_items)), encoding="utf-8")
+        raw = base_config()
+        raw.update(overrides)
+        path = root / "config.yaml"
+        path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+        return path
+
+    return _make
+
+
+@pytest.fixture
+def config_path(make_project: Callable[..., Path]) -> Path:
+    return make_project()
+
+
+@pytest.fixture
+def config(config_path: Path) -> Config:
+    return load_config(config_path)
+
+
+@pytest.fixture
+def app(config: Config) -> Iterator[object]:
+    from potato.server import create_app
+
+    application = create_app(config, {"TESTING": True})
+    yield application
+    application.extensions["potato"].db.close()
+
+
+@pytest.fixture
+def client(app):  # type: ignore[no-untyped-def]
+    return app.test_client()
+
+
+@pytest.fixture
+def admin_headers() -> dict[str, str]:
+    return {"X-API-Key": ADMIN_KEY}
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the developer's tokens or a proxy."""
+    for name in list(os.environ):
+        if name.startswith("POTATO_") or name.lower().endswith("_proxy"):
+            monkeypatch.delenv(name, raising=False)

@@ -1,0 +1,71 @@
+"""C1: item loading from json, jsonl and csv, with errors that name the file and line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from potato.errors import DataError
+from potato.items import load_items
+
+
+def test_json_list_jsonl_and_csv_load_in_order(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text(json.dumps([{"id": 1, "text": "one"}, {"id": "2", "text": "two"}]))
+    (tmp_path / "b.jsonl").write_text('{"id": "3", "text": "three"}\n\n{"id": "4", "text": "four"}\n')
+    (tmp_path / "c.csv").write_text('id,text\n5,"five, with comma"\n')
+    items = load_items([tmp_path / "a.json", tmp_path / "b.jsonl", tmp_path / "c.csv"])
+    assert items.ids == ["1", "2", "3", "4", "5"]
+    assert items.get("5").text == "five, with comma"
+    assert items.position("3") == 2
+
+
+def test_custom_keys(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"uid": "x", "body": "hello"}\n')
+    items = load_items([tmp_path / "a.jsonl"], id_key="uid", text_key="body")
+    assert items.at(0).text == "hello"
+
+
+def test_missing_id_names_file_line_and_fix(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"id": "1", "text": "a"}\n{"ident": "2", "text": "b"}\n')
+    with pytest.raises(DataError) as err:
+        load_items([tmp_path / "a.jsonl"])
+    msg = str(err.value)
+    assert f"{tmp_path / 'a.jsonl'}:2" in msg and "missing id key 'id'" in msg and "item_properties.id_key" in msg
+    assert "ident" in msg
+
+
+def test_duplicate_id_names_both_places(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"id": "1", "text": "a"}\n')
+    (tmp_path / "b.csv").write_text("id,text\n2,b\n1,c\n")
+    with pytest.raises(DataError) as err:
+        load_items([tmp_path / "a.jsonl", tmp_path / "b.csv"])
+    msg = str(err.value)
+    assert f"{tmp_path / 'b.csv'}:3: duplicate id '1' (first at {tmp_path / 'a.jsonl'}:1)" in msg
+
+
+def test_bad_json_line(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"id": "1", "text": "a"}\n{"id": 2,\n')
+    with pytest.raises(DataError, match=r"a\.jsonl:2: not valid JSON"):
+        load_items([tmp_path / "a.jsonl"])
+
+
+def test_unreadable_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="data file not found"):
+        load_items([tmp_path / "nope.json"])
+    (tmp_path / "bin.jsonl").write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(DataError, match="cannot read the data file"):
+        load_items([tmp_path / "bin.jsonl"])
+    (tmp_path / "x.xml").write_text("<a/>")
+    with pytest.raises(DataError, match="unsupported data file type '.xml'"):
+        load_items([tmp_path / "x.xml"])
+
+
+def test_missing_text_and_empty(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text(json.dumps([{"id": "1"}]))
+    with pytest.raises(DataError, match=r"record 1\): missing text key 'text'"):
+        load_items([tmp_path / "a.json"])
+    (tmp_path / "e.jsonl").write_text("\n")
+    with pytest.raises(DataError, match="No items"):
+        load_items([tmp_path / "e.jsonl"])

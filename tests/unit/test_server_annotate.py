@@ -1,0 +1,106 @@
+"""C2, C3: annotators log in by name and label; admins read progress and export with the key."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from potato.server.annotate import next_unlabelled, prev_unlabelled
+
+
+def _login(client: Any, name: str = "alice") -> None:
+    resp = client.post("/login", data={"name": name})
+    assert resp.status_code == 302
+
+
+def _label(client: Any, item_id: str, value: Any, go: str = "next_unlabelled", schema: str = "sentiment") -> dict[str, Any]:
+    resp = client.post("/api/label", json={"id": item_id, "labels": {schema: value}, "go": go})
+    assert resp.status_code == 200, resp.get_json()
+    return resp.get_json()
+
+
+def test_next_unlabelled_wraps_and_reports_done() -> None:
+    ids = ["a", "b", "c", "d"]
+    assert next_unlabelled(4, ids, {"a", "b"}, 0) == 2
+    assert next_unlabelled(4, ids, {"c", "d"}, 2) == 0
+    assert next_unlabelled(4, ids, set(ids), 0) is None
+    assert prev_unlabelled(4, ids, {"d"}, 3) == 2
+
+
+def test_login_page_then_annotation_page_with_first_item(client: Any) -> None:
+    assert client.get("/").status_code == 200
+    assert client.get("/annotate").status_code == 302  # not logged in
+    _login(client)
+    page = client.get("/annotate").get_data(as_text=True)
+    assert "r000" in page and "Signed in as <strong>alice</strong>" in page
+    assert 'data-key="1"' in page and "<kbd>1</kbd>" in page
+
+
+def test_bad_login_name(client: Any) -> None:
+    assert client.post("/login", data={"name": "   "}).status_code == 400
+    assert client.post("/login", data={"name": "x" * 65}).status_code == 400
+
+
+def test_label_returns_next_item_and_progress(client: Any) -> None:
+    _login(client)
+    body = _label(client, "r000", "positive")
+    assert body["saved"] is True
+    assert body["item"]["id"] == "r001" and body["item"]["done"] == 1 and body["item"]["total"] == 40
+    body = _label(client, "r001", "negative", go="prev")
+    assert body["item"]["id"] == "r000" and body["item"]["labels"] == {"sentiment": "positive"}
+    assert body["item"]["labelled"] is True
+
+
+def test_relabel_and_clear(client: Any, app: Any) -> None:
+    _login(client)
+    _label(client, "r000", "positive")
+    _label(client, "r000", "negative", go="stay")
+    _label(client, "r000", ["price"], go="stay", schema="aspects")
+    store = app.extensions["potato"].labels
+    assert {k: v.value for k, v in store.for_item("alice", "r000").items()} == {"sentiment": "negative", "aspects": ["price"]}
+    _label(client, "r000", None, go="stay")
+    assert set(store.for_item("alice", "r000")) == {"aspects"}
+
+
+def test_invalid_answers_are_refused_and_store_nothing(client: Any, app: Any) -> None:
+    _login(client)
+    resp = client.post("/api/label", json={"id": "r000", "labels": {"sentiment": "meh"}})
+    assert resp.status_code == 400 and "valid: positive, negative" in resp.get_json()["error"]
+    resp = client.post("/api/label", json={"id": "r000", "labels": {"mood": "x"}})
+    assert resp.status_code == 400 and "unknown schema 'mood'" in resp.get_json()["error"]
+    resp = client.post("/api/label", json={"id": "zzz", "labels": {"sentiment": "positive"}})
+    assert resp.status_code == 400
+    assert app.extensions["potato"].labels.count() == 0
+
+
+def test_api_needs_login(client: Any) -> None:
+    resp = client.post("/api/label", json={"id": "r000", "labels": {"sentiment": "positive"}})
+    assert resp.status_code == 401
+
+
+def test_resume_on_next_unlabelled_item_after_coming_back(client: Any, app: Any) -> None:
+    _login(client)
+    for i in range(3):
+        _label(client, f"r{i:03d}", "positive")
+    client.post("/logout")
+    _login(client)
+    page = client.get("/annotate").get_data(as_text=True)
+    first = json.loads(page.split('<script id="first-item" type="application/json">')[1].split("</script>")[0])
+    assert first["id"] == "r003" and first["done"] == 3
+
+
+def test_goto_and_move(client: Any) -> None:
+    _login(client)
+    assert client.get("/api/item/5").get_json()["item"]["id"] == "r004"
+    assert client.get("/api/item/41").status_code == 404
+    _label(client, "r001", "negative")
+    moved = client.get("/api/move?go=next_unlabelled&from=0").get_json()
+    assert moved["item"]["id"] == "r002"
+
+
+def test_two_annotators_are_independent(app: Any) -> None:
+    a, b = app.test_client(), app.test_client()
+    _login(a, "alice")
+    _login(b, "bob")
+    _label(a, "r000", "positive")
+    assert b.get("/api/item/1").get_json()["item"]["labels"] == {}

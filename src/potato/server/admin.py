@@ -11,7 +11,7 @@ from typing import Any, Iterator
 from flask import Blueprint, Flask, Response, jsonify, redirect, render_template, request, session, url_for
 
 from potato.label_import import Entry, check_entries
-from potato.labels import LabelSource
+from potato.labels import LabelSource, LabelStore
 from potato.server.auth import admin_required, clean_user_name, key_matches
 from potato.server.project import current_project
 
@@ -67,9 +67,9 @@ def api_progress() -> Any:
     return jsonify(progress_summary())
 
 
-def export_lines() -> Iterator[str]:
+def export_lines(labels: LabelStore) -> Iterator[str]:
     """All labels as jsonl, one object per (user, item, schema), in a stable order."""
-    for lab in current_project().labels.iter_labels():
+    for lab in labels.iter_labels():
         yield json.dumps(lab.to_json(), ensure_ascii=False) + "\n"
 
 
@@ -77,7 +77,7 @@ def export_lines() -> Iterator[str]:
 @admin_required
 def api_export() -> Any:
     return Response(
-        export_lines(),
+        export_lines(current_project().labels),
         mimetype="application/x-ndjson",
         headers={"Content-Disposition": "attachment; filename=labels.jsonl"},
     )

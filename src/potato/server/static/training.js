@@ -19,6 +19,9 @@
   function setText(el, text) { text = text == null ? "" : String(text); if (el.textContent !== text) el.textContent = text; }
   function fmtScore(x) { return typeof x === "number" ? x.toFixed(2) : "—"; }
   function fmtTime(ts) { return ts ? new Date(ts * 1000).toLocaleString() : "—"; }
+  function fmtShort(ts) {
+    return ts ? new Date(ts * 1000).toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" }) : "—";
+  }
   function fmtNum(x) { return Math.abs(x) >= 100 ? x.toFixed(0) : String(Number(x.toPrecision(3))); }
   function pct(x) { return Math.round(x * 100) + "%"; }
 
@@ -51,7 +54,7 @@
       out.textContent = (report.lines || []).join("\n") || (report.ok ? "OK" : "The check failed.");
       out.classList.add(report.ok ? "ok" : "error");
     }).catch(function (err) {
-      out.textContent = err.message;
+      out.textContent = "The check could not run: " + err.message;
       out.classList.add("error");
     }).then(function () { btn.disabled = false; });
   }
@@ -123,8 +126,8 @@
     setText(c[4], (run.step || "") + (!done && typeof run.progress === "number" ? " (" + pct(run.progress) + ")" : ""));
     setText(c[5], fmtScore(m.holdout_accuracy));
     c[5].title = typeof m.holdout_macro_f1 === "number" ? "Accuracy on the holdout split; macro-F1 " + fmtScore(m.holdout_macro_f1) : "";
-    setText(c[6], fmtTime(run.started_at));
-    c[6].title = "Queued " + fmtTime(run.created_at) + (run.trigger === "auto" ? " by auto_retrain" : "");
+    setText(c[6], fmtShort(run.started_at));
+    c[6].title = (run.started_at ? "Started " + fmtTime(run.started_at) + "; queued " : "Queued ") + fmtTime(run.created_at) + (run.trigger === "auto" ? " by auto_retrain" : "");
     var btn = c[7].querySelector("button.cancel");
     if (done && btn) btn.remove();
     if (!done && !btn) c[7].appendChild(btn = cancelButton(run.id));

@@ -1,0 +1,100 @@
+"""The run bundle: everything a worker needs, as one tar.gz with a recorded sha256.
+
+The same file goes to every place a run can execute (extracted locally, downloaded by an
+agent), so what trained is exactly what the bundle says. The holdout split is decided here, on
+the server, so a score means the same thing wherever the run executed (C6).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from potato.config.schema import Config
+from potato.items import ItemSet
+from potato.labels import Label
+
+BUNDLE_FORMAT = 1
+MIN_ITEMS_FOR_HOLDOUT = 5
+
+
+def holdout_ids(labelled_ids: Iterable[str], fraction: float, seed: int) -> list[str]:
+    """A deterministic share of the labelled items: same labels and seed, same split (pure)."""
+    ranked = sorted(set(labelled_ids), key=lambda i: hashlib.sha256(f"{seed}:{i}".encode()).hexdigest())
+    if len(ranked) < MIN_ITEMS_FOR_HOLDOUT:
+        return []  # too few to both train and score: everything trains, the run reports no score
+    count = min(max(1, int(round(len(ranked) * fraction))), len(ranked) - 2)
+    return sorted(ranked[:count])
+
+
+@dataclass(frozen=True)
+class BundleInfo:
+    path: Path
+    sha256: str
+    size: int
+    n_items: int
+    n_labels: int
+    n_holdout: int
+
+
+def job_spec(config: Config, run_id: str, trainer: str, schemas: Sequence[str], params: Mapping[str, Any],
+             seed: int = 0) -> dict[str, Any]:
+    mt = config.model_training
+    schemes = [
+        {"name": s.name, "annotation_type": s.annotation_type.value, "labels": list(s.labels)}
+        for s in config.annotation_schemes
+        if s.name in schemas
+    ]
+    return {
+        "format": BUNDLE_FORMAT,
+        "run_id": run_id,
+        "trainer": trainer,
+        "schemas": list(schemas),
+        "schemes": schemes,
+        "params": dict(params),
+        "device": mt.local.device,
+        "grace_seconds": mt.grace_seconds,
+        "num_threads": mt.local.num_threads,
+        "max_ram_mb": mt.local.max_ram_mb,
+        "seed": seed,
+    }
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = 0o644
+    info.mtime = 0  # reproducible bundles: same content, same sha256
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _jsonl(rows: Iterable[Mapping[str, Any]]) -> bytes:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
+
+
+def build_bundle(dest: Path, job: Mapping[str, Any], items: ItemSet, labels: Sequence[Label],
+                 holdout_fraction: float) -> BundleInfo:
+    """Write ``dest`` (bundle.tar.gz) atomically and return its sha256 and counts."""
+    schemas = set(job["schemas"])
+    rows = [lab for lab in labels if lab.schema in schemas and lab.item_id in items]
+    holdout = holdout_ids((lab.item_id for lab in rows), holdout_fraction, int(job.get("seed", 0)))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(".tmp")
+    with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:
+        _add_bytes(tar, "job.json", json.dumps(job, indent=1).encode("utf-8"))
+        _add_bytes(tar, "items.jsonl", _jsonl({"id": item.id, "text": item.text} for item in items))
+        _add_bytes(tar, "labels.jsonl", _jsonl(
+            {"item_id": lab.item_id, "schema": lab.schema, "label": lab.value, "user": lab.user} for lab in rows
+        ))
+        _add_bytes(tar, "split.json", json.dumps({"holdout": holdout}).encode("utf-8"))
+    digest = hashlib.sha256()
+    with tmp.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    tmp.replace(dest)
+    return BundleInfo(dest, digest.hexdigest(), dest.stat().st_size, len(items), len(rows), len(holdout))

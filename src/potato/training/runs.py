@@ -1,0 +1,250 @@
+"""Training runs: their states, the legal moves between them, and their rows in SQLite.
+
+``RunState`` and ``can_move`` are pure; :class:`RunStore` is the only code that writes a run.
+A move that is not legal (a cancelled run "succeeding" late, say) is refused in the same
+transaction that would make it, so two processes cannot both finish one run.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from potato.db import Database
+
+
+class RunState(str, Enum):
+    QUEUED = "queued"
+    PREPARING = "preparing"
+    RUNNING = "running"
+    COPYING = "copying"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+
+TERMINAL: frozenset[RunState] = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED})
+ACTIVE: frozenset[RunState] = frozenset({RunState.PREPARING, RunState.RUNNING, RunState.COPYING})
+
+_MOVES: dict[RunState, frozenset[RunState]] = {
+    RunState.QUEUED: frozenset({RunState.PREPARING, RunState.FAILED, RunState.CANCELLED}),
+    RunState.PREPARING: frozenset({RunState.RUNNING, RunState.FAILED, RunState.CANCELLED}),
+    RunState.RUNNING: frozenset({RunState.COPYING, RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED}),
+    RunState.COPYING: frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED}),
+}
+
+
+def can_move(src: RunState, dst: RunState) -> bool:
+    """Whether a run may go from ``src`` to ``dst`` (terminal states are final)."""
+    return dst in _MOVES.get(src, frozenset())
+
+
+class Reason(str, Enum):
+    """Why a run ended, when it did not simply succeed."""
+
+    CANCELLED = "cancelled"
+    TIMEOUT = "timeout"
+    AGENT_LOST = "agent_lost"
+    NODE_LOST = "node_lost"
+    OOM = "oom"
+    PREEMPTED = "preempted"
+    IMPORT = "import"
+    NO_LABELS = "no_labels"
+    BAD_JOB = "bad_job"
+    SERVER_RESTART = "server_restart"
+    QUEUE_TIMEOUT = "queue_timeout"
+    ERROR = "error"
+
+
+def new_run_id(now: float | None = None) -> str:
+    """Sortable by creation time, unique without coordination: ``20261129-215023-a1b2``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now if now is not None else time.time()))
+    return f"{stamp}-{secrets.token_hex(2)}"
+
+
+@dataclass
+class Run:
+    id: str
+    trainer: str
+    schemas: list[str]
+    backend: str
+    state: RunState
+    created_at: float
+    params: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = None
+    message: str | None = None
+    step: str = ""
+    progress: float | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    started_at: float | None = None
+    finished_at: float | None = None
+    cancel_requested: bool = False
+    bundle_sha256: str | None = None
+    artifact_uri: str | None = None
+    device: str | None = None
+    trigger: str = "manual"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "trainer": self.trainer,
+            "schemas": self.schemas,
+            "backend": self.backend,
+            "state": self.state.value,
+            "reason": self.reason,
+            "message": self.message,
+            "step": self.step,
+            "progress": self.progress,
+            "metrics": self.metrics,
+            "params": self.params,
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "cancel_requested": self.cancel_requested,
+            "bundle_sha256": self.bundle_sha256,
+            "artifact_uri": self.artifact_uri,
+            "device": self.device,
+            "trigger": self.trigger,
+        }
+
+
+def _row_to_run(row: Any) -> Run:
+    return Run(
+        id=row["id"],
+        trainer=row["trainer"],
+        schemas=json.loads(row["schemas"]),
+        backend=row["backend"],
+        state=RunState(row["state"]),
+        created_at=row["created_at"],
+        params=json.loads(row["params"]),
+        reason=row["reason"],
+        message=row["message"],
+        step=row["step"] or "",
+        progress=row["progress"],
+        metrics=json.loads(row["metrics"] or "{}"),
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        cancel_requested=bool(row["cancel_requested"]),
+        bundle_sha256=row["bundle_sha256"],
+        artifact_uri=row["artifact_uri"],
+        device=row["device"],
+        trigger=row["trigger"],
+    )
+
+
+class RunStore:
+    def __init__(self, db: Database, runs_dir: Path) -> None:
+        self.db = db
+        self.runs_dir = runs_dir
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+    def create(self, trainer: str, schemas: Sequence[str], backend: str, params: Mapping[str, Any],
+               trigger: str = "manual") -> Run:
+        run = Run(
+            id=new_run_id(), trainer=trainer, schemas=list(schemas), backend=backend, state=RunState.QUEUED,
+            created_at=time.time(), params=dict(params), step="waiting in the queue", trigger=trigger,
+        )
+        self.run_dir(run.id).mkdir(parents=True, exist_ok=True)
+        self.db.write([(
+            ("INSERT INTO runs (id, trainer, schemas, backend, state, created_at, params, step, trigger) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+            (run.id, run.trainer, json.dumps(run.schemas), run.backend, run.state.value, run.created_at,
+             json.dumps(run.params), run.step, trigger),
+        )])
+        return run
+
+    def get(self, run_id: str) -> Run | None:
+        row = self.db.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return _row_to_run(row) if row else None
+
+    def list(self, limit: int = 200) -> builtins.list[Run]:
+        rows = self.db.conn.execute("SELECT * FROM runs ORDER BY created_at DESC, id DESC LIMIT ?", (limit,))
+        return [_row_to_run(row) for row in rows]
+
+    def in_states(self, states: Sequence[RunState]) -> builtins.list[Run]:
+        marks = ",".join("?" for _ in states)
+        rows = self.db.conn.execute(
+            f"SELECT * FROM runs WHERE state IN ({marks}) ORDER BY created_at, id", [s.value for s in states]
+        )
+        return [_row_to_run(row) for row in rows]
+
+    def move(self, run_id: str, dst: RunState, *, reason: str | None = None, message: str | None = None,
+             **fields: Any) -> bool:
+        """Move a run to ``dst`` if that is legal from its current state; False if it was not."""
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute("SELECT state FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None or not can_move(RunState(row["state"]), dst):
+                conn.execute("ROLLBACK")
+                return False
+            now = time.time()
+            values: dict[str, Any] = {"state": dst.value}
+            if dst is RunState.PREPARING:
+                values["started_at"] = now
+            if dst.terminal:
+                values["finished_at"] = now
+                values["reason"] = reason
+                values["message"] = message
+            values.update(_encode(fields))
+            sets = ", ".join(f"{key} = ?" for key in values)
+            conn.execute(f"UPDATE runs SET {sets} WHERE id = ?", [*values.values(), run_id])
+            conn.execute("COMMIT")
+            return True
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def update(self, run_id: str, **fields: Any) -> None:
+        """Set non-state fields (step line, progress, metrics)."""
+        values = _encode(fields)
+        if not values:
+            return
+        sets = ", ".join(f"{key} = ?" for key in values)
+        self.db.write([(f"UPDATE runs SET {sets} WHERE id = ?", (*values.values(), run_id))])
+
+    def request_cancel(self, run_id: str) -> Run | None:
+        """Mark a run for cancelling; a queued run is cancelled at once, an active one by its backend."""
+        run = self.get(run_id)
+        if run is None or run.state.terminal:
+            return run
+        if run.state is RunState.QUEUED:
+            self.move(run_id, RunState.CANCELLED, reason=Reason.CANCELLED.value, message="Cancelled while queued.",
+                      step="cancelled")
+        else:
+            self.update(run_id, cancel_requested=True, step="cancelling")
+        return self.get(run_id)
+
+
+_JSON_FIELDS = {"metrics", "params", "schemas"}
+
+
+def _encode(fields: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key not in _COLUMNS:
+            raise KeyError(f"runs has no column {key!r}")
+        if key in _JSON_FIELDS:
+            value = json.dumps(value)
+        elif isinstance(value, bool):
+            value = int(value)
+        out[key] = value
+    return out
+
+
+_COLUMNS = {
+    "trainer", "schemas", "backend", "state", "params", "reason", "message", "step", "progress", "metrics",
+    "started_at", "finished_at", "cancel_requested", "bundle_sha256", "artifact_uri", "device", "trigger",
+}

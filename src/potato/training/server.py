@@ -1,0 +1,277 @@
+"""The training page and API under ``/admin/training`` (R9, R10, C5-C7), and the server's wiring.
+
+``init_app`` registers the blueprint, fills the project's writeback and auto-retrain seams and
+starts this process's dispatcher thread.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from typing import Any, Mapping
+
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    abort,
+    current_app,
+    jsonify,
+    make_response,
+    render_template,
+    request,
+)
+
+from potato.config.schema import Config
+from potato.server.auth import admin_required
+from potato.server.project import Project, current_project
+from potato.training import checks
+from potato.training.dispatcher import Dispatcher
+from potato.training.jobfiles import tail
+from potato.training.runs import Run, RunState, RunStore
+from potato.training.trainers import available_trainers
+from potato.training.writeback import run_suggestions, shown_runs, suggestions_for
+
+bp = Blueprint("training", __name__, url_prefix="/admin/training")
+
+RUNNABLE_TYPES = ("local",)
+"""Backend types this server can execute runs on; remote types arrive with their backends."""
+
+
+class RunRequestError(Exception):
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.extra = extra
+
+
+def check_run_request(config: Config, body: object, trainers: Mapping[str, Mapping[str, Any]]) -> tuple[str, list[str], str, dict[str, Any]]:
+    """(trainer, schemas, backend, params) from a start-run body, or RunRequestError (pure, R10)."""
+    mt = config.model_training
+    if not isinstance(body, dict):
+        raise RunRequestError(400, 'Send a JSON object: {"trainer": ..., "schemas": [...], "backend": ...}.')
+    if not mt.enabled:
+        raise RunRequestError(409, "Training is off for this project: set model_training.enabled: true "
+                              "in the config and restart the server.")
+    backends = mt.all_backends()
+    backend = body.get("backend") or mt.backend
+    if not isinstance(backend, str) or backend not in backends:
+        raise RunRequestError(409, f"Backend {backend!r} is not in the config. Backends: {', '.join(backends)}.",
+                              backends=list(backends))
+    btype = backends[backend].type
+    if btype not in RUNNABLE_TYPES:
+        runnable = [n for n, b in backends.items() if b.type in RUNNABLE_TYPES]
+        raise RunRequestError(409, f"Backend '{backend}' is a {btype} backend, which this server cannot execute "
+                              f"runs on yet. Backends that can: {', '.join(runnable)}.", backends=runnable)
+    trainer = body.get("trainer") or mt.trainer
+    if not isinstance(trainer, str) or trainer not in trainers:
+        raise RunRequestError(400, f"Unknown trainer {trainer!r}. Trainers: {', '.join(sorted(trainers))}.")
+    if trainers[trainer].get("local_only") and btype != "local":
+        raise RunRequestError(400, f"Trainer '{trainer}' runs only on the local backend: it reads the server's "
+                              "run folders. Pick backend 'local'.")
+    trainable = [s.name for s in config.annotation_schemes if s.annotation_type.value in ("radio", "multiselect")]
+    schemas = body.get("schemas") or list(mt.writeback.schemas) or trainable[:1]
+    if not isinstance(schemas, list) or not schemas or any(s not in trainable for s in schemas):
+        raise RunRequestError(400, f"Schemas {schemas!r} cannot be trained. Trainable schemas: {', '.join(trainable)}.")
+    params = body.get("params") or {}
+    if not isinstance(params, dict):
+        raise RunRequestError(400, "'params' must be an object of trainer parameters.")
+    merged = dict(mt.trainer_params.get(trainer, {}))
+    merged.update(params)
+    return trainer, list(dict.fromkeys(schemas)), backend, merged
+
+
+def _store() -> RunStore:
+    store: RunStore = current_app.extensions["potato.runs"]
+    return store
+
+
+def trainer_table() -> dict[str, dict[str, Any]]:
+    """Registered trainers by name, as JSON-ready dicts (page, API and request checks)."""
+    return {t.name: asdict(t) for t in available_trainers()}
+
+
+def start_run(project: Project, store: RunStore, body: object, trigger: str = "manual") -> Run:
+    trainer, schemas, backend, params = check_run_request(project.config, body, trainer_table())
+    return store.create(trainer, schemas, backend, params, trigger=trigger)
+
+
+@bp.get("/")
+@admin_required
+def page() -> Any:
+    project = current_project()
+    mt = project.config.model_training
+    backends = [
+        {"name": name, "label": b.describe(), "type": b.type, "runnable": b.type in RUNNABLE_TYPES}
+        for name, b in mt.all_backends().items()
+    ]
+    trainable = [s.name for s in project.config.annotation_schemes if s.annotation_type.value != "text"]
+    return render_template(
+        "training.html", title=project.config.annotation_task_name, backends=backends,
+        default_backend=mt.backend, trainers=list(trainer_table().values()), default_trainer=mt.trainer,
+        schemas=trainable, default_schemas=list(mt.writeback.schemas) or trainable[:1],
+    )
+
+
+@bp.get("/api/backends")
+@admin_required
+def api_backends() -> Any:
+    mt = current_project().config.model_training
+    return jsonify(default=mt.backend, backends=[
+        {"name": n, "type": b.type, "label": b.describe(), "runnable": b.type in RUNNABLE_TYPES}
+        for n, b in mt.all_backends().items()
+    ])
+
+
+@bp.post("/api/backends/<name>/check")
+@admin_required
+def api_check(name: str) -> Any:
+    """The page's Check button: the same check as ``potato training check`` (R9, R12)."""
+    config = current_project().config
+    try:
+        report = checks.run_check(config, name)
+    except checks.UnknownBackend as exc:
+        return jsonify(error=str(exc)), 409
+    return jsonify(report.to_json())
+
+
+@bp.get("/api/trainers")
+@admin_required
+def api_trainers() -> Any:
+    return jsonify(trainers=list(trainer_table().values()))
+
+
+@bp.post("/api/runs")
+@admin_required
+def api_start() -> Any:
+    try:
+        run = start_run(current_project(), _store(), request.get_json(silent=True))
+    except RunRequestError as exc:
+        return jsonify(error=str(exc), **exc.extra), exc.status
+    return jsonify(run.to_json()), 201
+
+
+@bp.get("/api/runs")
+@admin_required
+def api_list() -> Any:
+    return jsonify(runs=[r.to_json() for r in _store().list()])
+
+
+def _run_or_404(run_id: str) -> Run:
+    run = _store().get(run_id)
+    if run is None:
+        abort(make_response(jsonify(error=f"No run {run_id!r}."), 404))
+    return run
+
+
+@bp.get("/api/runs/<run_id>")
+@admin_required
+def api_get(run_id: str) -> Any:
+    run = _run_or_404(run_id)
+    body = run.to_json()
+    body["log_tail"] = tail(_store().run_dir(run_id) / "run.log")
+    return jsonify(body)
+
+
+@bp.post("/api/runs/<run_id>/cancel")
+@admin_required
+def api_cancel(run_id: str) -> Any:
+    _run_or_404(run_id)
+    run = _store().request_cancel(run_id)
+    return jsonify(run.to_json() if run else {}), 202
+
+
+@bp.get("/api/runs/<run_id>/log")
+@admin_required
+def api_log(run_id: str) -> Any:
+    _run_or_404(run_id)
+    path = _store().run_dir(run_id) / "run.log"
+    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    return Response(text, mimetype="text/plain")
+
+
+@bp.get("/api/runs/<run_id>/events")
+@admin_required
+def api_events(run_id: str) -> Any:
+    """Worker events after line ``after`` (the page's loss chart polls this)."""
+    _run_or_404(run_id)
+    try:
+        after = max(0, int(request.args.get("after", "0")))
+    except ValueError:
+        after = 0
+    path = _store().run_dir(run_id) / "events.jsonl"
+    events: list[dict[str, Any]] = []
+    count = 0
+    if path.exists():
+        with path.open(encoding="utf-8") as fh:
+            for count, line in enumerate(fh, start=1):
+                if count > after:
+                    try:
+                        events.append(json.loads(line))
+                    except ValueError:
+                        continue
+    return jsonify(events=events, next=max(count, after))
+
+
+@bp.get("/api/runs/<run_id>/suggestions")
+@admin_required
+def api_suggestions(run_id: str) -> Any:
+    _run_or_404(run_id)
+    project = current_project()
+    rows = run_suggestions(project, run_id)
+    if request.args.get("format") == "jsonl":
+        return Response((json.dumps(r) + "\n" for r in rows), mimetype="application/x-ndjson",
+                        headers={"Content-Disposition": f"attachment; filename=suggestions-{run_id}.jsonl"})
+    items = list(rows)
+    return jsonify(suggestions=items, count=len(items), shown=shown_runs(project))
+
+
+# -- wiring -------------------------------------------------------------------------------------
+
+def _auto_retrain_hook(app: Flask, project: Project, store: RunStore) -> Any:
+    """C7: queue a run once ``every_n_labels`` labels arrived since the last automatic run."""
+    ar = project.config.model_training.auto_retrain
+
+    def on_saved(count: int) -> None:
+        conn = project.db.conn
+        row = conn.execute("SELECT value FROM meta WHERE key = 'auto_retrain:since'").fetchone()
+        since = float(row[0]) if row else 0.0
+        new = conn.execute("SELECT COUNT(*) FROM labels WHERE updated_at > ?", (since,)).fetchone()[0]
+        if new < ar.every_n_labels:
+            return
+        if any(r.trigger == "auto" for r in store.in_states([RunState.QUEUED])):
+            return  # one waiting automatic run is enough
+        now = time.time()
+        project.db.write([("INSERT OR REPLACE INTO meta (key, value) VALUES ('auto_retrain:since', ?)", (str(now),))])
+        body = {"trainer": ar.trainer, "schemas": list(ar.schemas) or None,
+                "backend": ar.backend or project.config.model_training.backend}
+        try:
+            start_run(project, store, body, trigger="auto")
+        except RunRequestError as exc:
+            app.logger.warning("auto_retrain could not start a run: %s", exc)
+
+    return on_saved
+
+
+def init_app(app: Flask) -> None:
+    project: Project = app.extensions["potato"]
+    store = RunStore(project.db, project.config.training_dir / "runs")
+    app.extensions["potato.runs"] = store
+    app.register_blueprint(bp)
+    if project.config.model_training.writeback.schemas:
+        project.suggestions_for = lambda item_id: suggestions_for(project, item_id)
+    if project.config.model_training.auto_retrain.enabled:
+        project.on_labels_saved = _auto_retrain_hook(app, project, store)
+    dispatcher = Dispatcher(project, store)
+    app.extensions["potato.dispatcher"] = dispatcher
+    if not app.config.get("POTATO_NO_DISPATCHER"):
+        # Started lazily per process: gunicorn forks after create_app, and threads do not survive a fork.
+        app.before_request(dispatcher.ensure_started)
+
+
+def start_dispatcher(app: Flask) -> Dispatcher | None:
+    dispatcher: Dispatcher | None = app.extensions.get("potato.dispatcher")
+    if dispatcher is not None and not app.config.get("POTATO_NO_DISPATCHER"):
+        dispatcher.ensure_started()
+    return dispatcher

@@ -1,0 +1,115 @@
+"""Writeback (C5): a run's predictions become model suggestions that annotators see.
+
+Suggestions live beside labels, never in them: a human label is never overwritten, and a
+suggestion becomes a label only when an annotator accepts it (stored with source
+``suggestion`` and the run id). The newest run written back for a schema is the one shown.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from potato.config.schema import Writeback
+from potato.project import Project
+from potato.training.runs import Run
+
+
+@dataclass
+class WritebackStats:
+    schemas: list[str] = field(default_factory=list)
+    written: int = 0
+    below_confidence: int = 0
+    skipped_unlabelled: int = 0
+    invalid: int = 0
+
+
+def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str], item_ids: set[str],
+           labelled: set[tuple[str, str]], stats: WritebackStats) -> Iterator[tuple[str, str, str, float]]:
+    """The predictions that become suggestions, per C5's rules (pure)."""
+    schemas = set(wb.schemas) & run_schemas
+    for row in rows:
+        try:
+            item_id, schema, label, conf = str(row["item_id"]), str(row["schema"]), row["label"], float(row["confidence"])
+        except (KeyError, TypeError, ValueError):
+            stats.invalid += 1
+            continue
+        if schema not in schemas or item_id not in item_ids:
+            continue
+        if conf < wb.min_confidence:
+            stats.below_confidence += 1
+            continue
+        if not wb.include_unlabeled and (item_id, schema) not in labelled:
+            stats.skipped_unlabelled += 1
+            continue
+        stats.written += 1
+        yield item_id, schema, json.dumps(label, ensure_ascii=False), conf
+
+
+def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    row = {}
+                yield row if isinstance(row, dict) else {}
+
+
+def write_back(project: Project, run: Run, predictions: Path, score: float | None) -> WritebackStats:
+    """Store the run's suggestions in one transaction and make it the shown run for its schemas."""
+    wb = project.config.model_training.writeback
+    stats = WritebackStats(schemas=sorted(set(wb.schemas) & set(run.schemas)))
+    if not stats.schemas:
+        return stats
+    conn = project.db.conn
+    labelled = {(r[0], r[1]) for r in conn.execute("SELECT DISTINCT item_id, schema FROM labels")}
+    rows = select(_read_jsonl(predictions), wb, set(run.schemas), set(project.items.ids), labelled, stats)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(
+            "INSERT OR REPLACE INTO suggestions (run_id, item_id, schema, label, confidence) VALUES (?, ?, ?, ?, ?)",
+            ((run.id, *row) for row in rows),
+        )
+        for schema in stats.schemas:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                (f"writeback:{schema}", json.dumps({"run_id": run.id, "trainer": run.trainer, "score": score})),
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return stats
+
+
+def shown_runs(project: Project) -> dict[str, dict[str, Any]]:
+    """Per schema, the run whose suggestions annotators see (with trainer and score: provenance)."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in project.db.conn.execute("SELECT key, value FROM meta WHERE key LIKE 'writeback:%'"):
+        out[row[0].split(":", 1)[1]] = json.loads(row[1])
+    return out
+
+
+def suggestions_for(project: Project, item_id: str) -> dict[str, dict[str, Any]]:
+    """The suggestions shown on one item: label, confidence, run id, trainer, score."""
+    out: dict[str, dict[str, Any]] = {}
+    for schema, info in shown_runs(project).items():
+        row = project.db.conn.execute(
+            "SELECT label, confidence FROM suggestions WHERE run_id = ? AND item_id = ? AND schema = ?",
+            (info["run_id"], item_id, schema),
+        ).fetchone()
+        if row is not None:
+            out[schema] = {"label": json.loads(row[0]), "confidence": row[1], **info}
+    return out
+
+
+def run_suggestions(project: Project, run_id: str) -> Iterator[dict[str, Any]]:
+    for row in project.db.conn.execute(
+        "SELECT item_id, schema, label, confidence FROM suggestions WHERE run_id = ? ORDER BY item_id, schema",
+        (run_id,),
+    ):
+        yield {"run_id": run_id, "item_id": row[0], "schema": row[1], "label": json.loads(row[2]), "confidence": row[3]}

@@ -1,0 +1,77 @@
+"""C2, C3 under gunicorn: login, label, relabel, export; kill -9 loses no acknowledged label."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+import requests
+
+from tests.conftest import ADMIN_KEY
+from tests.servers import ServerProcess
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
+    srv = ServerProcess(make_project()).start()
+    yield srv
+    srv.stop()
+
+
+def _session(srv: ServerProcess, name: str) -> requests.Session:
+    s = requests.Session()
+    assert s.post(srv.url + "/login", data={"name": name}, allow_redirects=False).status_code == 302
+    return s
+
+
+def test_login_label_relabel_export(server: ServerProcess) -> None:
+    s = _session(server, "alice")
+    r = s.post(server.url + "/api/label", json={"id": "r000", "labels": {"sentiment": "positive"}})
+    assert r.status_code == 200 and r.json()["item"]["id"] == "r001"
+    r = s.post(server.url + "/api/label", json={"id": "r000", "labels": {"sentiment": "negative"}, "go": "stay"})
+    assert r.json()["item"]["labels"] == {"sentiment": "negative"}
+    export = requests.get(server.url + "/admin/api/export", headers={"X-API-Key": ADMIN_KEY})
+    rows = [json.loads(line) for line in export.text.splitlines()]
+    assert [(r["user"], r["id"], r["label"]) for r in rows] == [("alice", "r000", "negative")]
+
+
+@pytest.mark.parametrize("headers", [{}, {"X-API-Key": "wrong"}, {"X-API-Key": ADMIN_KEY + "x"}])
+def test_wrong_or_missing_key_gets_401(server: ServerProcess, headers: dict) -> None:
+    for route in ("/admin/api/progress", "/admin/api/export", "/admin/api/labels"):
+        assert requests.get(server.url + route, headers=headers).status_code == 401
+
+
+def test_kill_9_right_after_ack_loses_nothing(make_project: Callable[..., Path]) -> None:
+    config_path = make_project()
+    srv = ServerProcess(config_path).start()
+    s = _session(srv, "alice")
+    acknowledged = []
+    for i in range(25):
+        r = s.post(srv.url + "/api/label", json={"id": f"r{i:03d}", "labels": {"sentiment": "positive"}})
+        assert r.status_code == 200
+        acknowledged.append(f"r{i:03d}")
+    srv.kill9()  # no shutdown hook, no flush: the 200s above must already be on disk
+
+    again = ServerProcess(config_path).start()
+    try:
+        rows = requests.get(again.url + "/admin/api/labels?user=alice", headers={"X-API-Key": ADMIN_KEY}).json()
+        assert sorted(lab["id"] for lab in rows["labels"]) == acknowledged
+        # The annotator resumes on the next unlabelled item.
+        page = _session(again, "alice").get(again.url + "/annotate").text
+        assert '"id": "r025"' in page
+    finally:
+        again.stop()
+
+
+def test_start_refuses_invalid_config(make_project: Callable[..., Path]) -> None:
+    import subprocess
+    import sys
+
+    bad = make_project(model_training={"backends": {"gpu": {"type": "ssh", "host": "h", "pyhton": "/x"}}})
+    proc = subprocess.run([sys.executable, "-m", "potato", "start", str(bad), "-p", "1"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "pyhton" in proc.stderr and "python" in proc.stderr

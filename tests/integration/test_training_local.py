@@ -1,0 +1,146 @@
+"""Issue 3 under gunicorn: real local runs, queueing (R4), cancel TERM->KILL (R22), wall limit (R3),
+writeback (C5), holdout score (C6), restart recovery."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator
+
+import pytest
+import requests
+
+from tests.conftest import ADMIN_KEY, truth
+from tests.servers import ServerProcess
+
+pytestmark = pytest.mark.integration
+H = {"X-API-Key": ADMIN_KEY}
+TERMINAL = {"succeeded", "failed", "cancelled"}
+
+
+def training_config(**mt: Any) -> Dict[str, Any]:
+    block: Dict[str, Any] = {
+        "enabled": True,
+        "grace_seconds": 2,
+        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
+    }
+    block.update(mt)
+    return {"model_training": block}
+
+
+def label_all(srv: ServerProcess, n: int = 40) -> None:
+    labels = [{"id": f"r{i:03d}", "schema": "sentiment", "label": truth(f"r{i:03d}")} for i in range(n)]
+    r = requests.post(srv.url + "/admin/api/labels", json={"user": "gold", "labels": labels}, headers=H)
+    assert r.status_code == 200, r.text
+
+
+def start(srv: ServerProcess, **body: Any) -> Dict[str, Any]:
+    r = requests.post(srv.url + "/admin/training/api/runs", json=body, headers=H)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def wait(srv: ServerProcess, run_id: str, states: set, timeout: float = 120) -> Dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        run = requests.get(f"{srv.url}/admin/training/api/runs/{run_id}", headers=H).json()
+        if run["state"] in states:
+            return run
+        if time.monotonic() > deadline:
+            raise AssertionError(f"run stuck in {run['state']}: {run}\n{srv.output()[-3000:]}")
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
+    srv = ServerProcess(make_project(**training_config())).start()
+    yield srv
+    srv.stop()
+
+
+def test_sklearn_run_scores_and_writes_back(server: ServerProcess) -> None:
+    label_all(server, 30)
+    run = start(server, trainer="sklearn-text-classification", schemas=["sentiment"], backend="local")
+    done = wait(server, run["id"], TERMINAL)
+    assert done["state"] == "succeeded", done
+    assert done["backend"] == "local" and done["metrics"]["n_holdout"] >= 1
+    assert 0.0 <= done["metrics"]["holdout_accuracy"] <= 1.0
+    assert "Writeback:" in done["log_tail"]
+    # An annotator sees the model's suggestion on an unlabelled item, marked with its run, not preselected.
+    s = requests.Session()
+    s.post(server.url + "/login", data={"name": "new"})
+    item = s.get(server.url + "/api/item/36").json()["item"]
+    sug = item["suggestions"]["sentiment"]
+    assert sug["run_id"] == run["id"] and sug["trainer"] == "sklearn-text-classification"
+    assert sug["label"] in ("positive", "negative") and 0 <= sug["confidence"] <= 1
+    assert item["labels"] == {}
+    # Accepting stores it as the annotator's label, flagged with the run.
+    r = s.post(server.url + "/api/label", json={"id": item["id"], "labels": {"sentiment": sug["label"]},
+                                                 "accepted": {"sentiment": run["id"]}})
+    assert r.status_code == 200
+    rows = requests.get(server.url + "/admin/api/labels?user=new", headers=H).json()["labels"]
+    assert rows[0]["source"] == "suggestion" and rows[0]["run_id"] == run["id"]
+    # Gold labels were never overwritten by the run.
+    gold = requests.get(server.url + "/admin/api/labels?user=gold", headers=H).json()["labels"]
+    assert all(row["source"] == "import" and row["label"] == truth(row["id"]) for row in gold)
+    export = requests.get(f"{server.url}/admin/training/api/runs/{run['id']}/suggestions", headers=H).json()
+    assert export["count"] == 40
+
+
+def test_second_run_waits_queued_and_cancel_escalates_to_kill(server: ServerProcess) -> None:
+    label_all(server, 10)
+    first = start(server, trainer="noop", schemas=["sentiment"], params={"sleep_s": 60, "ignore_term": True})
+    wait(server, first["id"], {"running"})
+    second = start(server, trainer="noop", schemas=["sentiment"], params={"sleep_s": 0})
+    time.sleep(1.0)
+    assert requests.get(f"{server.url}/admin/training/api/runs/{second['id']}", headers=H).json()["state"] == "queued"
+    r = requests.post(f"{server.url}/admin/training/api/runs/{first['id']}/cancel", headers=H)
+    assert r.status_code == 202
+    done = wait(server, first["id"], TERMINAL, timeout=30)
+    assert done["state"] == "cancelled" and done["reason"] == "cancelled"
+    log = requests.get(f"{server.url}/admin/training/api/runs/{first['id']}/log", headers=H).text
+    assert "sending SIGKILL" in log  # the worker ignored SIGTERM
+    assert wait(server, second["id"], TERMINAL)["state"] == "succeeded"
+
+
+def test_max_wall_seconds_stops_a_run(make_project: Callable[..., Path]) -> None:
+    srv = ServerProcess(make_project(**training_config(max_wall_seconds=2))).start()
+    try:
+        label_all(srv, 10)
+        run = start(srv, trainer="noop", schemas=["sentiment"], params={"sleep_s": 60})
+        done = wait(srv, run["id"], TERMINAL, timeout=40)
+        assert done["state"] == "failed" and done["reason"] == "timeout"
+        assert "max_wall_seconds (2 s)" in done["message"]
+    finally:
+        srv.stop()
+
+
+def test_bad_requests(server: ServerProcess) -> None:
+    url = server.url + "/admin/training/api/runs"
+    r = requests.post(url, json={"trainer": "noop", "schemas": ["sentiment"], "backend": "mars"}, headers=H)
+    assert r.status_code == 409 and "local" in r.json()["error"]
+    r = requests.post(url, json={"trainer": "nope", "schemas": ["sentiment"]}, headers=H)
+    assert r.status_code == 400 and "sklearn-text-classification" in r.json()["error"]
+    r = requests.post(url, json={"trainer": "noop", "schemas": ["note"]}, headers=H)
+    assert r.status_code == 400 and "sentiment" in r.json()["error"]
+    assert requests.post(url, json={"trainer": "noop"}).status_code == 401
+
+
+def test_restart_keeps_queued_and_fails_the_run_that_died(make_project: Callable[..., Path]) -> None:
+    config_path = make_project(**training_config())
+    srv = ServerProcess(config_path).start()
+    label_all(srv, 10)
+    running = start(srv, trainer="noop", schemas=["sentiment"], params={"sleep_s": 120})
+    wait(srv, running["id"], {"running"})
+    queued = start(srv, trainer="noop", schemas=["sentiment"], params={"sleep_s": 120})
+    srv.kill9()
+    again = ServerProcess(config_path).start()
+    try:
+        died = wait(again, running["id"], TERMINAL, timeout=30)
+        assert died["state"] == "failed" and died["reason"] == "server_restart"
+        # The queued run was kept and now executes.
+        assert wait(again, queued["id"], {"running"}, timeout=30)["state"] == "running"
+        requests.post(f"{again.url}/admin/training/api/runs/{queued['id']}/cancel", headers=H)
+        assert wait(again, queued["id"], TERMINAL, timeout=30)["state"] == "cancelled"
+    finally:
+        again.stop()

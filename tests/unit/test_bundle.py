@@ -1,0 +1,66 @@
+"""The run bundle (C4, C6): contents, reproducible sha256, deterministic holdout, safe extraction."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from potato.config.schema import Config
+from potato.items import Item, ItemSet
+from potato.labels import Label
+from potato.training.archive import UnsafeArchive, extract_archive
+from potato.training.bundle import build_bundle, holdout_ids, job_spec
+
+
+def test_holdout_is_deterministic_and_sized() -> None:
+    ids = [f"i{n}" for n in range(100)]
+    a = holdout_ids(ids, 0.2, seed=0)
+    assert a == holdout_ids(reversed(ids), 0.2, seed=0) and len(a) == 20
+    assert holdout_ids(ids, 0.2, seed=1) != a
+    assert holdout_ids(["a", "b", "c"], 0.2, 0) == []  # too few: everything trains
+    assert len(holdout_ids([f"i{n}" for n in range(5)], 0.2, 0)) == 1
+
+
+def test_bundle_contents_and_sha(config: Config, tmp_path: Path) -> None:
+    items = ItemSet([Item(f"r{i}", f"text {i}", {}) for i in range(10)])
+    labels = [Label("u", f"r{i}", "sentiment", "positive" if i % 2 else "negative") for i in range(8)]
+    labels.append(Label("u", "r0", "note", "free text"))  # not a trained schema: left out
+    job = job_spec(config, "run-1", "noop", ["sentiment"], {"sleep_s": 0})
+    info = build_bundle(tmp_path / "a" / "bundle.tar.gz", job, items, labels, 0.25)
+    again = build_bundle(tmp_path / "b" / "bundle.tar.gz", job, items, labels, 0.25)
+    assert info.sha256 == again.sha256 and info.n_labels == 8 and info.n_holdout == 2 and info.n_items == 10
+    out = tmp_path / "x"
+    extract_archive(info.path, out)
+    assert sorted(p.name for p in out.iterdir()) == ["items.jsonl", "job.json", "labels.jsonl", "split.json"]
+    spec = json.loads((out / "job.json").read_text())
+    assert spec["schemes"] == [{"name": "sentiment", "annotation_type": "radio", "labels": ["positive", "negative"]}]
+    assert spec["grace_seconds"] == 20 and spec["trainer"] == "noop" and spec["run_id"] == "run-1"
+    assert len((out / "labels.jsonl").read_text().splitlines()) == 8
+    assert len(json.loads((out / "split.json").read_text())["holdout"]) == 2
+
+
+def _tar(tmp_path: Path, member: tarfile.TarInfo, data: bytes = b"x") -> Path:
+    path = tmp_path / "evil.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        member.size = len(data) if member.isfile() else 0
+        tar.addfile(member, io.BytesIO(data) if member.isfile() else None)
+    return path
+
+
+@pytest.mark.parametrize("name", ["../escape.txt", "/abs/path.txt", "a/../../escape.txt"])
+def test_extract_refuses_paths_outside(tmp_path: Path, name: str) -> None:
+    with pytest.raises(UnsafeArchive, match="outside"):
+        extract_archive(_tar(tmp_path, tarfile.TarInfo(name)), tmp_path / "out")
+    assert not (tmp_path / "escape.txt").exists()
+
+
+def test_extract_refuses_links(tmp_path: Path) -> None:
+    link = tarfile.TarInfo("link")
+    link.type = tarfile.SYMTYPE
+    link.linkname = "/etc/passwd"
+    with pytest.raises(UnsafeArchive, match="not a plain file"):
+        extract_archive(_tar(tmp_path, link), tmp_path / "out")

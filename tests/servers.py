@@ -53,6 +53,11 @@ class ServerProcess:
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if getattr(self, "log", None) and not self.log.closed:
+            self.log.close()
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -61,5 +66,4 @@ class ServerProcess:
                 self.proc.wait(15)
             except subprocess.TimeoutExpired:
                 self.kill9()
-        if getattr(self, "log", None):
-            self.log.close()
+        self._close_log()

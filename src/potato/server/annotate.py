@@ -190,6 +190,21 @@ def move() -> Any:
     return jsonify(item=item_payload(project, user, target, labelled), note=note)
 
 
+def _provenance(project: Project, item_id: str, schema: str, value: Any, accepted: object) -> dict[str, Any]:
+    """Source and run of a submitted answer: ``suggestion`` only if it is exactly the suggestion shown.
+
+    The page says which run's suggestion the annotator accepted; the server believes it only when
+    that run's suggestion for this item is the value submitted, so provenance cannot be forged
+    and an edited suggestion counts as the annotator's own answer.
+    """
+    claimed = accepted.get(schema) if isinstance(accepted, dict) else None
+    if isinstance(claimed, str) and project.suggestions_for is not None:
+        shown = project.suggestions_for(item_id).get(schema)
+        if shown and shown["run_id"] == claimed and shown["label"] == value:
+            return {"source": LabelSource.SUGGESTION, "run_id": claimed}
+    return {"source": LabelSource.HUMAN, "run_id": None}
+
+
 @bp.post("/api/label")
 @login_required
 def label() -> Any:
@@ -206,12 +221,11 @@ def label() -> Any:
     store, clear, problems = check_answers(project.config, body.get("labels"))
     if problems:
         return jsonify(error="; ".join(problems)), 400
-    accepted_from = body.get("accepted") if isinstance(body.get("accepted"), dict) else {}
-    rows = []
-    for schema, value in store.items():
-        run_id = accepted_from.get(schema) if isinstance(accepted_from.get(schema), str) else None
-        source = LabelSource.SUGGESTION if run_id else LabelSource.HUMAN
-        rows.append(Label(user=user, item_id=item_id, schema=schema, value=value, source=source, run_id=run_id))
+    accepted = body.get("accepted")
+    rows = [
+        Label(user=user, item_id=item_id, schema=schema, value=value, **_provenance(project, item_id, schema, value, accepted))
+        for schema, value in store.items()
+    ]
     project.labels.save(rows, delete=[(user, item_id, schema) for schema in clear])
     if project.on_labels_saved is not None and rows:
         project.on_labels_saved(len(rows))

@@ -270,8 +270,8 @@ def init_app(app: Flask) -> None:
         app.before_request(dispatcher.ensure_started)
 
 
-def start_dispatcher(app: Flask) -> Dispatcher | None:
+def start_dispatcher(app: Flask) -> None:
+    """Start this process's dispatcher thread (gunicorn's post_worker_init, or ``--dev``)."""
     dispatcher: Dispatcher | None = app.extensions.get("potato.dispatcher")
     if dispatcher is not None and not app.config.get("POTATO_NO_DISPATCHER"):
         dispatcher.ensure_started()
-    return dispatcher

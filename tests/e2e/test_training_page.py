@@ -1,0 +1,71 @@
+"""R9, C6 in a real browser: start a run, watch it finish with its holdout score and loss chart,
+check the backend, and cancel another run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+import requests
+
+from tests.browser import browser_page
+from tests.conftest import ADMIN_KEY, review_items, truth
+from tests.servers import ServerProcess
+from tests.unit.training.tinybert import build_tiny_bert
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+
+@pytest.fixture
+def server(make_project: Callable[..., Path], tmp_path: Path) -> Iterator[ServerProcess]:
+    bert = build_tiny_bert(tmp_path / "tiny-bert", [item["text"] for item in review_items(40)])
+    path = make_project(model_training={
+        "enabled": True,
+        "grace_seconds": 2,
+        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True},
+        "trainer_params": {
+            "hf-text-classification": {"base_model": str(bert), "epochs": 3, "batch_size": 8},
+            "noop": {"sleep_s": 120},
+        },
+    })
+    srv = ServerProcess(path).start()
+    labels = [{"id": f"r{i:03d}", "schema": "sentiment", "label": truth(f"r{i:03d}")} for i in range(30)]
+    requests.post(srv.url + "/admin/api/labels", json={"user": "gold", "labels": labels},
+                  headers={"X-API-Key": ADMIN_KEY}).raise_for_status()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def page() -> Iterator[Any]:
+    yield from browser_page()
+
+
+def test_start_watch_score_and_cancel(server: ServerProcess, page: Any) -> None:
+    page.goto(server.url + "/admin/training/")
+    page.fill("#key", ADMIN_KEY)  # redirected to the key form first
+    page.press("#key", "Enter")
+    page.wait_for_selector("#start")
+    assert page.inner_text("label[for=backend]") == "Runs on"
+    assert page.eval_on_selector("#backend", "el => el.options[el.selectedIndex].text") == "local (this machine)"
+    assert "Ran on" in page.inner_text("#runs thead")
+
+    page.click("#check")
+    page.wait_for_selector("#check-result:has-text('local: this machine')")
+
+    page.select_option("#trainer", "hf-text-classification")
+    page.click("#start")
+    row = page.wait_for_selector("#runs tbody tr[data-state=succeeded]", timeout=120_000)
+    assert row.inner_text().count("local") >= 1
+    page.wait_for_selector("#run-detail[data-state=succeeded]")
+    score = page.inner_text("#run-score")
+    assert "accuracy" in score
+    points = page.eval_on_selector("#loss-chart polyline.loss-line", "el => el.getAttribute('points')")
+    assert len(points.split()) >= 3  # a loss curve, not a dot
+
+    page.select_option("#trainer", "noop")
+    page.click("#start")
+    page.wait_for_selector("#runs tbody tr[data-state=running]", timeout=30_000)
+    page.click("#runs tbody tr[data-state=running] button.cancel")
+    page.wait_for_selector("#runs tbody tr[data-state=cancelled]", timeout=30_000)

@@ -144,3 +144,24 @@ def test_restart_keeps_queued_and_fails_the_run_that_died(make_project: Callable
         assert wait(again, queued["id"], TERMINAL, timeout=30)["state"] == "cancelled"
     finally:
         again.stop()
+
+
+def test_auto_retrain_starts_a_run_every_n_labels(make_project: Callable[..., Path]) -> None:
+    cfg = training_config(auto_retrain={"enabled": True, "every_n_labels": 5, "trainer": "noop",
+                                        "schemas": ["sentiment"]})
+    srv = ServerProcess(make_project(**cfg)).start()
+    try:
+        s = requests.Session()
+        s.post(srv.url + "/login", data={"name": "ann"})
+        for i in range(4):
+            s.post(srv.url + "/api/label", json={"id": f"r{i:03d}", "labels": {"sentiment": truth(f"r{i:03d}")}})
+        assert requests.get(srv.url + "/admin/training/api/runs", headers=H).json()["runs"] == []
+        s.post(srv.url + "/api/label", json={"id": "r004", "labels": {"sentiment": "positive"}})
+        runs = requests.get(srv.url + "/admin/training/api/runs", headers=H).json()["runs"]
+        assert len(runs) == 1 and runs[0]["trigger"] == "auto" and runs[0]["trainer"] == "noop"
+        assert wait(srv, runs[0]["id"], TERMINAL)["state"] == "succeeded"
+        # The counter restarts: the next automatic run needs five more labels.
+        s.post(srv.url + "/api/label", json={"id": "r005", "labels": {"sentiment": "negative"}})
+        assert len(requests.get(srv.url + "/admin/training/api/runs", headers=H).json()["runs"]) == 1
+    finally:
+        srv.stop()

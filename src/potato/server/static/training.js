@@ -275,8 +275,10 @@
     var chart = $("loss-chart"), pts = state.events ? state.events.points : [];
     while (chart.firstChild) chart.removeChild(chart.firstChild);
     if (!pts.length) {
-      chart.appendChild(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle", "class": "chart-note" }, "No loss reported yet."));
-      chart.setAttribute("aria-label", "Training loss by step: no loss reported yet");
+      var done = state.detailDone;
+      var note = done ? "This run reported no loss (its trainer does not train by steps)." : "No loss reported yet.";
+      chart.appendChild(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle", "class": "chart-note" }, note));
+      chart.setAttribute("aria-label", "Training loss by step: " + note);
       return;
     }
     var ys = pts.map(function (p) { return p.y; });

@@ -87,11 +87,12 @@ def config(config_path: Path) -> Config:
 
 @pytest.fixture
 def app(config: Config) -> Iterator[object]:
-    from potato.server import create_app
+    from potato.server import close_app, create_app
 
-    application = create_app(config, {"TESTING": True})
+    # No dispatcher thread: these tests drive the app in-process; runs are tested under gunicorn.
+    application = create_app(config, {"TESTING": True, "POTATO_NO_DISPATCHER": True})
     yield application
-    application.extensions["potato"].db.close()
+    close_app(application)
 
 
 @pytest.fixture

@@ -143,6 +143,8 @@ class Database:
             raise
 
     def close(self) -> None:
+        """Close every thread's connection. Only when no other thread uses the database any more:
+        closing a connection another thread is inside of crashes SQLite."""
         with self._lock:
             for conn in self._all.values():
                 conn.close()

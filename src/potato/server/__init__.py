@@ -35,3 +35,11 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
         return {"has_training": "training" in app.blueprints}
 
     return app
+
+
+def close_app(app: Flask) -> None:
+    """Stop this app's dispatcher thread, then close its database connections (tests, embedding)."""
+    dispatcher = app.extensions.get("potato.dispatcher")
+    if dispatcher is not None:
+        dispatcher.stop()
+    app.extensions["potato"].db.close()

@@ -87,7 +87,7 @@ def start(config_path: Path, port: int, host: str, dev: bool, workers: int, thre
         raise PotatoError(
             "gunicorn is not installed. Install the server extra (pip install 'potato-annotation[server]') "
             "or start with --dev for Flask's development server."
-        )
+        ) from None
     serve(app, host, port, workers, threads, on_worker_start=lambda: start_dispatcher(app))
 
 
@@ -163,7 +163,7 @@ def training_check(backend: str, config_path: Path, as_json: bool) -> None:
     try:
         report = run_check(config, backend)
     except UnknownBackend as exc:
-        raise PotatoError(str(exc))
+        raise PotatoError(str(exc)) from None
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:

@@ -58,9 +58,9 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise DataError(f"{path}: data file not found. Fix the path under data_files (relative to task_dir).")
+        raise DataError(f"{path}: data file not found. Fix the path under data_files (relative to task_dir).") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the data file ({exc}). Save it as UTF-8 text.")
+        raise DataError(f"{path}: cannot read the data file ({exc}). Save it as UTF-8 text.") from None
     if suffix == ".jsonl":
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -68,14 +68,14 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
             try:
                 yield lineno, json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg}). Each line must be one JSON object.")
+                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg}). Each line must be one JSON object.") from None
     elif suffix == ".json":
         stripped = text.lstrip()
         if stripped.startswith("["):
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}).")
+                raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}).") from None
             for record in data:
                 yield 0, record
         else:
@@ -89,7 +89,7 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
                     raise DataError(
                         f"{path}:{lineno}: not valid JSON ({exc.msg}). Use a JSON list of objects "
                         "or one JSON object per line."
-                    )
+                    ) from None
     elif suffix in (".csv", ".tsv"):
         reader = csv.DictReader(text.splitlines(), delimiter="\t" if suffix == ".tsv" else ",")
         for row in reader:

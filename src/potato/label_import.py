@@ -37,7 +37,7 @@ def read_entries(path: Path) -> list[Entry]:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
-        raise LabelImportError([f"{path}: cannot read the file ({exc.strerror or exc})"])
+        raise LabelImportError([f"{path}: cannot read the file ({exc.strerror or exc})"]) from None
     entries: list[Entry] = []
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(text.splitlines())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 from flask import Flask
 

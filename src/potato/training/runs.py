@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from potato.db import Database
+from potato.training.results import Reason
+
+__all__ = ["Reason", "Run", "RunState", "RunStore", "can_move"]
 
 
 class RunState(str, Enum):
@@ -47,23 +50,6 @@ _MOVES: dict[RunState, frozenset[RunState]] = {
 def can_move(src: RunState, dst: RunState) -> bool:
     """Whether a run may go from ``src`` to ``dst`` (terminal states are final)."""
     return dst in _MOVES.get(src, frozenset())
-
-
-class Reason(str, Enum):
-    """Why a run ended, when it did not simply succeed."""
-
-    CANCELLED = "cancelled"
-    TIMEOUT = "timeout"
-    AGENT_LOST = "agent_lost"
-    NODE_LOST = "node_lost"
-    OOM = "oom"
-    PREEMPTED = "preempted"
-    IMPORT = "import"
-    NO_LABELS = "no_labels"
-    BAD_JOB = "bad_job"
-    SERVER_RESTART = "server_restart"
-    QUEUE_TIMEOUT = "queue_timeout"
-    ERROR = "error"
 
 
 def new_run_id(now: float | None = None) -> str:

@@ -1,0 +1,71 @@
+"""The trainer registry: name -> ``"module:Class"``, imported only when a run needs it.
+
+Remote-safe: standard library only, Python 3.8. Importing a trainer module is cheap (trainer
+modules import their heavy packages inside functions), so :func:`available_trainers` reads each
+class's own description and requirements: one source of truth, no list to keep in step.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from potato.errors import TrainingError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from potato.training.trainers.base import Trainer
+
+TRAINERS: dict[str, str] = {
+    "sklearn-text-classification": "potato.training.trainers.sklearn_text:SklearnTextTrainer",
+    "hf-text-classification": "potato.training.trainers.hf_text:HfTextTrainer",
+    "decision-calibrate": "potato.training.trainers.decision_calibrate:DecisionCalibrateTrainer",
+    "noop": "potato.training.trainers.noop:NoopTrainer",
+}
+"""Every trainer a job may name."""
+
+
+class UnknownTrainer(TrainingError):
+    """A job or request names a trainer that does not exist; the message lists those that do."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"Unknown trainer '{name}'. Valid trainers are: {', '.join(sorted(TRAINERS))}")
+
+
+@dataclass(frozen=True)
+class TrainerInfo:
+    """What the server shows about a trainer without running it."""
+
+    name: str
+    description: str
+    requires: tuple[str, ...]
+    local_only: bool
+    uses_device: bool
+    params: dict[str, str]
+    """parameter name -> help text (with its default)."""
+
+
+def get_trainer(name: str) -> type[Trainer]:
+    """The trainer class for ``name``. :class:`UnknownTrainer` for a name not in :data:`TRAINERS`;
+    ``ImportError`` if its module cannot be imported (the worker reports that as SPEC E4)."""
+    target = TRAINERS.get(name)
+    if target is None:
+        raise UnknownTrainer(name)
+    module_name, _, class_name = target.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, class_name)  # type: ignore[no-any-return]
+
+
+def available_trainers() -> list[TrainerInfo]:
+    """Every trainer with its one-line description, pip requirements and parameters, by name."""
+    out = []
+    for name in sorted(TRAINERS):
+        cls = get_trainer(name)
+        params = {
+            key: f"{p.help} (default: {p.default!r})" if not p.required else f"{p.help} (required)"
+            for key, p in cls.params.items()
+        }
+        out.append(TrainerInfo(name, cls.description, tuple(cls.requires), bool(cls.local_only),
+                               bool(cls.uses_device), params))
+    return out

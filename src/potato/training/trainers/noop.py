@@ -1,0 +1,96 @@
+"""``noop``: the majority-class baseline, and the diagnostic trainer for run-machinery tests.
+
+Standard library only, so it runs on any interpreter that runs the worker (check a new backend
+with it before installing torch there). It predicts, per schema, the most frequent training
+label with its frequency as confidence (multiselect: each label on when more than half of the
+training items have it, confidence as :func:`multiselect_prediction` defines). Its holdout score
+is the floor any real trainer should beat.
+
+Diagnostic parameters (for tests of cancel, kill and memory limits; harmless elsewhere):
+
+- ``sleep_s``: sleep this long during fit, in 0.05 s slices, checking for a stop request and
+  reporting progress (a slow trainer that a SIGTERM stops cleanly).
+- ``ignore_term``: install ``SIG_IGN`` for SIGTERM at the start of fit (a trainer stuck where a
+  signal cannot reach it: cancel must escalate to SIGKILL after grace_seconds).
+- ``allocate_mb``: allocate this many MB during fit (to hit ``max_ram_mb``).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+from typing import ClassVar, Mapping, Sequence
+
+from potato.training.trainers.base import (
+    Example,
+    Item,
+    Param,
+    Prediction,
+    TrainContext,
+    Trainer,
+    labelled,
+    multiselect_prediction,
+    write_labels_json,
+)
+
+SLICE_S = 0.05
+
+
+class NoopTrainer(Trainer):
+    name = "noop"
+    description = "Majority-class baseline (standard library only); also a diagnostic trainer for tests"
+    requires = ()
+    params: ClassVar[Mapping[str, Param]] = {
+        "sleep_s": Param(0.0, (float,), "seconds to sleep during fit, stoppable by SIGTERM", minimum=0),
+        "ignore_term": Param(False, (bool,), "ignore SIGTERM during fit (tests cancel escalation to SIGKILL)"),
+        "allocate_mb": Param(0, (int,), "MB to allocate during fit (tests max_ram_mb)", minimum=0),
+    }
+
+    def __init__(self, ctx: TrainContext) -> None:
+        super().__init__(ctx)
+        self.answers: dict[str, Prediction] = {}
+
+    def fit(self, examples: Sequence[Example]) -> None:
+        params = self.ctx.params
+        if params["ignore_term"]:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            self.ctx.log("noop: ignoring SIGTERM (ignore_term)")
+        ballast = bytearray(params["allocate_mb"] * 1024 * 1024) if params["allocate_mb"] else None
+        self._sleep(float(params["sleep_s"]))
+        del ballast
+        for spec in self.ctx.schemas:
+            rows = labelled(examples, spec.name)
+            if not rows:
+                continue
+            if spec.multiselect:
+                counts = Counter(label for _, target in rows for label in target)
+                freq = {label: counts[label] / len(rows) for label in self.ctx.class_labels[spec.name]}
+                # on for more than half of the items, as the majority vote puts a label on
+                self.answers[spec.name] = multiselect_prediction(freq, inclusive=False)
+            else:
+                counts = Counter(str(target) for _, target in rows)
+                best = max(counts.values())
+                label = min(k for k, v in counts.items() if v == best)
+                self.answers[spec.name] = Prediction(label, best / len(rows))
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            return
+        total = max(1, round(seconds / SLICE_S))
+        deadline = time.monotonic() + seconds
+        for step in range(1, total + 1):
+            self.ctx.check_stop()
+            time.sleep(max(0.0, min(SLICE_S, deadline - time.monotonic())))
+            self.ctx.progress(step, total)
+
+    def predict(self, items: Sequence[Item]) -> list[dict[str, Prediction | None]]:
+        return [{s.name: self.answers.get(s.name) for s in self.ctx.schemas} for _ in items]
+
+    def save(self, artifacts_dir: Path) -> None:
+        write_labels_json(artifacts_dir, self.name, self.ctx.schemas, self.ctx.class_labels)
+        model = {name: {"label": list(p.label) if isinstance(p.label, tuple) else p.label,
+                        "confidence": p.confidence} for name, p in self.answers.items()}
+        (artifacts_dir / "model.json").write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")

@@ -1,0 +1,203 @@
+"""Code that runs on a training host must run on Python 3.8 with the standard library only (R14).
+
+Two lists, easy to extend (the agent and its protocol client go into REMOTE_SAFE when they exist):
+
+- REMOTE_SAFE: every import, anywhere in the module, is the standard library or another
+  remote-safe module, except an optional one inside ``try: ... except ImportError`` (the
+  device probe's torch).
+- LAZY_HEAVY: trainers; their module level imports only the standard library and remote-safe
+  modules (so the worker can import them to report E4), heavy packages only inside functions.
+
+Both must parse as Python 3.8 and avoid the 3.9+ features a 3.8 parser does not reject.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[3] / "src"
+
+REMOTE_SAFE = [
+    "potato/__init__.py",
+    "potato/defaults.py",
+    "potato/errors.py",
+    "potato/training/__init__.py",
+    "potato/training/worker.py",
+    "potato/training/events.py",
+    "potato/training/devices.py",
+    "potato/training/jobspec.py",
+    "potato/training/labels.py",
+    "potato/training/metrics.py",
+    "potato/training/limits.py",
+    "potato/training/failures.py",
+    "potato/training/results.py",
+    "potato/training/trainers/__init__.py",
+    "potato/training/trainers/base.py",
+    "potato/training/trainers/noop.py",
+    "potato/training/trainers/decision_calibrate.py",
+]
+
+LAZY_HEAVY = [
+    "potato/training/trainers/sklearn_text.py",
+    "potato/training/trainers/hf_text.py",
+]
+
+NOT_IN_38 = {"zoneinfo", "graphlib", "tomllib", "_zoneinfo", "_tomllib"}
+"""Standard-library modules newer than Python 3.8."""
+
+NEW_ATTRIBUTES = {
+    "removeprefix", "removesuffix",  # str, 3.9
+    "is_relative_to", "with_stem", "readlink", "hardlink_to",  # pathlib, 3.9-3.10
+    "bit_count",  # int, 3.10
+    "pairwise",  # itertools, 3.10
+    "to_thread",  # asyncio, 3.9
+    "randbytes",  # random, 3.9
+    "cache",  # functools.cache, 3.9
+}
+"""Attribute names that exist only from Python 3.9 on (as used in call position)."""
+
+NEW_KEYWORDS = {"kw_only", "slots", "strict"}
+"""Keyword arguments new in 3.10 (dataclass(kw_only=, slots=), zip(strict=))."""
+
+BUILTIN_GENERICS = {"list", "dict", "tuple", "set", "frozenset", "type"}
+
+
+def module_name(path: str) -> str:
+    return path[:-3].replace("/", ".").replace(".__init__", "")
+
+
+REMOTE_MODULES = {module_name(p) for p in REMOTE_SAFE}
+
+
+def parse(path: str) -> ast.Module:
+    return ast.parse((SRC / path).read_text(encoding="utf-8"), filename=path, feature_version=(3, 8))
+
+
+def annotation_nodes(tree: ast.AST) -> set[int]:
+    """ids of nodes inside annotations (safe under ``from __future__ import annotations``)."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        roots: list[ast.AST] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.returns is not None:
+                roots.append(node.returns)
+            args = node.args
+            for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+                if a is not None and a.annotation is not None:
+                    roots.append(a.annotation)
+        elif isinstance(node, ast.AnnAssign):
+            roots.append(node.annotation)
+        for root in roots:
+            inside.update(id(n) for n in ast.walk(root))
+    return inside
+
+
+def optional_imports(tree: ast.AST) -> set[int]:
+    """ids of imports inside ``try: ... except ImportError`` (code that works without the package)."""
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(_catches_import_error(h.type) for h in node.handlers):
+            for stmt in node.body:
+                guarded.update(id(n) for n in ast.walk(stmt))
+    return guarded
+
+
+def _catches_import_error(expr: object) -> bool:
+    names = expr.elts if isinstance(expr, ast.Tuple) else [expr]
+    return any(isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError") for n in names)
+
+
+def imports(tree: ast.AST, top_level_only: bool) -> Iterator[str]:
+    """Modules imported (top level only, or anywhere), leaving out optional imports."""
+    nodes = tree.body if top_level_only else list(ast.walk(tree))  # type: ignore[attr-defined]
+    guarded = optional_imports(tree)
+    for node in nodes:
+        if id(node) in guarded:
+            continue
+        if isinstance(node, ast.If):  # `if TYPE_CHECKING:` blocks never run
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module
+
+
+def is_allowed(module: str) -> bool:
+    top = module.split(".", 1)[0]
+    if top == "potato":
+        return module in REMOTE_MODULES
+    return top in sys.stdlib_module_names and top not in NOT_IN_38
+
+
+TYPE_NAMES = {"int", "str", "float", "bool", "bytes", "list", "dict", "tuple", "set", "frozenset", "type"}
+
+
+def _is_type_operand(node: ast.AST) -> bool:
+    """``None`` or a builtin type name: an operand of ``|`` that makes a union, not a bitwise or."""
+    if isinstance(node, ast.Constant) and node.value is None:
+        return True
+    return isinstance(node, ast.Name) and node.id in TYPE_NAMES
+
+
+def py38_problems(path: str) -> list[str]:
+    tree = parse(path)
+    problems = []
+    has_future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
+                     and any(a.name == "annotations" for a in n.names) for n in tree.body)
+    # Annotations are never evaluated under the __future__ import, so only then may they use list[str].
+    in_annotation = annotation_nodes(tree) if has_future else set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Subscript) and id(node) not in in_annotation
+                and isinstance(node.value, ast.Name) and node.value.id in BUILTIN_GENERICS):
+            problems.append(f"line {node.lineno}: {node.value.id}[...] at runtime needs Python 3.9")
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr in NEW_ATTRIBUTES:
+                problems.append(f"line {node.lineno}: .{node.func.attr}() needs Python 3.9+")
+            for kw in node.keywords:
+                if kw.arg in NEW_KEYWORDS:
+                    problems.append(f"line {node.lineno}: keyword {kw.arg}= needs Python 3.10")
+        if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) and id(node) not in in_annotation
+                and any(_is_type_operand(side) for side in (node.left, node.right))):
+            problems.append(f"line {node.lineno}: X | Y of types at runtime needs Python 3.10")
+    return problems
+
+
+@pytest.mark.parametrize("path", REMOTE_SAFE + LAZY_HEAVY)
+def test_parses_as_python_38(path: str) -> None:
+    assert py38_problems(path) == []
+
+
+@pytest.mark.parametrize("path", REMOTE_SAFE)
+def test_remote_safe_imports_only_the_standard_library(path: str) -> None:
+    bad = [m for m in imports(parse(path), top_level_only=False) if not is_allowed(m)]
+    assert bad == [], f"{path} imports {bad}; remote code may import the standard library only"
+
+
+@pytest.mark.parametrize("path", LAZY_HEAVY)
+def test_trainer_modules_import_heavy_packages_lazily(path: str) -> None:
+    bad = [m for m in imports(parse(path), top_level_only=True) if not is_allowed(m)]
+    assert bad == [], f"{path} imports {bad} at module level; import them inside the functions that use them"
+
+
+def test_every_trainer_module_is_listed() -> None:
+    on_disk = {str(p.relative_to(SRC)) for p in (SRC / "potato/training/trainers").glob("*.py")}
+    assert on_disk <= set(REMOTE_SAFE) | set(LAZY_HEAVY)
+
+
+def test_the_guard_catches_what_it_should(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("from __future__ import annotations\nimport numpy\nx = list[int]\ny = 'a'.removeprefix('b')\n"
+                   "import zoneinfo\nz = isinstance(1, int | str)\nflags = 1 | 2\n"
+                   "def f(a: list[int] | None) -> dict[str, int]: ...\n")
+    monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path)
+    assert len(py38_problems("bad.py")) == 3  # list[int], removeprefix, int | str; not 1 | 2, not f's annotations
+    assert sorted(m for m in imports(parse("bad.py"), False) if not is_allowed(m)) == ["numpy", "zoneinfo"]
+    with pytest.raises(SyntaxError):
+        (tmp_path / "match.py").write_text("match x:\n    case 1:\n        pass\n")
+        parse("match.py")

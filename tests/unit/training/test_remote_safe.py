@@ -36,6 +36,8 @@ REMOTE_SAFE = [
     "potato/training/limits.py",
     "potato/training/failures.py",
     "potato/training/results.py",
+    "potato/training/archive.py",
+    "potato/training/jobfiles.py",
     "potato/training/trainers/__init__.py",
     "potato/training/trainers/base.py",
     "potato/training/trainers/noop.py",

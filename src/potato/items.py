@@ -52,6 +52,15 @@ class ItemSet:
         return [item.id for item in self._items]
 
 
+def _json_lines(path: Path, text: str, hint: str) -> Iterator[Tuple[int, Any]]:
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg}). {hint}") from None
+
+
 def _records(path: Path) -> Iterator[tuple[int, Any]]:
     """Yield (line number, record) pairs; line numbers are 1-based and point at the record."""
     suffix = path.suffix.lower()
@@ -62,16 +71,9 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read the data file ({exc}). Save it as UTF-8 text.") from None
     if suffix == ".jsonl":
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg}). Each line must be one JSON object.") from None
+        yield from _json_lines(path, text, "Each line must be one JSON object.")
     elif suffix == ".json":
-        stripped = text.lstrip()
-        if stripped.startswith("["):
+        if text.lstrip().startswith("["):
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
@@ -80,16 +82,7 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
                 yield 0, record
         else:
             # The released Potato accepts "json" files with one object per line; so do we.
-            for lineno, line in enumerate(text.splitlines(), start=1):
-                if not line.strip():
-                    continue
-                try:
-                    yield lineno, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(
-                        f"{path}:{lineno}: not valid JSON ({exc.msg}). Use a JSON list of objects "
-                        "or one JSON object per line."
-                    ) from None
+            yield from _json_lines(path, text, "Use a JSON list of objects or one JSON object per line.")
     elif suffix in (".csv", ".tsv"):
         reader = csv.DictReader(text.splitlines(), delimiter="\t" if suffix == ".tsv" else ",")
         for row in reader:

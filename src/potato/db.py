@@ -8,10 +8,13 @@ stored" rests on (C2).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sqlite3
 import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator, Optional
 
 # Each entry moves the schema one version up; never edit an entry that has shipped.
 MIGRATIONS: list[str] = [
@@ -72,6 +75,12 @@ MIGRATIONS: list[str] = [
         value TEXT NOT NULL
     );
     """,
+    """
+    CREATE TABLE items (
+        position INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE
+    );
+    """,
 ]
 
 
@@ -89,7 +98,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
                     conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
         conn.execute("COMMIT")
-    except BaseException:
+    except BaseException:  # noqa: B036 - undo a half migration on anything, even KeyboardInterrupt
         conn.execute("ROLLBACK")
         raise
 
@@ -116,6 +125,9 @@ class Database:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: dict[int, sqlite3.Connection] = {}
+        self._write_lock = threading.Lock()
+        self._lock_fd: Optional[int] = None
+        self._lock_pid: Optional[int] = None
         connect(path).close()  # create and migrate eagerly: errors surface at start, not first request
 
     @property
@@ -130,17 +142,43 @@ class Database:
                 self._all[threading.get_ident()] = conn
         return conn
 
+    def _writer_fd(self) -> int:
+        """This process's descriptor of the writers' lock file (reopened after a fork: a shared
+        open file would share the lock between parent and child)."""
+        if self._lock_fd is None or self._lock_pid != os.getpid():
+            self._lock_fd = os.open(str(self.path) + ".writelock", os.O_RDWR | os.O_CREAT, 0o600)
+            self._lock_pid = os.getpid()
+        return self._lock_fd
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed to disk when the block ends, rolled back if it raises.
+
+        Writers queue on a thread lock and a lock file (flock) before asking SQLite for its write
+        lock. SQLite's busy handler sleeps in growing steps, so under contention its lock sat idle
+        while waiters slept; flock wakes the next writer the moment the lock is free. That cut
+        next-item p99 several-fold at 10-50 annotators (bench/annotators.py).
+        """
+        conn = self.conn
+        with self._write_lock:
+            fd = self._writer_fd()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:  # noqa: B036 - roll back on anything, even KeyboardInterrupt, so the connection stays usable
+                    conn.execute("ROLLBACK")
+                    raise
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
     def write(self, statements: list[tuple[str, tuple]]) -> None:
         """Run statements in one transaction; returns only after the commit is on disk."""
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction() as conn:
             for sql, params in statements:
                 conn.execute(sql, params)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     def close(self) -> None:
         """Close every thread's connection. Only when no other thread uses the database any more:

@@ -28,6 +28,7 @@ class ItemSet:
     def __init__(self, items: Sequence[Item]) -> None:
         self._items: tuple[Item, ...] = tuple(items)
         self._index: dict[str, int] = {item.id: i for i, item in enumerate(self._items)}
+        self.ids: tuple[str, ...] = tuple(item.id for item in self._items)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -47,12 +48,8 @@ class ItemSet:
     def get(self, item_id: str) -> Item:
         return self._items[self._index[item_id]]
 
-    @property
-    def ids(self) -> list[str]:
-        return [item.id for item in self._items]
 
-
-def _json_lines(path: Path, text: str, hint: str) -> Iterator[Tuple[int, Any]]:
+def _json_lines(path: Path, text: str, hint: str) -> Iterator[tuple[int, Any]]:
     for lineno, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:

@@ -109,9 +109,31 @@ class LabelStore:
         ).fetchall()
         return {row["schema"]: _row_to_label(row) for row in rows}
 
-    def labelled_items(self, user: str) -> set[str]:
-        rows = self.db.conn.execute("SELECT DISTINCT item_id FROM labels WHERE user = ?", (user,))
-        return {row[0] for row in rows}
+    def labelled_count(self, user: str) -> int:
+        """How many of the project's items ``user`` has labelled (the page's "n of N")."""
+        row = self.db.conn.execute(
+            "SELECT COUNT(*) FROM items i WHERE EXISTS (SELECT 1 FROM labels l WHERE l.user = ? AND l.item_id = i.id)",
+            (user,),
+        ).fetchone()
+        return int(row[0])
+
+    def next_unlabelled(self, user: str, start: int, backwards: bool = False) -> int | None:
+        """The first position from ``start`` on (or back, wrapping around) that ``user`` has not
+        labelled; None when every item is labelled.
+
+        SQLite walks the items in order and probes the labels' primary key for each, stopping at
+        the first gap: no per-request list of the user's labels (bench/annotators.py).
+        """
+        sql = (
+            "SELECT position FROM items i WHERE position {cmp} ? AND NOT EXISTS "
+            "(SELECT 1 FROM labels l WHERE l.user = ? AND l.item_id = i.id) ORDER BY position {order} LIMIT 1"
+        )
+        order = "DESC" if backwards else "ASC"
+        for cmp in (("<=", ">") if backwards else (">=", "<")):
+            row = self.db.conn.execute(sql.format(cmp=cmp, order=order), (start, user)).fetchone()
+            if row is not None:
+                return int(row[0])
+        return None
 
     def iter_labels(self, user: str | None = None, schema: str | None = None) -> Iterator[Label]:
         sql = "SELECT * FROM labels"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -27,4 +28,20 @@ class Project:
             config.data_files, config.item_properties.id_key, config.item_properties.text_key
         )
         db = Database(config.database_path)
+        sync_items(db, items)
         return cls(config=config, items=items, db=db, labels=LabelStore(db))
+
+
+def sync_items(db: Database, items: ItemSet) -> None:
+    """Mirror the item order into the database (annotation navigation queries it).
+
+    Rewritten only when the data files changed, so a restart of an unchanged project writes nothing.
+    """
+    digest = hashlib.sha256("\n".join(items.ids).encode("utf-8")).hexdigest()
+    row = db.conn.execute("SELECT value FROM meta WHERE key = 'items_digest'").fetchone()
+    if row is not None and row[0] == digest:
+        return
+    with db.transaction() as tx:
+        tx.execute("DELETE FROM items")
+        tx.executemany("INSERT INTO items (position, id) VALUES (?, ?)", enumerate(items.ids))
+        tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('items_digest', ?)", (digest,))

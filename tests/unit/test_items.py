@@ -16,7 +16,7 @@ def test_json_list_jsonl_and_csv_load_in_order(tmp_path: Path) -> None:
     (tmp_path / "b.jsonl").write_text('{"id": "3", "text": "three"}\n\n{"id": "4", "text": "four"}\n')
     (tmp_path / "c.csv").write_text('id,text\n5,"five, with comma"\n')
     items = load_items([tmp_path / "a.json", tmp_path / "b.jsonl", tmp_path / "c.csv"])
-    assert items.ids == ["1", "2", "3", "4", "5"]
+    assert items.ids == ("1", "2", "3", "4", "5")
     assert items.get("5").text == "five, with comma"
     assert items.position("3") == 2
 

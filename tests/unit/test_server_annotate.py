@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from potato.server.annotate import next_unlabelled, prev_unlabelled
+from potato.server.annotate import target_position
 
 
 def _login(client: Any, name: str = "alice") -> None:
@@ -19,12 +19,36 @@ def _label(client: Any, item_id: str, value: Any, go: str = "next_unlabelled", s
     return resp.get_json()
 
 
-def test_next_unlabelled_wraps_and_reports_done() -> None:
-    ids = ["a", "b", "c", "d"]
-    assert next_unlabelled(4, ids, {"a", "b"}, 0) == 2
-    assert next_unlabelled(4, ids, {"c", "d"}, 2) == 0
-    assert next_unlabelled(4, ids, set(ids), 0) is None
-    assert prev_unlabelled(4, ids, {"d"}, 3) == 2
+def test_target_position_moves() -> None:
+    calls = []
+
+    def unlabelled(start: int, backwards: bool) -> Any:
+        calls.append((start, backwards))
+        return 7
+
+    assert target_position("next", 3, 10, unlabelled) == (4, None)
+    assert target_position("next", 9, 10, unlabelled) == (9, None)
+    assert target_position("prev", 0, 10, unlabelled) == (0, None)
+    assert target_position("next_unlabelled", 9, 10, unlabelled) == (7, None)
+    assert target_position("prev_unlabelled", 0, 10, unlabelled) == (7, None)
+    assert calls == [(0, False), (9, True)]  # searches start beside the current item, wrapping
+    assert target_position("next_unlabelled", 2, 10, lambda s, b: None) == (2, "Every item is labelled.")
+    assert "valid: next, prev" in str(target_position("sideways", 2, 10, unlabelled)[1])
+
+
+def test_next_unlabelled_query_wraps_and_reports_done(app: Any) -> None:
+    project = app.extensions["potato"]
+    store = project.labels
+    from potato.labels import Label
+
+    store.save([Label("u", f"r{i:03d}", "sentiment", "positive") for i in (0, 1, 3)])
+    assert store.next_unlabelled("u", 0) == 2
+    assert store.next_unlabelled("u", 3) == 4
+    assert store.next_unlabelled("u", 1, backwards=True) == 39  # wraps to the end
+    assert store.next_unlabelled("nobody", 5) == 5
+    assert store.labelled_count("u") == 3
+    store.save([Label("u", f"r{i:03d}", "sentiment", "positive") for i in range(40)])
+    assert store.next_unlabelled("u", 0) is None and store.next_unlabelled("u", 0, backwards=True) is None
 
 
 def test_login_page_then_annotation_page_with_first_item(client: Any) -> None:

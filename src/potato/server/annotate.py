@@ -6,12 +6,11 @@ page never reloads and the server does one commit and one small query per label.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from flask import Blueprint, Flask, jsonify, redirect, render_template, request, session, url_for
 
 from potato.config.schema import Config
-from potato.items import ItemSet
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.project import Project, current_project
@@ -20,23 +19,6 @@ bp = Blueprint("annotate", __name__)
 
 
 # -- pure helpers -------------------------------------------------------------------------------
-
-def next_unlabelled(total: int, ids: list[str], labelled: set[str], start: int) -> int | None:
-    """First position at or after ``start`` (wrapping around) whose item the user has not labelled."""
-    for offset in range(total):
-        pos = (start + offset) % total
-        if ids[pos] not in labelled:
-            return pos
-    return None
-
-
-def prev_unlabelled(total: int, ids: list[str], labelled: set[str], start: int) -> int | None:
-    for offset in range(total):
-        pos = (start - offset) % total
-        if ids[pos] not in labelled:
-            return pos
-    return None
-
 
 def check_answers(config: Config, answers: object) -> tuple[dict[str, Any], list[str], list[str]]:
     """Split a submitted ``{schema: value}`` into values to store and schemas to clear.
@@ -65,33 +47,26 @@ def check_answers(config: Config, answers: object) -> tuple[dict[str, Any], list
 
 # -- views --------------------------------------------------------------------------------------
 
-def item_payload(project: Project, user: str, position: int, labelled: set[str] | None = None) -> dict[str, Any]:
-    items: ItemSet = project.items
-    item = items.at(position)
-    if labelled is None:
-        labelled = project.labels.labelled_items(user)
+def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
+    """What the page shows for one item: text, the user's answers, progress, model suggestions."""
+    item = project.items.at(position)
     saved = project.labels.for_item(user, item.id)
-    payload: dict[str, Any] = {
+    return {
         "position": position,
         "number": position + 1,
-        "total": len(items),
+        "total": len(project.items),
         "id": item.id,
         "text": item.text,
         "labels": values_by_schema(saved),
-        "labelled": item.id in labelled,
-        "done": len(labelled),
-        "suggestions": {},
+        "labelled": bool(saved),
+        "done": project.labels.labelled_count(user),
+        "suggestions": project.suggestions_for(item.id) if project.suggestions_for is not None else {},
     }
-    hook = project.suggestions_for
-    if hook is not None:
-        payload["suggestions"] = hook(item.id)
-    return payload
 
 
-def _start_position(project: Project, user: str, labelled: set[str]) -> int:
+def _start_position(project: Project, user: str) -> int:
     """Where a returning annotator resumes: their next unlabelled item (after a crash too)."""
-    ids = project.items.ids
-    pos = next_unlabelled(len(ids), ids, labelled, 0)
+    pos = project.labels.next_unlabelled(user, 0)
     return 0 if pos is None else pos
 
 
@@ -131,8 +106,7 @@ def logout() -> Any:
 def annotate() -> Any:
     project = current_project()
     user = session_user()
-    labelled = project.labels.labelled_items(user)
-    first = item_payload(project, user, _start_position(project, user, labelled), labelled)
+    first = item_payload(project, user, _start_position(project, user))
     schemes = [
         {"name": s.name, "type": s.annotation_type.value, "description": s.description, "labels": list(s.labels)}
         for s in project.config.annotation_schemes
@@ -146,22 +120,28 @@ def annotate() -> Any:
     )
 
 
-def _resolve_target(project: Project, user: str, labelled: set[str], current: int, go: str) -> tuple[int, str | None]:
-    total = len(project.items)
-    ids = project.items.ids
+MOVES = ("next", "prev", "stay", "next_unlabelled", "prev_unlabelled")
+
+
+def target_position(go: str, current: int, total: int, unlabelled: Callable[[int, bool], int | None]) -> tuple[int, str | None]:
+    """(position to show, note) for a move from ``current`` (pure but for ``unlabelled``, the
+    query for the next unlabelled position from a start, forwards or backwards, wrapping)."""
     if go == "next":
         return min(current + 1, total - 1), None
     if go == "prev":
         return max(current - 1, 0), None
     if go == "stay":
         return current, None
-    if go == "next_unlabelled":
-        pos = next_unlabelled(total, ids, labelled, (current + 1) % total)
+    if go in ("next_unlabelled", "prev_unlabelled"):
+        backwards = go == "prev_unlabelled"
+        pos = unlabelled((current + (-1 if backwards else 1)) % total, backwards)
         return (current, "Every item is labelled.") if pos is None else (pos, None)
-    if go == "prev_unlabelled":
-        pos = prev_unlabelled(total, ids, labelled, (current - 1) % total)
-        return (current, "Every item is labelled.") if pos is None else (pos, None)
-    return current, f"unknown move '{go}' (valid: next, prev, stay, next_unlabelled, prev_unlabelled)"
+    return current, f"unknown move '{go}' (valid: {', '.join(MOVES)})"
+
+
+def _move(project: Project, user: str, current: int, go: str) -> tuple[int, str | None]:
+    return target_position(go, current, len(project.items),
+                           lambda start, back: project.labels.next_unlabelled(user, start, back))
 
 
 @bp.get("/api/item/<int:number>")
@@ -185,9 +165,8 @@ def move() -> Any:
     except ValueError:
         return jsonify(error="'from' must be an item position."), 400
     current = max(0, min(current, len(project.items) - 1))
-    labelled = project.labels.labelled_items(user)
-    target, note = _resolve_target(project, user, labelled, current, request.args.get("go", "next"))
-    return jsonify(item=item_payload(project, user, target, labelled), note=note)
+    target, note = _move(project, user, current, request.args.get("go", "next"))
+    return jsonify(item=item_payload(project, user, target), note=note)
 
 
 def _provenance(project: Project, item_id: str, schema: str, value: Any, accepted: object) -> dict[str, Any]:
@@ -229,10 +208,8 @@ def label() -> Any:
     project.labels.save(rows, delete=[(user, item_id, schema) for schema in clear])
     if project.on_labels_saved is not None and rows:
         project.on_labels_saved(len(rows))
-    labelled = project.labels.labelled_items(user)
-    current = project.items.position(item_id)
-    target, note = _resolve_target(project, user, labelled, current, str(body.get("go", "next_unlabelled")))
-    return jsonify(saved=True, item=item_payload(project, user, target, labelled), note=note)
+    target, note = _move(project, user, project.items.position(item_id), str(body.get("go", "next_unlabelled")))
+    return jsonify(saved=True, item=item_payload(project, user, target), note=note)
 
 
 def init_app(app: Flask) -> None:

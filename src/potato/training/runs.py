@@ -169,12 +169,9 @@ class RunStore:
     def move(self, run_id: str, dst: RunState, *, reason: str | None = None, message: str | None = None,
              **fields: Any) -> bool:
         """Move a run to ``dst`` if that is legal from its current state; False if it was not."""
-        conn = self.db.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self.db.transaction() as conn:
             row = conn.execute("SELECT state FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None or not can_move(RunState(row["state"]), dst):
-                conn.execute("ROLLBACK")
                 return False
             now = time.time()
             values: dict[str, Any] = {"state": dst.value}
@@ -187,11 +184,7 @@ class RunStore:
             values.update(_encode(fields))
             sets = ", ".join(f"{key} = ?" for key in values)
             conn.execute(f"UPDATE runs SET {sets} WHERE id = ?", [*values.values(), run_id])
-            conn.execute("COMMIT")
             return True
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     def update(self, run_id: str, **fields: Any) -> None:
         """Set non-state fields (step line, progress, metrics)."""

@@ -68,21 +68,16 @@ def write_back(project: Project, run: Run, predictions: Path, score: float | Non
     conn = project.db.conn
     labelled = {(r[0], r[1]) for r in conn.execute("SELECT DISTINCT item_id, schema FROM labels")}
     rows = select(_read_jsonl(predictions), wb, set(run.schemas), set(project.items.ids), labelled, stats)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.executemany(
+    with project.db.transaction() as tx:
+        tx.executemany(
             "INSERT OR REPLACE INTO suggestions (run_id, item_id, schema, label, confidence) VALUES (?, ?, ?, ?, ?)",
             ((run.id, *row) for row in rows),
         )
         for schema in stats.schemas:
-            conn.execute(
+            tx.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                 (f"writeback:{schema}", json.dumps({"run_id": run.id, "trainer": run.trainer, "score": score})),
             )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return stats
 
 

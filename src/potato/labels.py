@@ -111,8 +111,10 @@ class LabelStore:
 
     def labelled_count(self, user: str) -> int:
         """How many of the project's items ``user`` has labelled (the page's "n of N")."""
+        # Walks the user's labels (primary-key prefix), not every item: cost grows with their work only.
         row = self.db.conn.execute(
-            "SELECT COUNT(*) FROM items i WHERE EXISTS (SELECT 1 FROM labels l WHERE l.user = ? AND l.item_id = i.id)",
+            "SELECT COUNT(*) FROM (SELECT DISTINCT item_id FROM labels WHERE user = ?) l "
+            "JOIN items i ON i.id = l.item_id",
             (user,),
         ).fetchone()
         return int(row[0])

@@ -75,3 +75,18 @@ def test_start_refuses_invalid_config(make_project: Callable[..., Path]) -> None
     proc = subprocess.run([sys.executable, "-m", "potato", "start", str(bad), "-p", "1"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "pyhton" in proc.stderr and "python" in proc.stderr
+
+
+def test_cli_import_while_server_runs_shows_on_annotation_page(server: ServerProcess, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    s = _session(server, "alice")
+    s.post(server.url + "/api/label", json={"id": "r000", "labels": {"sentiment": "positive"}})
+    labels = tmp_path / "alice.jsonl"
+    labels.write_text('{"id": "r001", "schema": "sentiment", "label": "negative"}\n')
+    proc = subprocess.run([sys.executable, "-m", "potato", "import-labels", str(server.config_path), str(labels),
+                           "--user", "alice"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    item = s.get(server.url + "/api/item/2").json()["item"]
+    assert item["labels"] == {"sentiment": "negative"} and item["labelled"] is True and item["done"] == 2

@@ -165,3 +165,16 @@ def test_auto_retrain_starts_a_run_every_n_labels(make_project: Callable[..., Pa
         assert len(requests.get(srv.url + "/admin/training/api/runs", headers=H).json()["runs"]) == 1
     finally:
         srv.stop()
+
+
+def test_decision_calibrate_refines_the_latest_run(server: ServerProcess) -> None:
+    r = requests.post(server.url + "/admin/training/api/runs", json={"trainer": "decision-calibrate"}, headers=H)
+    assert r.status_code == 400 and "Train a model first" in r.json()["error"]
+    label_all(server, 30)
+    first = start(server, trainer="sklearn-text-classification", schemas=["sentiment"])
+    assert wait(server, first["id"], TERMINAL)["state"] == "succeeded"
+    calibrated = start(server, trainer="decision-calibrate", schemas=["sentiment"])
+    assert calibrated["params"]["source_predictions"].endswith(f"{first['id']}/predictions.jsonl")
+    done = wait(server, calibrated["id"], TERMINAL)
+    assert done["state"] == "succeeded", done
+    assert "sentiment/holdout_brier" in done["metrics"]

@@ -60,16 +60,16 @@ def check_run_request(config: Config, body: object, trainers: Mapping[str, Mappi
         raise RunRequestError(409, f"Backend {backend!r} is not in the config. Backends: {', '.join(backends)}.",
                               backends=list(backends))
     btype = backends[backend].type
-    if btype not in RUNNABLE_TYPES:
-        runnable = [n for n, b in backends.items() if b.type in RUNNABLE_TYPES]
-        raise RunRequestError(409, f"Backend '{backend}' is a {btype} backend, which this server cannot execute "
-                              f"runs on yet. Backends that can: {', '.join(runnable)}.", backends=runnable)
     trainer = body.get("trainer") or mt.trainer
     if not isinstance(trainer, str) or trainer not in trainers:
         raise RunRequestError(400, f"Unknown trainer {trainer!r}. Trainers: {', '.join(sorted(trainers))}.")
     if trainers[trainer].get("local_only") and btype != "local":
         raise RunRequestError(400, f"Trainer '{trainer}' runs only on the local backend: it reads the server's "
                               "run folders. Pick backend 'local'.")
+    if btype not in RUNNABLE_TYPES:
+        runnable = [n for n, b in backends.items() if b.type in RUNNABLE_TYPES]
+        raise RunRequestError(409, f"Backend '{backend}' has type {btype}, which this server cannot execute "
+                              f"runs on yet. Backends that can: {', '.join(runnable)}.", backends=runnable)
     trainable = [s.name for s in config.annotation_schemes if s.annotation_type.value in ("radio", "multiselect")]
     schemas = body.get("schemas") or list(mt.writeback.schemas) or trainable[:1]
     if not isinstance(schemas, list) or not schemas or any(s not in trainable for s in schemas):
@@ -92,8 +92,26 @@ def trainer_table() -> dict[str, dict[str, Any]]:
     return {t.name: asdict(t) for t in available_trainers()}
 
 
+CALIBRATE = "decision-calibrate"
+
+
+def latest_predictions(store: RunStore, schemas: list[str]) -> str | None:
+    """The predictions of the newest succeeded run that covers ``schemas`` (what calibrate refines)."""
+    for run in store.list():
+        path = store.run_dir(run.id) / "predictions.jsonl"
+        if run.state is RunState.SUCCEEDED and set(schemas) <= set(run.schemas) and path.exists():
+            return str(path)
+    return None
+
+
 def start_run(project: Project, store: RunStore, body: object, trigger: str = "manual") -> Run:
     trainer, schemas, backend, params = check_run_request(project.config, body, trainer_table())
+    if trainer == CALIBRATE and "source_predictions" not in params:
+        source = latest_predictions(store, schemas)
+        if source is None:
+            raise RunRequestError(400, f"'{CALIBRATE}' recalibrates an earlier run's predictions, and no run on "
+                                  f"{', '.join(schemas)} has succeeded yet. Train a model first.")
+        params["source_predictions"] = source
     return store.create(trainer, schemas, backend, params, trigger=trigger)
 
 

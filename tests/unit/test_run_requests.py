@@ -1,0 +1,71 @@
+"""R10 and C4: what a start-run request may name, checked before anything is queued (pure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from potato.config import load_config
+from potato.training.server import RunRequestError, check_run_request
+
+TRAINERS = {
+    "noop": {"name": "noop", "local_only": False},
+    "decision-calibrate": {"name": "decision-calibrate", "local_only": True},
+    "sklearn-text-classification": {"name": "sklearn-text-classification", "local_only": False},
+}
+
+
+@pytest.fixture
+def cfg(make_project: Callable[..., Path]) -> Any:
+    return load_config(make_project(model_training={
+        "enabled": True,
+        "writeback": {"schemas": ["sentiment"]},
+        "trainer_params": {"noop": {"sleep_s": 1}},
+        "backends": {"gpu-server": {"type": "ssh", "host": "gpu.example.org"}},
+    }))
+
+
+def _error(cfg: Any, body: Any) -> RunRequestError:
+    with pytest.raises(RunRequestError) as err:
+        check_run_request(cfg, body, TRAINERS)
+    return err.value
+
+
+def test_defaults_and_param_merge(cfg: Any) -> None:
+    trainer, schemas, backend, params = check_run_request(cfg, {"trainer": "noop", "params": {"ignore_term": True}}, TRAINERS)
+    assert (trainer, schemas, backend) == ("noop", ["sentiment"], "local")
+    assert params == {"sleep_s": 1, "ignore_term": True}
+    assert check_run_request(cfg, {}, TRAINERS)[0] == "sklearn-text-classification"
+
+
+def test_unknown_backend_is_409_with_the_list(cfg: Any) -> None:
+    err = _error(cfg, {"trainer": "noop", "backend": "mars"})
+    assert err.status == 409 and err.extra["backends"] == ["local", "gpu-server"]
+    assert "Backends: local, gpu-server" in str(err)
+
+
+def test_configured_remote_backend_is_409_until_it_can_run(cfg: Any) -> None:
+    err = _error(cfg, {"trainer": "noop", "backend": "gpu-server"})
+    assert err.status == 409
+    assert "has type ssh, which this server cannot execute runs on yet" in str(err)
+
+
+def test_local_only_trainer_refused_elsewhere(cfg: Any) -> None:
+    err = _error(cfg, {"trainer": "decision-calibrate", "backend": "gpu-server"})
+    assert err.status == 400 and "runs only on the local backend" in str(err)
+
+
+def test_unknown_trainer_and_schema_are_400_naming_valid_ones(cfg: Any) -> None:
+    err = _error(cfg, {"trainer": "bert-9000"})
+    assert err.status == 400 and "Trainers: decision-calibrate, noop, sklearn-text-classification" in str(err)
+    err = _error(cfg, {"trainer": "noop", "schemas": ["note"]})
+    assert err.status == 400 and "Trainable schemas: sentiment, aspects" in str(err)
+    assert _error(cfg, {"trainer": "noop", "params": [1]}).status == 400
+    assert _error(cfg, ["not", "an", "object"]).status == 400
+
+
+def test_training_off_is_409(make_project: Callable[..., Path]) -> None:
+    off = load_config(make_project())
+    assert _error(off, {"trainer": "noop"}).status == 409

@@ -63,6 +63,9 @@ def test_login_page_then_annotation_page_with_first_item(client: Any) -> None:
 def test_bad_login_name(client: Any) -> None:
     assert client.post("/login", data={"name": "   "}).status_code == 400
     assert client.post("/login", data={"name": "x" * 65}).status_code == 400
+    assert client.post("/login", json=["not", "an", "object"]).status_code == 400
+    assert client.post("/login", json={"name": 7}).status_code == 400
+    assert client.post("/login", json={"name": "kim"}).get_json() == {"user": "kim"}
 
 
 def test_label_returns_next_item_and_progress(client: Any) -> None:
@@ -94,6 +97,9 @@ def test_invalid_answers_are_refused_and_store_nothing(client: Any, app: Any) ->
     assert resp.status_code == 400 and "unknown schema 'mood'" in resp.get_json()["error"]
     resp = client.post("/api/label", json={"id": "zzz", "labels": {"sentiment": "positive"}})
     assert resp.status_code == 400
+    assert client.post("/api/label", json=[1, 2]).status_code == 400
+    assert client.post("/api/label", data="not json").status_code == 400
+    assert client.post("/api/label", json={"id": "r000", "labels": "positive"}).status_code == 400
     assert app.extensions["potato"].labels.count() == 0
 
 

@@ -6,7 +6,7 @@ page never reloads and the server does one commit and one small query per label.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from flask import Blueprint, Flask, jsonify, redirect, render_template, request, session, url_for
 
@@ -80,7 +80,9 @@ def index() -> Any:
 @bp.post("/login")
 def login() -> Any:
     project = current_project()
-    name = clean_user_name(request.form.get("name", "") or (request.get_json(silent=True) or {}).get("name", ""))
+    payload = request.get_json(silent=True)
+    raw = request.form.get("name") or (payload.get("name") if isinstance(payload, dict) else None)
+    name = clean_user_name(raw) if isinstance(raw, str) else None
     if name is None:
         error = "Enter a name of 1 to 64 printable characters."
         if request.is_json:
@@ -193,7 +195,9 @@ def label() -> Any:
     """
     project = current_project()
     user = session_user()
-    body: Mapping[str, Any] = request.get_json(silent=True) or {}
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        return jsonify(error='Send a JSON object: {"id": ..., "labels": {schema: answer}, "go": ...}.'), 400
     item_id = body.get("id")
     if not isinstance(item_id, str) or item_id not in project.items:
         return jsonify(error=f"Unknown item id {item_id!r}."), 400

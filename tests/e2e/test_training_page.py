@@ -23,6 +23,7 @@ def server(make_project: Callable[..., Path], tmp_path: Path) -> Iterator[Server
     path = make_project(model_training={
         "enabled": True,
         "grace_seconds": 2,
+        "num_threads": 1,  # torch with 2 OpenMP threads on a busy 2-core machine slows 100x
         "writeback": {"schemas": ["sentiment"], "include_unlabeled": True},
         "trainer_params": {
             "hf-text-classification": {"base_model": str(bert), "epochs": 3, "batch_size": 8},

@@ -36,7 +36,8 @@ def _load(config_path: Path) -> Config:
         raise ConfigError([issue.message for issue in report.errors], str(config_path))
     # validation.acknowledge is for `potato validate` only (R7): at start every warning shows (R6).
     for issue in report.warnings + report.acknowledged:
-        click.echo(f"warning: {issue.message}", err=True)
+        if not issue.path.startswith("validation."):
+            click.echo(f"warning: {issue.message}", err=True)
     return report.config
 
 

@@ -54,6 +54,15 @@ def test_start_refuses_errors_and_prints_warnings(make_project: Callable[..., Pa
     assert proc.returncode == 1 and "model_training.backend: 'gpu' names no backend" in proc.stderr
 
 
+def test_start_prints_acknowledged_warnings_too(make_project: Callable[..., Path]) -> None:
+    """R6/R7: acknowledge is for `potato validate` only; the server still says it at start."""
+    path = make_project(**LONG_TIME, validation={"acknowledge": ["model_training.backends.cluster.time is", "short"]},
+                        data_files=["data/missing.json"])
+    proc = potato("start", path, "-p", "1")  # stops at the missing data file, after the warnings
+    assert f"warning: {R6}" in proc.stderr and "validation.acknowledge" not in proc.stderr
+    assert "missing.json: data file not found" in proc.stderr
+
+
 def test_start_names_the_bad_data_file(make_project: Callable[..., Path]) -> None:
     path = make_project()
     (path.parent / "data" / "reviews.json").write_text('[{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]')

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from potato.project import Project
 from potato.training.backends.local import LocalExecution
-from potato.training.bundle import build_bundle, job_spec
+from potato.training.bundle import BundleInfo, build_bundle, job_spec
 from potato.training.jobfiles import read_exit_code, read_json
 from potato.training.runs import Reason, Run, RunState, RunStore
 from potato.training.writeback import write_back
@@ -104,125 +104,147 @@ def outcome(exit_code: int | None, result: dict[str, Any] | None, stop: Stop | N
     return RunState.FAILED, Reason.ERROR.value, f"The worker exited with {exit_code} and no result; see run.log."
 
 
-class LocalRunner:
-    """Executes one run on the local backend, reporting into the run store and run folder."""
+def prepare_bundle(project: Project, store: RunStore, run: Run, runlog: RunLog) -> BundleInfo:
+    """Write the run's bundle and record its sha256: what any backend ships to its worker."""
+    mt = project.config.model_training
+    job = job_spec(project.config, run.id, run.trainer, run.schemas, run.params)
+    info = build_bundle(store.run_dir(run.id) / "bundle.tar.gz", job, project.items,
+                        list(project.labels.iter_labels()), mt.holdout_fraction)
+    runlog.write(f"Bundle: {info.n_items} items, {info.n_labels} labels, {info.n_holdout} holdout items, "
+                 f"sha256 {info.sha256}")
+    store.update(run.id, bundle_sha256=info.sha256)
+    return info
 
-    def __init__(self, project: Project, store: RunStore, clock: Clock = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+
+class RunRecorder:
+    """Turns what a worker reports into the run's record: events.jsonl, run.log, step, progress,
+    and at the end its state, metrics, predictions, model files and writeback.
+
+    Backend-neutral on purpose: the local runner feeds it from the job dir; a remote backend will
+    feed it from the agent protocol's events, predictions and result calls.
+    """
+
+    def __init__(self, project: Project, store: RunStore, run: Run, clock: Clock = time.time) -> None:
+        self.project = project
+        self.store = store
+        self.run = run
+        self.run_dir = store.run_dir(run.id)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.log = RunLog(self.run_dir / "run.log", clock)
+
+    def events(self, events: list[dict[str, Any]]) -> None:
+        """Append a batch of worker events and update the run's step line and progress."""
+        if not events:
+            return
+        fields: dict[str, Any] = {}
+        with (self.run_dir / "events.jsonl").open("a", encoding="utf-8") as out:
+            for event in events:
+                out.write(json.dumps(event) + "\n")
+                line = event_line(event)
+                if line:
+                    self.log.write(line)
+                if event.get("type") == "step":
+                    fields["step"] = str(event.get("text", ""))
+                elif event.get("type") == "progress":
+                    frac = progress_fraction(event)
+                    if frac is not None:
+                        fields["progress"] = frac
+        if fields:
+            self.store.update(self.run.id, **fields)
+
+    def finish(self, exit_code: int | None, result: dict[str, Any] | None, stop: Stop | None,
+               predictions: Path | None, artifacts: Path | None) -> RunState:
+        """End the run from how its worker ended; on success keep its outputs and write back."""
+        state, reason, message = outcome(exit_code, result, stop)
+        metrics = (result or {}).get("metrics") or {}
+        if state is RunState.SUCCEEDED:
+            self.store.move(self.run.id, RunState.COPYING, step="saving predictions and model files")
+            try:
+                self._keep(predictions, artifacts, metrics.get("holdout_accuracy"))
+            except Exception as exc:  # a failed save fails this run, not the dispatcher
+                log.exception("run %s: results could not be saved", self.run.id)
+                state, reason, message = RunState.FAILED, Reason.ERROR.value, f"Saving the results failed: {exc}"
+        step = {RunState.SUCCEEDED: "done", RunState.CANCELLED: "cancelled"}.get(state, "failed")
+        self.log.write(f"Run {state.value}" + (f" ({reason}): {message}" if message else "."))
+        self.store.move(self.run.id, state, reason=reason, message=message, step=step, metrics=metrics,
+                        device=(result or {}).get("device"), progress=1.0 if state is RunState.SUCCEEDED else None)
+        return state
+
+    def fail(self, reason: Reason, message: str) -> None:
+        self.log.write(f"Run failed ({reason.value}): {message}")
+        self.store.move(self.run.id, RunState.FAILED, reason=reason.value, message=message, step="failed")
+
+    def _keep(self, predictions: Path | None, artifacts: Path | None, score: float | None) -> None:
+        kept = self.run_dir / "predictions.jsonl"
+        if predictions is not None and predictions.exists() and predictions != kept:
+            predictions.replace(kept)
+        if artifacts is not None and artifacts.exists():
+            target = self.run_dir / "artifacts"
+            if target.exists():
+                shutil.rmtree(target)
+            artifacts.replace(target)
+            self.store.update(self.run.id, artifact_uri=str(target))
+        if kept.exists():
+            stats = write_back(self.project, self.run, kept, score)
+            self.log.write(f"Writeback: {stats.written} suggestions for {', '.join(stats.schemas) or 'no schema'} "
+                           f"({stats.below_confidence} below min_confidence, {stats.skipped_unlabelled} unlabelled skipped)")
+
+
+class LocalRunner:
+    """Executes one run on the local backend: the worker as a subprocess, supervised here."""
+
+    def __init__(self, project: Project, store: RunStore, clock: Clock = time.time,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.project = project
         self.store = store
         self.clock = clock
         self.sleep = sleep
 
     def execute(self, run: Run) -> RunState:
-        run_dir = self.store.run_dir(run.id)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        runlog = RunLog(run_dir / "run.log", self.clock)
         if not self.store.move(run.id, RunState.PREPARING, step="building the bundle"):
-            return self.store.get(run.id).state  # type: ignore[union-attr]  # cancelled meanwhile
-        mt = self.project.config.model_training
+            current = self.store.get(run.id)
+            return current.state if current else RunState.CANCELLED  # cancelled while queued
+        recorder = RunRecorder(self.project, self.store, run, self.clock)
+        recorder.log.write(f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
+                           "backend local (this machine)")
         try:
-            job = job_spec(self.project.config, run.id, run.trainer, run.schemas, run.params)
-            labels = list(self.project.labels.iter_labels())
-            info = build_bundle(run_dir / "bundle.tar.gz", job, self.project.items, labels, mt.holdout_fraction)
-            runlog.write(
-                f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, backend local (this machine)"
-            )
-            runlog.write(f"Bundle: {info.n_items} items, {info.n_labels} labels, {info.n_holdout} holdout items, "
-                         f"sha256 {info.sha256}")
-            self.store.update(run.id, bundle_sha256=info.sha256)
-            execution = LocalExecution.start(info.path, run_dir / "job", mt.local.num_threads)
-        except Exception as exc:
+            info = prepare_bundle(self.project, self.store, run, recorder.log)
+            execution = LocalExecution.start(info.path, recorder.run_dir / "job",
+                                             self.project.config.model_training.local.num_threads)
+        except Exception as exc:  # any failure to prepare ends this run, not the dispatcher
             log.exception("run %s could not start", run.id)
-            runlog.write(f"error: the run could not start: {exc}")
-            self.store.move(run.id, RunState.FAILED, reason=Reason.ERROR.value,
-                            message=f"The run could not start: {exc}", step="failed")
+            recorder.fail(Reason.ERROR, f"The run could not start: {exc}")
             return RunState.FAILED
         if not self.store.move(run.id, RunState.RUNNING, step="starting the worker"):
             execution.terminate()
-        return self._supervise(run, execution, runlog, run_dir)
-
-    def _supervise(self, run: Run, execution: LocalExecution, runlog: RunLog, run_dir: Path) -> RunState:
-        mt = self.project.config.model_training
-        events_out = (run_dir / "events.jsonl").open("a", encoding="utf-8")
-        stop: Stop | None = None
-        try:
-            while True:
-                self._forward(run, execution.events(), runlog, events_out)
-                code = execution.poll()
-                if code is not None:
-                    self._forward(run, execution.events(), runlog, events_out)
-                    break
-                now = self.clock()
-                current = self.store.get(run.id) or run
-                if stop is None:
-                    stop = check_limits(current, now, mt.max_wall_seconds, mt.grace_seconds, current.cancel_requested)
-                    if stop is not None:
-                        runlog.write(f"{stop.message} Sending SIGTERM; SIGKILL in {mt.grace_seconds} s if it does not stop.")
-                        self.store.update(run.id, step="stopping the worker")
-                        execution.terminate()
-                elif now >= stop.kill_at:
-                    runlog.write("The worker did not stop after SIGTERM; sending SIGKILL.")
-                    execution.kill()
-                self.sleep(POLL_S)
-        finally:
-            events_out.close()
-        return self._finish(run, execution, runlog, run_dir, code, stop)
-
-    def _forward(self, run: Run, events: list[dict[str, Any]], runlog: RunLog, events_out: Any) -> None:
-        if not events:
-            return
-        fields: dict[str, Any] = {}
-        for event in events:
-            events_out.write(json.dumps(event) + "\n")
-            line = event_line(event)
-            if line:
-                runlog.write(line)
-            if event.get("type") == "step":
-                fields["step"] = str(event.get("text", ""))
-            elif event.get("type") == "progress":
-                frac = progress_fraction(event)
-                if frac is not None:
-                    fields["progress"] = frac
-            elif event.get("type") == "device":
-                fields["device"] = str(event.get("device"))
-        events_out.flush()
-        if fields:
-            self.store.update(run.id, **fields)
-
-    def _finish(self, run: Run, execution: LocalExecution, runlog: RunLog, run_dir: Path, code: int | None,
-                stop: Stop | None) -> RunState:
+        code, stop = self._supervise(run, execution, recorder)
         job_dir = execution.job_dir
-        result = read_json(job_dir / "result.json")
         exit_code = read_exit_code(job_dir)
-        state, reason, message = outcome(code if exit_code is None else exit_code, result, stop)
-        metrics = (result or {}).get("metrics") or {}
-        device = (result or {}).get("device")
-        if state is RunState.SUCCEEDED:
-            self.store.move(run.id, RunState.COPYING, step="saving predictions and model files")
-            try:
-                self._collect(run, job_dir, run_dir, runlog, metrics)
-            except Exception as exc:
-                log.exception("run %s: results could not be saved", run.id)
-                state, reason, message = RunState.FAILED, Reason.ERROR.value, f"Saving the results failed: {exc}"
+        state = recorder.finish(code if exit_code is None else exit_code, read_json(job_dir / "result.json"), stop,
+                                job_dir / "predictions.jsonl", job_dir / "artifacts")
         shutil.rmtree(job_dir / "bundle", ignore_errors=True)
-        step = {RunState.SUCCEEDED: "done", RunState.CANCELLED: "cancelled"}.get(state, "failed")
-        runlog.write(f"Run {state.value}" + (f" ({reason}): {message}" if message else "."))
-        self.store.move(run.id, state, reason=reason, message=message, step=step, metrics=metrics,
-                        device=device, progress=1.0 if state is RunState.SUCCEEDED else None)
         return state
 
-    def _collect(self, run: Run, job_dir: Path, run_dir: Path, runlog: RunLog, metrics: dict[str, Any]) -> None:
-        predictions = job_dir / "predictions.jsonl"
-        if predictions.exists():
-            predictions.replace(run_dir / "predictions.jsonl")
-        artifacts = job_dir / "artifacts"
-        if artifacts.exists():
-            if (run_dir / "artifacts").exists():
-                shutil.rmtree(run_dir / "artifacts")
-            artifacts.replace(run_dir / "artifacts")
-            self.store.update(run.id, artifact_uri=str(run_dir / "artifacts"))
-        if (run_dir / "predictions.jsonl").exists():
-            score = metrics.get("holdout_accuracy")
-            stats = write_back(self.project, run, run_dir / "predictions.jsonl", score)
-            runlog.write(f"Writeback: {stats.written} suggestions for {', '.join(stats.schemas) or 'no schema'} "
-                         f"({stats.below_confidence} below min_confidence, {stats.skipped_unlabelled} unlabelled skipped)")
+    def _supervise(self, run: Run, execution: LocalExecution, recorder: RunRecorder) -> tuple[int, Stop | None]:
+        """Forward events until the worker exits; stop it on cancel or max_wall_seconds (R3, R22)."""
+        mt = self.project.config.model_training
+        stop: Stop | None = None
+        while True:
+            recorder.events(execution.events())
+            code = execution.poll()
+            if code is not None:
+                recorder.events(execution.events())
+                return code, stop
+            now = self.clock()
+            current = self.store.get(run.id) or run
+            if stop is None:
+                stop = check_limits(current, now, mt.max_wall_seconds, mt.grace_seconds, current.cancel_requested)
+                if stop is not None:
+                    recorder.log.write(f"{stop.message} Sending SIGTERM; SIGKILL in {mt.grace_seconds} s "
+                                       "if it does not stop.")
+                    self.store.update(run.id, step="stopping the worker")
+                    execution.terminate()
+            elif now >= stop.kill_at:
+                recorder.log.write("The worker did not stop after SIGTERM; sending SIGKILL.")
+                execution.kill()
+            self.sleep(POLL_S)

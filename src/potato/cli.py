@@ -67,7 +67,7 @@ def validate(config_path: Path, strict: bool, as_json: bool) -> None:
 @click.option("-p", "--port", default=defaults.PORT, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--host", default=defaults.HOST, show_default=True, help="Address to bind; 0.0.0.0 for all.")
 @click.option("--dev", is_flag=True, help="Use Flask's development server instead of gunicorn.")
-@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="gunicorn worker processes.")
+@click.option("--workers", default=3, show_default=True, type=click.IntRange(1, 64), help="gunicorn worker processes.")
 @click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 256), help="Threads per worker.")
 def start(config_path: Path, port: int, host: str, dev: bool, workers: int, threads: int) -> None:
     """Start the annotation server for CONFIG (refuses to start on config errors)."""

@@ -9,11 +9,13 @@ from potato.config.schema import Config, LocalBackend
 
 
 class UnknownBackend(Exception):
-    pass
+    """The check names a backend the config does not have; the message lists those it has."""
 
 
 @dataclass
 class CheckReport:
+    """One check's answer: ``ok`` means a run could start there; ``lines`` are what the CLI prints."""
+
     backend: str
     type: str
     ok: bool

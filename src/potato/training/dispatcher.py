@@ -102,7 +102,7 @@ class Dispatcher:
                 recover_after_restart(self.store, {"local"})
             try:
                 ran = self.run_next()
-            except Exception:
+            except Exception:  # the dispatcher must outlive any one broken run; the traceback is logged
                 log.exception("dispatcher: a run failed in an unexpected way")
                 ran = False
             if not ran:

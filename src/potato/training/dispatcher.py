@@ -123,7 +123,12 @@ class Dispatcher:
                        f"(type {getattr(backend, 'type', 'unknown')}); start the run on 'local'.")
             self.store.move(run.id, RunState.FAILED, reason=Reason.ERROR.value, message=message, step="failed")
             return True
-        self.runner.execute(run)
+        try:
+            self.runner.execute(run)
+        except Exception as exc:  # an active run left behind would block the queue (R4): end it
+            log.exception("dispatcher: run %s stopped on an internal error", run.id)
+            self.store.move(run.id, RunState.FAILED, reason=Reason.ERROR.value, step="failed",
+                            message=f"The run stopped on an internal error ({exc}); see the server log.")
         return True
 
 

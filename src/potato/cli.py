@@ -74,7 +74,7 @@ def start(config_path: Path, port: int, host: str, dev: bool, workers: int, thre
     _setup_logging()
     config = _load(config_path)
     from potato.server import create_app
-    from potato.training.server import start_dispatcher
+    from potato.training.server import start_dispatcher, stop_dispatcher
 
     app = create_app(config)
     click.echo(f"Serving '{config.annotation_task_name}' on http://{host}:{port}/ (admin: /admin)")
@@ -89,7 +89,8 @@ def start(config_path: Path, port: int, host: str, dev: bool, workers: int, thre
             "gunicorn is not installed. Install the server extra (pip install 'potato-annotation[server]') "
             "or start with --dev for Flask's development server."
         ) from None
-    serve(app, host, port, workers, threads, on_worker_start=lambda: start_dispatcher(app))
+    serve(app, host, port, workers, threads, on_worker_start=lambda: start_dispatcher(app),
+          on_worker_exit=lambda: stop_dispatcher(app))
 
 
 @cli.command()

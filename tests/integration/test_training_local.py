@@ -178,3 +178,35 @@ def test_decision_calibrate_refines_the_latest_run(server: ServerProcess) -> Non
     done = wait(server, calibrated["id"], TERMINAL)
     assert done["state"] == "succeeded", done
     assert "sentiment/holdout_brier" in done["metrics"]
+
+
+def _worker_alive(job_dir: Path) -> bool:
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"potato.training.worker" in args and str(job_dir).encode() in args:
+            return True
+    return False
+
+
+def test_stopping_the_server_stops_its_worker(make_project: Callable[..., Path]) -> None:
+    config_path = make_project(**training_config())
+    srv = ServerProcess(config_path).start()
+    label_all(srv, 10)
+    run = start(srv, trainer="noop", schemas=["sentiment"], params={"sleep_s": 120})
+    wait(srv, run["id"], {"running"})
+    job_dir = config_path.parent / "annotation_output" / "training" / "runs" / run["id"] / "job"
+    assert _worker_alive(job_dir)
+    srv.stop()  # SIGTERM: gunicorn stops its workers, each stops its dispatcher
+    deadline = time.monotonic() + 15
+    while _worker_alive(job_dir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _worker_alive(job_dir), "the training worker outlived the server"
+    again = ServerProcess(config_path).start()
+    try:
+        done = wait(again, run["id"], TERMINAL, timeout=30)
+        assert done["state"] == "failed" and done["reason"] == "server_restart"
+    finally:
+        again.stop()

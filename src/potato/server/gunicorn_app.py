@@ -24,7 +24,7 @@ class GunicornApp(BaseApplication):  # type: ignore[misc]  # gunicorn ships no t
 
 
 def serve(app: Flask, host: str, port: int, workers: int, threads: int,
-          on_worker_start: Callable[[], None] | None = None) -> None:
+          on_worker_start: Callable[[], None] | None = None, on_worker_exit: Callable[[], None] | None = None) -> None:
     options: dict[str, Any] = {
         "bind": f"{host}:{port}",
         "workers": workers,
@@ -40,4 +40,6 @@ def serve(app: Flask, host: str, port: int, workers: int, threads: int,
     }
     if on_worker_start is not None:
         options["post_worker_init"] = lambda worker: on_worker_start()
+    if on_worker_exit is not None:
+        options["worker_exit"] = lambda server, worker: on_worker_exit()
     GunicornApp(app, options).run()

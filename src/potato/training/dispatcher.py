@@ -16,7 +16,7 @@ from typing import IO
 
 from potato.project import Project
 from potato.training.backends.local import kill_orphan
-from potato.training.execute import LocalRunner, RunLog
+from potato.training.execute import SERVER_STOPPED, LocalRunner, RunLog
 from potato.training.runs import ACTIVE, Reason, RunState, RunStore
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ def recover_after_restart(store: RunStore, local_backends: set) -> int:
             continue
         job_dir = store.run_dir(run.id) / "job"
         killed = kill_orphan(job_dir)
-        message = "The server stopped while this run was executing; start the run again."
+        message = SERVER_STOPPED
         if killed:
             message += " Its leftover worker process was stopped."
         RunLog(store.run_dir(run.id) / "run.log").write(f"Run failed (server_restart): {message}")
@@ -66,11 +66,18 @@ class Dispatcher:
         self._pid = os.getpid()
         self._lock_fh = None  # a lock inherited over fork is not ours
         self._stop.clear()
+        self.runner.shutting_down = False
         self._thread = threading.Thread(target=self._loop, name="potato-dispatcher", daemon=True)
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread; a worker still executing is killed with it rather than left running
+        unsupervised while the server is down (the next start records the run as server_restart)."""
         self._stop.set()
+        self.runner.shutting_down = True
+        execution = self.runner.current
+        if execution is not None:
+            execution.kill()
         if self._thread is not None:
             self._thread.join(timeout)
         if self._lock_fh is not None:

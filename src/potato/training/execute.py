@@ -190,6 +190,9 @@ class RunRecorder:
                            f"({stats.below_confidence} below min_confidence, {stats.skipped_unlabelled} unlabelled skipped)")
 
 
+SERVER_STOPPED = "The server stopped while this run was executing; start the run again."
+
+
 class LocalRunner:
     """Executes one run on the local backend: the worker as a subprocess, supervised here."""
 
@@ -199,6 +202,9 @@ class LocalRunner:
         self.store = store
         self.clock = clock
         self.sleep = sleep
+        self.current: LocalExecution | None = None
+        """The worker executing now, so a shutting-down server can stop it (see Dispatcher.stop)."""
+        self.shutting_down = False
 
     def execute(self, run: Run) -> RunState:
         if not self.store.move(run.id, RunState.PREPARING, step="building the bundle"):
@@ -215,9 +221,13 @@ class LocalRunner:
             log.exception("run %s could not start", run.id)
             recorder.fail(Reason.ERROR, f"The run could not start: {exc}")
             return RunState.FAILED
+        self.current = execution
         if not self.store.move(run.id, RunState.RUNNING, step="starting the worker"):
             execution.terminate()
-        code, stop = self._supervise(run, execution, recorder)
+        try:
+            code, stop = self._supervise(run, execution, recorder)
+        finally:
+            self.current = None
         job_dir = execution.job_dir
         exit_code = read_exit_code(job_dir)
         state = recorder.finish(code if exit_code is None else exit_code, read_json(job_dir / "result.json"), stop,
@@ -234,6 +244,8 @@ class LocalRunner:
             code = execution.poll()
             if code is not None:
                 recorder.events(execution.events())
+                if stop is None and self.shutting_down:
+                    stop = Stop(Reason.SERVER_RESTART, SERVER_STOPPED, 0.0)
                 return code, stop
             now = self.clock()
             current = self.store.get(run.id) or run

@@ -293,3 +293,10 @@ def start_dispatcher(app: Flask) -> None:
     dispatcher: Dispatcher | None = app.extensions.get("potato.dispatcher")
     if dispatcher is not None and not app.config.get("POTATO_NO_DISPATCHER"):
         dispatcher.ensure_started()
+
+
+def stop_dispatcher(app: Flask) -> None:
+    """gunicorn's worker_exit: stop the dispatcher thread and any worker it supervises."""
+    dispatcher: Dispatcher | None = app.extensions.get("potato.dispatcher")
+    if dispatcher is not None:
+        dispatcher.stop()

@@ -52,7 +52,7 @@ def cli() -> None:
 @click.option("--strict", is_flag=True, help="Also fail on warnings not listed under validation.acknowledge.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def validate(config_path: Path, strict: bool, as_json: bool) -> None:
-    """Check CONFIG and report every problem with its key path and fix (R5-R8)."""
+    """Check CONFIG and report every problem with its key path and fix."""
     report = load_report(config_path)
     if as_json:
         click.echo(json.dumps(report_to_json(report), indent=2))
@@ -150,7 +150,7 @@ def import_labels(config_path: Path, labels_path: Path, user: str, skip_invalid:
 
 @cli.group()
 def training() -> None:
-    """Model training: check backends (more commands arrive with the remote backends)."""
+    """Model training from the command line."""
 
 
 @training.command("check")
@@ -158,7 +158,7 @@ def training() -> None:
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def training_check(backend: str, config_path: Path, as_json: bool) -> None:
-    """Report what a run on BACKEND would get (R12, R17); exit 0 when a run could start."""
+    """Report what a run on BACKEND would get (e.g. its device); exit 0 when a run could start."""
     from potato.training.checks import UnknownBackend, run_check
 
     config = _load(config_path)

@@ -143,6 +143,10 @@ def group_cpu_s(pgid: int) -> float:
     return total / tick
 
 
+THINK_S = 0.0
+"""Mean pause between an annotator's labels (exponential); set from --think-ms before the clients fork."""
+
+
 def annotator(port: int, name: str, start_at: float, stop_at: float, tally: Tally,
               lock: threading.Lock) -> None:
     """Log in, then label the next unlabelled item until ``stop_at`` (wall clock, shared by processes)."""
@@ -179,6 +183,8 @@ def annotator(port: int, name: str, start_at: float, stop_at: float, tally: Tall
             mine.first_error = mine.first_error or f"{name} stopped early: {answer['note']}"
             break
         current = answer["item"]["id"]
+        if THINK_S:
+            time.sleep(rng.expovariate(1.0 / THINK_S))
     with lock:
         tally.add(mine)
 
@@ -262,11 +268,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="threads per worker (default: potato's)")
     parser.add_argument("--client-procs", type=int, default=2, help="client processes sharing the annotators")
     parser.add_argument("--items", type=int, default=20000, help="items in the project (default 20000)")
+    parser.add_argument("--think-ms", type=float, default=0.0,
+                        help="mean pause between an annotator's labels, as people read (default 0: back to back)")
     args = parser.parse_args()
+    global THINK_S
+    THINK_S = args.think_ms / 1000.0
     counts = [int(x) for x in args.annotators.split(",") if x.strip()]
     extra = [f"--{k}={v}" for k, v in (("workers", args.workers), ("threads", args.threads)) if v is not None]
     print(f"server: potato start {' '.join(extra) or '(default workers/threads)'}; {os.cpu_count()} CPUs; "
-          f"{args.seconds:g} s per N; {args.client_procs} client processes; cpu = % of one core; "
+          f"{args.seconds:g} s per N; think {args.think_ms:g} ms; {args.client_procs} client processes; cpu = % of one core; "
           f"load avg {os.getloadavg()[0]:.2f} (other work on the machine skews every column)")
     print(f"{'N':>3} {'labels/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'2.12.1 p99':>10} {'raw l/s':>8} "
           f"{'raw p99':>8} {'http/raw':>8} {'srv cpu':>7} {'cli cpu':>7} {'rows':>13} {'errors':>6}")

@@ -31,6 +31,9 @@ def serve(app: Flask, host: str, port: int, workers: int, threads: int,
         "threads": threads,
         "worker_class": "gthread",
         "timeout": 120,
+        # Annotators pause seconds between labels; gunicorn's default 2 s keep-alive made nearly
+        # every label open a new connection (and a client racing the close got a broken pipe).
+        "keepalive": 75,
         "graceful_timeout": 30,
         "accesslog": None,
         "errorlog": "-",

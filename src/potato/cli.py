@@ -124,24 +124,21 @@ def export(config_path: Path, output: Path | None) -> None:
 @click.option("--skip-invalid", is_flag=True, help="Import the valid lines and report the rest.")
 def import_labels(config_path: Path, labels_path: Path, user: str, skip_invalid: bool) -> None:
     """Store LABELS (.jsonl or .csv: id, schema, label) as USER's labels. Safe while the server runs."""
-    from potato.db import Database
     from potato.errors import LabelImportError
-    from potato.items import load_items
     from potato.label_import import check_entries, read_entries
-    from potato.labels import LabelStore
+    from potato.project import Project
     from potato.server.auth import clean_user_name
 
     config = _load(config_path)
     name = clean_user_name(user)
     if name is None:
         raise click.BadParameter("must be 1 to 64 printable characters", param_hint="--user")
-    items = load_items(config.data_files, config.item_properties.id_key, config.item_properties.text_key)
-    batch = check_entries(config, items, read_entries(labels_path), name)
+    project = Project.open(config)
+    batch = check_entries(config, project.items, read_entries(labels_path), name)
     if batch.problems and not skip_invalid:
         raise LabelImportError(batch.problems)
-    store = LabelStore(Database(config.database_path))
-    store.touch_user(name)
-    store.save(batch.labels)
+    project.labels.touch_user(name)
+    project.save_labels(batch.labels)
     for problem in batch.problems:
         click.echo(f"skipped {problem}", err=True)
     skipped = f", skipped {len(batch.problems)} invalid line(s)" if batch.problems else ""

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Sequence
 
 from potato.config.schema import Config
 from potato.db import Database
 from potato.items import ItemSet, load_items
-from potato.labels import LabelStore
+from potato.labels import Label, LabelStore
 
 
 @dataclass
@@ -30,6 +30,12 @@ class Project:
         db = Database(config.database_path)
         sync_items(db, items)
         return cls(config=config, items=items, db=db, labels=LabelStore(db))
+
+    def save_labels(self, labels: Sequence[Label], delete: Iterable[tuple[str, str, str]] = ()) -> None:
+        """Store labels (on disk before this returns) and tell training they arrived (C7)."""
+        self.labels.save(labels, delete)
+        if labels and self.on_labels_saved is not None:
+            self.on_labels_saved(len(labels))
 
 
 def sync_items(db: Database, items: ItemSet) -> None:

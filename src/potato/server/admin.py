@@ -114,9 +114,7 @@ def api_labels_post() -> Any:
         return jsonify(error="Nothing was stored: fix these entries or send skip_invalid: true.",
                        problems=batch.problems), 400
     project.labels.touch_user(user)
-    project.labels.save(batch.labels)
-    if project.on_labels_saved is not None and batch.labels:
-        project.on_labels_saved(len(batch.labels))
+    project.save_labels(batch.labels)
     return jsonify(stored=len(batch.labels), skipped=len(batch.problems), problems=batch.problems)
 
 

@@ -209,9 +209,7 @@ def label() -> Any:
         Label(user=user, item_id=item_id, schema=schema, value=value, **_provenance(project, item_id, schema, value, accepted))
         for schema, value in store.items()
     ]
-    project.labels.save(rows, delete=[(user, item_id, schema) for schema in clear])
-    if project.on_labels_saved is not None and rows:
-        project.on_labels_saved(len(rows))
+    project.save_labels(rows, delete=[(user, item_id, schema) for schema in clear])
     target, note = _move(project, user, project.items.position(item_id), str(body.get("go", "next_unlabelled")))
     return jsonify(saved=True, item=item_payload(project, user, target), note=note)
 

@@ -11,7 +11,6 @@ import fcntl
 import logging
 import os
 import threading
-import time
 from typing import IO
 
 from potato.project import Project
@@ -137,15 +136,3 @@ class Dispatcher:
             self.store.move(run.id, RunState.FAILED, reason=Reason.ERROR.value, step="failed",
                             message=f"The run stopped on an internal error ({exc}); see the server log.")
         return True
-
-
-def wait_for_state(store: RunStore, run_id: str, states: set, timeout: float) -> RunState:
-    """Test and CLI helper: poll until a run reaches one of ``states``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        run = store.get(run_id)
-        if run is not None and run.state in states:
-            return run.state
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"run {run_id} is {run.state.value if run else 'missing'} after {timeout} s")
-        time.sleep(0.1)

@@ -66,7 +66,10 @@ def write_back(project: Project, run: Run, predictions: Path, score: float | Non
     if not stats.schemas:
         return stats
     conn = project.db.conn
-    labelled = {(r[0], r[1]) for r in conn.execute("SELECT DISTINCT item_id, schema FROM labels")}
+    # Which items someone labelled matters only when unlabelled items are left out.
+    labelled: set[tuple[str, str]] = set() if wb.include_unlabeled else {
+        (r[0], r[1]) for r in conn.execute("SELECT DISTINCT item_id, schema FROM labels")
+    }
     rows = select(_read_jsonl(predictions), wb, set(run.schemas), set(project.items.ids), labelled, stats)
     with project.db.transaction() as tx:
         tx.executemany(

@@ -33,8 +33,8 @@ from typing import Any
 
 import yaml
 
-from potato.training.backends.local import worker_env
-from potato.training.dispatcher import IDLE_POLL_S
+from potato.server.training.local import worker_env
+from potato.server.training.dispatcher import IDLE_POLL_S
 
 KEY = "bench-admin-key-0123456789"
 TARGET_S = 1.0

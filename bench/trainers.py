@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.unit.training.tinybert
 os.environ.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error")
 
-from potato.training.backends.local import worker_env  # noqa: E402
+from potato.server.training.local import worker_env  # noqa: E402
 from tests.unit.training.jobdirs import SENTIMENT, job_json, write_bundle  # noqa: E402
 from tests.unit.training.tinybert import build_tiny_bert, synthetic_reviews  # noqa: E402
 

@@ -22,9 +22,9 @@ def free_port() -> int:
 class ServerProcess:
     """``potato start`` in its own process group, so kill -9 reaches gunicorn's master and workers."""
 
-    def __init__(self, config_path: Path, extra_args: list[str] | None = None) -> None:
+    def __init__(self, config_path: Path, extra_args: list[str] | None = None, port: int | None = None) -> None:
         self.config_path = config_path
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.extra_args = extra_args or []
         self.proc: subprocess.Popen | None = None

@@ -74,9 +74,11 @@ def start(config_path: Path, port: int, host: str, dev: bool, workers: int, thre
     _setup_logging()
     config = _load(config_path)
     from potato.server import create_app
-    from potato.training.server import start_dispatcher, stop_dispatcher
+    from potato.server.training.blueprint import start_dispatcher, stop_dispatcher
 
-    app = create_app(config)
+    loopback = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+    app = create_app(config, {"POTATO_AGENT_URL": f"http://{loopback}:{port}",
+                              "POTATO_LONG_POLL_SLOTS": max(1, threads // 4)})
     click.echo(f"Serving '{config.annotation_task_name}' on http://{host}:{port}/ (admin: /admin)")
     if dev:
         start_dispatcher(app)
@@ -156,7 +158,7 @@ def training() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def training_check(backend: str, config_path: Path, as_json: bool) -> None:
     """Report what a run on BACKEND would get (e.g. its device); exit 0 when a run could start."""
-    from potato.training.checks import UnknownBackend, run_check
+    from potato.server.training.checks import UnknownBackend, run_check
 
     config = _load(config_path)
     try:
@@ -169,6 +171,44 @@ def training_check(backend: str, config_path: Path, as_json: bool) -> None:
         for line in report.lines:
             click.echo(line)
     sys.exit(0 if report.ok else 1)
+
+
+@training.command("register")
+@click.argument("backend")
+@click.argument("config_path", metavar="CONFIG", type=CONFIG)
+@click.option("--server-url", default=None, help="This server's address as the training machine reaches it "
+              f"(default http://<this host>:{defaults.PORT}).")
+def training_register(backend: str, config_path: Path, server_url: str | None) -> None:
+    """Issue the token an agent for BACKEND needs; registering again replaces the old token."""
+    import socket
+
+    from potato.config.schema import AgentBackend
+    from potato.db import Database
+    from potato.server.training.tokens import BackendTokens
+
+    config = _load(config_path)
+    backends = config.model_training.all_backends()
+    agents = [n for n, b in backends.items() if isinstance(b, AgentBackend)]
+    if not isinstance(backends.get(backend), AgentBackend):
+        raise PotatoError(f"Backend {backend!r} is not an agent backend in {config_path}. Agent backends: "
+                          f"{', '.join(agents) or 'none (add one with type: agent under model_training.backends)'}.")
+    token = BackendTokens(Database(config.database_path)).issue(backend)
+    url = server_url or f"http://{socket.getfqdn()}:{defaults.PORT}"
+    click.echo(f"Token for backend '{backend}' (shown once; registering again replaces it):")
+    click.echo(token)
+    click.echo("On the training machine:")
+    click.echo(f"  export POTATO_TRAINING_TOKEN={token}")
+    click.echo(f"  potato training agent --server {url} --backend {backend}")
+
+
+@training.command("agent", context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                                             "help_option_names": []})
+@click.pass_context
+def training_agent(ctx: click.Context) -> None:
+    """Run training jobs for an agent backend on this machine (--help for its options)."""
+    from potato.training.agent import main as agent_main
+
+    sys.exit(agent_main(list(ctx.args)))
 
 
 def main() -> None:

@@ -82,6 +82,31 @@ MIGRATIONS: list[str] = [
         id TEXT NOT NULL UNIQUE
     );
     """,
+    # The agent protocol: backend tokens (hashed; a replaced one is remembered so its agent hears
+    # why it was refused), each run's own token, and who holds a run (the lease) and when it last spoke.
+    """
+    CREATE TABLE agent_tokens (
+        backend TEXT PRIMARY KEY,
+        token_hash TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        last_seen REAL,
+        agent TEXT
+    );
+    CREATE TABLE agent_tokens_replaced (
+        token_hash TEXT PRIMARY KEY,
+        backend TEXT NOT NULL,
+        replaced_at REAL NOT NULL
+    );
+    ALTER TABLE runs ADD COLUMN token_hash TEXT;
+    ALTER TABLE runs ADD COLUMN agent_id TEXT;
+    ALTER TABLE runs ADD COLUMN agent_host TEXT;
+    ALTER TABLE runs ADD COLUMN agent_pid INTEGER;
+    ALTER TABLE runs ADD COLUMN last_seen REAL;
+    ALTER TABLE runs ADD COLUMN events_seen INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN cancel_at REAL;
+    ALTER TABLE runs ADD COLUMN stop_reason TEXT;
+    CREATE INDEX runs_token ON runs (token_hash);
+    """,
 ]
 
 

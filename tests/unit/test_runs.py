@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from potato.db import Database
-from potato.training.execute import check_limits, outcome
-from potato.training.runs import Reason, RunState, RunStore, can_move
+from potato.server.training.recorder import outcome
+from potato.training.supervise import Stop, StopRequest, check_limits
+from potato.server.training.runs import Reason, RunState, RunStore, can_move
 
 
 @pytest.fixture
@@ -58,17 +59,13 @@ def test_list_is_newest_first_and_queue_oldest_first(store: RunStore) -> None:
     assert [r.id for r in store.list()] == list(reversed(ids))
 
 
-def test_check_limits_cancel_and_wall_time(store: RunStore) -> None:
-    run = store.create("noop", ["s"], "local", {})
-    store.move(run.id, RunState.PREPARING)
-    started = store.get(run.id)
-    assert started is not None and started.started_at is not None
-    t0 = started.started_at
-    assert check_limits(started, t0 + 5, 10, 20, False) is None
-    stop = check_limits(started, t0 + 11, 10, 20, False)
+def test_check_limits_cancel_and_wall_time() -> None:
+    t0 = 1000.0
+    assert check_limits(t0, t0 + 5, 10, 20, None) is None
+    stop = check_limits(t0, t0 + 11, 10, 20, None)
     assert stop is not None and stop.reason is Reason.TIMEOUT and stop.kill_at == t0 + 31
     assert "max_wall_seconds (10 s)" in stop.message
-    stop = check_limits(started, t0 + 1, None, 3, True)
+    stop = check_limits(t0, t0 + 1, None, 3, StopRequest(Reason.CANCELLED, "Cancelled by an admin."))
     assert stop is not None and stop.reason is Reason.CANCELLED and stop.kill_at == t0 + 4
 
 
@@ -79,7 +76,5 @@ def test_outcome_table() -> None:
     assert failed == (RunState.FAILED, "import", "Trainer 'x' could not be imported")
     assert outcome(-9, None, None)[0:2] == (RunState.FAILED, "error")
     assert outcome(None, None, None)[2] == "The worker ended without writing exit_code; see run.log."
-    from potato.training.execute import Stop
-
     assert outcome(143, {"status": "cancelled"}, Stop(Reason.CANCELLED, "Cancelled by an admin.", 0))[0] is RunState.CANCELLED
     assert outcome(-9, None, Stop(Reason.TIMEOUT, "late", 0))[:2] == (RunState.FAILED, "timeout")

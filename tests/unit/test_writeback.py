@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterator, List, Set, Tuple
 
 from potato.config.schema import Writeback
-from potato.training.writeback import WritebackStats, select
+from potato.server.training.writeback import WritebackStats, select
 
 
 def _rows() -> Iterator[Dict[str, Any]]:

@@ -9,7 +9,7 @@ from flask import Flask
 
 from potato.config.schema import Config
 from potato.server import admin, annotate, project
-from potato.training import server as training_server
+from potato.server.training import blueprint as training_server
 
 
 def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Flask:

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 from potato.config.schema import Writeback
 from potato.project import Project
-from potato.training.runs import Run
+from potato.server.training.runs import Run
 
 
 @dataclass

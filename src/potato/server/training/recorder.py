@@ -1,7 +1,7 @@
-"""One run from queued to its end: bundle, worker, supervision, results (C4-C6, R3, R22).
+"""What the server keeps of a run, whoever executed it: run.log, events, state, results (C4-C6).
 
-The decisions (is the wall limit passed, is it time for SIGKILL, what does an exit mean) are
-pure functions of the clock and the worker's files; :func:`execute_local` only applies them.
+The agent (on this machine or another) supervises the worker; the server only records what it
+reports, through :class:`RunRecorder`. :func:`outcome` (what an ending means) is pure.
 """
 
 from __future__ import annotations
@@ -10,21 +10,18 @@ import json
 import logging
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from potato.project import Project
-from potato.training.backends.local import LocalExecution
-from potato.training.bundle import BundleInfo, build_bundle, job_spec
-from potato.training.jobfiles import read_exit_code, read_json
-from potato.training.runs import Reason, Run, RunState, RunStore
-from potato.training.writeback import write_back
+from potato.server.training.bundle import BundleInfo, build_bundle, job_spec
+from potato.server.training.runs import Reason, Run, RunState, RunStore
+from potato.server.training.writeback import write_back
+from potato.training.supervise import Stop
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-POLL_S = 0.2
 
 
 class RunLog:
@@ -61,30 +58,6 @@ def progress_fraction(event: dict[str, Any]) -> float | None:
     except (KeyError, TypeError, ValueError):
         return None
     return max(0.0, min(1.0, step / total)) if total > 0 else None
-
-
-@dataclass
-class Stop:
-    """Why supervision is stopping the worker, and when the cold stop is due."""
-
-    reason: Reason
-    message: str
-    kill_at: float
-
-
-def check_limits(run: Run, now: float, max_wall_seconds: int | None, grace_seconds: int,
-                 cancel_requested: bool) -> Stop | None:
-    """A Stop when the run must end now: cancelled by the admin, or past max_wall_seconds (R3)."""
-    if cancel_requested:
-        return Stop(Reason.CANCELLED, "Cancelled by an admin.", now + grace_seconds)
-    if max_wall_seconds and run.started_at is not None and now - run.started_at > max_wall_seconds:
-        return Stop(
-            Reason.TIMEOUT,
-            f"The run passed max_wall_seconds ({max_wall_seconds} s) and was stopped; "
-            "raise model_training.max_wall_seconds or train on fewer items.",
-            now + grace_seconds,
-        )
-    return None
 
 
 def outcome(exit_code: int | None, result: dict[str, Any] | None, stop: Stop | None) -> tuple[RunState, str | None, str | None]:
@@ -158,7 +131,9 @@ class RunRecorder:
         state, reason, message = outcome(exit_code, result, stop)
         metrics = (result or {}).get("metrics") or {}
         if state is RunState.SUCCEEDED:
-            self.store.move(self.run.id, RunState.COPYING, step="saving predictions and model files")
+            if not self.store.move(self.run.id, RunState.COPYING, step="saving predictions and model files"):
+                current = self.store.get(self.run.id)
+                return current.state if current else RunState.FAILED  # ended meanwhile (cancel, timeout)
             try:
                 self._keep(predictions, artifacts, metrics.get("holdout_accuracy"))
             except Exception as exc:  # a failed save fails this run, not the dispatcher
@@ -170,9 +145,20 @@ class RunRecorder:
                         device=(result or {}).get("device"), progress=1.0 if state is RunState.SUCCEEDED else None)
         return state
 
-    def fail(self, reason: Reason, message: str) -> None:
-        self.log.write(f"Run failed ({reason.value}): {message}")
-        self.store.move(self.run.id, RunState.FAILED, reason=reason.value, message=message, step="failed")
+    def fail(self, reason: Reason, message: str) -> bool:
+        """End the run as failed (or cancelled, for a cancel); False if it had already ended."""
+        state = RunState.CANCELLED if reason is Reason.CANCELLED else RunState.FAILED
+        moved = self.store.move(self.run.id, state, reason=reason.value, message=message, step=state.value)
+        if moved:
+            self.log.write(f"Run {state.value} ({reason.value}): {message}")
+        return moved
+
+    def agent_log(self, lines: list[str]) -> None:
+        """``agent.log``: the agent's own lines, so a silent agent's last words are kept (R23)."""
+        if lines:
+            with (self.run_dir / "agent.log").open("a", encoding="utf-8") as fh:
+                for line in lines:
+                    fh.write(str(line).replace("\n", " ") + "\n")
 
     def _keep(self, predictions: Path | None, artifacts: Path | None, score: float | None) -> None:
         kept = self.run_dir / "predictions.jsonl"
@@ -188,75 +174,3 @@ class RunRecorder:
             stats = write_back(self.project, self.run, kept, score)
             self.log.write(f"Writeback: {stats.written} suggestions for {', '.join(stats.schemas) or 'no schema'} "
                            f"({stats.below_confidence} below min_confidence, {stats.skipped_unlabelled} unlabelled skipped)")
-
-
-SERVER_STOPPED = "The server stopped while this run was executing; start the run again."
-
-
-class LocalRunner:
-    """Executes one run on the local backend: the worker as a subprocess, supervised here."""
-
-    def __init__(self, project: Project, store: RunStore, clock: Clock = time.time,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        self.project = project
-        self.store = store
-        self.clock = clock
-        self.sleep = sleep
-        self.current: LocalExecution | None = None
-        """The worker executing now, so a shutting-down server can stop it (see Dispatcher.stop)."""
-        self.shutting_down = False
-
-    def execute(self, run: Run) -> RunState:
-        if not self.store.move(run.id, RunState.PREPARING, step="building the bundle"):
-            current = self.store.get(run.id)
-            return current.state if current else RunState.CANCELLED  # cancelled while queued
-        recorder = RunRecorder(self.project, self.store, run, self.clock)
-        recorder.log.write(f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
-                           "backend local (this machine)")
-        try:
-            info = prepare_bundle(self.project, self.store, run, recorder.log)
-            execution = LocalExecution.start(info.path, recorder.run_dir / "job",
-                                             self.project.config.model_training.local.num_threads)
-        except Exception as exc:  # any failure to prepare ends this run, not the dispatcher
-            log.exception("run %s could not start", run.id)
-            recorder.fail(Reason.ERROR, f"The run could not start: {exc}")
-            return RunState.FAILED
-        self.current = execution
-        if not self.store.move(run.id, RunState.RUNNING, step="starting the worker"):
-            execution.terminate()
-        try:
-            code, stop = self._supervise(run, execution, recorder)
-        finally:
-            self.current = None
-        job_dir = execution.job_dir
-        exit_code = read_exit_code(job_dir)
-        state = recorder.finish(code if exit_code is None else exit_code, read_json(job_dir / "result.json"), stop,
-                                job_dir / "predictions.jsonl", job_dir / "artifacts")
-        shutil.rmtree(job_dir / "bundle", ignore_errors=True)
-        return state
-
-    def _supervise(self, run: Run, execution: LocalExecution, recorder: RunRecorder) -> tuple[int, Stop | None]:
-        """Forward events until the worker exits; stop it on cancel or max_wall_seconds (R3, R22)."""
-        mt = self.project.config.model_training
-        stop: Stop | None = None
-        while True:
-            recorder.events(execution.events())
-            code = execution.poll()
-            if code is not None:
-                recorder.events(execution.events())
-                if stop is None and self.shutting_down:
-                    stop = Stop(Reason.SERVER_RESTART, SERVER_STOPPED, 0.0)
-                return code, stop
-            now = self.clock()
-            current = self.store.get(run.id) or run
-            if stop is None:
-                stop = check_limits(current, now, mt.max_wall_seconds, mt.grace_seconds, current.cancel_requested)
-                if stop is not None:
-                    recorder.log.write(f"{stop.message} Sending SIGTERM; SIGKILL in {mt.grace_seconds} s "
-                                       "if it does not stop.")
-                    self.store.update(run.id, step="stopping the worker")
-                    execution.terminate()
-            elif now >= stop.kill_at:
-                recorder.log.write("The worker did not stop after SIGTERM; sending SIGKILL.")
-                execution.kill()
-            self.sleep(POLL_S)

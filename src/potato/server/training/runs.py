@@ -79,6 +79,18 @@ class Run:
     artifact_uri: str | None = None
     device: str | None = None
     trigger: str = "manual"
+    agent_id: str | None = None
+    """The agent that holds this run (the lease): only it gets the run's token."""
+    agent_host: str | None = None
+    agent_pid: int | None = None
+    last_seen: float | None = None
+    """When the run's agent last spoke (any request is a heartbeat)."""
+    events_seen: int = 0
+    cancel_at: float | None = None
+    token_hash: str | None = None
+    """The run token's hash; never in ``to_json``."""
+    stop_reason: str | None = None
+    """Why a stop was asked for (``cancelled`` or ``timeout``), sent to the agent with the cancel."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,6 +113,8 @@ class Run:
             "artifact_uri": self.artifact_uri,
             "device": self.device,
             "trigger": self.trigger,
+            "agent": {"id": self.agent_id, "host": self.agent_host, "last_seen": self.last_seen}
+            if self.agent_id else None,
         }
 
 
@@ -125,6 +139,14 @@ def _row_to_run(row: Any) -> Run:
         artifact_uri=row["artifact_uri"],
         device=row["device"],
         trigger=row["trigger"],
+        agent_id=row["agent_id"],
+        agent_host=row["agent_host"],
+        agent_pid=row["agent_pid"],
+        last_seen=row["last_seen"],
+        events_seen=row["events_seen"],
+        cancel_at=row["cancel_at"],
+        stop_reason=row["stop_reason"],
+        token_hash=row["token_hash"],
     )
 
 
@@ -194,17 +216,48 @@ class RunStore:
         sets = ", ".join(f"{key} = ?" for key in values)
         self.db.write([(f"UPDATE runs SET {sets} WHERE id = ?", (*values.values(), run_id))])
 
-    def request_cancel(self, run_id: str) -> Run | None:
-        """Mark a run for cancelling; a queued run is cancelled at once, an active one by its backend."""
+    def request_cancel(self, run_id: str, reason: Reason = Reason.CANCELLED) -> Run | None:
+        """Mark a run for stopping; a queued run is cancelled at once, an active one by its agent,
+        which hears of it in the reply to its next report (R22)."""
         run = self.get(run_id)
         if run is None or run.state.terminal:
             return run
         if run.state is RunState.QUEUED:
             self.move(run_id, RunState.CANCELLED, reason=Reason.CANCELLED.value, message="Cancelled while queued.",
                       step="cancelled")
-        else:
-            self.update(run_id, cancel_requested=True, step="cancelling")
+        elif not run.cancel_requested:
+            step = "cancelling" if reason is Reason.CANCELLED else "stopping: past max_wall_seconds"
+            self.update(run_id, cancel_requested=True, cancel_at=time.time(), stop_reason=reason.value, step=step)
         return self.get(run_id)
+
+    def claim(self, backend: str, agent_id: str, host: str, pid: int | None = None) -> Run | None:
+        """Give the oldest queued run of ``backend`` to one agent, if no run executes now (R4).
+
+        One transaction checks and takes, so two agents polling the same backend (or an agent and
+        the dispatcher) can never both get a run, nor two runs execute at once.
+        """
+        with self.db.transaction() as conn:
+            marks = ",".join("?" for _ in ACTIVE)
+            busy = conn.execute(f"SELECT 1 FROM runs WHERE state IN ({marks}) LIMIT 1",
+                                [s.value for s in ACTIVE]).fetchone()
+            if busy:
+                return None
+            row = conn.execute("SELECT id FROM runs WHERE state = ? AND backend = ? ORDER BY created_at, id LIMIT 1",
+                               (RunState.QUEUED.value, backend)).fetchone()
+            if row is None:
+                return None
+            now = time.time()
+            conn.execute(
+                "UPDATE runs SET state = ?, started_at = ?, agent_id = ?, agent_host = ?, agent_pid = ?, "
+                "last_seen = ?, step = ? WHERE id = ?",
+                (RunState.PREPARING.value, now, agent_id, host, pid, now, "building the bundle", row["id"]),
+            )
+            run_id = row["id"]
+        return self.get(run_id)
+
+    def by_token_hash(self, token_hash: str) -> Run | None:
+        row = self.db.conn.execute("SELECT * FROM runs WHERE token_hash = ?", (token_hash,)).fetchone()
+        return _row_to_run(row) if row else None
 
 
 _JSON_FIELDS = {"metrics", "params", "schemas"}
@@ -226,4 +279,5 @@ def _encode(fields: Mapping[str, Any]) -> dict[str, Any]:
 _COLUMNS = {
     "trainer", "schemas", "backend", "state", "params", "reason", "message", "step", "progress", "metrics",
     "started_at", "finished_at", "cancel_requested", "bundle_sha256", "artifact_uri", "device", "trigger",
+    "token_hash", "agent_id", "agent_host", "agent_pid", "last_seen", "events_seen", "cancel_at", "stop_reason",
 }

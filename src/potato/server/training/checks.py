@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from potato.config.schema import Config, LocalBackend
+from potato.config.schema import AgentBackend, Config, LocalBackend
 
 
 class UnknownBackend(Exception):
@@ -38,6 +39,35 @@ def check_local(backend: LocalBackend) -> CheckReport:
     return CheckReport(backend.name, "local", True, lines, {"device": device, "warning": warning})
 
 
+def _when(stamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
+
+
+def check_agent(config: Config, backend: AgentBackend, now: float | None = None) -> CheckReport:
+    """The backend's token entry with ``last_seen`` (R34), or how to issue one; no secret shown."""
+    from potato.db import Database
+    from potato.server.training.tokens import BackendTokens
+
+    now = time.time() if now is None else now
+    entry = BackendTokens(Database(config.database_path)).get(backend.name)
+    if entry is None:
+        return CheckReport(backend.name, "agent", False, [
+            f"{backend.describe()}: no token issued yet",
+            f"Issue one on this server: potato training register {backend.name} {config.path.name}",
+        ], {"token": None})
+    lines = [f"{backend.describe()}: token issued {_when(entry.created_at)}"]
+    if entry.last_seen is None:
+        lines.append("last_seen: never (no agent has connected with this token yet)")
+    else:
+        lines.append(f"last_seen: {_when(entry.last_seen)} ({now - entry.last_seen:.0f} s ago)")
+    agent = entry.agent or {}
+    if agent:
+        gpus = ", ".join(f"{g.get('index')}: {g.get('name')}" for g in agent.get("gpus") or []) or "no GPU"
+        lines.append(f"agent: {agent.get('host')} (Python {agent.get('python')}, {gpus}), "
+                     f"workdir {agent.get('workdir')}")
+    return CheckReport(backend.name, "agent", True, lines, {"token": entry.to_json()})
+
+
 def run_check(config: Config, name: str) -> CheckReport:
     backends = config.model_training.all_backends()
     backend = backends.get(name)
@@ -45,6 +75,8 @@ def run_check(config: Config, name: str) -> CheckReport:
         raise UnknownBackend(f"Backend {name!r} is not in the config. Backends: {', '.join(backends)}.")
     if isinstance(backend, LocalBackend):
         return check_local(backend)
+    if isinstance(backend, AgentBackend):
+        return check_agent(config, backend)
     return CheckReport(
         name, backend.type, False,
         [(f"{backend.describe()}: this server cannot execute runs on {backend.type} backends yet, "

@@ -26,17 +26,21 @@ from flask import (
 from potato.config.schema import Config
 from potato.server.auth import admin_required
 from potato.server.project import Project, current_project
-from potato.training import checks
-from potato.training.dispatcher import Dispatcher
+from potato.server.training import agent_api, checks
+from potato.server.training.dispatcher import Dispatcher
+from potato.server.training.runs import Run, RunState, RunStore
+from potato.server.training.tokens import BackendTokens
+from potato.server.training.writeback import run_suggestions, shown_runs, suggestions_for
 from potato.training.jobfiles import tail
-from potato.training.runs import Run, RunState, RunStore
 from potato.training.trainers import available_trainers
-from potato.training.writeback import run_suggestions, shown_runs, suggestions_for
 
 bp = Blueprint("training", __name__, url_prefix="/admin/training")
 
-RUNNABLE_TYPES = ("local",)
-"""Backend types this server can execute runs on; remote types arrive with their backends."""
+RUNNABLE_TYPES = ("local", "agent")
+"""Backend types this server can execute runs on; ssh and slurm arrive with their backends."""
+
+CONNECTED_WITHIN_S = 60.0
+"""An agent that polled this recently counts as connected (a long poll lasts up to 25 s)."""
 
 
 class RunRequestError(Exception):
@@ -152,6 +156,38 @@ def api_check(name: str) -> Any:
     except checks.UnknownBackend as exc:
         return jsonify(error=str(exc)), 409
     return jsonify(report.to_json())
+
+
+def agent_entries(config: Config, tokens: BackendTokens, store: RunStore, now: float | None = None) -> list[dict[str, Any]]:
+    """Each agent backend's agent as the page lists it: connected, last seen, host, Python, GPUs, run."""
+    now = time.time() if now is None else now
+    active = {r.backend: r for r in store.in_states([RunState.PREPARING, RunState.RUNNING, RunState.COPYING])}
+    out = []
+    for name, b in config.model_training.all_backends().items():
+        if b.type != "agent":
+            continue
+        entry = tokens.get(name)
+        run = active.get(name)
+        seen = entry.last_seen if entry else None
+        if run is not None and run.last_seen and (seen is None or run.last_seen > seen):
+            seen = run.last_seen
+        out.append({
+            "backend": name,
+            "registered": entry is not None,
+            "registered_at": entry.created_at if entry else None,
+            "last_seen": seen,
+            "connected": seen is not None and now - seen <= CONNECTED_WITHIN_S,
+            "agent": entry.agent if entry else None,
+            "run": run.id if run else None,
+        })
+    return out
+
+
+@bp.get("/api/agents")
+@admin_required
+def api_agents() -> Any:
+    return jsonify(agents=agent_entries(current_project().config, current_app.extensions["potato.agent_tokens"],
+                                        _store()))
 
 
 @bp.get("/api/trainers")
@@ -277,11 +313,12 @@ def init_app(app: Flask) -> None:
     store = RunStore(project.db, project.config.training_dir / "runs")
     app.extensions["potato.runs"] = store
     app.register_blueprint(bp)
+    agent_api.init_app(app, int(app.config.get("POTATO_LONG_POLL_SLOTS", 2)))
     if project.config.model_training.writeback.schemas:
         project.suggestions_for = lambda item_id: suggestions_for(project, item_id)
     if project.config.model_training.auto_retrain.enabled:
         project.on_labels_saved = _auto_retrain_hook(app, project, store)
-    dispatcher = Dispatcher(project, store)
+    dispatcher = Dispatcher(project, store, app.config.get("POTATO_AGENT_URL"))
     app.extensions["potato.dispatcher"] = dispatcher
     if not app.config.get("POTATO_NO_DISPATCHER"):
         # Started lazily per process: gunicorn forks after create_app, and threads do not survive a fork.

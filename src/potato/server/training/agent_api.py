@@ -1,0 +1,379 @@
+"""The agent protocol's routes under ``/training/agent/v1/`` (R22, R23, R32-R39).
+
+docs/agent-protocol.yaml (OpenAPI) is the contract; docs/agent-protocol.md explains it. Any
+authenticated request is a heartbeat. A backend token opens ``jobs/next`` for its backend; a
+run token opens that run's routes only (403 on any other run's). The server never starts or
+stops a worker here: it records what the agent reports, through :class:`RunRecorder`.
+
+Long polls hold a gunicorn thread, so each process lets only a few of them wait at once
+(:data:`LONG_POLL_SLOTS`); the rest get 204 at once with a ``Retry-After`` that spreads them out.
+That keeps annotators' requests served however many idle agents there are (bench/agents.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any, NoReturn, Optional, Tuple
+
+from flask import Blueprint, Flask, Response, abort, current_app, jsonify, make_response, request, send_file
+
+from potato.config.schema import AgentBackend
+from potato.server.project import Project, current_project
+from potato.server.training.recorder import RunRecorder, RunLog, prepare_bundle
+from potato.server.training.runs import Run, RunState, RunStore
+from potato.server.training.tokens import BackendTokens, Verdict, new_token, same_hash, token_hash
+from potato.training.results import Reason
+from potato.training.supervise import Stop, wall_limit_message
+
+log = logging.getLogger(__name__)
+
+bp = Blueprint("agent_api", __name__, url_prefix="/training/agent/v1")
+
+LONG_POLL_MAX_S = 25.0
+"""Longest a ``jobs/next`` waits for a job before answering 204."""
+LONG_POLL_CHECK_S = 0.5
+"""How often a waiting long poll looks for a queued run (one indexed read)."""
+RETRY_AFTER_S = (5, 15)
+"""Seconds (range, jittered) an agent is told to wait when no thread is free to hold its poll."""
+MAX_EVENTS = 5000
+UPLOAD_CHUNK = 1 << 20
+PREDICTIONS_UPLOAD = "predictions.upload.jsonl"
+
+
+def _fail(status: int, message: str, code: str = "") -> NoReturn:
+    abort(make_response(jsonify(error=message, code=code), status))
+
+
+def _bearer() -> str:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        _fail(401, "Send the token as 'Authorization: Bearer <token>'.", "no_token")
+    return token.strip()
+
+
+def _store() -> RunStore:
+    store: RunStore = current_app.extensions["potato.runs"]
+    return store
+
+
+def _tokens() -> BackendTokens:
+    tokens: BackendTokens = current_app.extensions["potato.agent_tokens"]
+    return tokens
+
+
+def _body() -> dict[str, Any]:
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        _fail(400, "Send a JSON object (Content-Type: application/json).", "bad_request")
+    return body
+
+
+def register_command(backend: str) -> str:
+    return f"potato training register {backend} config.yaml"
+
+
+# -- jobs/next: an agent asks for work ----------------------------------------------------------
+
+@bp.post("/jobs/next")
+def jobs_next() -> Any:
+    token = _bearer()
+    body = _body()
+    backend = body.get("backend")
+    project = current_project()
+    backends = project.config.model_training.all_backends()
+    agent_backends = [n for n, b in backends.items() if isinstance(b, AgentBackend)]
+    if not isinstance(backend, str) or not isinstance(backends.get(backend), AgentBackend):
+        _fail(400, f"Backend {backend!r} is not an agent backend in this server's config. "
+                   f"Agent backends: {', '.join(agent_backends) or 'none'}.", "unknown_backend")
+    verdict = _tokens().verify(backend, token)
+    if verdict == Verdict.REPLACED:
+        _fail(401, f"This token for backend '{backend}' was replaced: the backend was registered again, which "
+                   f"invalidates the old token. Get the new token from the server's admin (`{register_command(backend)}` "
+                   "prints one), then restart the agent with it in POTATO_TRAINING_TOKEN or --token-file.",
+              "token_replaced")
+    if verdict != Verdict.OK:
+        _fail(401, f"The server does not know this token for backend '{backend}'. On the server run "
+                   f"`{register_command(backend)}` and start the agent with the token it prints.", "token_unknown")
+    raw_agent = body.get("agent")
+    agent: dict[str, Any] = raw_agent if isinstance(raw_agent, dict) else {}
+    agent_id = str(agent.get("id") or "")[:64] or "unnamed"
+    host = str(agent.get("host") or request.remote_addr or "unknown")[:255]
+    tokens = _tokens()
+    tokens.seen(backend, _clean_agent(agent))
+    try:
+        wait = min(LONG_POLL_MAX_S, max(0.0, float(body.get("wait_s") or 0)))
+    except (TypeError, ValueError):
+        wait = 0.0
+    store = _store()
+    slots: threading.BoundedSemaphore = current_app.extensions["potato.long_polls"]
+    holding = wait > 0 and slots.acquire(blocking=False)
+    if wait > 0 and not holding:
+        return Response(status=204, headers={"Retry-After": str(random.randint(*RETRY_AFTER_S))})
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            claimed = _claim(project, store, backend, agent_id, host)
+            if claimed is not None:
+                return _job_reply(project, store, *claimed)
+            if time.monotonic() >= deadline:
+                return Response(status=204)
+            time.sleep(min(LONG_POLL_CHECK_S, max(0.0, deadline - time.monotonic())))
+    finally:
+        if holding:
+            slots.release()
+        tokens.seen(backend, None)
+
+
+def _clean_agent(agent: dict[str, Any]) -> dict[str, Any]:
+    """What the page shows of an agent: short texts and the GPU list, nothing else stored."""
+    out: dict[str, Any] = {}
+    for key in ("id", "host", "python", "worker_python", "platform", "version", "workdir"):
+        if isinstance(agent.get(key), (str, int, float)):
+            out[key] = str(agent[key])[:255]
+    gpus = agent.get("gpus")
+    if isinstance(gpus, list):
+        out["gpus"] = [{k: g.get(k) for k in ("index", "name", "memory_total_mb", "memory_free_mb")}
+                       for g in gpus[:64] if isinstance(g, dict)]
+    return out
+
+
+def _claim(project: Project, store: RunStore, backend: str, agent_id: str, host: str) -> Optional[Tuple[Run, str]]:
+    queued = project.db.conn.execute("SELECT 1 FROM runs WHERE state = 'queued' AND backend = ? LIMIT 1",
+                                     (backend,)).fetchone()
+    if queued is None:
+        return None
+    run = store.claim(backend, agent_id, host)
+    if run is None:
+        return None
+    try:
+        return issue_run(project, store, run, f"sending the bundle to {host}",
+                         f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
+                         f"backend {backend} (agent on {host})")
+    except Exception as exc:  # a bundle that cannot be built fails this run, not the agent's poll
+        log.exception("run %s: the bundle could not be built", run.id)
+        RunRecorder(project, store, run).fail(Reason.ERROR, f"The run could not start: {exc}")
+        return None
+
+
+def issue_run(project: Project, store: RunStore, run: Run, step: str, first_line: str) -> Tuple[Run, str]:
+    """Build a claimed run's bundle and make its token; the run is then ``running`` for its agent.
+
+    The token goes back to the caller for the one hand-over (a reply, or the local agent's
+    stdin); only its hash is stored.
+    """
+    runlog = RunLog(store.run_dir(run.id) / "run.log")
+    runlog.write(first_line)
+    prepare_bundle(project, store, run, runlog)
+    token = new_token()
+    store.update(run.id, token_hash=token_hash(token))
+    store.move(run.id, RunState.RUNNING, step=step)
+    return store.get(run.id) or run, token
+
+
+def job_description(project: Project, store: RunStore, run: Run) -> dict[str, Any]:
+    mt = project.config.model_training
+    bundle = store.run_dir(run.id) / "bundle.tar.gz"
+    return {
+        "run_id": run.id,
+        "trainer": run.trainer,
+        "schemas": run.schemas,
+        "params": run.params,
+        "grace_seconds": mt.grace_seconds,
+        "max_wall_seconds": mt.max_wall_seconds,
+        "num_threads": mt.local.num_threads if run.backend == "local" else None,
+        "bundle": {"size": bundle.stat().st_size if bundle.exists() else 0, "sha256": run.bundle_sha256},
+    }
+
+
+def _job_reply(project: Project, store: RunStore, run: Run, token: Optional[str] = None) -> Any:
+    body = job_description(project, store, run)
+    if token is not None:
+        body["run_token"] = token
+    response = jsonify(body)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+# -- one run's routes ---------------------------------------------------------------------------
+
+def _run_for_token(run_id: str) -> Run:
+    """The run ``run_id`` if the bearer token is its token: 403 for another run's token, else 401."""
+    token = _bearer()
+    store = _store()
+    run = store.get(run_id)
+    if run is not None and same_hash(run.token_hash, token):
+        store.update(run.id, last_seen=time.time())
+        return run
+    if store.by_token_hash(token_hash(token)) is not None:
+        _fail(403, "This run token belongs to another run; a run token opens its own run's routes only.",
+              "wrong_run")
+    _fail(401, "The server does not know this run token.", "token_unknown")
+
+
+def _ended(run: Run) -> NoReturn:
+    _fail(409, f"Run {run.id} has already ended ({run.state.value}"
+               + (f": {run.message}" if run.message else "") + ").", "run_ended")
+
+
+@bp.get("/runs/<run_id>")
+def run_job(run_id: str) -> Any:
+    run = _run_for_token(run_id)
+    if run.state.terminal:
+        _ended(run)
+    return _job_reply(current_project(), _store(), run)
+
+
+@bp.get("/runs/<run_id>/bundle")
+def run_bundle(run_id: str) -> Any:
+    """The bundle, with ``Range`` support (206), so a broken download resumes (R36)."""
+    run = _run_for_token(run_id)
+    if run.state.terminal:
+        _ended(run)
+    path = _store().run_dir(run.id) / "bundle.tar.gz"
+    if not path.exists():
+        _fail(404, "This run has no bundle.", "no_bundle")
+    response = send_file(path, mimetype="application/gzip", conditional=True, etag=run.bundle_sha256 or True,
+                         max_age=0)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def cancel_reply(project: Project, run: Run) -> dict[str, Any]:
+    """What the reply to a report says: go on, or stop and why (R22, R3)."""
+    if not run.cancel_requested:
+        return {"cancel": False}
+    if run.stop_reason == Reason.TIMEOUT.value:
+        limit = project.config.model_training.max_wall_seconds or 0
+        return {"cancel": True, "reason": Reason.TIMEOUT.value, "message": wall_limit_message(limit)}
+    return {"cancel": True, "reason": Reason.CANCELLED.value, "message": "Cancelled by an admin."}
+
+
+@bp.post("/runs/<run_id>/events")
+def run_events(run_id: str) -> Any:
+    """A batch of worker events plus the agent's own lines; answers whether to stop (R22)."""
+    run = _run_for_token(run_id)
+    body = _body()
+    seq, events, lines = body.get("seq", 0), body.get("events", []), body.get("log", [])
+    if (not isinstance(seq, int) or isinstance(seq, bool) or seq < 0 or not isinstance(events, list)
+            or len(events) > MAX_EVENTS or not all(isinstance(e, dict) for e in events)
+            or not isinstance(lines, list) or not all(isinstance(x, str) for x in lines)):
+        _fail(400, f'Send {{"seq": <index of the first event>, "events": [objects, at most {MAX_EVENTS}], '
+                   '"log": [lines]}.', "bad_request")
+    if run.state.terminal:
+        _ended(run)
+    project = current_project()
+    recorder = RunRecorder(project, _store(), run)
+    recorder.agent_log(lines)
+    fresh = events[max(0, run.events_seen - seq):]  # a resent batch (its reply was lost) is not recorded twice
+    recorder.events(fresh)
+    if seq + len(events) > run.events_seen:
+        _store().update(run.id, events_seen=seq + len(events))
+    return jsonify(cancel_reply(project, _store().get(run.id) or run))
+
+
+@bp.put("/runs/<run_id>/predictions")
+def run_predictions(run_id: str) -> Any:
+    """``predictions.jsonl``, streamed to disk. Over ``max_predictions_mb``: 413, and the run fails
+    with a message while its events, log and the project's labels stay as they were (R36)."""
+    run = _run_for_token(run_id)
+    if run.state.terminal:
+        _ended(run)
+    project = current_project()
+    limit_mb = project.config.model_training.max_predictions_mb
+    limit = limit_mb * 1024 * 1024
+    run_dir = _store().run_dir(run.id)
+    part = run_dir / (PREDICTIONS_UPLOAD + ".part")
+
+    def too_large(size: str) -> NoReturn:
+        part.unlink(missing_ok=True)
+        message = (f"The predictions upload ({size}) is larger than max_predictions_mb ({limit_mb} MB); raise "
+                   "model_training.max_predictions_mb, or predict fewer items (writeback.include_unlabeled: false).")
+        RunRecorder(project, _store(), run).fail(Reason.ERROR, message)
+        _fail(413, message, "too_large")
+
+    length = request.content_length
+    if length is not None and length > limit:
+        too_large(f"{length / 1e6:.1f} MB")
+    request.max_content_length = None  # bounded here, by the project's own limit
+    written = 0
+    with part.open("wb") as out:
+        stream = request.stream
+        while True:
+            chunk = stream.read(UPLOAD_CHUNK)
+            if not chunk:
+                break
+            written += len(chunk)
+            if written > limit:
+                out.close()
+                too_large(f"over {limit_mb} MB")
+            out.write(chunk)
+        out.flush()
+        os.fsync(out.fileno())
+    if length is not None and written != length:
+        part.unlink(missing_ok=True)
+        _fail(400, f"The upload ended after {written} of {length} bytes; send it again.", "incomplete")
+    part.replace(run_dir / PREDICTIONS_UPLOAD)
+    return jsonify(received_bytes=written)
+
+
+@bp.post("/runs/<run_id>/result")
+def run_result(run_id: str) -> Any:
+    """How the worker ended; the server finishes the run (scores, predictions, writeback)."""
+    run = _run_for_token(run_id)
+    body = _body()
+    exit_code, result, stop_body = body.get("exit_code"), body.get("result"), body.get("stop")
+    uri, lines = body.get("artifact_uri"), body.get("log", [])
+    if ((exit_code is not None and (not isinstance(exit_code, int) or isinstance(exit_code, bool)))
+            or (result is not None and not isinstance(result, dict))
+            or (stop_body is not None and not (isinstance(stop_body, dict) and isinstance(stop_body.get("message"), str)))
+            or (uri is not None and not isinstance(uri, str))
+            or not isinstance(lines, list) or not all(isinstance(x, str) for x in lines)):
+        _fail(400, 'Send {"exit_code": int|null, "result": object|null, "stop": {"reason", "message"}|null, '
+                   '"artifact_uri": str|null, "log": [lines]}.', "bad_request")
+    if run.state.terminal:
+        _ended(run)
+    stop = None
+    if stop_body is not None:
+        try:
+            reason = Reason(stop_body.get("reason"))
+        except ValueError:
+            reason = Reason.ERROR
+        stop = Stop(reason, stop_body["message"][:2000], 0.0)
+    project = current_project()
+    store = _store()
+    recorder = RunRecorder(project, store, run)
+    recorder.agent_log(lines)
+    run_dir = store.run_dir(run.id)
+    predictions = run_dir / PREDICTIONS_UPLOAD
+    artifacts = local_job_dir(project, run) / "artifacts" if run.backend == "local" else None
+    if run.backend != "local" and uri:
+        store.update(run.id, artifact_uri=uri[:1000])
+        recorder.log.write(f"Model files stay on the training machine: {uri[:1000]}")
+    state = recorder.finish(exit_code, result, stop, predictions if predictions.exists() else None, artifacts)
+    if run.backend == "local":
+        shutil.rmtree(local_job_dir(project, run), ignore_errors=True)
+    return jsonify(state=state.value)
+
+
+def local_job_dir(project: Project, run: Run) -> Path:
+    """Where the local backend's agent keeps a run's job (its ``--workdir`` is the training dir's
+    ``agent/`` folder)."""
+    return local_workdir(project) / "jobs" / run.id
+
+
+def local_workdir(project: Project) -> Path:
+    return project.config.training_dir / "agent"
+
+
+def init_app(app: Flask, long_poll_slots: int) -> None:
+    project: Project = app.extensions["potato"]
+    app.extensions["potato.agent_tokens"] = BackendTokens(project.db)
+    app.extensions["potato.long_polls"] = threading.BoundedSemaphore(max(1, long_poll_slots))
+    app.register_blueprint(bp)

@@ -1,0 +1,170 @@
+"""The one dispatcher per server: starts local runs and keeps watch over every run (R3, R4, R22).
+
+Every gunicorn worker starts a dispatcher thread, but only the one holding the file lock
+``training/dispatcher.lock`` acts; the others keep trying, so when the holder dies another
+worker takes over. Any worker serves the API and the agent protocol: the queue is the runs table.
+
+Once a second the holder (1) gives the oldest queued local run to a new local agent process,
+when no run executes (R4), and (2) applies :func:`potato.server.training.watchdog.judge` to every
+queued and active run: heartbeat and queue timeouts, the end of a cancel's grace, max_wall_seconds.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import subprocess
+import threading
+import time
+from typing import IO
+
+from potato.config.schema import AgentBackend, Backend
+from potato.defaults import HEARTBEAT_TIMEOUT_S
+from potato.project import Project
+from potato.server.training import local
+from potato.server.training.agent_api import issue_run, local_workdir
+from potato.server.training.recorder import RunRecorder
+from potato.server.training.runs import ACTIVE, Reason, Run, RunState, RunStore
+from potato.server.training.watchdog import Action, Limits, judge
+
+log = logging.getLogger(__name__)
+
+IDLE_POLL_S = 0.1
+"""How often the dispatcher looks for a queued local run: one indexed SELECT, cheap, and the main
+part of a run's start latency (bench/run_overhead.py)."""
+WATCH_EVERY_S = 1.0
+"""How often every run's timeouts are checked (R3: each second)."""
+LOCK_RETRY_S = 5.0
+
+
+def limits_for(project: Project, backend: Backend | None) -> Limits:
+    mt = project.config.model_training
+    heartbeat = getattr(backend, "heartbeat_timeout_s", HEARTBEAT_TIMEOUT_S)
+    queue = backend.queue_timeout_s if isinstance(backend, AgentBackend) else None
+    return Limits(heartbeat, queue, mt.grace_seconds, mt.max_wall_seconds)
+
+
+class Dispatcher:
+    def __init__(self, project: Project, store: RunStore, agent_url: str | None) -> None:
+        self.project = project
+        self.store = store
+        self.agent_url = agent_url
+        """How a local agent reaches this server (set by ``potato start``)."""
+        self.lock_path = project.config.training_dir / "dispatcher.lock"
+        self._lock_fh: IO[str] | None = None
+        self._thread: threading.Thread | None = None
+        self._pid: int | None = None
+        self._stop = threading.Event()
+        self._agents: dict[str, subprocess.Popen[bytes]] = {}
+        self._last_watch = 0.0
+
+    def ensure_started(self) -> None:
+        """Start the thread in this process (idempotent; safe after a fork)."""
+        if self._pid == os.getpid() and self._thread is not None and self._thread.is_alive():
+            return
+        self._pid = os.getpid()
+        self._lock_fh = None  # a lock inherited over fork is not ours
+        self._agents = {}
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="potato-dispatcher", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread. Local agents go on: a restarted server takes their reports again."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._lock_fh is not None:
+            self._lock_fh.close()
+            self._lock_fh = None
+
+    def _try_lock(self) -> bool:
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fh = self.lock_path.open("a+")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            return False
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        self._lock_fh = fh
+        return True
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            if self._lock_fh is None:
+                if not self._try_lock():
+                    self._stop.wait(LOCK_RETRY_S)
+                    continue
+                log.info("dispatcher: this process (%s) starts and watches training runs", os.getpid())
+            try:
+                if time.monotonic() - self._last_watch >= WATCH_EVERY_S:
+                    self._last_watch = time.monotonic()
+                    self.watch()
+                started = self.run_next()
+            except Exception:  # the dispatcher must outlive any one broken run; the traceback is logged
+                log.exception("dispatcher: a run failed in an unexpected way")
+                started = False
+            if not started:
+                self._stop.wait(IDLE_POLL_S)
+
+    def run_next(self) -> bool:
+        """Start the oldest queued local run in a local agent; False when there is none to start."""
+        run = self.store.claim("local", f"local-{os.getpid()}", "this machine")
+        if run is None:
+            return False
+        recorder = RunRecorder(self.project, self.store, run)
+        if self.agent_url is None:
+            recorder.fail(Reason.ERROR, "This server was started without an address its local agent can use; "
+                          "start it with `potato start` (gunicorn) or `potato start --dev`.")
+            return True
+        try:
+            run, token = issue_run(self.project, self.store, run, "starting the agent",
+                                   f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
+                                   "backend local (this machine)")
+            proc = local.start_agent(self.agent_url, run.id, token, local_workdir(self.project),
+                                     self.store.run_dir(run.id))
+        except Exception as exc:  # any failure to start ends this run, not the dispatcher
+            log.exception("run %s could not start", run.id)
+            recorder.fail(Reason.ERROR, f"The run could not start: {exc}")
+            return True
+        self._agents[run.id] = proc
+        self.store.update(run.id, agent_pid=proc.pid)
+        return True
+
+    def _agent_alive(self, run: Run) -> bool | None:
+        if run.backend != "local":
+            return None
+        proc = self._agents.get(run.id)
+        if proc is not None:  # our own child: poll() also reaps it
+            return proc.poll() is None
+        return local.agent_alive(run.agent_pid, run.id) if run.agent_pid else None
+
+    def watch(self, now: float | None = None) -> None:
+        """Apply the watchdog's verdicts to every queued and active run."""
+        now = time.time() if now is None else now
+        backends = self.project.config.model_training.all_backends()
+        for run in self.store.in_states([RunState.QUEUED, *sorted(ACTIVE)]):
+            backend = backends.get(run.backend)
+            if backend is None and run.state is RunState.QUEUED:
+                RunRecorder(self.project, self.store, run).fail(
+                    Reason.ERROR, f"Backend '{run.backend}' is no longer in the config; start the run again on "
+                                  f"one of: {', '.join(backends)}.")
+                continue
+            verdict = judge(run, now, limits_for(self.project, backend), self._agent_alive(run))
+            if verdict is None:
+                continue
+            if verdict.action is Action.STOP:
+                RunRecorder(self.project, self.store, run).log.write(
+                    f"The run passed max_wall_seconds ({self.project.config.model_training.max_wall_seconds} s); "
+                    "telling its agent to stop the worker.")
+                self.store.request_cancel(run.id, Reason.TIMEOUT)
+            else:
+                RunRecorder(self.project, self.store, run).fail(verdict.reason, verdict.message)
+        for run_id, proc in list(self._agents.items()):
+            if proc.poll() is not None:
+                del self._agents[run_id]

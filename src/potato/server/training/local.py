@@ -1,0 +1,60 @@
+"""The local backend: the agent as a subprocess of the server, for one run (R1, R11).
+
+The agent is started in a session of its own, so it outlives a server restart: the worker goes
+on, the agent retries its reports until the server is back, and the run finishes (the local run
+and a remote one behave alike). The run's token reaches it on stdin, never on its command line.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import potato
+
+AGENT_OUT = "agent.out"
+
+
+def source_root() -> Path:
+    """The folder that holds the ``potato`` package, for the agent's PYTHONPATH."""
+    return Path(potato.__file__).resolve().parent.parent
+
+
+def agent_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment without Potato's secrets; our source first on PYTHONPATH."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if not k.startswith("POTATO_")}
+    paths = [str(source_root())] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def start_agent(server_url: str, run_id: str, token: str, workdir: Path, run_dir: Path,
+                python: str = sys.executable) -> subprocess.Popen[bytes]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    cmd = [python, "-m", "potato.training.agent", "--server", server_url, "--backend", "local",
+           "--run", run_id, "--token-stdin", "--workdir", str(workdir)]
+    with (run_dir / AGENT_OUT).open("ab") as out:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, cwd=str(workdir),
+                                env=agent_env(), start_new_session=True)
+    stdin = proc.stdin
+    if stdin is not None:  # always, with stdin=PIPE
+        stdin.write(token.encode("ascii") + b"\n")
+        stdin.close()
+    return proc
+
+
+def agent_alive(pid: int | None, run_id: str) -> bool | None:
+    """Whether the local agent for ``run_id`` still runs; None when no pid is known.
+
+    The command line is checked, so a recycled pid never counts as our agent.
+    """
+    if not pid:
+        return None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"potato.training.agent" in cmdline and run_id.encode() in cmdline

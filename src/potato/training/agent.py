@@ -1,0 +1,535 @@
+"""The training agent: ``python -m potato.training.agent`` (also ``potato training agent``).
+
+Remote-safe: standard library only, Python 3.8. It turns a job into a worker process and the
+worker's files into protocol calls, the same way wherever it runs:
+
+- polling (R32-R38): ``--server URL --backend NAME`` with the backend's token in
+  ``POTATO_TRAINING_TOKEN`` or ``--token-file``. It asks the server for work (a long poll), runs
+  each job and waits again. It opens every connection itself and never listens on a port.
+- one run (local, ssh, slurm backends): ``--run RUN_ID --token-stdin``; the server started it for
+  that run and wrote the run's token to its stdin, so the token is on no command line.
+
+A job: download the bundle (``Range`` resume, sha256 checked), extract it safely, run the worker
+under :class:`~potato.training.supervise.Supervisor`, stream events (the reply carries a cancel),
+upload ``predictions.jsonl``, report the result. Network trouble is retried with backoff and
+jitter and never ends the agent; only a rejected token does. After ``--give-up-after`` seconds
+(300) without reaching the server during a run, the agent stops the worker itself (R38).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import signal
+import socket
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import potato
+from potato.training.archive import UnsafeArchive, extract_archive
+from potato.training.gpus import query_gpus
+from potato.training.protocol import (
+    BundleCorrupt,
+    Client,
+    Forbidden,
+    ProtocolError,
+    RunEnded,
+    TokenRejected,
+    TooLarge,
+    Unreachable,
+    backoff_delay,
+)
+from potato.training.results import Reason
+from potato.training.supervise import Ending, Stop, StopRequest, Supervisor, WorkerProcess
+
+TOKEN_ENV = "POTATO_TRAINING_TOKEN"
+WORKDIR = "~/.cache/potato-training"
+"""Where jobs (bundle, worker files, model files) live unless ``--workdir`` says otherwise (R33)."""
+POLL_WAIT_S = 25.0
+"""How long one ``jobs/next`` may wait on the server for a job (a long poll)."""
+GIVE_UP_S = 300.0
+"""Seconds without reaching the server after which a running job is stopped (R38)."""
+HEARTBEAT_S = 2.0
+"""A running job reports at least this often, events or not: it is also how a cancel arrives."""
+FLUSH_S = 0.25
+"""Events wait at most this long to be sent together."""
+MAX_BATCH = 500
+"""Events per report; a backlog after an outage goes in several reports."""
+
+EXIT_TOKEN = 3
+EXIT_INTERRUPTED = 130
+NOT_STARTED: Optional[int] = None
+"""The ``exit_code`` reported for a job whose worker never started."""
+
+
+class AgentError(Exception):
+    """The agent cannot go on; the message says why and what to do."""
+
+    exit_code = 1
+
+
+class TokenError(AgentError):
+    """No token, or the server rejects it (unknown, or replaced by registering again)."""
+
+    exit_code = EXIT_TOKEN
+
+
+class Console:
+    """Plain lines for whoever watches the agent, also kept to send to the server (``agent.log``)."""
+
+    def __init__(self, out: Any = None, clock: Callable[[], float] = time.time) -> None:
+        self.out = out or sys.stdout
+        self.clock = clock
+        self.pending: List[str] = []
+        self.tty = bool(getattr(self.out, "isatty", lambda: False)())
+        self._bar = False
+
+    def say(self, text: str) -> None:
+        stamp = time.strftime("%H:%M:%S", time.localtime(self.clock()))
+        line = f"{stamp} {text}"
+        if self._bar:
+            self.out.write("\n")
+            self._bar = False
+        self.out.write(line + "\n")
+        self.out.flush()
+        self.pending.append(line)
+        del self.pending[:-1000]
+
+    def progress(self, label: str, done: int, total: int) -> None:
+        """A progress bar when stdout is a terminal; nothing in a log file."""
+        if not self.tty or total <= 0:
+            return
+        width = 30
+        filled = int(width * done / total)
+        self.out.write(f"\r  {label} [{'#' * filled}{'.' * (width - filled)}] "
+                       f"{done / 1e6:.1f} of {total / 1e6:.1f} MB")
+        self.out.flush()
+        self._bar = done < total
+        if done >= total:
+            self.out.write("\n")
+            self.out.flush()
+
+    def take(self) -> List[str]:
+        lines, self.pending = self.pending, []
+        return lines
+
+    def give_back(self, lines: List[str]) -> None:
+        self.pending[:0] = lines
+
+
+class Reporter:
+    """The Supervisor's ``report``: sends the worker's events (and the agent's own lines) to the
+    server at a steady cadence and turns the replies into stop requests.
+
+    Numbered events (``seq``) make a resend after a lost reply harmless: the server skips what it
+    already has, so a server restart mid-run loses and doubles nothing.
+    """
+
+    def __init__(self, client: Client, run_id: str, console: Console, give_up_after_s: float = GIVE_UP_S,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.console = console
+        self.give_up_after_s = give_up_after_s
+        self.clock = clock
+        self.seq = 0
+        self.pending: List[Dict[str, Any]] = []
+        self.last_post = 0.0
+        self.last_contact = clock()
+        self.next_try = 0.0
+        self.failures = 0
+        self.stop: Optional[StopRequest] = None
+        """What the server (or the agent's operator) asked for; stays set once set."""
+        self.ended = False
+        """The server no longer takes reports for this run (it ended there)."""
+
+    def add(self, event: Dict[str, Any]) -> None:
+        self.pending.append(event)
+
+    def request_stop(self, request: StopRequest) -> None:
+        if self.stop is None:
+            self.stop = request
+
+    def __call__(self, events: List[Dict[str, Any]]) -> Optional[StopRequest]:
+        self.pending.extend(events)
+        now = self.clock()
+        due = now - self.last_post >= (FLUSH_S if self.pending else HEARTBEAT_S)
+        if due and now >= self.next_try and not self.ended:
+            self.flush_once()
+        if self.stop is None and now - self.last_contact > self.give_up_after_s:
+            self.stop = StopRequest(
+                Reason.AGENT_LOST,
+                f"The agent could not reach the server for {self.give_up_after_s:g} s and stopped the run itself; "
+                "start the run again once the server is reachable.")
+            self.console.say(self.stop.message)
+        return self.stop
+
+    def flush_once(self) -> bool:
+        """One report; True when the server took it (or will never take one again)."""
+        now = self.clock()
+        self.last_post = now
+        batch = self.pending[:MAX_BATCH]
+        lines = self.console.take()
+        try:
+            reply = self.client.events(self.run_id, self.seq, batch, lines)
+        except Unreachable as exc:
+            self.console.give_back(lines)
+            if self.failures == 0:
+                self.console.say(f"cannot reach the server ({exc}); the worker goes on, retrying")
+            self.next_try = now + backoff_delay(self.failures, base=1.0, cap=15.0)
+            self.failures += 1
+            return False
+        except (RunEnded, Forbidden, TokenRejected) as exc:
+            self.ended = True
+            self.request_stop(StopRequest(Reason.CANCELLED, f"The server no longer takes this run: {exc}"))
+            self.console.say(f"the server no longer takes reports for run {self.run_id}: {exc}")
+            return True
+        except ProtocolError as exc:
+            # A report the server refuses as malformed would be refused again: drop it, say so.
+            self.console.say(f"the server refused a report ({exc.status}: {exc}); dropping {len(batch)} events")
+            reply = {}
+        if self.failures:
+            self.console.say("reached the server again")
+        self.failures = 0
+        self.last_contact = self.clock()
+        self.seq += len(batch)
+        del self.pending[:len(batch)]
+        if reply.get("cancel"):
+            try:
+                reason = Reason(reply.get("reason") or "cancelled")
+            except ValueError:
+                reason = Reason.CANCELLED
+            message = str(reply.get("message") or "Cancelled by an admin.")
+            if self.stop is None:
+                self.console.say(f"the server asks to stop run {self.run_id}: {message}")
+            self.request_stop(StopRequest(reason, message))
+        return True
+
+    def drain(self, sleep: Callable[[float], None] = time.sleep) -> bool:
+        """Send everything still pending, retrying until the give-up time; True when all went."""
+        while (self.pending or self.console.pending) and not self.ended:
+            if self.clock() - self.last_contact > self.give_up_after_s:
+                return False
+            wait = self.next_try - self.clock()
+            if wait > 0:
+                sleep(min(wait, 1.0))
+                continue
+            self.flush_once()
+        return not self.pending
+
+
+def machine_info(agent_id: str, python: str, workdir: Path) -> Dict[str, Any]:
+    """What the training page shows for this agent (host, Python, GPUs)."""
+    return {
+        "id": agent_id,
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "worker_python": python,
+        "platform": platform.platform(terse=True),
+        "version": potato.__version__,
+        "workdir": str(workdir),
+        "gpus": [gpu.to_json() for gpu in query_gpus()],
+    }
+
+
+class Agent:
+    def __init__(self, client: Client, backend: str, workdir: Path, python: str = sys.executable,
+                 keep: bool = False, give_up_after_s: float = GIVE_UP_S, poll_wait_s: float = POLL_WAIT_S,
+                 console: Optional[Console] = None, clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.client = client
+        self.backend = backend
+        self.workdir = workdir
+        self.python = python
+        self.keep = keep
+        self.give_up_after_s = give_up_after_s
+        self.poll_wait_s = poll_wait_s
+        self.console = console or Console()
+        self.clock = clock
+        self.sleep = sleep
+        self.id = uuid.uuid4().hex[:12]
+        self.host = socket.gethostname()
+        self.busy = False
+        self.reporter: Optional[Reporter] = None
+        self.worker: Optional[WorkerProcess] = None
+        self.stopping = False
+
+    # -- polling ---------------------------------------------------------------------------------
+
+    def serve(self, once: bool = False) -> int:
+        """Ask for jobs and run them until stopped (or after one job with ``once``)."""
+        info = machine_info(self.id, self.python, self.workdir)
+        gpus = ", ".join(f"{g['index']}: {g['name']}" for g in info["gpus"]) or "no GPU"
+        self.console.say(f"agent {self.id} on {self.host} (Python {info['python']}, {gpus}), workdir {self.workdir}")
+        self.console.say(f"waiting for jobs on {self.backend} at {self.client.endpoint.url}")
+        failures = 0
+        while not self.stopping:
+            try:
+                job, retry_after = self.client.next_job(self.backend, info, self.poll_wait_s)
+            except TokenRejected as exc:
+                raise TokenError(str(exc)) from None
+            except Unreachable as exc:
+                delay = backoff_delay(failures, base=1.0, cap=30.0)
+                if failures == 0 or failures % 10 == 0:
+                    self.console.say(f"cannot reach the server ({exc}); trying again in {delay:.0f} s")
+                failures += 1
+                self.sleep(delay)
+                continue
+            except ProtocolError as exc:
+                raise AgentError(f"the server refused this agent: {exc}") from None
+            if failures:
+                self.console.say(f"reached the server again; waiting for jobs on {self.backend}")
+            failures = 0
+            if job is None:
+                if retry_after:
+                    self.sleep(retry_after)
+                continue
+            self.run_job(job, Client(self.client.endpoint.url, str(job["run_token"]), self.client.timeout))
+            if once or self.stopping:
+                break
+            self.console.say(f"waiting for jobs on {self.backend} at {self.client.endpoint.url}")
+        return 0
+
+    def run_one(self, run_id: str) -> int:
+        """Run the one job the server started this agent for (the client holds its run token)."""
+        failures = 0
+        started = self.clock()
+        while True:
+            try:
+                job = self.client.job(run_id)
+                break
+            except Unreachable as exc:
+                if self.clock() - started > self.give_up_after_s:
+                    raise AgentError(f"could not reach the server for {self.give_up_after_s:g} s: {exc}") from None
+                failures += 1
+                self.sleep(backoff_delay(failures, base=0.5, cap=10.0))
+            except ProtocolError as exc:
+                raise AgentError(f"the server has no job for run {run_id}: {exc}") from None
+        self.run_job(job, self.client)
+        return 0
+
+    # -- one job ---------------------------------------------------------------------------------
+
+    def run_job(self, job: Dict[str, Any], client: Client) -> None:
+        run_id = str(job["run_id"])
+        job_dir = self.workdir / "jobs" / run_id
+        job_dir.mkdir(parents=True, exist_ok=True)
+        reporter = Reporter(client, run_id, self.console, self.give_up_after_s, self.clock)
+        self.reporter = reporter
+        self.busy = True
+        say = self.console.say
+        try:
+            say(f"run {run_id}: {job.get('trainer')} on {', '.join(job.get('schemas') or [])}")
+            ending = self._prepare_and_run(job, client, job_dir, reporter)
+            self._finish(job, client, job_dir, reporter, ending)
+        finally:
+            self.busy = False
+            self.reporter = None
+            self.worker = None
+            if not self.keep:
+                shutil.rmtree(job_dir / "bundle", ignore_errors=True)
+                for name in ("bundle.tar.gz", "bundle.tar.gz.part"):
+                    try:
+                        (job_dir / name).unlink()
+                    except FileNotFoundError:
+                        pass
+
+    def _prepare_and_run(self, job: Dict[str, Any], client: Client, job_dir: Path, reporter: Reporter) -> Ending:
+        run_id = str(job["run_id"])
+        bundle = job.get("bundle") or {}
+        size, sha = int(bundle.get("size") or 0), str(bundle.get("sha256") or "")
+        reporter.add({"type": "step", "text": f"downloading the bundle on {self.host}"})
+        reporter([])
+        self.console.say(f"run {run_id}: downloading the bundle ({size / 1e6:.1f} MB)")
+        last_beat = [self.clock()]
+
+        def progress(done: int, total: int) -> None:
+            self.console.progress("bundle", done, total)
+            if self.clock() - last_beat[0] >= HEARTBEAT_S:  # a long download still says it is alive
+                last_beat[0] = self.clock()
+                reporter([])
+
+        archive = job_dir / "bundle.tar.gz"
+        try:
+            if not archive.exists():
+                client.download_bundle(run_id, archive, size, sha, progress, self.console.say, self.sleep)
+            extract_archive(archive, job_dir / "bundle")
+        except (Unreachable, BundleCorrupt, UnsafeArchive, ProtocolError, OSError) as exc:
+            message = f"The agent on {self.host} could not get the run's bundle: {exc}"
+            self.console.say(message)
+            return Ending(NOT_STARTED, None, _stop(Reason.ERROR, message))
+        if reporter.stop is not None:
+            return Ending(NOT_STARTED, None, _stop(reporter.stop.reason, reporter.stop.message))
+        self.console.say(f"run {run_id}: starting the worker ({self.python})")
+        reporter.add({"type": "step", "text": f"starting the worker on {self.host}"})
+        try:
+            self.worker = WorkerProcess.start(job_dir, self.python, job.get("num_threads"))
+        except OSError as exc:
+            message = f"The worker could not start on {self.host} with {self.python}: {exc}"
+            self.console.say(message)
+            return Ending(NOT_STARTED, None, _stop(Reason.ERROR, message))
+
+        def note(text: str) -> None:  # how a stop went belongs in the run's own log too
+            self.console.say(text)
+            reporter.add({"type": "log", "text": text})
+
+        supervisor = Supervisor(self.worker, reporter, float(job.get("grace_seconds") or 20),
+                                job.get("max_wall_seconds"), say=note, clock=self.clock, sleep=self.sleep)
+        return supervisor.run()
+
+    def _finish(self, job: Dict[str, Any], client: Client, job_dir: Path, reporter: Reporter,
+                ending: Ending) -> None:
+        run_id = str(job["run_id"])
+        reporter.drain(self.sleep)
+        report: Dict[str, Any] = {
+            "exit_code": ending.exit_code,
+            "result": ending.result,
+            "stop": ending.stop.to_json() if ending.stop else None,
+            "artifact_uri": f"{self.host}:{job_dir / 'artifacts'}" if (job_dir / "artifacts").is_dir() else None,
+            "agent": self.id,
+        }
+        predictions = job_dir / "predictions.jsonl"
+        if ending.stop is None and ending.exit_code == 0 and predictions.exists():
+            size = predictions.stat().st_size
+            self.console.say(f"run {run_id}: uploading predictions ({size / 1e6:.1f} MB)")
+            if not self._retry(lambda: client.put_predictions(run_id, predictions), "uploading predictions"):
+                return
+        status = "cancelled" if ending.stop and ending.stop.reason is Reason.CANCELLED else (
+            "failed" if ending.stop or ending.exit_code != 0 else "succeeded")
+        report["log"] = self.console.take()
+        if self._retry(lambda: client.result(run_id, report), "reporting the result"):
+            self.console.say(f"run {run_id}: {status}" + (f" ({ending.stop.message})" if ending.stop else ""))
+            if report["artifact_uri"]:
+                self.console.say(f"run {run_id}: model files in {job_dir / 'artifacts'}")
+
+    def _retry(self, call: Callable[[], Any], what: str) -> bool:
+        """Retry ``call`` through network trouble until the give-up time; False if it never went."""
+        started, failures = self.clock(), 0
+        while True:
+            try:
+                call()
+                return True
+            except TooLarge as exc:
+                self.console.say(f"the server refused the upload: {exc}")
+                return False
+            except (RunEnded, Forbidden, TokenRejected) as exc:
+                self.console.say(f"the server no longer takes this run ({what}): {exc}")
+                return False
+            except ProtocolError as exc:
+                self.console.say(f"the server refused {what}: {exc}")
+                return False
+            except Unreachable as exc:
+                if self.clock() - started > self.give_up_after_s:
+                    self.console.say(f"gave up {what} after {self.give_up_after_s:g} s: {exc}")
+                    return False
+                if failures == 0:
+                    self.console.say(f"cannot reach the server while {what} ({exc}); retrying")
+                self.sleep(backoff_delay(failures, base=1.0, cap=15.0))
+                failures += 1
+
+    # -- Ctrl-C ----------------------------------------------------------------------------------
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        """First Ctrl-C (or SIGTERM): a warm stop (finish the upload, or stop the worker and report
+        it cancelled). Second: out at once, taking the worker down with the agent."""
+        if self.stopping:
+            worker = self.worker
+            if worker is not None:
+                worker.kill()
+            self.console.say("stopped at once")
+            os._exit(EXIT_INTERRUPTED)
+        self.stopping = True
+        if not self.busy:
+            raise Interrupted()
+        self.console.say("stopping after this run's report; press Ctrl-C again to exit at once")
+        if self.reporter is not None:
+            self.reporter.request_stop(StopRequest(Reason.CANCELLED, f"Stopped on the training machine ({self.host})."))
+
+
+class Interrupted(BaseException):
+    """Ctrl-C while idle. A ``BaseException`` so that no ``except Exception`` on the way out of a
+    blocking long poll swallows it."""
+
+
+def _stop(reason: Reason, message: str) -> Stop:
+    """A stop that needs no SIGKILL: nothing was started."""
+    return Stop(reason, message, 0.0)
+
+
+def read_token(args: argparse.Namespace, stdin: Any = None) -> str:
+    if args.token_stdin:
+        token = (stdin or sys.stdin).readline().strip()
+        source = "stdin"
+    elif args.token_file:
+        try:
+            token = Path(args.token_file).expanduser().read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise AgentError(f"cannot read --token-file {args.token_file}: {exc.strerror}") from None
+        source = f"--token-file {args.token_file}"
+    else:
+        token = os.environ.get(TOKEN_ENV, "").strip()
+        source = TOKEN_ENV
+    if not token:
+        raise TokenError(
+            f"no token in {source}. On the server run `potato training register {args.backend} config.yaml`, then "
+            f"on this machine `export {TOKEN_ENV}=<token>` (or save it to a file and pass --token-file FILE).")
+    return token
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="potato training agent",
+        description="Run training jobs for one backend on this machine. The agent connects to the server "
+                    "itself (no inbound port); the backend's token comes from POTATO_TRAINING_TOKEN or --token-file.")
+    p.add_argument("--server", required=True, help="the annotation server, e.g. https://annotate.example.org")
+    p.add_argument("--backend", required=True, help="the agent backend's name in the server's config")
+    p.add_argument("--token-file", help="read the token from this file instead of POTATO_TRAINING_TOKEN")
+    p.add_argument("--python", default=sys.executable,
+                   help="interpreter that runs the worker (default: the agent's own)")
+    p.add_argument("--once", action="store_true", help="exit after one job")
+    p.add_argument("--workdir", default=WORKDIR, help=f"folder for jobs and model files (default {WORKDIR})")
+    p.add_argument("--keep", action="store_true", help="keep each job's bundle after the run")
+    p.add_argument("--give-up-after", type=float, default=GIVE_UP_S, metavar="SECONDS",
+                   help="stop a running job after this long without reaching the server (default 300)")
+    p.add_argument("--run", help=argparse.SUPPRESS)
+    p.add_argument("--token-stdin", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--poll-wait", type=float, default=POLL_WAIT_S, help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    console = Console()
+    try:
+        token = read_token(args)
+        client = Client(args.server, token)
+        python = shutil.which(args.python) or args.python
+        if not os.path.exists(python):
+            raise AgentError(f"{args.python} was not found on {socket.gethostname()}; pass --python with the "
+                             "interpreter that has the trainer's packages")
+        workdir = Path(args.workdir).expanduser().resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+        agent = Agent(client, args.backend, workdir, python, args.keep, args.give_up_after, args.poll_wait, console)
+        signal.signal(signal.SIGINT, agent.on_signal)
+        signal.signal(signal.SIGTERM, agent.on_signal)
+        if args.run:
+            return agent.run_one(args.run)
+        return agent.serve(once=args.once)
+    except ValueError as exc:  # a malformed --server address
+        console.say(f"error: {exc}")
+        return 2
+    except AgentError as exc:
+        console.say(f"error: {exc}")
+        return exc.exit_code
+    except Interrupted:
+        console.say("stopped")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

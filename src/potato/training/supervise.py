@@ -1,0 +1,203 @@
+"""The one loop that runs a worker: start it, follow its events, stop it on a cancel or a limit.
+
+Remote-safe: standard library only, Python 3.8. The agent is the only caller, wherever it runs
+(the server's own machine for the local backend, an ssh host, a machine behind NAT), so a worker
+is started, followed and stopped by exactly this code everywhere.
+
+The decisions are pure functions of the clock (:func:`check_limits`); the loop in
+:class:`Supervisor` only applies them. Stopping is warm, then cold: SIGTERM to the
+worker's whole process group, SIGKILL once ``grace_seconds`` have passed (R22).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from potato.training.jobfiles import EventFollower, read_exit_code, read_json
+from potato.training.results import Reason
+
+Clock = Callable[[], float]
+POLL_S = 0.2
+"""How often the loop looks at the worker's files and process."""
+
+PID_FILE = "worker.pid"
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+@dataclass
+class Stop:
+    """Why the worker is being stopped, and when the cold stop (SIGKILL) is due."""
+
+    reason: Reason
+    message: str
+    kill_at: float
+
+    def to_json(self) -> Dict[str, str]:
+        return {"reason": self.reason.value, "message": self.message}
+
+
+@dataclass
+class StopRequest:
+    """Someone asks the worker to stop: the server (cancel, wall limit), the agent's operator
+    (Ctrl-C) or the agent itself (the server out of reach for too long)."""
+
+    reason: Reason
+    message: str
+
+
+def wall_limit_message(max_wall_seconds: int) -> str:
+    return (f"The run passed max_wall_seconds ({max_wall_seconds} s) and was stopped; "
+            "raise model_training.max_wall_seconds or train on fewer items.")
+
+
+def check_limits(started_at: Optional[float], now: float, max_wall_seconds: Optional[int],
+                 grace_seconds: float, request: Optional[StopRequest]) -> Optional[Stop]:
+    """A Stop when the worker must stop now: someone asked, or it passed max_wall_seconds (R3)."""
+    if request is not None:
+        return Stop(request.reason, request.message, now + grace_seconds)
+    if max_wall_seconds and started_at is not None and now - started_at > max_wall_seconds:
+        return Stop(Reason.TIMEOUT, wall_limit_message(max_wall_seconds), now + grace_seconds)
+    return None
+
+
+def worker_env(num_threads: Optional[int], base: Optional[Mapping[str, str]] = None,
+               extra_paths: Optional[List[str]] = None) -> Dict[str, str]:
+    """The worker's environment: our code first on PYTHONPATH, thread caps when configured (R16),
+    and none of Potato's own secrets (the agent's token, the server's admin key)."""
+    env = dict(os.environ if base is None else base)
+    paths = list(extra_paths or []) + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if num_threads:
+        for name in THREAD_VARIABLES:
+            env[name] = str(num_threads)
+    for name in list(env):
+        if name.startswith("POTATO_"):
+            del env[name]
+    return env
+
+
+def code_root() -> str:
+    """The folder holding the ``potato`` package this agent runs from: the worker imports the
+    same code, whether it is an installed Potato or a pushed copy under ``remote_dir/code``."""
+    import potato
+
+    return str(Path(potato.__file__).resolve().parent.parent)
+
+
+class WorkerProcess:
+    """The worker as a subprocess in its own process group (a session of its own), so that a
+    Ctrl-C at the agent's terminal does not reach it and a stop reaches its children too."""
+
+    def __init__(self, job_dir: Path, proc: "subprocess.Popen[bytes]") -> None:
+        self.job_dir = job_dir
+        self.proc = proc
+
+    @classmethod
+    def start(cls, job_dir: Path, python: str = sys.executable, num_threads: Optional[int] = None) -> "WorkerProcess":
+        out = open(str(job_dir / "worker.out"), "ab")
+        try:
+            proc = subprocess.Popen(
+                [python, "-m", "potato.training.worker", str(job_dir)],
+                cwd=str(job_dir),
+                env=worker_env(num_threads, extra_paths=[code_root()]),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            out.close()
+        (job_dir / PID_FILE).write_text(str(proc.pid))
+        return cls(job_dir, proc)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def poll(self) -> Optional[int]:
+        return self.proc.poll()
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass  # already gone: nothing left to stop
+
+    def terminate(self) -> None:
+        """Warm stop: the worker saves what it can and exits 143."""
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """Cold stop, for a worker that ignored SIGTERM for ``grace_seconds``."""
+        self._signal(signal.SIGKILL)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass  # unkillable (D state): poll() keeps saying so and the loop still ends it
+
+
+@dataclass
+class Ending:
+    """How a worker ended: its own exit_code file when it wrote one, its result, and the Stop
+    that ended it, if any."""
+
+    exit_code: Optional[int]
+    result: Optional[Dict[str, Any]]
+    stop: Optional[Stop]
+
+
+Report = Callable[[List[Dict[str, Any]]], Optional[StopRequest]]
+"""Takes the events the worker wrote since the last call (often none) and answers whether the
+worker must stop. The agent's reporter sends them to the server at its own cadence."""
+
+
+class Supervisor:
+    """Follows one worker until it ends, forwarding its events and applying stops."""
+
+    def __init__(self, worker: WorkerProcess, report: Report, grace_seconds: float,
+                 max_wall_seconds: Optional[int] = None, say: Callable[[str], None] = lambda text: None,
+                 clock: Clock = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.worker = worker
+        self.report = report
+        self.grace_seconds = grace_seconds
+        self.max_wall_seconds = max_wall_seconds
+        self.say = say
+        self.clock = clock
+        self.sleep = sleep
+        self.follower = EventFollower(worker.job_dir / "events.jsonl")
+        self.stop: Optional[Stop] = None
+
+    def run(self) -> Ending:
+        started = self.clock()
+        while True:
+            request = self.report(self.follower.read_new())
+            code = self.worker.poll()
+            if code is not None:
+                self.report(self.follower.read_new())
+                break
+            now = self.clock()
+            if self.stop is None:
+                self.stop = check_limits(started, now, self.max_wall_seconds, self.grace_seconds, request)
+                if self.stop is not None:
+                    self.say(f"{self.stop.message} Sending SIGTERM to the worker; SIGKILL in "
+                             f"{self.grace_seconds:g} s if it does not stop.")
+                    self.worker.terminate()
+            elif now >= self.stop.kill_at:
+                self.say("The worker did not stop after SIGTERM; sending SIGKILL.")
+                self.worker.kill()
+                self.stop.kill_at = float("inf")
+            self.sleep(POLL_S)
+        job_dir = self.worker.job_dir
+        exit_code = read_exit_code(job_dir)
+        return Ending(code if exit_code is None else exit_code, read_json(job_dir / "result.json"), self.stop)

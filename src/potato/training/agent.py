@@ -401,6 +401,7 @@ class Agent:
                 return
         status = "cancelled" if ending.stop and ending.stop.reason is Reason.CANCELLED else (
             "failed" if ending.stop or ending.exit_code != 0 else "succeeded")
+        self.console.say(f"run {run_id}: reporting the result ({status})")
         report["log"] = self.console.take()
         if self._retry(lambda: client.result(run_id, report), "reporting the result"):
             self.console.say(f"run {run_id}: {status}" + (f" ({ending.stop.message})" if ending.stop else ""))

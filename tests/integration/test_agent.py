@@ -1,0 +1,420 @@
+"""The agent backend end to end: a real server under gunicorn, real agents as separate processes
+(R22, R23, R32-R38, E6, E10). Long constants (the agent's 300 s give-up, the 120 s heartbeat)
+are set per test through the config or the agent's own option, never by changing a default."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator
+
+import pytest
+import requests
+
+from potato.training.protocol import Client, Forbidden, TooLarge
+from tests.agents import AgentProcess, Proxy, register
+from tests.conftest import ADMIN_KEY
+from tests.integration.test_training_local import TERMINAL, label_all, start, wait
+from tests.servers import ServerProcess
+
+pytestmark = pytest.mark.integration
+H = {"X-API-Key": ADMIN_KEY}
+
+
+def agent_config(**lab: Any) -> Dict[str, Any]:
+    backend: Dict[str, Any] = {"type": "agent", "description": "lab workstation"}
+    backend.update(lab)
+    return {"model_training": {
+        "enabled": True,
+        "grace_seconds": 2,
+        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
+        "backends": {"lab": backend},
+    }}
+
+
+class Setup:
+    def __init__(self, config_path: Path, server: ServerProcess, token: str, register_output: str) -> None:
+        self.config_path = config_path
+        self.server = server
+        self.token = token
+        self.register_output = register_output
+        self.agents: list[AgentProcess] = []
+        self.proxies: list[Proxy] = []
+
+    @property
+    def root(self) -> Path:
+        return self.config_path.parent
+
+    def agent(self, *extra: str, url: str | None = None, name: str = "agent", token: str | None = None) -> AgentProcess:
+        proc = AgentProcess(url or self.server.url, "lab", token or self.token, self.root / name, *extra)
+        self.agents.append(proc)
+        return proc
+
+    def proxy(self) -> Proxy:
+        proxy = Proxy(self.server.port)
+        self.proxies.append(proxy)
+        return proxy
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.root / "annotation_output" / "training" / "runs" / run_id
+
+    def close(self) -> None:
+        for agent in self.agents:
+            agent.stop()
+        for proxy in self.proxies:
+            proxy.close()
+        self.server.stop()
+
+
+@pytest.fixture
+def make_setup(make_project: Callable[..., Path]) -> Iterator[Callable[..., Setup]]:
+    made: list[Setup] = []
+
+    def _make(n_items: int = 40, **lab: Any) -> Setup:
+        config_path = make_project(n_items, **agent_config(**lab))
+        output, token = register(config_path, "lab")
+        setup = Setup(config_path, ServerProcess(config_path).start(), token, output)
+        made.append(setup)
+        return setup
+
+    yield _make
+    for setup in made:
+        setup.close()
+
+
+def worker_pids() -> list[int]:
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"potato.training.worker" in cmdline.read_bytes().split(b"\0"):
+                pids.append(int(cmdline.parent.name))
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def test_register_prints_the_token_once_with_the_commands_to_run(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup()
+    lines = s.register_output.splitlines()
+    assert lines[0] == "Token for backend 'lab' (shown once; registering again replaces it):"
+    assert lines[1] == s.token and len(s.token) >= 40
+    assert lines[2] == "On the training machine:"
+    assert lines[3].strip() == f"export POTATO_TRAINING_TOKEN={s.token}"
+    assert lines[4].strip().startswith("potato training agent --server http://")
+    assert lines[4].strip().endswith(":8000 --backend lab")
+
+
+def test_a_run_on_an_agent_scores_writes_back_and_keeps_its_model_there(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup()
+    label_all(s.server, 30)
+    agent = s.agent()
+    agent.wait_for(f"waiting for jobs on lab at {s.server.url}")
+    run = start(s.server, trainer="sklearn-text-classification", schemas=["sentiment"], backend="lab")
+    done = wait(s.server, run["id"], TERMINAL, timeout=90)
+    assert done["state"] == "succeeded", (done, agent.output())
+    assert 0.0 <= done["metrics"]["holdout_accuracy"] <= 1.0 and done["metrics"]["n_holdout"] >= 1
+    # The model stays on the training machine; the run says where (host and folder).
+    host, _, folder = done["artifact_uri"].partition(":")
+    assert host == socket.gethostname()
+    assert Path(folder) == s.root / "agent" / "jobs" / run["id"] / "artifacts"
+    assert (Path(folder) / "labels.json").exists()
+    assert not (s.run_dir(run["id"]) / "artifacts").exists()
+    assert not (s.root / "agent" / "jobs" / run["id"] / "bundle").exists()  # no --keep
+    # Predictions came back and were written back as suggestions.
+    export = requests.get(f"{s.server.url}/admin/training/api/runs/{run['id']}/suggestions", headers=H).json()
+    assert export["count"] == 40
+    assert "Writeback:" in done["log_tail"]
+    # The agent said what it did in plain lines, and the run keeps them in agent.log.
+    out = agent.output()
+    assert f"run {run['id']}: downloading the bundle" in out and f"run {run['id']}: succeeded" in out
+    assert f"run {run['id']}: reporting the result (succeeded)" in (s.run_dir(run["id"]) / "agent.log").read_text()
+    # The page's agent list: connected, with host, Python and the run it executed.
+    agents = requests.get(f"{s.server.url}/admin/training/api/agents", headers=H).json()["agents"]
+    assert agents[0]["backend"] == "lab" and agents[0]["connected"] is True
+    assert agents[0]["agent"]["host"] == socket.gethostname() and agents[0]["agent"]["python"]
+    assert agents[0]["agent"]["gpus"] == []
+
+
+def test_hf_text_classification_runs_on_an_agent(make_setup: Callable[..., Setup], tmp_path: Path) -> None:
+    from tests.unit.training.tinybert import build_tiny_bert
+
+    s = make_setup()
+    label_all(s.server, 40)
+    texts = [item["text"] for item in json.loads((s.root / "data" / "reviews.json").read_text())]
+    bert = build_tiny_bert(tmp_path / "bert", texts)
+    s.agent()
+    run = start(s.server, trainer="hf-text-classification", schemas=["sentiment"], backend="lab",
+                params={"base_model": str(bert), "epochs": 2, "batch_size": 16, "max_length": 32})
+    done = wait(s.server, run["id"], TERMINAL, timeout=240)
+    assert done["state"] == "succeeded", done
+    assert done["device"] == "cpu" and "holdout_accuracy" in done["metrics"]
+    events = requests.get(f"{s.server.url}/admin/training/api/runs/{run['id']}/events", headers=H).json()["events"]
+    assert any(e.get("type") == "progress" and "loss" in e for e in events)  # the page's loss chart
+
+
+def test_a_run_waits_queued_until_an_agent_polls(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup()
+    label_all(s.server, 10)
+    run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab")
+    time.sleep(1.5)
+    assert requests.get(f"{s.server.url}/admin/training/api/runs/{run['id']}", headers=H).json()["state"] == "queued"
+    s.agent("--once")
+    assert wait(s.server, run["id"], TERMINAL, timeout=60)["state"] == "succeeded"
+
+
+def test_queue_timeout_says_no_agent_polled_and_how_to_start_one(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup(queue_timeout_s=2)
+    label_all(s.server, 10)
+    run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab")
+    done = wait(s.server, run["id"], TERMINAL, timeout=30)
+    assert done["state"] == "failed" and done["reason"] == "queue_timeout"
+    assert "No agent asked for work on backend 'lab' for 2 seconds" in done["message"]
+    assert "potato training agent --server" in done["message"] and "--backend lab" in done["message"]
+
+
+def test_cancel_reaches_the_agent_and_a_worker_ignoring_term_is_killed(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup()
+    label_all(s.server, 10)
+    agent = s.agent()
+    run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab",
+                params={"sleep_s": 60, "ignore_term": True})
+    wait_until(lambda: bool(worker_pids()), what="the worker")
+    agent.wait_for("starting the worker")
+    time.sleep(1.0)  # the worker is inside fit, ignoring SIGTERM
+    r = requests.post(f"{s.server.url}/admin/training/api/runs/{run['id']}/cancel", headers=H)
+    assert r.status_code == 202
+    done = wait(s.server, run["id"], TERMINAL, timeout=30)
+    assert done["state"] == "cancelled" and done["reason"] == "cancelled"
+    log = requests.get(f"{s.server.url}/admin/training/api/runs/{run['id']}/log", headers=H).text
+    assert "sending SIGKILL" in log
+    wait_until(lambda: not worker_pids(), what="the worker to be gone")
+    agent.wait_for(f"waiting for jobs on lab at {s.server.url}")  # and it waits for the next job
+
+
+def test_heartbeat_timeout_fails_a_run_whose_agent_went_silent(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup(heartbeat_timeout_s=3)
+    label_all(s.server, 10)
+    agent = s.agent()
+    run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 60})
+    wait_until(lambda: bool(worker_pids()), what="the worker")
+    agent.signal(signal.SIGSTOP)
+    try:
+        done = wait(s.server, run["id"], TERMINAL, timeout=30)
+    finally:
+        agent.signal(signal.SIGCONT)
+    assert done["state"] == "failed" and done["reason"] == "agent_lost"
+    assert done["message"].startswith("No word from the agent on lab for 3 seconds")
+    assert (s.run_dir(run["id"]) / "agent.log").read_text().strip()  # its last words are kept
+    # Woken up, the agent hears that the run is over and stops its worker.
+    agent.wait_for("no longer takes reports", timeout=20)
+    wait_until(lambda: not worker_pids(), what="the worker to be stopped")
+
+
+def test_an_agent_cut_off_from_the_server_stops_the_run_itself(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup()
+    label_all(s.server, 10)
+    proxy = s.proxy()
+    agent = s.agent("--give-up-after", "3", url=proxy.url)
+    run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 120})
+    wait_until(lambda: bool(worker_pids()), what="the worker")
+    proxy.block()
+    agent.wait_for("could not reach the server for 3 s and stopped the run itself", timeout=30)
+    wait_until(lambda: not worker_pids(), timeout=20, what="the worker to be stopped")
+    assert agent.proc.poll() is None, "a network outage must never end the agent"
+    assert requests.get(f"{s.server.url}/admin/training/api/runs/{run['id']}", headers=H).json()["state"] == "running"
+
+
+def test_a_bundle_download_cut_mid_file_resumes_and_is_verified(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup(n_items=3000)
+    label_all(s.server, 40)
+    proxy = s.proxy()
+    proxy.cut_first_response_after(5_000)
+    agent = s.agent("--once", url=proxy.url)
+    run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab")
+    done = wait(s.server, run["id"], TERMINAL, timeout=90)
+    assert done["state"] == "succeeded", (done, agent.output())
+    size = (s.run_dir(run["id"]) / "bundle.tar.gz").stat().st_size
+    assert size > 10_000
+    out = agent.output()
+    assert "the bundle download broke off at" in out and "resuming" in out
+    assert done["bundle_sha256"] and done["metrics"]["n_train"] >= 1
+
+
+def test_registering_again_locks_out_the_old_token(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup()
+    agent = s.agent()
+    agent.wait_for("waiting for jobs on lab")
+    _, new_token = register(s.config_path, "lab")
+    assert new_token != s.token
+    code = agent.wait_exit(timeout=60)  # its next poll is refused
+    assert code == 3
+    out = agent.output()
+    assert "was replaced" in out and "potato training register lab config.yaml" in out
+    r = requests.post(f"{s.server.url}/training/agent/v1/jobs/next", json={"backend": "lab", "wait_s": 0},
+                      headers={"Authorization": f"Bearer {s.token}"})
+    assert r.status_code == 401 and r.json()["code"] == "token_replaced"
+    fresh = s.agent("--once", token=new_token, name="agent2")
+    fresh.wait_for("waiting for jobs on lab")
+
+
+def _claim(s: Setup) -> tuple[str, str]:
+    """Claim the next queued run as a hand-written agent would: (run id, run token)."""
+    r = requests.post(f"{s.server.url}/training/agent/v1/jobs/next",
+                      json={"backend": "lab", "agent": {"id": "test", "host": "testhost"}, "wait_s": 5},
+                      headers={"Authorization": f"Bearer {s.token}"})
+    assert r.status_code == 200, r.text
+    return r.json()["run_id"], r.json()["run_token"]
+
+
+def test_a_refused_predictions_upload_fails_the_run_and_keeps_what_it_had(make_setup: Callable[..., Setup],
+                                                                         tmp_path: Path) -> None:
+    s = make_setup()
+    s.config_path.write_text(s.config_path.read_text().replace("grace_seconds: 2", "grace_seconds: 2\n  max_predictions_mb: 1"))
+    s.server.stop()
+    s.server = ServerProcess(s.config_path, port=s.server.port).start()
+    label_all(s.server, 10)
+    labels_before = requests.get(f"{s.server.url}/admin/api/labels?user=gold", headers=H).json()["labels"]
+    run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab")
+    run_id, token = _claim(s)
+    client = Client(s.server.url, token)
+    client.events(run_id, 0, [{"type": "step", "text": "training"}, {"type": "progress", "step": 1, "total": 2}], [])
+    big = tmp_path / "predictions.jsonl"
+    line = json.dumps({"item_id": "r000", "schema": "sentiment", "label": "positive", "confidence": 0.9}) + "\n"
+    big.write_text(line * (2 * 1024 * 1024 // len(line)))
+    with pytest.raises(TooLarge) as refused:
+        client.put_predictions(run_id, big)
+    assert "max_predictions_mb (1 MB)" in str(refused.value)
+    done = requests.get(f"{s.server.url}/admin/training/api/runs/{run['id']}", headers=H).json()
+    assert done["state"] == "failed" and "max_predictions_mb" in done["message"]
+    events = requests.get(f"{s.server.url}/admin/training/api/runs/{run_id}/events", headers=H).json()["events"]
+    assert [e["type"] for e in events] == ["step", "progress"]
+    assert "step: training" in done["log_tail"]
+    assert not list(s.run_dir(run_id).glob("predictions*"))
+    assert requests.get(f"{s.server.url}/admin/api/labels?user=gold", headers=H).json()["labels"] == labels_before
+
+
+def test_a_run_token_opens_only_its_own_run(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup()
+    label_all(s.server, 10)
+    first = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab")
+    first_id, first_token = _claim(s)
+    assert first_id == first["id"]
+    requests.post(f"{s.server.url}/admin/training/api/runs/{first_id}/cancel", headers=H)
+    wait(s.server, first_id, TERMINAL, timeout=30)
+    start(s.server, trainer="noop", schemas=["sentiment"], backend="lab")
+    second_id, second_token = _claim(s)
+    with pytest.raises(Forbidden):
+        Client(s.server.url, first_token).events(second_id, 0, [], [])
+    for method, route in (("GET", ""), ("GET", "/bundle"), ("POST", "/events"), ("POST", "/result"),
+                          ("PUT", "/predictions")):
+        r = requests.request(method, f"{s.server.url}/training/agent/v1/runs/{second_id}{route}", json={},
+                             headers={"Authorization": f"Bearer {first_token}"})
+        assert r.status_code == 403, (route, r.text)
+        r = requests.request(method, f"{s.server.url}/training/agent/v1/runs/{second_id}{route}", json={})
+        assert r.status_code == 401, (route, r.text)
+    assert Client(s.server.url, second_token).events(second_id, 0, [], []) == {"cancel": False}
+
+
+def test_a_server_restart_mid_run_loses_nothing(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup()
+    label_all(s.server, 10)
+    agent = s.agent("--once")
+    run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 6})
+    wait_until(lambda: bool(worker_pids()), what="the worker")
+    s.server.kill9()
+    time.sleep(3)
+    s.server = ServerProcess(s.config_path, port=s.server.port).start()
+    done = wait(s.server, run["id"], TERMINAL, timeout=60)
+    assert done["state"] == "succeeded", (done, agent.output())
+    assert "cannot reach the server" in agent.output() and "reached the server again" in agent.output()
+    events = requests.get(f"{s.server.url}/admin/training/api/runs/{run['id']}/events", headers=H).json()["events"]
+    steps = [e["text"] for e in events if e.get("type") == "step"]
+    assert len(steps) == len(set(steps)) and any("training" in t for t in steps)
+    assert any(e.get("type") == "metric" for e in events)
+    assert agent.wait_exit(30) == 0
+
+
+def test_two_agents_on_one_backend_never_share_a_run(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup()
+    label_all(s.server, 10)
+    a, b = s.agent(name="a"), s.agent(name="b")
+    a.wait_for("waiting for jobs"), b.wait_for("waiting for jobs")
+    run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 2})
+    assert wait(s.server, run["id"], TERMINAL, timeout=60)["state"] == "succeeded"
+    took = [p for p in (a, b) if f"run {run['id']}: starting the worker" in p.output()]
+    assert len(took) == 1
+
+
+def test_ctrl_c_stops_the_worker_and_reports_the_run_cancelled(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup()
+    label_all(s.server, 10)
+    agent = s.agent()
+    run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 60})
+    wait_until(lambda: bool(worker_pids()), what="the worker")
+    agent.signal(signal.SIGINT)
+    assert agent.wait_exit(30) == 0
+    done = wait(s.server, run["id"], TERMINAL, timeout=10)
+    assert done["state"] == "cancelled" and "Stopped on the training machine" in done["message"]
+    assert not worker_pids()
+
+
+def test_the_token_appears_in_no_command_line_environment_log_or_run_file(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup()
+    label_all(s.server, 10)
+    s.agent()
+    run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 3})
+    wait_until(lambda: bool(worker_pids()), what="the worker")
+    local = start(s.server, trainer="noop", schemas=["sentiment"], backend="local", params={"sleep_s": 3})
+    secrets = [s.token.encode()]
+    seen_workers = 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            assert not any(t in cmdline for t in secrets), f"token on the command line of {cmdline!r}"
+            if b"potato.training.worker" in cmdline:
+                environ = (proc / "environ").read_bytes()
+                assert b"POTATO_TRAINING_TOKEN" not in environ and not any(t in environ for t in secrets)
+                seen_workers += 1
+        states = [requests.get(f"{s.server.url}/admin/training/api/runs/{r['id']}", headers=H).json()["state"]
+                  for r in (run, local)]
+        if all(st in TERMINAL for st in states):
+            break
+        time.sleep(0.2)
+    assert states == ["succeeded", "succeeded"]
+    assert seen_workers >= 2
+    # Run tokens were handed out too; the database keeps only hashes of any token.
+    for path in s.root.rglob("*"):
+        if path.is_file() and path.suffix not in (".sqlite3",):
+            data = path.read_bytes()
+            assert not any(t in data for t in secrets), f"token in {path}"
+    db = (s.root / "annotation_output" / "potato.sqlite3").read_bytes()
+    assert s.token.encode() not in db
+
+
+def test_check_on_an_agent_backend(make_project: Callable[..., Path]) -> None:
+    import subprocess
+    import sys
+
+    config_path = make_project(**agent_config())
+    cmd = [sys.executable, "-m", "potato", "training", "check", "lab", str(config_path)]
+    before = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert before.returncode == 1
+    assert "no token issued yet" in before.stdout and "potato training register lab" in before.stdout
+    register(config_path, "lab")
+    after = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert after.returncode == 0 and "token issued" in after.stdout and "last_seen: never" in after.stdout

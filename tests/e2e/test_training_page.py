@@ -70,3 +70,41 @@ def test_start_watch_score_and_cancel(server: ServerProcess, page: Any) -> None:
     page.wait_for_selector("#runs tbody tr[data-state=running]", timeout=30_000)
     page.click("#runs tbody tr[data-state=running] button.cancel")
     page.wait_for_selector("#runs tbody tr[data-state=cancelled]", timeout=30_000)
+
+
+def test_the_page_lists_agents_and_runs_on_one(make_project: Callable[..., Path], page: Any) -> None:
+    """R9, R34: an agent backend's agent on the page (connected, host, Python) and a run on it."""
+    import socket
+
+    from tests.agents import AgentProcess, register
+
+    path = make_project(model_training={
+        "enabled": True, "grace_seconds": 2,
+        "backends": {"lab": {"type": "agent", "description": "lab workstation"},
+                     "spare": {"type": "agent"}},
+    })
+    _, token = register(path, "lab")
+    srv = ServerProcess(path).start()
+    agent = AgentProcess(srv.url, "lab", token, path.parent / "agent")
+    try:
+        labels = [{"id": f"r{i:03d}", "schema": "sentiment", "label": truth(f"r{i:03d}")} for i in range(20)]
+        requests.post(srv.url + "/admin/api/labels", json={"user": "gold", "labels": labels},
+                      headers={"X-API-Key": ADMIN_KEY}).raise_for_status()
+        agent.wait_for("waiting for jobs on lab")
+        page.goto(srv.url + "/admin/training/")
+        page.fill("#key", ADMIN_KEY)
+        page.press("#key", "Enter")
+        row = page.wait_for_selector("#agents tr[data-backend=lab][data-status=connected]")
+        text = row.inner_text()
+        assert socket.gethostname() in text and "connected" in text and "3." in text  # host and Python
+        assert "no token issued yet" in page.inner_text("#agents tr[data-backend=spare]")
+        page.select_option("#backend", "lab")
+        page.click("#check")
+        page.wait_for_selector("#check-result:has-text('last_seen')")
+        page.select_option("#trainer", "sklearn-text-classification")
+        page.click("#start")
+        row = page.wait_for_selector("#runs tbody tr[data-state=succeeded]", timeout=60_000)
+        assert "lab" in row.inner_text()
+    finally:
+        agent.stop()
+        srv.stop()

@@ -302,9 +302,49 @@
 
   // -- Polling: one request chain at a time; a poll asked for mid-flight runs right after ---------
 
+  // -- Agents (agent backends): connected or not, last seen, host, Python, GPUs, running run ----
+
+  function fmtAgo(ts) {
+    if (!ts) return "never";
+    var s = Math.max(0, Math.round(Date.now() / 1000 - ts));
+    return s < 90 ? s + " s ago" : s < 5400 ? Math.round(s / 60) + " min ago" : fmtShort(ts);
+  }
+
+  function renderAgents(list) {
+    var tbody = document.querySelector("#agents tbody");
+    if (!tbody) return;
+    tbody.textContent = "";
+    list.forEach(function (a) {
+      var info = a.agent || {};
+      var gpus = (info.gpus || []).map(function (g) {
+        return g.index + ": " + g.name + (g.memory_free_mb != null ? " (" + g.memory_free_mb + " MB free)" : "");
+      }).join(", ");
+      var status = !a.registered ? "no token issued yet" : a.connected ? "connected" : "not connected";
+      var tr = document.createElement("tr");
+      tr.dataset.backend = a.backend;
+      tr.dataset.status = !a.registered ? "unregistered" : a.connected ? "connected" : "disconnected";
+      [a.backend, status, a.registered ? fmtAgo(a.last_seen) : "—", info.host || "—", info.python || "—",
+       info.host ? (gpus || "none") : "—", a.run || "—"].forEach(function (text, i) {
+        var td = document.createElement("td");
+        td.textContent = text;
+        if (i === 1) td.className = "agent-status " + tr.dataset.status;
+        if (i === 1 && !a.registered) td.title = "On the server: potato training register " + a.backend + " config.yaml";
+        tr.appendChild(td);
+      });
+      tbody.appendChild(tr);
+    });
+  }
+
+  function pollAgents() {
+    if (!$("agents")) return;
+    request("GET", api("agents")).then(function (data) { renderAgents(data.agents || []); })
+      .catch(function () { /* the runs poll reports connection trouble */ });
+  }
+
   function poll() {
     clearTimeout(state.timer);
     if (state.polling) { state.again = true; return; }
+    pollAgents();
     state.polling = true;
     request("GET", api("runs")).then(function (data) {
       state.runs = data.runs || [];

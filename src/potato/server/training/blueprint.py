@@ -133,6 +133,7 @@ def page() -> Any:
         "training.html", title=project.config.annotation_task_name, backends=backends,
         default_backend=mt.backend, trainers=list(trainer_table().values()), default_trainer=mt.trainer,
         schemas=trainable, default_schemas=list(mt.writeback.schemas) or trainable[:1],
+        has_agents=any(b["type"] == "agent" for b in backends),
     )
 
 

@@ -139,7 +139,7 @@ class Reporter:
         self.clock = clock
         self.seq = 0
         self.pending: List[Dict[str, Any]] = []
-        self.last_post = 0.0
+        self.last_post = float("-inf")
         self.last_contact = clock()
         self.next_try = 0.0
         self.failures = 0

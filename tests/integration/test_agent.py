@@ -418,3 +418,18 @@ def test_check_on_an_agent_backend(make_project: Callable[..., Path]) -> None:
     register(config_path, "lab")
     after = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert after.returncode == 0 and "token issued" in after.stdout and "last_seen: never" in after.stdout
+
+
+def test_ctrl_c_twice_exits_at_once_and_takes_the_worker_along(make_setup: Callable[..., Setup]) -> None:
+    s = make_setup()
+    label_all(s.server, 10)
+    agent = s.agent()
+    start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 60, "ignore_term": True})
+    wait_until(lambda: bool(worker_pids()), what="the worker")
+    agent.wait_for("starting the worker")
+    time.sleep(1.0)
+    agent.signal(signal.SIGINT)
+    agent.wait_for("press Ctrl-C again to exit at once")
+    agent.signal(signal.SIGINT)
+    assert agent.wait_exit(10) == 130
+    wait_until(lambda: not worker_pids(), timeout=10, what="the worker to be gone")

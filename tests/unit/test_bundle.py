@@ -58,9 +58,12 @@ def test_extract_refuses_paths_outside(tmp_path: Path, name: str) -> None:
     assert not (tmp_path / "escape.txt").exists()
 
 
-def test_extract_refuses_links(tmp_path: Path) -> None:
-    link = tarfile.TarInfo("link")
-    link.type = tarfile.SYMTYPE
-    link.linkname = "/etc/passwd"
+@pytest.mark.parametrize("kind", [tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.CHRTYPE, tarfile.BLKTYPE, tarfile.FIFOTYPE])
+def test_extract_refuses_links_and_devices(tmp_path: Path, kind: bytes) -> None:
+    """What an agent extracts came over the network: symlinks, hardlinks and devices are refused."""
+    member = tarfile.TarInfo("special")
+    member.type = kind
+    member.linkname = "/etc/passwd"
     with pytest.raises(UnsafeArchive, match="not a plain file"):
-        extract_archive(_tar(tmp_path, link), tmp_path / "out")
+        extract_archive(_tar(tmp_path, member), tmp_path / "out")
+    assert not (tmp_path / "out" / "special").exists()

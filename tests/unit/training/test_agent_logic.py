@@ -185,3 +185,20 @@ def test_a_run_the_server_ended_stops_the_worker() -> None:
     server.ended = True
     stop = rep([{"type": "log", "text": "x"}])
     assert stop is not None and rep.ended and "no longer takes this run" in stop.message
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_progress_bar_on_a_terminal_and_none_in_a_log_file() -> None:
+    tty, log = Terminal(), io.StringIO()
+    for out in (tty, log):
+        console = Console(out)
+        console.progress("bundle", 5_000_000, 10_000_000)
+        console.progress("bundle", 10_000_000, 10_000_000)
+        console.say("run r1: starting the worker")
+    assert "\r  bundle [###############...............] 5.0 of 10.0 MB" in tty.getvalue()
+    assert tty.getvalue().endswith("run r1: starting the worker\n")
+    assert "bundle" not in log.getvalue() and log.getvalue().endswith("run r1: starting the worker\n")

@@ -292,6 +292,7 @@ class Agent:
             self.run_job(job, Client(self.client.endpoint.url, str(job["run_token"]), self.client.timeout))
             if once or self.stopping:
                 break
+            info = machine_info(self.id, self.python, self.workdir)  # GPU memory moved meanwhile
             self.console.say(f"waiting for jobs on {self.backend} at {self.client.endpoint.url}")
         return 0
 
@@ -514,7 +515,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise AgentError(f"{args.python} was not found on {socket.gethostname()}; pass --python with the "
                              "interpreter that has the trainer's packages")
         workdir = Path(args.workdir).expanduser().resolve()
-        workdir.mkdir(parents=True, exist_ok=True)
+        workdir.mkdir(mode=0o700, parents=True, exist_ok=True)  # jobs hold the project's texts
         agent = Agent(client, args.backend, workdir, python, args.keep, args.give_up_after, args.poll_wait, console)
         signal.signal(signal.SIGINT, agent.on_signal)
         signal.signal(signal.SIGTERM, agent.on_signal)

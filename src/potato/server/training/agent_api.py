@@ -145,10 +145,6 @@ def _clean_agent(agent: dict[str, Any]) -> dict[str, Any]:
 
 
 def _claim(project: Project, store: RunStore, backend: str, agent_id: str, host: str) -> Optional[Tuple[Run, str]]:
-    queued = project.db.conn.execute("SELECT 1 FROM runs WHERE state = 'queued' AND backend = ? LIMIT 1",
-                                     (backend,)).fetchone()
-    if queued is None:
-        return None
     run = store.claim(backend, agent_id, host)
     if run is None:
         return None

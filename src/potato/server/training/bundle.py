@@ -43,7 +43,9 @@ class BundleInfo:
 
 
 def job_spec(config: Config, run_id: str, trainer: str, schemas: Sequence[str], params: Mapping[str, Any],
-             seed: int = 0) -> dict[str, Any]:
+             seed: int = 0, local: bool = True) -> dict[str, Any]:
+    """``job.json``. The device, thread and memory settings are the local backend's; a run elsewhere
+    takes what its machine offers (``device: auto``)."""
     mt = config.model_training
     schemes = [
         {"name": s.name, "annotation_type": s.annotation_type.value, "labels": list(s.labels)}
@@ -57,10 +59,10 @@ def job_spec(config: Config, run_id: str, trainer: str, schemas: Sequence[str], 
         "schemas": list(schemas),
         "schemes": schemes,
         "params": dict(params),
-        "device": mt.local.device,
+        "device": mt.local.device if local else "auto",
         "grace_seconds": mt.grace_seconds,
-        "num_threads": mt.local.num_threads,
-        "max_ram_mb": mt.local.max_ram_mb,
+        "num_threads": mt.local.num_threads if local else None,
+        "max_ram_mb": mt.local.max_ram_mb if local else None,
         "seed": seed,
     }
 

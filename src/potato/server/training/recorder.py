@@ -80,7 +80,7 @@ def outcome(exit_code: int | None, result: dict[str, Any] | None, stop: Stop | N
 def prepare_bundle(project: Project, store: RunStore, run: Run, runlog: RunLog) -> BundleInfo:
     """Write the run's bundle and record its sha256: what any backend ships to its worker."""
     mt = project.config.model_training
-    job = job_spec(project.config, run.id, run.trainer, run.schemas, run.params)
+    job = job_spec(project.config, run.id, run.trainer, run.schemas, run.params, local=run.backend == "local")
     info = build_bundle(store.run_dir(run.id) / "bundle.tar.gz", job, project.items,
                         list(project.labels.iter_labels()), mt.holdout_fraction)
     runlog.write(f"Bundle: {info.n_items} items, {info.n_labels} labels, {info.n_holdout} holdout items, "

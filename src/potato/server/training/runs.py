@@ -234,8 +234,13 @@ class RunStore:
         """Give the oldest queued run of ``backend`` to one agent, if no run executes now (R4).
 
         One transaction checks and takes, so two agents polling the same backend (or an agent and
-        the dispatcher) can never both get a run, nor two runs execute at once.
+        the dispatcher) can never both get a run, nor two runs execute at once. A plain read first
+        keeps the write lock free while nothing is queued (the dispatcher asks ten times a second).
         """
+        waiting = self.db.conn.execute("SELECT 1 FROM runs WHERE state = ? AND backend = ? LIMIT 1",
+                                       (RunState.QUEUED.value, backend)).fetchone()
+        if waiting is None:
+            return None
         with self.db.transaction() as conn:
             marks = ",".join("?" for _ in ACTIVE)
             busy = conn.execute(f"SELECT 1 FROM runs WHERE state IN ({marks}) LIMIT 1",

@@ -93,7 +93,7 @@ class BackendTokens:
         row = self.db.conn.execute("SELECT last_seen, agent FROM agent_tokens WHERE backend = ?", (backend,)).fetchone()
         if row is None:
             return
-        text = json.dumps(agent, sort_keys=True) if agent is not None else row["agent"]
-        if row["last_seen"] is not None and now - row["last_seen"] < LAST_SEEN_EVERY_S and text == row["agent"]:
+        if row["last_seen"] is not None and now - row["last_seen"] < LAST_SEEN_EVERY_S:
             return
+        text = json.dumps(agent, sort_keys=True) if agent is not None else row["agent"]
         self.db.write([("UPDATE agent_tokens SET last_seen = ?, agent = ? WHERE backend = ?", (now, text, backend))])

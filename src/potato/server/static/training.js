@@ -210,7 +210,8 @@
     setText($("run-score"), scoreText(run.metrics || {}));
     setText($("run-trainer"), run.trainer);
     setText($("run-schemas"), (run.schemas || []).join(", "));
-    setText($("run-backend"), run.backend);
+    var where = run.agent && run.agent.host && run.agent.host !== "this machine" ? " (agent on " + run.agent.host + ")" : "";
+    setText($("run-backend"), run.backend + where + (run.artifact_uri && where ? " · model files: " + run.artifact_uri : ""));
     setText($("run-device"), run.device || "—");
     setText($("run-trigger"), run.trigger === "auto" ? "auto_retrain" : (run.trigger || "manual"));
     setText($("run-times"), "queued " + fmtTime(run.created_at) + " · started " + fmtTime(run.started_at) +

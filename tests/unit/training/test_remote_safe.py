@@ -22,6 +22,8 @@ from typing import Iterator
 
 import pytest
 
+from potato.server.training.codepush import code_archive, code_hash, shipped_files
+
 SRC = Path(__file__).resolve().parents[3] / "src"
 
 LAZY_HEAVY = [
@@ -29,13 +31,9 @@ LAZY_HEAVY = [
     "potato/training/trainers/hf_text.py",
 ]
 
-SHIPPED_PARENTS = ["potato/__init__.py", "potato/defaults.py", "potato/errors.py"]
-"""The three stdlib-only modules of the parent package that ``potato.training`` imports."""
-
-REMOTE_SAFE = SHIPPED_PARENTS + sorted(
-    str(p.relative_to(SRC)) for p in (SRC / "potato/training").rglob("*.py") if str(p.relative_to(SRC)) not in LAZY_HEAVY
-)
-"""Everything that ships to a training host: the whole ``potato.training`` package, as found on disk."""
+REMOTE_SAFE = [path for path in shipped_files(SRC) if path not in LAZY_HEAVY]
+"""Everything that ships to a training host (the list the code push uses) except the trainers
+that import heavy packages lazily."""
 
 NOT_IN_38 = {"zoneinfo", "graphlib", "tomllib", "_zoneinfo", "_tomllib"}
 """Standard-library modules newer than Python 3.8."""
@@ -233,3 +231,20 @@ def test_the_guard_catches_what_it_should(tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(SyntaxError):
         (tmp_path / "match.py").write_text("match x:\n    case 1:\n        pass\n")
         parse("match.py")
+
+
+def test_the_code_push_is_the_checked_package_and_its_hash_follows_the_source(tmp_path: Path) -> None:
+    import io
+    import shutil
+    import tarfile
+
+    with tarfile.open(fileobj=io.BytesIO(code_archive(SRC))) as tar:
+        names = tar.getnames()
+    assert sorted(names) == sorted(REMOTE_SAFE + LAZY_HEAVY)
+    copy = tmp_path / "src"
+    for rel in names:
+        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SRC / rel, copy / rel)
+    assert code_hash(copy) == code_hash(SRC)
+    (copy / "potato/training/agent.py").write_text((SRC / "potato/training/agent.py").read_text() + "\n# changed\n")
+    assert code_hash(copy) != code_hash(SRC)

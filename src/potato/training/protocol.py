@@ -278,8 +278,8 @@ class Client:
                 raise _error_from(resp.status, payload)
             with part.open(mode) as out:
                 while have < size:
-                    try:
-                        chunk = resp.read(min(CHUNK, size - have))
+                    try:  # read1: a connection that breaks mid-read keeps what had arrived
+                        chunk = resp.read1(min(CHUNK, size - have))
                     except (OSError, http.client.HTTPException) as exc:
                         raise Unreachable(f"{exc.__class__.__name__}: {exc}") from None
                     if not chunk:

@@ -12,6 +12,7 @@ That keeps annotators' requests served however many idle agents there are (bench
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -23,7 +24,7 @@ from typing import Any, NoReturn, Optional, Tuple
 
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, make_response, request, send_file
 
-from potato.config.schema import AgentBackend
+from potato.config.schema import AgentBackend, SshBackend
 from potato.server.project import Project, current_project
 from potato.server.training.recorder import RunRecorder, RunLog, prepare_bundle
 from potato.server.training.runs import Run, RunState, RunStore
@@ -37,11 +38,13 @@ bp = Blueprint("agent_api", __name__, url_prefix="/training/agent/v1")
 
 LONG_POLL_MAX_S = 25.0
 """Longest a ``jobs/next`` waits for a job before answering 204."""
-LONG_POLL_CHECK_S = 0.5
+LONG_POLL_CHECK_S = 0.25
 """How often a waiting long poll looks for a queued run (one indexed read)."""
-RETRY_AFTER_S = (5, 15)
+RETRY_AFTER_S = (10, 30)
 """Seconds (range, jittered) an agent is told to wait when no thread is free to hold its poll."""
 MAX_EVENTS = 5000
+MAX_SEQ = 2**53
+"""Largest event number: far beyond any run, and exact in every JSON reader and in SQLite."""
 UPLOAD_CHUNK = 1 << 20
 PREDICTIONS_UPLOAD = "predictions.upload.jsonl"
 
@@ -68,10 +71,19 @@ def _tokens() -> BackendTokens:
     return tokens
 
 
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _body() -> dict[str, Any]:
-    body = request.get_json(silent=True)
+    """The request's JSON object. ``NaN`` and ``Infinity`` (which Python's json reads) are refused:
+    stored, they would break every JSON reader of the run afterwards."""
+    try:
+        body = json.loads(request.get_data(cache=False) or b"null", parse_constant=_no_constant)
+    except ValueError:
+        body = None
     if not isinstance(body, dict):
-        _fail(400, "Send a JSON object (Content-Type: application/json).", "bad_request")
+        _fail(400, "Send a JSON object (Content-Type: application/json; no NaN or Infinity).", "bad_request")
     return body
 
 
@@ -109,7 +121,7 @@ def jobs_next() -> Any:
     tokens.seen(backend, _clean_agent(agent))
     try:
         wait = min(LONG_POLL_MAX_S, max(0.0, float(body.get("wait_s") or 0)))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         wait = 0.0
     store = _store()
     slots: threading.BoundedSemaphore = current_app.extensions["potato.long_polls"]
@@ -257,11 +269,11 @@ def run_events(run_id: str) -> Any:
     run = _run_for_token(run_id)
     body = _body()
     seq, events, lines = body.get("seq", 0), body.get("events", []), body.get("log", [])
-    if (not isinstance(seq, int) or isinstance(seq, bool) or seq < 0 or not isinstance(events, list)
+    if (not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= MAX_SEQ or not isinstance(events, list)
             or len(events) > MAX_EVENTS or not all(isinstance(e, dict) for e in events)
             or not isinstance(lines, list) or not all(isinstance(x, str) for x in lines)):
-        _fail(400, f'Send {{"seq": <index of the first event>, "events": [objects, at most {MAX_EVENTS}], '
-                   '"log": [lines]}.', "bad_request")
+        _fail(400, f'Send {{"seq": <index of the first event, 0 to 2^53>, "events": [objects, at most '
+                   f'{MAX_EVENTS}], "log": [lines]}}.', "bad_request")
     if run.state.terminal:
         _ended(run)
     project = current_project()
@@ -348,11 +360,14 @@ def run_result(run_id: str) -> Any:
     recorder.agent_log(lines)
     run_dir = store.run_dir(run.id)
     predictions = run_dir / PREDICTIONS_UPLOAD
+    backend = project.config.model_training.all_backends().get(run.backend)
     artifacts = local_job_dir(project, run) / "artifacts" if run.backend == "local" else None
-    if run.backend != "local" and uri:
+    fetch = isinstance(backend, SshBackend) and backend.fetch_artifacts
+    if run.backend != "local" and uri and not fetch:
         store.update(run.id, artifact_uri=uri[:1000])
         recorder.log.write(f"Model files stay on the training machine: {uri[:1000]}")
-    state = recorder.finish(exit_code, result, stop, predictions if predictions.exists() else None, artifacts)
+    state = recorder.finish(exit_code, result, stop, predictions if predictions.exists() else None, artifacts,
+                            hold_copying=fetch)
     if run.backend == "local":
         shutil.rmtree(local_job_dir(project, run), ignore_errors=True)
     return jsonify(state=state.value)

@@ -55,7 +55,7 @@ def event_line(event: dict[str, Any]) -> str | None:
 def progress_fraction(event: dict[str, Any]) -> float | None:
     try:
         step, total = float(event["step"]), float(event["total"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         return None
     return max(0.0, min(1.0, step / total)) if total > 0 else None
 
@@ -69,12 +69,20 @@ def outcome(exit_code: int | None, result: dict[str, Any] | None, stop: Stop | N
         return RunState.SUCCEEDED, None, None
     if result and result.get("status") in ("failed", "cancelled"):
         reason = result.get("reason") or Reason.ERROR.value
-        return RunState.FAILED, str(reason), str(result.get("message") or "The worker failed; see run.log.")
+        return RunState.FAILED, str(reason)[:64], str(result.get("message") or "The worker failed; see run.log.")[:4000]
     if exit_code is None:
         return RunState.FAILED, Reason.ERROR.value, "The worker ended without writing exit_code; see run.log."
     if exit_code < 0 or exit_code == 137:
         return RunState.FAILED, Reason.ERROR.value, f"The worker was killed (exit {exit_code}); see run.log."
     return RunState.FAILED, Reason.ERROR.value, f"The worker exited with {exit_code} and no result; see run.log."
+
+
+def _numbers(metrics: object) -> dict[str, float]:
+    """The metrics a run keeps: named numbers only (a report from an agent is input like any other)."""
+    if not isinstance(metrics, dict):
+        return {}
+    return {str(k)[:200]: v for k, v in metrics.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300}
 
 
 def prepare_bundle(project: Project, store: RunStore, run: Run, runlog: RunLog) -> BundleInfo:
@@ -126,10 +134,16 @@ class RunRecorder:
             self.store.update(self.run.id, **fields)
 
     def finish(self, exit_code: int | None, result: dict[str, Any] | None, stop: Stop | None,
-               predictions: Path | None, artifacts: Path | None) -> RunState:
-        """End the run from how its worker ended; on success keep its outputs and write back."""
+               predictions: Path | None, artifacts: Path | None, hold_copying: bool = False) -> RunState:
+        """End the run from how its worker ended; on success keep its outputs and write back.
+
+        ``hold_copying``: the model files are still to be copied from the host (ssh); the run stays
+        ``copying`` and whoever copies them ends it.
+        """
         state, reason, message = outcome(exit_code, result, stop)
-        metrics = (result or {}).get("metrics") or {}
+        metrics = _numbers((result or {}).get("metrics"))
+        device = (result or {}).get("device")
+        device = device[:200] if isinstance(device, str) else None
         if state is RunState.SUCCEEDED:
             if not self.store.move(self.run.id, RunState.COPYING, step="saving predictions and model files"):
                 current = self.store.get(self.run.id)
@@ -139,10 +153,14 @@ class RunRecorder:
             except Exception as exc:  # a failed save fails this run, not the dispatcher
                 log.exception("run %s: results could not be saved", self.run.id)
                 state, reason, message = RunState.FAILED, Reason.ERROR.value, f"Saving the results failed: {exc}"
+        if state is RunState.SUCCEEDED and hold_copying:
+            self.store.update(self.run.id, metrics=metrics, device=device, step="copying the model files")
+            self.log.write("Predictions saved; copying the model files.")
+            return RunState.COPYING
         step = {RunState.SUCCEEDED: "done", RunState.CANCELLED: "cancelled"}.get(state, "failed")
         self.log.write(f"Run {state.value}" + (f" ({reason}): {message}" if message else "."))
         self.store.move(self.run.id, state, reason=reason, message=message, step=step, metrics=metrics,
-                        device=(result or {}).get("device"), progress=1.0 if state is RunState.SUCCEEDED else None)
+                        device=device, progress=1.0 if state is RunState.SUCCEEDED else None)
         return state
 
     def fail(self, reason: Reason, message: str) -> bool:

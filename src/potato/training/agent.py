@@ -25,6 +25,7 @@ import shutil
 import signal
 import socket
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -83,7 +84,7 @@ class Console:
     """Plain lines for whoever watches the agent, also kept to send to the server (``agent.log``)."""
 
     def __init__(self, out: Any = None, clock: Callable[[], float] = time.time) -> None:
-        self.out = out or sys.stdout
+        self.out: Any = out or sys.stdout
         self.clock = clock
         self.pending: List[str] = []
         self.tty = bool(getattr(self.out, "isatty", lambda: False)())
@@ -92,13 +93,21 @@ class Console:
     def say(self, text: str) -> None:
         stamp = time.strftime("%H:%M:%S", time.localtime(self.clock()))
         line = f"{stamp} {text}"
-        if self._bar:
-            self.out.write("\n")
-            self._bar = False
-        self.out.write(line + "\n")
-        self.out.flush()
         self.pending.append(line)
         del self.pending[:-1000]
+        self._write(("\n" if self._bar else "") + line + "\n")
+        self._bar = False
+
+    def _write(self, text: str) -> None:
+        """Write to stdout unless it is gone (the ssh session that carried it ended): the agent must
+        go on to stop its worker and report, and the lines still reach the server."""
+        if self.out is None:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except (OSError, ValueError):
+            self.out = None
 
     def progress(self, label: str, done: int, total: int) -> None:
         """A progress bar when stdout is a terminal; nothing in a log file."""
@@ -106,13 +115,9 @@ class Console:
             return
         width = 30
         filled = int(width * done / total)
-        self.out.write(f"\r  {label} [{'#' * filled}{'.' * (width - filled)}] "
-                       f"{done / 1e6:.1f} of {total / 1e6:.1f} MB")
-        self.out.flush()
+        self._write(f"\r  {label} [{'#' * filled}{'.' * (width - filled)}] "
+                    f"{done / 1e6:.1f} of {total / 1e6:.1f} MB" + ("\n" if done >= total else ""))
         self._bar = done < total
-        if done >= total:
-            self.out.write("\n")
-            self.out.flush()
 
     def take(self) -> List[str]:
         lines, self.pending = self.pending, []
@@ -258,6 +263,7 @@ class Agent:
         self.reporter: Optional[Reporter] = None
         self.worker: Optional[WorkerProcess] = None
         self.stopping = False
+        self.session_ended = False
 
     # -- polling ---------------------------------------------------------------------------------
 
@@ -305,7 +311,7 @@ class Agent:
                 job = self.client.job(run_id)
                 break
             except Unreachable as exc:
-                if self.clock() - started > self.give_up_after_s:
+                if self.session_ended or self.clock() - started > self.give_up_after_s:
                     raise AgentError(f"could not reach the server for {self.give_up_after_s:g} s: {exc}") from None
                 failures += 1
                 self.sleep(backoff_delay(failures, base=0.5, cap=10.0))
@@ -329,6 +335,10 @@ class Agent:
             ending = self._prepare_and_run(job, client, job_dir, reporter)
             self._finish(job, client, job_dir, reporter, ending)
         finally:
+            worker = self.worker
+            if worker is not None and worker.poll() is None:  # only on an unexpected error: never leave it behind
+                self.console.say(f"run {run_id}: the agent stopped on an error; killing the worker")
+                worker.kill()
             self.busy = False
             self.reporter = None
             self.worker = None
@@ -426,13 +436,35 @@ class Agent:
                 self.console.say(f"the server refused {what}: {exc}")
                 return False
             except Unreachable as exc:
-                if self.clock() - started > self.give_up_after_s:
+                if self.session_ended or self.clock() - started > self.give_up_after_s:
                     self.console.say(f"gave up {what} after {self.give_up_after_s:g} s: {exc}")
                     return False
                 if failures == 0:
                     self.console.say(f"cannot reach the server while {what} ({exc}); retrying")
                 self.sleep(backoff_delay(failures, base=1.0, cap=15.0))
                 failures += 1
+
+    def watch_session(self, stdin: Any) -> None:
+        """``--session``: whoever started this agent keeps its stdin open for as long as the run may
+        go on (the ssh backend's session). End of input means that session died: stop the worker
+        now, so the host's GPU is not held by a run nobody can report (R30's rule, for ssh too)."""
+
+        def watch() -> None:
+            try:
+                for _ in stdin:
+                    pass
+            except (OSError, ValueError):
+                pass  # a broken stdin is an ended session too
+            self.stopping = True
+            self.session_ended = True  # the server was reachable only through that session
+            reporter = self.reporter
+            if reporter is not None:
+                reporter.give_up_after_s = 0.0
+                reporter.request_stop(StopRequest(
+                    Reason.AGENT_LOST, f"The session to {self.host} that started the agent ended during the run."))
+            self.console.say("the session that started this agent ended; stopping the run")
+
+        threading.Thread(target=watch, name="potato-session-watch", daemon=True).start()
 
     # -- Ctrl-C ----------------------------------------------------------------------------------
 
@@ -500,6 +532,7 @@ def parser() -> argparse.ArgumentParser:
                    help="stop a running job after this long without reaching the server (default 300)")
     p.add_argument("--run", help=argparse.SUPPRESS)
     p.add_argument("--token-stdin", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--session", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--poll-wait", type=float, default=POLL_WAIT_S, help=argparse.SUPPRESS)
     return p
 
@@ -517,8 +550,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         workdir = Path(args.workdir).expanduser().resolve()
         workdir.mkdir(mode=0o700, parents=True, exist_ok=True)  # jobs hold the project's texts
         agent = Agent(client, args.backend, workdir, python, args.keep, args.give_up_after, args.poll_wait, console)
+        if args.session:
+            agent.watch_session(sys.stdin)
         signal.signal(signal.SIGINT, agent.on_signal)
         signal.signal(signal.SIGTERM, agent.on_signal)
+        signal.signal(signal.SIGHUP, agent.on_signal)  # a hung-up terminal or session: a warm stop too
         if args.run:
             return agent.run_one(args.run)
         return agent.serve(once=args.once)

@@ -63,3 +63,39 @@ def query_gpus(timeout: float = 20.0) -> List[Gpu]:
     if out.returncode != 0:
         return []
     return parse_nvidia_smi(out.stdout.decode("utf-8", errors="replace"))
+
+
+class NoGpuFree(Exception):
+    """``gpus: auto`` found GPUs, but none a run may take (E3, E5)."""
+
+
+@dataclass(frozen=True)
+class GpuChoice:
+    """What a run gets: ``cuda_visible_devices`` ("" for the CPU) and the run.log line for it."""
+
+    cuda_visible_devices: str
+    text: str
+
+
+def choose_gpus(gpus: List[Gpu], setting: str, min_free_mb: int) -> GpuChoice:
+    """R15: ``auto`` takes the GPU with the most free memory (free memory, not utilisation, decides)
+    and refuses when none has ``min_free_mb`` free; ``none`` is the CPU; ``"1"`` or ``"0,1"`` pin GPUs.
+    A host without GPUs trains on the CPU under ``auto``."""
+    if setting == "none":
+        return GpuChoice("", "the CPU (gpus: none)")
+    if setting != "auto":
+        by_index = {g.index: g for g in gpus}
+        wanted = [int(i) for i in setting.split(",")]
+        missing = [i for i in wanted if i not in by_index]
+        if missing and gpus:
+            raise NoGpuFree(f"GPU {', '.join(map(str, missing))} is not on this host; it has "
+                            f"{', '.join(str(g.index) for g in gpus)}. Fix `gpus` in the backend.")
+        named = ", ".join(f"{i}: {by_index[i].name}" if i in by_index else str(i) for i in wanted)
+        return GpuChoice(setting, f"GPU {named} (pinned)")
+    if not gpus:
+        return GpuChoice("", "the CPU (no GPU on this host)")
+    best = max(gpus, key=lambda g: (g.memory_free_mb, -g.index))
+    if best.memory_free_mb < min_free_mb:
+        raise NoGpuFree(f"No GPU has {min_free_mb} MB free (the most is {best.memory_free_mb} MB on GPU "
+                        f"{best.index}); wait for one to free up, lower min_free_gpu_mb, or pin one with gpus.")
+    return GpuChoice(str(best.index), f"GPU {best.index}: {best.name} ({best.memory_free_mb} MB free)")

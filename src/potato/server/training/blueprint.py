@@ -36,8 +36,8 @@ from potato.training.trainers import available_trainers
 
 bp = Blueprint("training", __name__, url_prefix="/admin/training")
 
-RUNNABLE_TYPES = ("local", "agent")
-"""Backend types this server can execute runs on; ssh and slurm arrive with their backends."""
+RUNNABLE_TYPES = ("local", "agent", "ssh")
+"""Backend types this server can execute runs on; slurm arrives with its backend."""
 
 CONNECTED_WITHIN_S = 60.0
 """An agent that polled this recently counts as connected (a long poll lasts up to 25 s)."""

@@ -19,13 +19,14 @@ import threading
 import time
 from typing import IO
 
-from potato.config.schema import AgentBackend, Backend
+from potato.config.schema import AgentBackend, Backend, SshBackend
 from potato.defaults import HEARTBEAT_TIMEOUT_S
 from potato.project import Project
 from potato.server.training import local
 from potato.server.training.agent_api import issue_run, local_workdir
 from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import ACTIVE, Reason, Run, RunState, RunStore
+from potato.server.training.ssh import SshRun
 from potato.server.training.watchdog import Action, Limits, judge
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class Dispatcher:
         self._pid: int | None = None
         self._stop = threading.Event()
         self._agents: dict[str, subprocess.Popen[bytes]] = {}
+        self._sessions: dict[str, threading.Thread] = {}
         self._last_watch = 0.0
 
     def ensure_started(self) -> None:
@@ -113,15 +115,47 @@ class Dispatcher:
                 self._stop.wait(IDLE_POLL_S)
 
     def run_next(self) -> bool:
-        """Start the oldest queued local run in a local agent; False when there is none to start."""
-        run = self.store.claim("local", f"local-{os.getpid()}", "this machine")
-        if run is None:
-            return False
+        """Start a queued run on a backend this server drives (local, ssh); False when there is none.
+
+        Agent backends are not started here: their agents claim runs themselves (``jobs/next``).
+        """
+        for name, backend in self.project.config.model_training.all_backends().items():
+            if isinstance(backend, SshBackend):
+                run = self.store.claim(name, f"ssh-{os.getpid()}", backend.host)
+                if run is not None:
+                    self.start_ssh(run, backend)
+                    return True
+            elif backend.type == "local":
+                run = self.store.claim(name, f"local-{os.getpid()}", "this machine")
+                if run is not None:
+                    self.start_local(run)
+                    return True
+        return False
+
+    def start_ssh(self, run: Run, backend: SshBackend) -> None:
+        recorder = RunRecorder(self.project, self.store, run)
+        if self.agent_url is None:
+            recorder.fail(Reason.ERROR, "This server was started without an address its agents can use; "
+                          "start it with `potato start`.")
+            return
+        try:
+            run, token = issue_run(self.project, self.store, run, f"connecting to {backend.host}",
+                                   f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
+                                   f"backend {backend.name} (ssh to {backend.host})")
+        except Exception as exc:  # a bundle that cannot be built ends this run, not the dispatcher
+            log.exception("run %s could not start", run.id)
+            recorder.fail(Reason.ERROR, f"The run could not start: {exc}")
+            return
+        session = SshRun(self.project, self.store, run, token, backend, self.agent_url)
+        self._sessions[run.id] = session
+        session.start()
+
+    def start_local(self, run: Run) -> None:
         recorder = RunRecorder(self.project, self.store, run)
         if self.agent_url is None:
             recorder.fail(Reason.ERROR, "This server was started without an address its local agent can use; "
                           "start it with `potato start` (gunicorn) or `potato start --dev`.")
-            return True
+            return
         try:
             run, token = issue_run(self.project, self.store, run, "starting the agent",
                                    f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
@@ -131,10 +165,9 @@ class Dispatcher:
         except Exception as exc:  # any failure to start ends this run, not the dispatcher
             log.exception("run %s could not start", run.id)
             recorder.fail(Reason.ERROR, f"The run could not start: {exc}")
-            return True
+            return
         self._agents[run.id] = proc
         self.store.update(run.id, agent_pid=proc.pid)
-        return True
 
     def _agent_alive(self, run: Run) -> bool | None:
         if run.backend != "local":
@@ -168,3 +201,6 @@ class Dispatcher:
         for run_id, proc in list(self._agents.items()):
             if proc.poll() is not None:
                 del self._agents[run_id]
+        for run_id, thread in list(self._sessions.items()):
+            if not thread.is_alive():
+                del self._sessions[run_id]

@@ -13,11 +13,13 @@ Diagnostic parameters (for tests of cancel, kill and memory limits; harmless els
 - ``ignore_term``: install ``SIG_IGN`` for SIGTERM at the start of fit (a trainer stuck where a
   signal cannot reach it: cancel must escalate to SIGKILL after grace_seconds).
 - ``allocate_mb``: allocate this many MB during fit (to hit ``max_ram_mb``).
+- ``artifact_mb``: also save ``weights.bin`` of this many MB (tests and benchmarks of model copy-back).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from collections import Counter
@@ -47,6 +49,7 @@ class NoopTrainer(Trainer):
         "sleep_s": Param(0.0, (float,), "seconds to sleep during fit, stoppable by SIGTERM", minimum=0),
         "ignore_term": Param(False, (bool,), "ignore SIGTERM during fit (tests cancel escalation to SIGKILL)"),
         "allocate_mb": Param(0, (int,), "MB to allocate during fit (tests max_ram_mb)", minimum=0),
+        "artifact_mb": Param(0, (int,), "MB of random model weights to save (tests model copy-back)", minimum=0),
     }
 
     def __init__(self, ctx: TrainContext) -> None:
@@ -94,3 +97,8 @@ class NoopTrainer(Trainer):
         model = {name: {"label": list(p.label) if isinstance(p.label, tuple) else p.label,
                         "confidence": p.confidence} for name, p in self.answers.items()}
         (artifacts_dir / "model.json").write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
+        size_mb = int(self.ctx.params["artifact_mb"])
+        if size_mb:
+            with (artifacts_dir / "weights.bin").open("wb") as out:
+                for _ in range(size_mb):
+                    out.write(os.urandom(1 << 20))

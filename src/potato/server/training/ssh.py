@@ -1,0 +1,368 @@
+"""The ssh backend: one run on a host the server reaches with ssh (R13-R23, E1-E3, E7).
+
+Steps, each on the run's step line: connect; check the interpreter and read ``nvidia-smi``;
+copy Potato's code to ``remote_dir/code/<hash>`` when the host lacks that version (a tar stream
+into ``<hash>.tmp``, renamed when complete, so a broken copy is never used); start the same agent
+the other backends use, for this one run, with a reverse forward from a Unix socket in the host's
+``/tmp`` (inside a 0700 folder of its own) back to this server and the run's token on stdin; then
+the agent reports through the protocol like any other. On success the model files come back in
+one stream over the open connection, the remote job folder is removed and the connection closed.
+
+Everything here is I/O; the command lines are built by :mod:`potato.server.training.sshcmd`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import secrets
+import shlex
+import shutil
+import stat
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, Callable
+from urllib.parse import urlsplit
+
+from potato.config.schema import SshBackend
+from potato.project import Project
+from potato.server.training.codepush import code_archive, code_hash
+from potato.server.training.recorder import RunRecorder
+from potato.server.training.runs import Run, RunState, RunStore
+from potato.server.training.sshcmd import SshFailed, SshTarget, connect_error, python_missing, remote_path, shell
+from potato.server.training.watchdog import CANCEL_SLACK_S
+from potato.training.gpus import NVIDIA_SMI_ARGS, NoGpuFree, choose_gpus, parse_nvidia_smi
+from potato.training.results import Reason
+from potato.training.supervise import THREAD_VARIABLES
+
+log = logging.getLogger(__name__)
+
+COMMAND_TIMEOUT_S = 120
+COPY_STALL_S = 180.0
+"""A copy-back that sends nothing this long is given up (E7)."""
+WATCH_S = 0.5
+
+PROBE = ("import sys; print(sys.version.split()[0]); print(sys.executable); "
+         "sys.exit(0 if sys.version_info >= (3, 8) else 3)")
+
+TAR_ARTIFACTS = r"""
+import os, sys, tarfile
+root, cap = sys.argv[1], int(sys.argv[2])
+files, total = [], 0
+for folder, dirs, names in os.walk(root):
+    dirs.sort()
+    for name in sorted(names):
+        path = os.path.join(folder, name)
+        if os.path.islink(path) or not os.path.isfile(path):
+            continue
+        size = os.path.getsize(path)
+        if size > cap:
+            sys.stderr.write("skipped %s %d\n" % (os.path.relpath(path, root), size))
+            continue
+        files.append(path)
+        total += size
+sys.stderr.write("total %d\n" % total)
+sys.stderr.flush()
+out = tarfile.open(fileobj=sys.stdout.buffer, mode="w|", bufsize=1 << 20)
+for path in files:
+    out.add(path, arcname=os.path.relpath(path, root), recursive=False)
+out.close()
+sys.stdout.buffer.flush()
+"""
+"""Runs on the host with its own Python: the model files under the cap as one uncompressed tar
+stream on stdout, their total and the files left behind on stderr."""
+
+
+def control_dir(training_dir: Path) -> Path:
+    """Where this server's ssh control masters live: a short path (a Unix socket path has at most
+    107 bytes, and ssh adds 40 for ``%C``), 0700 and this user's own."""
+    digest = hashlib.sha256(str(training_dir.resolve()).encode()).hexdigest()[:10]
+    folder = Path(tempfile.gettempdir()) / f"potato-ssh-{os.getuid()}-{digest}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    info = folder.lstat()
+    if info.st_uid != os.getuid() or stat.S_ISLNK(info.st_mode) or info.st_mode & 0o077:
+        raise SshFailed(f"{folder} (ssh's control sockets) belongs to another user or is open to others; "
+                        "remove it and start the run again.")
+    return folder
+
+
+class SshRun(threading.Thread):
+    """One run on an ssh backend, from connect to closing the connection."""
+
+    def __init__(self, project: Project, store: RunStore, run: Run, token: str, backend: SshBackend,
+                 agent_url: str, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(name=f"potato-ssh-{run.id}", daemon=True)
+        self.project = project
+        self.store = store
+        self.run_ = run
+        self.token = token
+        self.backend = backend
+        self.agent_url = agent_url
+        self.clock = clock
+        self.target = SshTarget(backend, Path("/nonexistent"))
+        """Set in :meth:`execute`, where a bad control folder fails the run instead of the dispatcher."""
+        self.recorder = RunRecorder(project, store, run)
+        self.run_dir = store.run_dir(run.id)
+        self.session: subprocess.Popen[bytes] | None = None
+        self.remote_dir = remote_path(backend.remote_dir)
+        self.job_dir = f"{self.remote_dir}/jobs/{shlex.quote(run.id)}"
+        self.socket_dir = f"/tmp/potato-{run.id}-{secrets.token_hex(4)}"
+        self.keep_job = backend.keep_remote
+        """Whether the remote job folder stays: keep_remote, or model files that did not come back."""
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        self.recorder.log.write(text)
+
+    def step(self, text: str) -> None:
+        self.store.update(self.run_.id, step=text)
+
+    def ssh(self, command: str, stdin: bytes | None = None, timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
+        """One command on the host; ssh's own failure (rc 255) becomes the tutorial's message."""
+        try:
+            out = subprocess.run(self.target.argv(command), input=stdin, capture_output=True, timeout=timeout,
+                                 stdin=None if stdin is not None else subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise SshFailed(f"ssh to {self.backend.host} failed: no answer within {timeout:.0f} s") from None
+        if out.returncode == 255:
+            raise connect_error(self.backend.host, out.stderr.decode("utf-8", "replace"))
+        return out
+
+    # -- the run ------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            self.execute()
+        except (SshFailed, NoGpuFree) as exc:
+            self.recorder.fail(Reason.ERROR, str(exc))
+        except Exception as exc:  # any failure ends this run, never the dispatcher
+            log.exception("run %s on %s failed", self.run_.id, self.backend.name)
+            self.recorder.fail(Reason.ERROR, f"The run on {self.backend.host} stopped on an internal error: {exc}")
+        finally:
+            self.clean_up()
+
+    def execute(self) -> None:
+        host, b = self.backend.host, self.backend
+        self.target = SshTarget(b, control_dir(self.project.config.training_dir))
+        self.step(f"connecting to {host}")
+        self.ssh("true", timeout=60)
+        probe = self.ssh(f"{shlex.quote(b.python)} -c {shlex.quote(PROBE)}")
+        lines = probe.stdout.decode("utf-8", "replace").split()
+        if probe.returncode == 127 or len(lines) < 2:
+            raise python_missing(b.python, host)
+        if probe.returncode == 3:
+            raise SshFailed(f"{b.python} on {host} is Python {lines[0]}; Potato needs 3.8 or newer. Set `python` "
+                            "in the backend to a newer interpreter.")
+        self.say(f"Python {lines[0]} on {host} ({lines[1]})")
+        smi = self.ssh(shell(["nvidia-smi", *NVIDIA_SMI_ARGS]))
+        gpus = parse_nvidia_smi(smi.stdout.decode("utf-8", "replace")) if smi.returncode == 0 else []
+        choice = choose_gpus(gpus, b.gpus, b.min_free_gpu_mb)
+        self.say(f"This run gets {choice.text} on {host}")
+        self.store.update(self.run_.id, device=choice.text)
+        digest = self.push_code()
+        socket = self.open_socket_dir()
+        self.start_agent(digest, socket, choice.cuda_visible_devices)
+        if self.follow():
+            self.copy_back()
+        elif not b.fetch_artifacts and (self.store.get(self.run_.id) or self.run_).state is RunState.SUCCEEDED:
+            self.keep_job = True  # fetch_artifacts: false leaves every model file on the host
+
+    def push_code(self) -> str:
+        digest = code_hash()
+        code = f"{self.remote_dir}/code/{digest}"
+        if self.ssh(f"test -f {code}/potato/training/agent.py").returncode == 0:
+            self.say(f"Potato's code {digest} is on {self.backend.host} already")
+            return digest
+        self.step(f"copying Potato's code to {self.backend.host}")
+        tmp = f"{code}.tmp"
+        out = self.ssh(f"mkdir -p {self.remote_dir}/code && rm -rf {tmp} && mkdir {tmp} && tar -x -C {tmp} "
+                       f"&& rm -rf {code} && mv {tmp} {code}", stdin=code_archive())
+        if out.returncode != 0:
+            raise SshFailed(f"Copying Potato's code to {self.backend.host} failed: "
+                            f"{out.stderr.decode('utf-8', 'replace').strip()[-500:]}")
+        self.say(f"Copied Potato's code {digest} to {self.backend.host}:{self.backend.remote_dir}/code/{digest}")
+        return digest
+
+    def open_socket_dir(self) -> str:
+        """A 0700 folder of this run's own in the host's /tmp: the socket inside is the user's only,
+        whatever the server's StreamLocalBindMask, and no earlier run's socket can be in the way."""
+        out = self.ssh(f"mkdir -m 700 {shlex.quote(self.socket_dir)}")
+        if out.returncode != 0:
+            raise SshFailed(f"Could not create {self.socket_dir} on {self.backend.host}: "
+                            f"{out.stderr.decode('utf-8', 'replace').strip()}")
+        return f"{self.socket_dir}/agent.sock"
+
+    def start_agent(self, digest: str, socket: str, cuda: str) -> None:
+        b = self.backend
+        self.step(f"waiting for the agent on {b.host}")
+        env = dict(b.env)
+        env["CUDA_VISIBLE_DEVICES"] = cuda
+        if b.num_threads:
+            env.update({name: str(b.num_threads) for name in THREAD_VARIABLES})
+        assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        code = f"{self.remote_dir}/code/{digest}"
+        command = (f"mkdir -p {self.remote_dir}/jobs && cd {self.remote_dir} && exec env {assignments} "
+                   f"PYTHONPATH={code} {shlex.quote(b.python)} -m potato.training.agent "
+                   f"--server {shlex.quote('unix:' + socket)} --backend {shlex.quote(b.name)} "
+                   f"--run {shlex.quote(self.run_.id)} --token-stdin --session --workdir {self.remote_dir}")
+        server = urlsplit(self.agent_url)
+        forward = f"{socket}:{server.hostname}:{server.port}"
+        out = (self.run_dir / "agent.out").open("ab")
+        try:
+            self.session = subprocess.Popen(
+                self.target.session_argv(command, "-o", "ExitOnForwardFailure=yes", "-R", forward),
+                stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            out.close()
+        stdin: IO[bytes] | None = self.session.stdin
+        if stdin is not None:  # kept open: its end tells the agent the session is gone (--session)
+            stdin.write(self.token.encode("ascii") + b"\n")
+            stdin.flush()
+        self.store.update(self.run_.id, agent_pid=self.session.pid, agent_host=b.host)
+        mode = self.ssh(f"sleep 1; stat -c %a {shlex.quote(socket)}")
+        self.say(f"Agent socket on {b.host}: {socket} (mode {mode.stdout.decode().strip() or 'unknown'}, "
+                 f"in a 0700 folder)")
+
+    def follow(self) -> bool:
+        """Wait until the run ends or its results are in (True: copy the model back)."""
+        mt = self.project.config.model_training
+        while True:
+            run = self.store.get(self.run_.id)
+            if run is None or run.state.terminal:
+                return False
+            if run.state is RunState.COPYING:
+                return True
+            session = self.session
+            if session is not None and session.poll() is not None:
+                self.recorder.fail(Reason.AGENT_LOST,
+                                   f"The ssh session to {self.backend.host} ended during the run (ssh exited "
+                                   f"{session.returncode}); agent.out and agent.log in the run's folder say why.")
+                return False
+            if (run.cancel_requested and run.cancel_at is not None
+                    and self.clock() - run.cancel_at > mt.grace_seconds + CANCEL_SLACK_S and session is not None):
+                session.terminate()  # R22: once grace_seconds passed, the agent's session is closed
+            time.sleep(WATCH_S)
+
+    def copy_back(self) -> None:
+        """The model files in one stream over the open connection, counted for the step line."""
+        b = self.backend
+        cap = b.max_artifact_mb * 1024 * 1024
+        command = (f"cd {self.job_dir} && exec {shlex.quote(b.python)} -c {shlex.quote(TAR_ARTIFACTS)} "
+                   f"artifacts {cap}")
+        target = self.run_dir / "artifacts"
+        partial = self.run_dir / "artifacts.part"
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir()
+        proc = subprocess.Popen(self.target.argv(command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        notes: list[str] = []
+        total = [0]
+        got = [0]
+        last = [self.clock()]
+
+        def read_notes() -> None:
+            errors = proc.stderr
+            if errors is None:
+                return
+            for raw in errors:
+                line = raw.decode("utf-8", "replace").strip()
+                if line.startswith("total "):
+                    total[0] = int(line.split()[1])
+                elif line:
+                    notes.append(line)
+
+        def stall_guard() -> None:
+            while proc.poll() is None:
+                if self.clock() - last[0] > COPY_STALL_S:
+                    proc.kill()
+                    return
+                time.sleep(1.0)
+
+        threading.Thread(target=read_notes, daemon=True).start()
+        threading.Thread(target=stall_guard, daemon=True).start()
+        shown = 0.0
+        try:
+            stream = proc.stdout
+            if stream is None:
+                raise SshFailed("no stream")
+            with tarfile.open(fileobj=stream, mode="r|") as tar:
+                for member in tar:
+                    dest = (partial / member.name).resolve()
+                    if not member.isfile() or partial.resolve() not in dest.parents:
+                        raise SshFailed(f"The copy from {b.host} held {member.name!r}, which is not a plain "
+                                        "file inside the artifacts folder; nothing was kept.")
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    src = tar.extractfile(member)
+                    if src is None:
+                        continue
+                    with dest.open("wb") as out:
+                        while True:
+                            chunk = src.read(1 << 20)
+                            if not chunk:
+                                break
+                            out.write(chunk)
+                            got[0] += len(chunk)
+                            last[0] = self.clock()
+                            if self.clock() - shown >= 1.0:
+                                shown = self.clock()
+                                self.step(f"copying the model from {b.host}: {got[0] / 1e6:.0f} of "
+                                          f"{max(total[0], got[0]) / 1e6:.0f} MB")
+        except (tarfile.TarError, OSError, SshFailed) as exc:
+            self.keep_job = True
+            proc.kill()
+            proc.wait()
+            shutil.rmtree(partial, ignore_errors=True)
+            stalled = self.clock() - last[0] > COPY_STALL_S
+            message = (f"The copy from {b.host} sent nothing for {COPY_STALL_S:.0f} s" if stalled
+                       else f"The copy from {b.host} broke off ({exc})")
+            self.recorder.fail(Reason.ERROR, message + "; the predictions are already saved, only the model "
+                               f"files are missing here. They are still on {b.host} in {b.remote_dir}/jobs/"
+                               f"{self.run_.id}/artifacts.")
+            return
+        code = proc.wait()
+        if code != 0 or (total[0] and got[0] != total[0]):
+            self.keep_job = True
+            shutil.rmtree(partial, ignore_errors=True)
+            self.recorder.fail(Reason.ERROR, f"The copy from {b.host} ended early (exit {code}, {got[0]} of "
+                               f"{total[0]} bytes); the predictions are saved, the model files stay on {b.host}.")
+            return
+        shutil.rmtree(target, ignore_errors=True)
+        partial.replace(target)
+        left = [n for n in notes if n.startswith("skipped ")]
+        self.keep_job = self.keep_job or bool(left)
+        for note in left:
+            _, name, size = note.split(" ", 2)
+            self.say(f"Left on {b.host} (over max_artifact_mb {b.max_artifact_mb} MB): {name} ({int(size) / 1e6:.0f} MB)")
+        self.say(f"Copied the model from {b.host}: {got[0] / 1e6:.1f} MB")
+        self.store.update(self.run_.id, artifact_uri=str(target) if not left else
+                          f"{target} (and on {b.host}:{b.remote_dir}/jobs/{self.run_.id}/artifacts)")
+        self.store.move(self.run_.id, RunState.SUCCEEDED, step="done", progress=1.0)
+        self.say("Run succeeded.")
+
+    def clean_up(self) -> None:
+        """Remove the remote job folder (unless keep_remote) and the socket folder; close the connection."""
+        if not self.target.control_dir.is_dir():
+            return  # never connected
+        session = self.session
+        if session is not None:
+            if session.stdin is not None:
+                session.stdin.close()
+            try:
+                session.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                session.terminate()
+        parts = [f"rm -rf {shlex.quote(self.socket_dir)}"]
+        if not self.keep_job:
+            parts.append(f"rm -rf {self.job_dir}")
+        try:
+            self.ssh(" ; ".join(parts), timeout=60)
+        except SshFailed as exc:
+            self.say(f"Could not clean up on {self.backend.host}: {exc}")
+        subprocess.run(self.target.exit_master(), capture_output=True, timeout=30)
+

@@ -1,0 +1,107 @@
+"""ssh command lines and what their failures mean: pure, no processes (R13, E1, E2).
+
+The system OpenSSH client does the work, so ``~/.ssh/config`` aliases, ssh-agent, ProxyJump and
+known_hosts all apply. Every remote command is one string of :func:`shlex.quote`-d words, so a
+hostile host name or path (``a'; echo foo``) stays one word on the remote side; ``--`` before the
+host keeps a host starting with ``-`` from being read as an option.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from potato.config.schema import SshBackend
+
+SERVER_ALIVE = ("-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4")
+"""A dead connection is noticed within a minute, not after TCP's hours."""
+CONTROL_PERSIST_S = 120
+"""How long the control master outlives the last command of a run (a check and a run share it)."""
+
+
+def remote_path(path: str) -> str:
+    """A shell word for ``path`` on the host: ``~`` still means the remote home, the rest is quoted."""
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
+def join(*parts: str) -> str:
+    """Join already-quoted shell words with ``/`` (``remote_path(dir)`` + ``/code``)."""
+    return "/".join(p.rstrip("/") if i < len(parts) - 1 else p for i, p in enumerate(parts))
+
+
+def shell(words: Sequence[str]) -> str:
+    """One remote command line from plain words, each quoted."""
+    return " ".join(shlex.quote(w) for w in words)
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """How to reach one ssh backend's host: the flags of R13 plus one control master per backend."""
+
+    backend: SshBackend
+    control_dir: Path
+
+    @property
+    def host(self) -> str:
+        return self.backend.host
+
+    def options(self, master: bool = True) -> list[str]:
+        b = self.backend
+        argv = ["-o", "BatchMode=yes", *SERVER_ALIVE]
+        if master:
+            argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_dir}/%C",
+                     "-o", f"ControlPersist={CONTROL_PERSIST_S}"]
+        else:
+            argv += ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
+        if b.user:
+            argv += ["-l", b.user]
+        if b.port:
+            argv += ["-p", str(b.port)]
+        if b.identity_file:
+            argv += ["-i", str(Path(b.identity_file).expanduser())]
+        return argv
+
+    def argv(self, command: str, *extra: str) -> list[str]:
+        """``ssh <options> <extra> -- <host> <command>``; ``command`` is already a shell line."""
+        return ["ssh", *self.options(), *extra, "--", self.host, command]
+
+    def session_argv(self, command: str, *extra: str) -> list[str]:
+        """A connection of its own, not through the control master: when this ssh ends (killed, or
+        the network broke), sshd ends the remote command's session and its stdin closes."""
+        return ["ssh", *self.options(master=False), *extra, "--", self.host, command]
+
+    def exit_master(self) -> list[str]:
+        return ["ssh", *self.options(), "-O", "exit", "--", self.host]
+
+
+class SshFailed(Exception):
+    """ssh could not run a command on the host; the message is the tutorial's, plus the fix."""
+
+
+def connect_error(host: str, stderr: str) -> SshFailed:
+    """E1 and its relatives, from ssh's own stderr (rc 255)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    text = " ".join(lines)
+    if "Permission denied" in text:
+        return SshFailed(
+            f"ssh to {host} failed: Permission denied. Potato runs ssh with BatchMode=yes, so it needs a key "
+            "that logs in without a prompt: check `user` and `identity_file`, that the key is in the host's "
+            "authorized_keys, or that ssh-agent holds it (try `ssh -o BatchMode=yes "
+            f"{host} true` as the user that runs the server).")
+    if "Host key verification failed" in text:
+        return SshFailed(f"ssh to {host} failed: Host key verification failed. Add the host's key to "
+                         f"known_hosts of the user that runs the server (connect once by hand: ssh {host}).")
+    last = lines[-1] if lines else "no message"
+    return SshFailed(f"ssh to {host} failed: {last}")
+
+
+def python_missing(python: str, host: str) -> SshFailed:
+    """E2."""
+    return SshFailed(f"{python} was not found on {host}. Set `python` in the backend to an interpreter the "
+                     f"host has (Python 3.8 or newer), e.g. python: /usr/bin/python3.")

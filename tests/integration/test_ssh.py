@@ -1,0 +1,193 @@
+"""The ssh backend against a real OpenSSH server (R13-R22, E1, E2): code push and reuse, the agent
+over a reverse-forwarded Unix socket, copy-back, cancel, a broken session, wrong key and python."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator
+
+import pytest
+import requests
+
+from tests.conftest import ADMIN_KEY
+from tests.integration.test_agent import wait_until, worker_pids
+from tests.integration.test_training_local import TERMINAL, label_all, start, wait
+from tests.servers import ServerProcess
+from tests.sshd import SshHost, start_sshd
+
+pytestmark = pytest.mark.integration
+H = {"X-API-Key": ADMIN_KEY}
+
+
+@pytest.fixture(scope="module")
+def sshd() -> SshHost:
+    return start_sshd()
+
+
+def ssh_config(host: SshHost, **gpu: Any) -> Dict[str, Any]:
+    return {"model_training": {
+        "enabled": True,
+        "grace_seconds": 2,
+        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
+        "backends": {"gpu": host.backend(**gpu)},
+    }}
+
+
+@pytest.fixture
+def make_server(make_project: Callable[..., Path]) -> Iterator[Callable[..., ServerProcess]]:
+    servers: list[ServerProcess] = []
+
+    def _make(config: Dict[str, Any]) -> ServerProcess:
+        srv = ServerProcess(make_project(**config)).start()
+        servers.append(srv)
+        label_all(srv, 20)
+        return srv
+
+    yield _make
+    for srv in servers:
+        srv.stop()
+
+
+def log_of(srv: ServerProcess, run_id: str) -> str:
+    return requests.get(f"{srv.url}/admin/training/api/runs/{run_id}/log", headers=H).text
+
+
+def test_a_run_pushes_the_code_once_trains_there_and_brings_the_model_back(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    srv = make_server(ssh_config(sshd))
+    first = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"artifact_mb": 3})
+    done = wait(srv, first["id"], TERMINAL, timeout=90)
+    assert done["state"] == "succeeded", (done, log_of(srv, first["id"]))
+    log = log_of(srv, first["id"])
+    assert "Python 3." in log and "on 127.0.0.1 (/usr/bin/python3)" in log  # the host's Python (R19)
+    assert "This run gets the CPU (no GPU on this host) on 127.0.0.1" in log  # and what it trained on
+    assert "Copied Potato's code" in log
+    assert "(mode 600, in a 0700 folder)" in log  # the socket is the trainer's only (R21)
+    assert "Copied the model from 127.0.0.1: 3.1 MB" in log
+    artifacts = srv.config_path.parent / "annotation_output" / "training" / "runs" / first["id"] / "artifacts"
+    assert (artifacts / "weights.bin").stat().st_size == 3 * 1024 * 1024 and (artifacts / "labels.json").exists()
+    assert done["artifact_uri"] == str(artifacts)
+    export = requests.get(f"{srv.url}/admin/training/api/runs/{first['id']}/suggestions", headers=H).json()
+    assert export["count"] == 40  # predictions came back and were written back
+    # The host keeps the code, not the job; the socket folder and the connection are gone.
+    left = sshd.run(f"ls ~/.cache/potato-training/jobs; ls -d /tmp/potato-{first['id']}-* 2>/dev/null; true")
+    assert left.stdout.strip() == ""
+    from potato.server.training.ssh import control_dir
+
+    control = control_dir(srv.config_path.parent / "annotation_output" / "training")
+    wait_until(lambda: not list(control.iterdir()), timeout=10, what="the control master to exit")
+    # A second run reuses the code: no copy.
+    second = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
+    assert wait(srv, second["id"], TERMINAL, timeout=90)["state"] == "succeeded"
+    assert "is on 127.0.0.1 already" in log_of(srv, second["id"])
+    assert "Copied Potato's code" not in log_of(srv, second["id"])
+
+
+def test_the_run_token_is_on_no_command_line_and_not_in_the_remote_worker(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    srv = make_server(ssh_config(sshd))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"sleep_s": 4})
+    wait_until(lambda: bool(worker_pids()), timeout=60, what="the remote worker")
+    agents = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"potato.training.agent" in cmdline and b"--session" in cmdline:
+            agents.append(cmdline)
+            assert b"--token-stdin" in cmdline and not any(len(arg) >= 40 and b"/" not in arg for arg in cmdline)
+        if b"potato.training.worker" in cmdline:
+            environ = (proc / "environ").read_bytes()
+            assert b"POTATO_" not in environ
+            assert b"CUDA_VISIBLE_DEVICES=" in environ  # the GPU choice reached the worker (none: the CPU)
+    assert agents, "the remote agent was not found"
+    assert wait(srv, run["id"], TERMINAL, timeout=60)["state"] == "succeeded"
+
+
+def test_cancel_reaches_the_remote_worker_and_kill_follows_term(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    srv = make_server(ssh_config(sshd))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"sleep_s": 60, "ignore_term": True})
+    wait_until(lambda: bool(worker_pids()), timeout=60, what="the remote worker")
+    time.sleep(1.5)
+    requests.post(f"{srv.url}/admin/training/api/runs/{run['id']}/cancel", headers=H)
+    done = wait(srv, run["id"], TERMINAL, timeout=40)
+    assert done["state"] == "cancelled"
+    assert "sending SIGKILL" in log_of(srv, run["id"])
+    wait_until(lambda: not worker_pids(), timeout=20, what="the remote worker to be gone")
+
+
+def test_a_broken_ssh_session_fails_the_run_and_stops_the_remote_worker(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    srv = make_server(ssh_config(sshd))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"sleep_s": 120})
+    wait_until(lambda: bool(worker_pids()), timeout=60, what="the remote worker")
+    session = requests.get(f"{srv.url}/admin/training/api/runs/{run['id']}", headers=H).json()
+    pid = _session_pid(srv, run["id"])
+    os.kill(pid, signal.SIGKILL)
+    done = wait(srv, run["id"], TERMINAL, timeout=40)
+    assert done["state"] == "failed" and done["reason"] == "agent_lost", (done, session)
+    assert "The ssh session to 127.0.0.1 ended during the run" in done["message"]
+    wait_until(lambda: not worker_pids(), timeout=30, what="the remote worker to be stopped")
+
+
+def _session_pid(srv: ServerProcess, run_id: str) -> int:
+    """The ssh client process that carries the run's agent session."""
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmdline and cmdline[0] == b"ssh" and any(run_id.encode() in arg and b"-R" != arg for arg in cmdline) \
+                and b"-R" in cmdline:
+            return int(proc.name)
+    raise AssertionError("no ssh session process for the run")
+
+
+def test_keep_remote_and_fetch_artifacts_false_leave_the_files_on_the_host(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    srv = make_server(ssh_config(sshd, fetch_artifacts=False, keep_remote=True))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
+    done = wait(srv, run["id"], TERMINAL, timeout=90)
+    assert done["state"] == "succeeded"
+    host, _, folder = done["artifact_uri"].partition(":")
+    assert folder.endswith(f"/.cache/potato-training/jobs/{run['id']}/artifacts")
+    assert sshd.run(f"test -f {folder}/labels.json").returncode == 0
+    assert not (srv.config_path.parent / "annotation_output" / "training" / "runs" / run["id"] / "artifacts").exists()
+
+
+def test_files_over_max_artifact_mb_stay_on_the_host_and_are_named(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    srv = make_server(ssh_config(sshd, max_artifact_mb=1))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"artifact_mb": 2})
+    done = wait(srv, run["id"], TERMINAL, timeout=90)
+    assert done["state"] == "succeeded"
+    log = log_of(srv, run["id"])
+    assert "Left on 127.0.0.1 (over max_artifact_mb 1 MB): weights.bin (2 MB)" in log
+    artifacts = srv.config_path.parent / "annotation_output" / "training" / "runs" / run["id"] / "artifacts"
+    assert (artifacts / "labels.json").exists() and not (artifacts / "weights.bin").exists()
+    assert sshd.run(f"test -f ~/.cache/potato-training/jobs/{run['id']}/artifacts/weights.bin").returncode == 0
+
+
+def test_a_key_the_host_refuses_fails_with_permission_denied(
+        sshd: SshHost, make_server: Callable[..., ServerProcess], tmp_path: Path) -> None:
+    key = tmp_path / "stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    srv = make_server(ssh_config(sshd, identity_file=str(key)))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
+    done = wait(srv, run["id"], TERMINAL, timeout=60)
+    assert done["state"] == "failed"
+    assert done["message"].startswith("ssh to 127.0.0.1 failed: Permission denied")
+
+
+def test_a_python_the_host_lacks_is_named(sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    srv = make_server(ssh_config(sshd, python="/usr/bin/python9"))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
+    done = wait(srv, run["id"], TERMINAL, timeout=60)
+    assert done["state"] == "failed"
+    assert done["message"].startswith("/usr/bin/python9 was not found on 127.0.0.1")

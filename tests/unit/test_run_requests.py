@@ -23,7 +23,8 @@ def cfg(make_project: Callable[..., Path]) -> Any:
         "enabled": True,
         "writeback": {"schemas": ["sentiment"]},
         "trainer_params": {"noop": {"sleep_s": 1}},
-        "backends": {"gpu-server": {"type": "ssh", "host": "gpu.example.org"}},
+        "backends": {"gpu-server": {"type": "ssh", "host": "gpu.example.org"},
+                     "cluster": {"type": "slurm", "host": "login.example.org", "remote_dir": "/shared/potato"}},
     }))
 
 
@@ -42,14 +43,15 @@ def test_defaults_and_param_merge(cfg: Any) -> None:
 
 def test_unknown_backend_is_409_with_the_list(cfg: Any) -> None:
     err = _error(cfg, {"trainer": "noop", "backend": "mars"})
-    assert err.status == 409 and err.extra["backends"] == ["local", "gpu-server"]
-    assert "Backends: local, gpu-server" in str(err)
+    assert err.status == 409 and err.extra["backends"] == ["local", "gpu-server", "cluster"]
+    assert "Backends: local, gpu-server, cluster" in str(err)
 
 
 def test_configured_remote_backend_is_409_until_it_can_run(cfg: Any) -> None:
-    err = _error(cfg, {"trainer": "noop", "backend": "gpu-server"})
+    err = _error(cfg, {"trainer": "noop", "backend": "cluster"})
     assert err.status == 409
-    assert "has type ssh, which this server cannot execute runs on yet" in str(err)
+    assert "has type slurm, which this server cannot execute runs on yet" in str(err)
+    assert err.extra["backends"] == ["local", "gpu-server"]
 
 
 def test_local_only_trainer_refused_elsewhere(cfg: Any) -> None:

@@ -163,7 +163,7 @@ def test_unknown_parameter(tmp_path: Path) -> None:
     job_dir = review_job(tmp_path, "noop", params={"sleep": 1})
     assert run_worker(job_dir).returncode == 2
     assert assert_failed(job_dir, 2, "bad_job") == (
-        "Trainer 'noop' has no parameter 'sleep'. Valid parameters are: allocate_mb, ignore_term, sleep_s"
+        "Trainer 'noop' has no parameter 'sleep'. Valid parameters are: allocate_mb, artifact_mb, ignore_term, sleep_s"
     )
 
 

@@ -1,0 +1,70 @@
+"""ssh command lines, remote quoting and GPU choice: pure (R13, R15, E1-E3)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from potato.config.schema import SshBackend
+from potato.server.training.sshcmd import SshTarget, connect_error, remote_path, shell
+from potato.training.gpus import Gpu, NoGpuFree, choose_gpus
+
+HOSTILE = "a'; echo foo"
+
+
+def test_flags_follow_the_backend_and_the_host_cannot_be_an_option() -> None:
+    b = SshBackend(name="gpu", host="-oProxyCommand=touch /tmp/x", user="alice", port=2222,
+                   identity_file="~/.ssh/id_ed25519")
+    argv = SshTarget(b, Path("/c")).argv("true")
+    assert argv[:3] == ["ssh", "-o", "BatchMode=yes"]
+    assert argv[argv.index("-l") + 1] == "alice" and argv[argv.index("-p") + 1] == "2222"
+    assert argv[argv.index("-i") + 1] == str(Path("~/.ssh/id_ed25519").expanduser())
+    assert argv[-3:] == ["--", "-oProxyCommand=touch /tmp/x", "true"]  # after --: a host, never an option
+    assert "ControlPath=/c/%C" in argv
+    session = SshTarget(b, Path("/c")).session_argv("true")
+    assert "ControlPath=none" in session and "ControlMaster=no" in session and "ControlPersist=120" not in " ".join(session)
+
+
+def test_hostile_paths_stay_one_word_on_the_remote_shell(tmp_path: Path) -> None:
+    """What the remote login shell does with our command line, checked with a real sh."""
+    target = tmp_path / HOSTILE
+    line = f"mkdir -p {remote_path(str(target))} && printf %s {shell([HOSTILE])}"
+    out = subprocess.run(["sh", "-c", line], capture_output=True, text=True, check=True)
+    assert out.stdout == HOSTILE and target.is_dir()
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_tilde_path_means_the_remote_home(tmp_path: Path) -> None:
+    line = f"printf %s {remote_path('~/.cache/x y')}"
+    out = subprocess.run(["sh", "-c", line], capture_output=True, text=True, check=True, env={"HOME": "/home/t"})
+    assert out.stdout == "/home/t/.cache/x y"
+
+
+def test_ssh_failures_read_as_the_tutorial_says() -> None:
+    denied = connect_error("gpu.example.org", "trainer@127.0.0.1: Permission denied (publickey).\n")
+    assert str(denied).startswith("ssh to gpu.example.org failed: Permission denied")
+    other = connect_error("gpu.example.org", "ssh: Could not resolve hostname gpu.example.org: Name or service not known\n")
+    assert str(other) == "ssh to gpu.example.org failed: ssh: Could not resolve hostname gpu.example.org: Name or service not known"
+
+
+GPUS = [Gpu(0, "A100", 81920, 1200, 99), Gpu(1, "A100", 81920, 70000, 5), Gpu(2, "A100", 81920, 70000, 80)]
+
+
+def test_auto_takes_the_most_free_memory_not_the_least_busy() -> None:
+    choice = choose_gpus(GPUS, "auto", 2000)
+    assert choice.cuda_visible_devices == "1" and "70000 MB free" in choice.text
+
+
+def test_auto_refuses_when_no_gpu_has_enough_free() -> None:
+    with pytest.raises(NoGpuFree, match="^No GPU has 80000 MB free"):
+        choose_gpus(GPUS, "auto", 80000)
+
+
+def test_pins_none_and_a_host_without_gpus() -> None:
+    assert choose_gpus(GPUS, "0,2", 2000).cuda_visible_devices == "0,2"
+    assert choose_gpus(GPUS, "none", 2000).cuda_visible_devices == ""
+    assert choose_gpus([], "auto", 2000).text == "the CPU (no GPU on this host)"
+    with pytest.raises(NoGpuFree, match="GPU 7 is not on this host"):
+        choose_gpus(GPUS, "7", 2000)

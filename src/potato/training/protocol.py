@@ -160,7 +160,11 @@ class Client:
                           timeout: Optional[float] = None) -> Tuple[int, Any, http.client.HTTPMessage]:
         data = None if payload is None else json.dumps(payload).encode("utf-8")
         headers = {"Content-Type": "application/json"} if data is not None else {}
-        conn, resp = self._send(method, path, data, headers, timeout)
+        return self._answer(*self._send(method, path, data, headers, timeout))
+
+    def _answer(self, conn: http.client.HTTPConnection,
+                resp: http.client.HTTPResponse) -> Tuple[int, Any, http.client.HTTPMessage]:
+        """Read and decode an answer: (status, JSON body or None, headers) for 2xx, else its exception."""
         try:
             raw = resp.read()
         except (OSError, http.client.HTTPException) as exc:
@@ -209,21 +213,10 @@ class Client:
         """Stream ``predictions.jsonl`` (never read into memory)."""
         size = path.stat().st_size
         with path.open("rb") as fh:
-            conn, resp = self._send("PUT", f"/runs/{quote(run_id)}/predictions", fh,
-                                    {"Content-Type": "application/x-ndjson", "Content-Length": str(size)})
-            try:
-                raw = resp.read()
-            except (OSError, http.client.HTTPException) as exc:
-                raise Unreachable(f"{self.endpoint.url}: the answer broke off ({exc})") from None
-            finally:
-                conn.close()
-        try:
-            decoded = json.loads(raw.decode("utf-8")) if raw else {}
-        except ValueError:
-            decoded = {}
-        if 200 <= resp.status < 300:
-            return decoded if isinstance(decoded, dict) else {}
-        raise _error_from(resp.status, decoded)
+            _, body, _ = self._answer(*self._send(
+                "PUT", f"/runs/{quote(run_id)}/predictions", fh,
+                {"Content-Type": "application/x-ndjson", "Content-Length": str(size)}))
+        return body if isinstance(body, dict) else {}
 
     def download_bundle(self, run_id: str, dest: Path, size: int, sha256: str,
                         progress: Callable[[int, int], None] = lambda done, total: None,
@@ -270,12 +263,8 @@ class Client:
             elif resp.status == 206:
                 mode = "ab"
             else:
-                raw = resp.read()
-                try:
-                    payload = json.loads(raw.decode("utf-8")) if raw else None
-                except ValueError:
-                    payload = None
-                raise _error_from(resp.status, payload)
+                self._answer(conn, resp)  # raises the error the answer says
+                raise ProtocolError(resp.status, f"the server answered {resp.status} to a bundle request")
             with part.open(mode) as out:
                 while have < size:
                     try:  # read1: a connection that breaks mid-read keeps what had arrived

@@ -191,3 +191,55 @@ def test_a_python_the_host_lacks_is_named(sshd: SshHost, make_server: Callable[.
     done = wait(srv, run["id"], TERMINAL, timeout=60)
     assert done["state"] == "failed"
     assert done["message"].startswith("/usr/bin/python9 was not found on 127.0.0.1")
+
+
+STAND_IN_NVIDIA_SMI = """#!/bin/sh
+# The one hardware stand-in: what nvidia-smi prints on a host with two A100s, one of them busy.
+printf '%s\\n' '0, NVIDIA A100-SXM4-80GB, 81920, 1210, 97' '1, NVIDIA A100-SXM4-80GB, 81920, 80512, 0'
+"""
+
+
+def _stand_in_gpus(sshd: SshHost) -> str:
+    folder = "/home/trainer/fake-gpus"
+    script = STAND_IN_NVIDIA_SMI.replace("'", "'\"'\"'")
+    assert sshd.run(f"mkdir -p {folder} && printf '%s' '{script}' > {folder}/nvidia-smi && "
+                    f"chmod +x {folder}/nvidia-smi").returncode == 0
+    return f"{folder}:/usr/local/bin:/usr/bin:/bin"
+
+
+def test_check_reports_python_and_gpus_and_a_run_gets_the_freest_gpu(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    import json
+    import sys
+
+    path = _stand_in_gpus(sshd)
+    srv = make_server(ssh_config(sshd, env={"PATH": path}))
+    cmd = [sys.executable, "-m", "potato", "training", "check", "gpu", str(srv.config_path)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.startswith("gpu (ssh to 127.0.0.1): Python 3.")
+    assert "GPU 0: NVIDIA A100-SXM4-80GB, 1210 of 81920 MB free, 97 % busy" in out.stdout
+    assert "A run would get GPU 1: NVIDIA A100-SXM4-80GB (80512 MB free)." in out.stdout
+    report = json.loads(subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=60).stdout)
+    assert report["ok"] is True and report["cuda_visible_devices"] == "1" and len(report["gpus"]) == 2
+    page = requests.post(f"{srv.url}/admin/training/api/backends/gpu/check", headers=H).json()
+    assert page["lines"] == report["lines"]
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"sleep_s": 3})
+    wait_until(lambda: bool(worker_pids()), timeout=60, what="the remote worker")
+    environ = Path(f"/proc/{worker_pids()[0]}/environ").read_bytes().split(b"\0")
+    assert b"CUDA_VISIBLE_DEVICES=1" in environ
+    assert wait(srv, run["id"], TERMINAL, timeout=60)["state"] == "succeeded"
+    assert "This run gets GPU 1: NVIDIA A100-SXM4-80GB (80512 MB free) on 127.0.0.1" in log_of(srv, run["id"])
+
+
+def test_check_fails_when_no_gpu_has_enough_free(sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    import sys
+
+    path = _stand_in_gpus(sshd)
+    srv = make_server(ssh_config(sshd, env={"PATH": path}, min_free_gpu_mb=90000))
+    out = subprocess.run([sys.executable, "-m", "potato", "training", "check", "gpu", str(srv.config_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "No GPU has 90000 MB free" in out.stdout
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
+    done = wait(srv, run["id"], TERMINAL, timeout=60)
+    assert done["state"] == "failed" and done["message"].startswith("No GPU has 90000 MB free")

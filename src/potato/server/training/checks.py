@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from potato.config.schema import AgentBackend, Config, LocalBackend
+from potato.config.schema import AgentBackend, Config, LocalBackend, SshBackend
 
 
 class UnknownBackend(Exception):
@@ -68,6 +68,36 @@ def check_agent(config: Config, backend: AgentBackend, now: float | None = None)
     return CheckReport(backend.name, "agent", True, lines, {"token": entry.to_json()})
 
 
+def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
+    """Log in and report the host's Python, every GPU with its free memory and load, and what a
+    run would get (R17); ok when a run could start."""
+    from potato.server.training.ssh import HostFacts, SshTarget, control_dir, probe_host
+    from potato.server.training.sshcmd import SshFailed
+    from potato.training.gpus import NoGpuFree, choose_gpus
+
+    head = backend.describe()
+    try:
+        facts: HostFacts = probe_host(SshTarget(backend, control_dir(config.training_dir)))
+    except SshFailed as exc:
+        return CheckReport(backend.name, "ssh", False, [f"{head}: {exc}"], {"error": str(exc)})
+    lines = [f"{head}: Python {facts.python_version} ({facts.python_path})"]
+    for g in facts.gpus:
+        load = f", {g.utilization_pct} % busy" if g.utilization_pct is not None else ""
+        lines.append(f"GPU {g.index}: {g.name}, {g.memory_free_mb} of {g.memory_total_mb} MB free{load}")
+    if not facts.gpus:
+        lines.append("no GPU (nvidia-smi is missing or found none)")
+    details: dict[str, Any] = {"python": facts.python_version, "python_path": facts.python_path,
+                               "gpus": [g.to_json() for g in facts.gpus]}
+    try:
+        choice = choose_gpus(facts.gpus, backend.gpus, backend.min_free_gpu_mb)
+    except NoGpuFree as exc:
+        lines.append(str(exc))
+        return CheckReport(backend.name, "ssh", False, lines, {**details, "error": str(exc)})
+    lines.append(f"A run would get {choice.text}.")
+    details["cuda_visible_devices"] = choice.cuda_visible_devices
+    return CheckReport(backend.name, "ssh", True, lines, details)
+
+
 def run_check(config: Config, name: str) -> CheckReport:
     backends = config.model_training.all_backends()
     backend = backends.get(name)
@@ -77,6 +107,8 @@ def run_check(config: Config, name: str) -> CheckReport:
         return check_local(backend)
     if isinstance(backend, AgentBackend):
         return check_agent(config, backend)
+    if isinstance(backend, SshBackend):
+        return check_ssh(config, backend)
     return CheckReport(
         name, backend.type, False,
         [(f"{backend.describe()}: this server cannot execute runs on {backend.type} backends yet, "

@@ -25,6 +25,7 @@ import tarfile
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable
 from urllib.parse import urlsplit
@@ -36,7 +37,7 @@ from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import Run, RunState, RunStore
 from potato.server.training.sshcmd import SshFailed, SshTarget, connect_error, python_missing, remote_path, shell
 from potato.server.training.watchdog import CANCEL_SLACK_S
-from potato.training.gpus import NVIDIA_SMI_ARGS, NoGpuFree, choose_gpus, parse_nvidia_smi
+from potato.training.gpus import NVIDIA_SMI_ARGS, Gpu, NoGpuFree, choose_gpus, parse_nvidia_smi
 from potato.training.results import Reason
 from potato.training.supervise import THREAD_VARIABLES
 
@@ -76,6 +77,45 @@ sys.stdout.buffer.flush()
 """
 """Runs on the host with its own Python: the model files under the cap as one uncompressed tar
 stream on stdout, their total and the files left behind on stderr."""
+
+
+def run_ssh(target: SshTarget, command: str, stdin: bytes | None = None,
+            timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
+    """One command on the host; ssh's own failure (rc 255) becomes the tutorial's message."""
+    try:
+        out = subprocess.run(target.argv(command), input=stdin, capture_output=True, timeout=timeout,
+                             stdin=None if stdin is not None else subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise SshFailed(f"ssh to {target.host} failed: no answer within {timeout:.0f} s") from None
+    if out.returncode == 255:
+        raise connect_error(target.host, out.stderr.decode("utf-8", "replace"))
+    return out
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What a run (and the check) needs to know about the host before anything is copied there."""
+
+    python_version: str
+    python_path: str
+    gpus: list[Gpu]
+
+
+def probe_host(target: SshTarget) -> HostFacts:
+    """Log in, check the interpreter (E2, >= 3.8) and read nvidia-smi (none: no GPU)."""
+    host, python = target.host, target.backend.python
+    run_ssh(target, "true", timeout=60)
+    env = target.env_prefix()
+    probe = run_ssh(target, f"{env}{shlex.quote(python)} -c {shlex.quote(PROBE)}")
+    lines = probe.stdout.decode("utf-8", "replace").split()
+    if probe.returncode == 127 or len(lines) < 2:
+        raise python_missing(python, host)
+    if probe.returncode == 3:
+        raise SshFailed(f"{python} on {host} is Python {lines[0]}; Potato needs 3.8 or newer. Set `python` "
+                        "in the backend to a newer interpreter.")
+    smi = run_ssh(target, env + shell(["nvidia-smi", *NVIDIA_SMI_ARGS]))
+    gpus = parse_nvidia_smi(smi.stdout.decode("utf-8", "replace")) if smi.returncode == 0 else []
+    return HostFacts(lines[0], lines[1], gpus)
 
 
 def control_dir(training_dir: Path) -> Path:
@@ -124,15 +164,7 @@ class SshRun(threading.Thread):
         self.store.update(self.run_.id, step=text)
 
     def ssh(self, command: str, stdin: bytes | None = None, timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
-        """One command on the host; ssh's own failure (rc 255) becomes the tutorial's message."""
-        try:
-            out = subprocess.run(self.target.argv(command), input=stdin, capture_output=True, timeout=timeout,
-                                 stdin=None if stdin is not None else subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise SshFailed(f"ssh to {self.backend.host} failed: no answer within {timeout:.0f} s") from None
-        if out.returncode == 255:
-            raise connect_error(self.backend.host, out.stderr.decode("utf-8", "replace"))
-        return out
+        return run_ssh(self.target, command, stdin, timeout)
 
     # -- the run ------------------------------------------------------------------------------------
 
@@ -151,18 +183,9 @@ class SshRun(threading.Thread):
         host, b = self.backend.host, self.backend
         self.target = SshTarget(b, control_dir(self.project.config.training_dir))
         self.step(f"connecting to {host}")
-        self.ssh("true", timeout=60)
-        probe = self.ssh(f"{shlex.quote(b.python)} -c {shlex.quote(PROBE)}")
-        lines = probe.stdout.decode("utf-8", "replace").split()
-        if probe.returncode == 127 or len(lines) < 2:
-            raise python_missing(b.python, host)
-        if probe.returncode == 3:
-            raise SshFailed(f"{b.python} on {host} is Python {lines[0]}; Potato needs 3.8 or newer. Set `python` "
-                            "in the backend to a newer interpreter.")
-        self.say(f"Python {lines[0]} on {host} ({lines[1]})")
-        smi = self.ssh(shell(["nvidia-smi", *NVIDIA_SMI_ARGS]))
-        gpus = parse_nvidia_smi(smi.stdout.decode("utf-8", "replace")) if smi.returncode == 0 else []
-        choice = choose_gpus(gpus, b.gpus, b.min_free_gpu_mb)
+        facts = probe_host(self.target)
+        self.say(f"Python {facts.python_version} on {host} ({facts.python_path})")
+        choice = choose_gpus(facts.gpus, b.gpus, b.min_free_gpu_mb)
         self.say(f"This run gets {choice.text} on {host}")
         self.store.update(self.run_.id, device=choice.text)
         digest = self.push_code()

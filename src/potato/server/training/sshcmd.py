@@ -76,6 +76,13 @@ class SshTarget:
         the network broke), sshd ends the remote command's session and its stdin closes."""
         return ["ssh", *self.options(master=False), *extra, "--", self.host, command]
 
+    def env_prefix(self) -> str:
+        """``env K=V ... `` for the backend's ``env`` (PATH among them), before every remote program
+        Potato starts, so the checks see what the run will see."""
+        if not self.backend.env:
+            return ""
+        return "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in self.backend.env.items()) + " "
+
     def exit_master(self) -> list[str]:
         return ["ssh", *self.options(), "-O", "exit", "--", self.host]
 

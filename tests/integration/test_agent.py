@@ -85,11 +85,13 @@ def make_setup(make_project: Callable[..., Path]) -> Iterator[Callable[..., Setu
         setup.close()
 
 
-def worker_pids() -> list[int]:
+def worker_pids(part: str) -> list[int]:
+    """Worker processes whose command line (the job dir) contains ``part``: this test's only."""
     pids = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
-            if b"potato.training.worker" in cmdline.read_bytes().split(b"\0"):
+            args = cmdline.read_bytes().split(b"\0")
+            if b"potato.training.worker" in args and any(part.encode() in a for a in args):
                 pids.append(int(cmdline.parent.name))
         except (OSError, ValueError):
             continue
@@ -189,7 +191,7 @@ def test_cancel_reaches_the_agent_and_a_worker_ignoring_term_is_killed(make_setu
     agent = s.agent()
     run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab",
                 params={"sleep_s": 60, "ignore_term": True})
-    wait_until(lambda: bool(worker_pids()), what="the worker")
+    wait_until(lambda: bool(worker_pids(str(s.root))), what="the worker")
     agent.wait_for("starting the worker")
     time.sleep(1.0)  # the worker is inside fit, ignoring SIGTERM
     r = requests.post(f"{s.server.url}/admin/training/api/runs/{run['id']}/cancel", headers=H)
@@ -198,7 +200,7 @@ def test_cancel_reaches_the_agent_and_a_worker_ignoring_term_is_killed(make_setu
     assert done["state"] == "cancelled" and done["reason"] == "cancelled"
     log = requests.get(f"{s.server.url}/admin/training/api/runs/{run['id']}/log", headers=H).text
     assert "sending SIGKILL" in log
-    wait_until(lambda: not worker_pids(), what="the worker to be gone")
+    wait_until(lambda: not worker_pids(str(s.root)), what="the worker to be gone")
     agent.wait_for(f"waiting for jobs on lab at {s.server.url}")  # and it waits for the next job
 
 
@@ -207,7 +209,7 @@ def test_heartbeat_timeout_fails_a_run_whose_agent_went_silent(make_setup: Calla
     label_all(s.server, 10)
     agent = s.agent()
     run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 60})
-    wait_until(lambda: bool(worker_pids()), what="the worker")
+    wait_until(lambda: bool(worker_pids(str(s.root))), what="the worker")
     agent.signal(signal.SIGSTOP)
     try:
         done = wait(s.server, run["id"], TERMINAL, timeout=30)
@@ -218,7 +220,7 @@ def test_heartbeat_timeout_fails_a_run_whose_agent_went_silent(make_setup: Calla
     assert (s.run_dir(run["id"]) / "agent.log").read_text().strip()  # its last words are kept
     # Woken up, the agent hears that the run is over and stops its worker.
     agent.wait_for("no longer takes reports", timeout=20)
-    wait_until(lambda: not worker_pids(), what="the worker to be stopped")
+    wait_until(lambda: not worker_pids(str(s.root)), what="the worker to be stopped")
 
 
 def test_an_agent_cut_off_from_the_server_stops_the_run_itself(make_setup: Callable[..., Setup]) -> None:
@@ -227,10 +229,10 @@ def test_an_agent_cut_off_from_the_server_stops_the_run_itself(make_setup: Calla
     proxy = s.proxy()
     agent = s.agent("--give-up-after", "3", url=proxy.url)
     run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 120})
-    wait_until(lambda: bool(worker_pids()), what="the worker")
+    wait_until(lambda: bool(worker_pids(str(s.root))), what="the worker")
     proxy.block()
     agent.wait_for("could not reach the server for 3 s and stopped the run itself", timeout=30)
-    wait_until(lambda: not worker_pids(), timeout=20, what="the worker to be stopped")
+    wait_until(lambda: not worker_pids(str(s.root)), timeout=20, what="the worker to be stopped")
     assert agent.proc.poll() is None, "a network outage must never end the agent"
     assert requests.get(f"{s.server.url}/admin/training/api/runs/{run['id']}", headers=H).json()["state"] == "running"
 
@@ -331,7 +333,7 @@ def test_a_server_restart_mid_run_loses_nothing(make_setup: Callable[..., Setup]
     label_all(s.server, 10)
     agent = s.agent("--once")
     run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 6})
-    wait_until(lambda: bool(worker_pids()), what="the worker")
+    wait_until(lambda: bool(worker_pids(str(s.root))), what="the worker")
     s.server.kill9()
     time.sleep(3)
     s.server = ServerProcess(s.config_path, port=s.server.port).start()
@@ -361,12 +363,12 @@ def test_ctrl_c_stops_the_worker_and_reports_the_run_cancelled(make_setup: Calla
     label_all(s.server, 10)
     agent = s.agent()
     run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 60})
-    wait_until(lambda: bool(worker_pids()), what="the worker")
+    wait_until(lambda: bool(worker_pids(str(s.root))), what="the worker")
     agent.signal(signal.SIGINT)
     assert agent.wait_exit(30) == 0
     done = wait(s.server, run["id"], TERMINAL, timeout=10)
     assert done["state"] == "cancelled" and "Stopped on the training machine" in done["message"]
-    assert not worker_pids()
+    assert not worker_pids(str(s.root))
 
 
 def test_the_token_appears_in_no_command_line_environment_log_or_run_file(make_setup: Callable[..., Setup]) -> None:
@@ -374,7 +376,7 @@ def test_the_token_appears_in_no_command_line_environment_log_or_run_file(make_s
     label_all(s.server, 10)
     s.agent()
     run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 3})
-    wait_until(lambda: bool(worker_pids()), what="the worker")
+    wait_until(lambda: bool(worker_pids(str(s.root))), what="the worker")
     local = start(s.server, trainer="noop", schemas=["sentiment"], backend="local", params={"sleep_s": 3})
     secrets = [s.token.encode()]
     seen_workers = 0
@@ -425,11 +427,11 @@ def test_ctrl_c_twice_exits_at_once_and_takes_the_worker_along(make_setup: Calla
     label_all(s.server, 10)
     agent = s.agent()
     start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 60, "ignore_term": True})
-    wait_until(lambda: bool(worker_pids()), what="the worker")
+    wait_until(lambda: bool(worker_pids(str(s.root))), what="the worker")
     agent.wait_for("starting the worker")
     time.sleep(1.0)
     agent.signal(signal.SIGINT)
     agent.wait_for("press Ctrl-C again to exit at once")
     agent.signal(signal.SIGINT)
     assert agent.wait_exit(10) == 130
-    wait_until(lambda: not worker_pids(), timeout=10, what="the worker to be gone")
+    wait_until(lambda: not worker_pids(str(s.root)), timeout=10, what="the worker to be gone")

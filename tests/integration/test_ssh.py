@@ -91,7 +91,7 @@ def test_the_run_token_is_on_no_command_line_and_not_in_the_remote_worker(
         sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
     srv = make_server(ssh_config(sshd))
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"sleep_s": 4})
-    wait_until(lambda: bool(worker_pids()), timeout=60, what="the remote worker")
+    wait_until(lambda: bool(worker_pids(run["id"])), timeout=60, what="the remote worker")
     agents = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
@@ -113,27 +113,27 @@ def test_cancel_reaches_the_remote_worker_and_kill_follows_term(
         sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
     srv = make_server(ssh_config(sshd))
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"sleep_s": 60, "ignore_term": True})
-    wait_until(lambda: bool(worker_pids()), timeout=60, what="the remote worker")
+    wait_until(lambda: bool(worker_pids(run["id"])), timeout=60, what="the remote worker")
     time.sleep(1.5)
     requests.post(f"{srv.url}/admin/training/api/runs/{run['id']}/cancel", headers=H)
     done = wait(srv, run["id"], TERMINAL, timeout=40)
     assert done["state"] == "cancelled"
     assert "sending SIGKILL" in log_of(srv, run["id"])
-    wait_until(lambda: not worker_pids(), timeout=20, what="the remote worker to be gone")
+    wait_until(lambda: not worker_pids(run["id"]), timeout=20, what="the remote worker to be gone")
 
 
 def test_a_broken_ssh_session_fails_the_run_and_stops_the_remote_worker(
         sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
     srv = make_server(ssh_config(sshd))
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"sleep_s": 120})
-    wait_until(lambda: bool(worker_pids()), timeout=60, what="the remote worker")
+    wait_until(lambda: bool(worker_pids(run["id"])), timeout=60, what="the remote worker")
     session = requests.get(f"{srv.url}/admin/training/api/runs/{run['id']}", headers=H).json()
     pid = _session_pid(srv, run["id"])
     os.kill(pid, signal.SIGKILL)
     done = wait(srv, run["id"], TERMINAL, timeout=40)
     assert done["state"] == "failed" and done["reason"] == "agent_lost", (done, session)
     assert "The ssh session to 127.0.0.1 ended during the run" in done["message"]
-    wait_until(lambda: not worker_pids(), timeout=30, what="the remote worker to be stopped")
+    wait_until(lambda: not worker_pids(run["id"]), timeout=30, what="the remote worker to be stopped")
 
 
 def _session_pid(srv: ServerProcess, run_id: str) -> int:
@@ -225,8 +225,9 @@ def test_check_reports_python_and_gpus_and_a_run_gets_the_freest_gpu(
     page = requests.post(f"{srv.url}/admin/training/api/backends/gpu/check", headers=H).json()
     assert page["lines"] == report["lines"]
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"sleep_s": 3})
-    wait_until(lambda: bool(worker_pids()), timeout=60, what="the remote worker")
-    environ = Path(f"/proc/{worker_pids()[0]}/environ").read_bytes().split(b"\0")
+    wait_until(lambda: bool(worker_pids(run["id"])), timeout=60, what="the remote worker")
+    worker = worker_pids(run["id"])[0]
+    environ = Path(f"/proc/{worker}/environ").read_bytes().split(b"\0")
     assert b"CUDA_VISIBLE_DEVICES=1" in environ
     assert wait(srv, run["id"], TERMINAL, timeout=60)["state"] == "succeeded"
     assert "This run gets GPU 1: NVIDIA A100-SXM4-80GB (80512 MB free) on 127.0.0.1" in log_of(srv, run["id"])

@@ -263,6 +263,9 @@ class SshRun(threading.Thread):
                 return True
             session = self.session
             if session is not None and session.poll() is not None:
+                after = self.store.get(self.run_.id)  # the agent may have reported and exited just now
+                if after is not None and (after.state.terminal or after.state is RunState.COPYING):
+                    continue
                 self.recorder.fail(Reason.AGENT_LOST,
                                    f"The ssh session to {self.backend.host} ended during the run (ssh exited "
                                    f"{session.returncode}); agent.out and agent.log in the run's folder say why.")

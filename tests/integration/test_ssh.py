@@ -213,10 +213,14 @@ def test_check_reports_python_and_gpus_and_a_run_gets_the_freest_gpu(
     import sys
 
     path = _stand_in_gpus(sshd)
-    srv = make_server(ssh_config(sshd, env={"PATH": path}))
+    config = ssh_config(sshd, env={"PATH": path})
+    config["model_training"]["trainer"] = "noop"  # the host's Python has the standard library only
+    srv = make_server(config)
     cmd = [sys.executable, "-m", "potato", "training", "check", "gpu", str(srv.config_path)]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert ("Trainer 'sklearn-text-classification' could not be imported on 127.0.0.1: /usr/bin/python3 lacks "
+            "scikit-learn") in out.stdout
     assert out.stdout.startswith("gpu (ssh to 127.0.0.1): Python 3.")
     assert "GPU 0: NVIDIA A100-SXM4-80GB, 1210 of 81920 MB free, 97 % busy" in out.stdout
     assert "A run would get GPU 1: NVIDIA A100-SXM4-80GB (80512 MB free)." in out.stdout
@@ -241,6 +245,20 @@ def test_check_fails_when_no_gpu_has_enough_free(sshd: SshHost, make_server: Cal
     out = subprocess.run([sys.executable, "-m", "potato", "training", "check", "gpu", str(srv.config_path)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and "No GPU has 90000 MB free" in out.stdout
+    srv2_check = out.stdout
+    assert "A run would get" not in srv2_check
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
     done = wait(srv, run["id"], TERMINAL, timeout=60)
     assert done["state"] == "failed" and done["message"].startswith("No GPU has 90000 MB free")
+
+
+def test_check_fails_when_the_default_trainer_cannot_be_imported_there(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    import sys
+
+    srv = make_server(ssh_config(sshd))  # default trainer: scikit-learn, which the host's Python lacks
+    out = subprocess.run([sys.executable, "-m", "potato", "training", "check", "gpu", str(srv.config_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert "Trainer 'sklearn-text-classification' could not be imported on 127.0.0.1" in out.stdout
+    assert "/usr/bin/python3 -m pip install scikit-learn" in out.stdout

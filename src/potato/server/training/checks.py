@@ -77,7 +77,8 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
 
     head = backend.describe()
     try:
-        facts: HostFacts = probe_host(SshTarget(backend, control_dir(config.training_dir)))
+        target = SshTarget(backend, control_dir(config.training_dir))
+        facts: HostFacts = probe_host(target)
     except SshFailed as exc:
         return CheckReport(backend.name, "ssh", False, [f"{head}: {exc}"], {"error": str(exc)})
     lines = [f"{head}: Python {facts.python_version} ({facts.python_path})"]
@@ -95,7 +96,27 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
         return CheckReport(backend.name, "ssh", False, lines, {**details, "error": str(exc)})
     lines.append(f"A run would get {choice.text}.")
     details["cuda_visible_devices"] = choice.cuda_visible_devices
-    return CheckReport(backend.name, "ssh", True, lines, details)
+    missing = trainer_packages_missing(target, config.model_training.trainer)
+    details["missing_packages"] = missing
+    for trainer, packages in missing.items():
+        lines.append(f"Trainer '{trainer}' could not be imported on {backend.host}: {backend.python} lacks "
+                     f"{', '.join(packages)} (`{backend.python} -m pip install {' '.join(packages)}` there)")
+    default_missing = config.model_training.trainer in missing
+    return CheckReport(backend.name, "ssh", not default_missing, lines, details)
+
+
+def trainer_packages_missing(target: Any, default_trainer: str) -> dict[str, list[str]]:
+    """Trainer -> the pip packages the host lacks for it (E4 before a run hits it)."""
+    from potato.server.training.ssh import missing_modules
+    from potato.training.failures import PIP_NAMES
+    from potato.training.trainers import available_trainers
+
+    modules_for = {pip: module for module, pip in PIP_NAMES.items()}
+    wanted = {t.name: list(t.requires) for t in available_trainers() if t.requires and not t.local_only}
+    modules = sorted({modules_for.get(p, p) for packages in wanted.values() for p in packages})
+    absent = set(missing_modules(target, modules))
+    return {name: [p for p in packages if modules_for.get(p, p) in absent]
+            for name, packages in wanted.items() if any(modules_for.get(p, p) in absent for p in packages)}
 
 
 def run_check(config: Config, name: str) -> CheckReport:

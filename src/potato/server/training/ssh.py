@@ -118,6 +118,19 @@ def probe_host(target: SshTarget) -> HostFacts:
     return HostFacts(lines[0], lines[1], gpus)
 
 
+FIND_MODULES = ("import importlib.util, sys; "
+                "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))")
+
+
+def missing_modules(target: SshTarget, modules: list[str]) -> list[str]:
+    """Which of ``modules`` the host's interpreter cannot import (found, not imported: no torch load)."""
+    if not modules:
+        return []
+    out = run_ssh(target, f"{target.env_prefix()}{shlex.quote(target.backend.python)} -c "
+                          f"{shlex.quote(FIND_MODULES)} {shell(modules)}")
+    return out.stdout.decode("utf-8", "replace").split() if out.returncode == 0 else list(modules)
+
+
 def control_dir(training_dir: Path) -> Path:
     """Where this server's ssh control masters live: a short path (a Unix socket path has at most
     107 bytes, and ssh adds 40 for ``%C``), 0700 and this user's own."""

@@ -262,3 +262,37 @@ def test_check_fails_when_the_default_trainer_cannot_be_imported_there(
     assert out.returncode == 1
     assert "Trainer 'sklearn-text-classification' could not be imported on 127.0.0.1" in out.stdout
     assert "/usr/bin/python3 -m pip install scikit-learn" in out.stdout
+
+
+def _remote_agent_pid(run_id: str) -> int:
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"potato.training.agent" in cmdline and run_id.encode() in cmdline and b"--session" in cmdline:
+            return int(proc.name)
+    raise AssertionError("no remote agent for the run")
+
+
+def test_a_silent_remote_agent_fails_the_run_after_heartbeat_timeout(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    srv = make_server(ssh_config(sshd, heartbeat_timeout_s=3))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"sleep_s": 60})
+    run_dir = srv.config_path.parent / "annotation_output" / "training" / "runs" / run["id"]
+    wait_until(lambda: "starting the worker" in _text(run_dir / "agent.log"), timeout=60, what="the agent's report")
+    agent = _remote_agent_pid(run["id"])
+    os.kill(agent, signal.SIGSTOP)
+    try:
+        done = wait(srv, run["id"], TERMINAL, timeout=30)
+    finally:
+        os.kill(agent, signal.SIGCONT)
+    assert done["state"] == "failed" and done["reason"] == "agent_lost"
+    assert done["message"].startswith("No word from the agent on gpu for 3 seconds")
+    assert "starting the worker" in (run_dir / "agent.log").read_text()  # its last words are kept
+    # The server closes the session; the agent, awake again, stops its worker.
+    wait_until(lambda: not worker_pids(run["id"]), timeout=40, what="the remote worker to be stopped")
+
+
+def _text(path: Path) -> str:
+    return path.read_text() if path.exists() else ""

@@ -296,3 +296,23 @@ def test_a_silent_remote_agent_fails_the_run_after_heartbeat_timeout(
 
 def _text(path: Path) -> str:
     return path.read_text() if path.exists() else ""
+
+
+def test_packages_build_a_venv_once_that_sees_the_hosts_own_packages(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    """R14: pip installs from the package registry into remote_dir/venvs/<hash> (six: tiny, pure)."""
+    srv = make_server(ssh_config(sshd, packages=["six"]))
+    first = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
+    done = wait(srv, first["id"], TERMINAL, timeout=300)
+    log = log_of(srv, first["id"])
+    assert done["state"] == "succeeded", (done, log)
+    assert "pip: " in log and "six" in log and "(built)" in log
+    run_dir = srv.config_path.parent / "annotation_output" / "training" / "runs" / first["id"]
+    assert "/.cache/potato-training/venvs/" in (run_dir / "agent.log").read_text()  # the worker ran in it
+    probe = sshd.run("for v in ~/.cache/potato-training/venvs/*/; do $v/bin/python -c "
+                     "'import six, sys; print(sys.prefix != sys.base_prefix)'; "
+                     "grep -c 'include-system-site-packages = true' $v/pyvenv.cfg; done")
+    assert probe.stdout.split() == ["True", "1"], probe.stdout + probe.stderr
+    second = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
+    assert wait(srv, second["id"], TERMINAL, timeout=90)["state"] == "succeeded"
+    assert "(reused)" in log_of(srv, second["id"]) and "pip: " not in log_of(srv, second["id"])

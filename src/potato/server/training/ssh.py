@@ -44,6 +44,8 @@ from potato.training.supervise import THREAD_VARIABLES
 log = logging.getLogger(__name__)
 
 COMMAND_TIMEOUT_S = 120
+PIP_TIMEOUT_S = 3600
+"""Building a venv may download torch: an hour before it counts as hung."""
 COPY_STALL_S = 180.0
 """A copy-back that sends nothing this long is given up (E7)."""
 WATCH_S = 0.5
@@ -165,6 +167,8 @@ class SshRun(threading.Thread):
         self.remote_dir = remote_path(backend.remote_dir)
         self.job_dir = f"{self.remote_dir}/jobs/{shlex.quote(run.id)}"
         self.socket_dir = f"/tmp/potato-{run.id}-{secrets.token_hex(4)}"
+        self.python = shlex.quote(backend.python)
+        """The agent's interpreter as a shell word: the backend's python, or its packages venv's."""
         self.keep_job = backend.keep_remote
         """Whether the remote job folder stays: keep_remote, or model files that did not come back."""
 
@@ -200,6 +204,8 @@ class SshRun(threading.Thread):
         self.say(f"Python {facts.python_version} on {host} ({facts.python_path})")
         choice = choose_gpus(facts.gpus, b.gpus, b.min_free_gpu_mb)
         self.say(f"This run gets {choice.text} on {host}")
+        if b.packages:
+            self.python = self.ensure_venv(facts.python_path)
         self.store.update(self.run_.id, device=choice.text)
         digest = self.push_code()
         socket = self.open_socket_dir()
@@ -225,6 +231,34 @@ class SshRun(threading.Thread):
         self.say(f"Copied Potato's code {digest} to {self.backend.host}:{self.backend.remote_dir}/code/{digest}")
         return digest
 
+    def ensure_venv(self, python_path: str) -> str:
+        """R14: a venv with the host's packages visible (``--system-site-packages``: its CUDA torch
+        stays) plus ``packages``, built once per (interpreter, packages) and reused; pip's output goes
+        to run.log. Built under ``<hash>.tmp`` and renamed when complete, like the code."""
+        b = self.backend
+        key = hashlib.sha256("\0".join([python_path, *sorted(b.packages)]).encode()).hexdigest()[:16]
+        venv = f"{self.remote_dir}/venvs/{key}"
+        python = f"{venv}/bin/python"
+        if self.ssh(f"test -f {venv}/.potato-complete").returncode == 0:
+            self.say(f"Packages {', '.join(b.packages)} on {b.host}: venv {b.remote_dir}/venvs/{key} (reused)")
+            return python
+        self.step(f"installing {', '.join(b.packages)} on {b.host}")
+        tmp = f"{venv}.tmp"
+        command = (f"mkdir -p {self.remote_dir}/venvs && rm -rf {tmp} && {self.target.env_prefix()}"
+                   f"{shlex.quote(python_path)} -m venv --system-site-packages {tmp} && {tmp}/bin/python -m pip "
+                   f"install --disable-pip-version-check --no-input {shell(list(b.packages))} && "
+                   f"touch {tmp}/.potato-complete && rm -rf {venv} && mv {tmp} {venv}")
+        out = self.ssh(command + " 2>&1", timeout=PIP_TIMEOUT_S)
+        lines = out.stdout.decode("utf-8", "replace").splitlines()
+        for line in lines:
+            if line.strip():
+                self.say(f"pip: {line}")
+        if out.returncode != 0:
+            raise SshFailed(f"Installing {', '.join(b.packages)} on {b.host} failed (exit {out.returncode}): "
+                            f"{(lines or ['no output'])[-1]}. run.log has pip's whole output.")
+        self.say(f"Packages {', '.join(b.packages)} on {b.host}: venv {b.remote_dir}/venvs/{key} (built)")
+        return python
+
     def open_socket_dir(self) -> str:
         """A 0700 folder of this run's own in the host's /tmp: the socket inside is the user's only,
         whatever the server's StreamLocalBindMask, and no earlier run's socket can be in the way."""
@@ -244,7 +278,7 @@ class SshRun(threading.Thread):
         assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         code = f"{self.remote_dir}/code/{digest}"
         command = (f"mkdir -p {self.remote_dir}/jobs && cd {self.remote_dir} && exec env {assignments} "
-                   f"PYTHONPATH={code} {shlex.quote(b.python)} -m potato.training.agent "
+                   f"PYTHONPATH={code} {self.python} -m potato.training.agent "
                    f"--server {shlex.quote('unix:' + socket)} --backend {shlex.quote(b.name)} "
                    f"--run {shlex.quote(self.run_.id)} --token-stdin --session --workdir {self.remote_dir}")
         server = urlsplit(self.agent_url)

@@ -316,3 +316,15 @@ def test_packages_build_a_venv_once_that_sees_the_hosts_own_packages(
     second = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
     assert wait(srv, second["id"], TERMINAL, timeout=90)["state"] == "succeeded"
     assert "(reused)" in log_of(srv, second["id"]) and "pip: " not in log_of(srv, second["id"])
+
+
+def test_a_stale_socket_left_by_a_crashed_run_is_cleared(sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    stale = "/tmp/potato-20200101-000000-dead-0badc0de"
+    made = sshd.run(f"mkdir -m 700 {stale} && python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+                    f"s.bind('{stale}/agent.sock')\" && test -S {stale}/agent.sock")  # bound, then its owner exits
+    assert made.returncode == 0, made.stderr
+    srv = make_server(ssh_config(sshd))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
+    assert wait(srv, run["id"], TERMINAL, timeout=90)["state"] == "succeeded"
+    assert f"Removed 1 stale agent socket folder(s) on 127.0.0.1: {stale}" in log_of(srv, run["id"])
+    assert sshd.run(f"test -e {stale}").returncode == 1

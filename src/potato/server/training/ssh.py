@@ -146,6 +146,27 @@ def control_dir(training_dir: Path) -> Path:
     return folder
 
 
+CLEAR_STALE_SOCKETS = r"""
+import glob, os, shutil, socket
+for folder in glob.glob("/tmp/potato-2*-*"):
+    path = os.path.join(folder, "agent.sock")
+    try:
+        if os.lstat(folder).st_uid != os.getuid() or not os.path.exists(path):
+            continue
+        probe = socket.socket(socket.AF_UNIX)
+        probe.settimeout(2)
+        probe.connect(path)
+        probe.close()
+    except (ConnectionRefusedError, FileNotFoundError):
+        shutil.rmtree(folder, ignore_errors=True)
+        print(folder)
+    except OSError:
+        pass
+"""
+"""Runs on the host: removes this user's agent socket folders whose socket no one listens on (a live
+forward accepts the connection, so another run's socket, even another server's, is never touched)."""
+
+
 class SshRun(threading.Thread):
     """One run on an ssh backend, from connect to closing the connection."""
 
@@ -261,7 +282,13 @@ class SshRun(threading.Thread):
 
     def open_socket_dir(self) -> str:
         """A 0700 folder of this run's own in the host's /tmp: the socket inside is the user's only,
-        whatever the server's StreamLocalBindMask, and no earlier run's socket can be in the way."""
+        whatever the server's StreamLocalBindMask, and no earlier run's socket can be in the way.
+        Folders that crashed runs left behind (a socket nobody listens on) are removed first."""
+        stale = self.ssh(f"{self.python} -c {shlex.quote(CLEAR_STALE_SOCKETS)}")
+        removed = stale.stdout.decode("utf-8", "replace").split()
+        if removed:
+            self.say(f"Removed {len(removed)} stale agent socket folder(s) on {self.backend.host}: "
+                     f"{', '.join(removed)}")
         out = self.ssh(f"mkdir -m 700 {shlex.quote(self.socket_dir)}")
         if out.returncode != 0:
             raise SshFailed(f"Could not create {self.socket_dir} on {self.backend.host}: "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterable, List, Tuple
 
 QUERY = "index,name,memory.total,memory.free,utilization.gpu"
 NVIDIA_SMI_ARGS = ["--query-gpu=" + QUERY, "--format=csv,noheader,nounits"]
@@ -77,10 +77,31 @@ class GpuChoice:
     text: str
 
 
-def choose_gpus(gpus: List[Gpu], setting: str, min_free_mb: int) -> GpuChoice:
+def has_kernels(arch_list: List[str], capability: Tuple[int, int]) -> bool:
+    """Whether a torch built for ``arch_list`` (``torch.cuda.get_arch_list()``, e.g. ``["sm_70",
+    "sm_80", "sm_90", "compute_90"]``) can run on a GPU of compute ``capability`` (8, 6): a binary
+    for the same major version and a lower or equal minor, or PTX (``compute_``) it can JIT from."""
+    for arch in arch_list:
+        kind, _, number = arch.partition("_")
+        digits = "".join(ch for ch in number if ch.isdigit())  # "90a" -> "90"
+        if len(digits) < 2:
+            continue
+        version = (int(digits[:-1]), int(digits[-1]))
+        if kind == "sm" and version[0] == capability[0] and version[1] <= capability[1]:
+            return True
+        if kind == "compute" and version <= capability:
+            return True
+    return False
+
+
+NO_KERNELS = "This host's torch has no kernels for any of its GPUs"
+
+
+def choose_gpus(gpus: List[Gpu], setting: str, min_free_mb: int, no_kernels: Iterable[int] = ()) -> GpuChoice:
     """R15: ``auto`` takes the GPU with the most free memory (free memory, not utilisation, decides)
     and refuses when none has ``min_free_mb`` free; ``none`` is the CPU; ``"1"`` or ``"0,1"`` pin GPUs.
-    A host without GPUs trains on the CPU under ``auto``."""
+    A host without GPUs trains on the CPU under ``auto``; GPUs in ``no_kernels`` (the host's torch
+    cannot run on them) are skipped by ``auto``, and E5 when that leaves none."""
     if setting == "none":
         return GpuChoice("", "the CPU (gpus: none)")
     if setting != "auto":
@@ -94,8 +115,45 @@ def choose_gpus(gpus: List[Gpu], setting: str, min_free_mb: int) -> GpuChoice:
         return GpuChoice(setting, f"GPU {named} (pinned)")
     if not gpus:
         return GpuChoice("", "the CPU (no GPU on this host)")
-    best = max(gpus, key=lambda g: (g.memory_free_mb, -g.index))
+    skipped = set(no_kernels)
+    usable = [g for g in gpus if g.index not in skipped]
+    if not usable:
+        raise NoGpuFree(f"{NO_KERNELS}: it was built for other GPU generations. Install a torch build for "
+                        "these GPUs on the host (see pytorch.org for the CUDA version to pick), or set gpus: none.")
+    best = max(usable, key=lambda g: (g.memory_free_mb, -g.index))
     if best.memory_free_mb < min_free_mb:
         raise NoGpuFree(f"No GPU has {min_free_mb} MB free (the most is {best.memory_free_mb} MB on GPU "
                         f"{best.index}); wait for one to free up, lower min_free_gpu_mb, or pin one with gpus.")
     return GpuChoice(str(best.index), f"GPU {best.index}: {best.name} ({best.memory_free_mb} MB free)")
+
+
+TORCH_PROBE = (
+    "import json, os, sys\n"
+    "os.environ['CUDA_DEVICE_ORDER'] = 'PCI_BUS_ID'\n"
+    "try:\n"
+    "    import torch\n"
+    "except ImportError:\n"
+    "    print('{}'); sys.exit(0)\n"
+    "n = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"
+    "print(json.dumps({'arch': torch.cuda.get_arch_list() if n else [], 'cuda': torch.version.cuda,\n"
+    "                  'capabilities': [list(torch.cuda.get_device_capability(i)) for i in range(n)]}))\n"
+)
+"""Run with the host's interpreter: which GPU generations its torch has kernels for, and each GPU's
+compute capability, in nvidia-smi's order (PCI bus). ``{}`` without torch."""
+
+
+def gpus_without_kernels(probe: Dict[str, Any]) -> List[int]:
+    """GPU indices the probed torch cannot run on (pure; an empty or failed probe names none)."""
+    arch = [str(a) for a in probe.get("arch") or []]
+    caps = probe.get("capabilities") or []
+    if not arch:
+        return []
+    out = []
+    for index, cap in enumerate(caps):
+        try:
+            capability = (int(cap[0]), int(cap[1]))
+        except (TypeError, ValueError, IndexError):
+            continue
+        if not has_kernels(arch, capability):
+            out.append(index)
+    return out

@@ -68,3 +68,32 @@ def test_pins_none_and_a_host_without_gpus() -> None:
     assert choose_gpus([], "auto", 2000).text == "the CPU (no GPU on this host)"
     with pytest.raises(NoGpuFree, match="GPU 7 is not on this host"):
         choose_gpus(GPUS, "7", 2000)
+
+
+CU121 = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
+"""torch.cuda.get_arch_list() of a torch 2.x CUDA 12.1 wheel."""
+
+
+@pytest.mark.parametrize("capability, expected", [
+    ((8, 9), True),    # RTX 4090: the sm_86 binary runs on 8.9
+    ((9, 0), True),    # H100
+    ((3, 7), False),   # K80: too old for this build
+    ((10, 0), False),  # a newer generation without a binary or PTX for it
+])
+def test_kernels_for_a_gpu_generation(capability: tuple, expected: bool) -> None:
+    from potato.training.gpus import has_kernels
+
+    assert has_kernels(CU121, capability) is expected
+    assert has_kernels(CU121 + ["compute_90"], (10, 0)) is True  # PTX: compiled for it at load time
+
+
+def test_auto_skips_gpus_without_kernels_and_says_so_when_none_is_left() -> None:
+    from potato.training.gpus import gpus_without_kernels
+
+    probe = {"arch": CU121, "capabilities": [[8, 0], [3, 7], [3, 7]]}
+    assert gpus_without_kernels(probe) == [1, 2]
+    assert gpus_without_kernels({}) == []  # no torch there: nothing to say
+    choice = choose_gpus(GPUS, "auto", 1000, no_kernels=[1, 2])
+    assert choice.cuda_visible_devices == "0"  # GPUs 1 and 2 have more free memory, but no kernels
+    with pytest.raises(NoGpuFree, match="^This host's torch has no kernels for any of its GPUs"):
+        choose_gpus(GPUS, "auto", 2000, no_kernels=[0, 1, 2])

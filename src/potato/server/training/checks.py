@@ -84,13 +84,14 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
     lines = [f"{head}: Python {facts.python_version} ({facts.python_path})"]
     for g in facts.gpus:
         load = f", {g.utilization_pct} % busy" if g.utilization_pct is not None else ""
-        lines.append(f"GPU {g.index}: {g.name}, {g.memory_free_mb} of {g.memory_total_mb} MB free{load}")
+        kernels = " (torch there has no kernels for it)" if g.index in facts.no_kernels else ""
+        lines.append(f"GPU {g.index}: {g.name}, {g.memory_free_mb} of {g.memory_total_mb} MB free{load}{kernels}")
     if not facts.gpus:
         lines.append("no GPU (nvidia-smi is missing or found none)")
     details: dict[str, Any] = {"python": facts.python_version, "python_path": facts.python_path,
-                               "gpus": [g.to_json() for g in facts.gpus]}
+                               "gpus": [g.to_json() for g in facts.gpus], "no_kernels": facts.no_kernels}
     try:
-        choice = choose_gpus(facts.gpus, backend.gpus, backend.min_free_gpu_mb)
+        choice = choose_gpus(facts.gpus, backend.gpus, backend.min_free_gpu_mb, facts.no_kernels)
     except NoGpuFree as exc:
         lines.append(str(exc))
         return CheckReport(backend.name, "ssh", False, lines, {**details, "error": str(exc)})

@@ -14,6 +14,7 @@ Everything here is I/O; the command lines are built by :mod:`potato.server.train
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import secrets
@@ -25,7 +26,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable
 from urllib.parse import urlsplit
@@ -37,7 +38,15 @@ from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import Run, RunState, RunStore
 from potato.server.training.sshcmd import SshFailed, SshTarget, connect_error, python_missing, remote_path, shell
 from potato.server.training.watchdog import CANCEL_SLACK_S
-from potato.training.gpus import NVIDIA_SMI_ARGS, Gpu, NoGpuFree, choose_gpus, parse_nvidia_smi
+from potato.training.gpus import (
+    NVIDIA_SMI_ARGS,
+    TORCH_PROBE,
+    Gpu,
+    NoGpuFree,
+    choose_gpus,
+    gpus_without_kernels,
+    parse_nvidia_smi,
+)
 from potato.training.results import Reason
 from potato.training.supervise import THREAD_VARIABLES
 
@@ -101,6 +110,8 @@ class HostFacts:
     python_version: str
     python_path: str
     gpus: list[Gpu]
+    no_kernels: list[int] = field(default_factory=list)
+    """GPUs the host's torch has no kernels for (auto skips them)."""
 
 
 def probe_host(target: SshTarget) -> HostFacts:
@@ -117,7 +128,15 @@ def probe_host(target: SshTarget) -> HostFacts:
                         "in the backend to a newer interpreter.")
     smi = run_ssh(target, env + shell(["nvidia-smi", *NVIDIA_SMI_ARGS]))
     gpus = parse_nvidia_smi(smi.stdout.decode("utf-8", "replace")) if smi.returncode == 0 else []
-    return HostFacts(lines[0], lines[1], gpus)
+    no_kernels: list[int] = []
+    if gpus:  # only a host with GPUs can lack kernels for them; importing torch takes seconds
+        torch = run_ssh(target, f"{env}{shlex.quote(python)} -c {shlex.quote(TORCH_PROBE)}")
+        try:
+            report = json.loads(torch.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            report = {}
+        no_kernels = gpus_without_kernels(report if isinstance(report, dict) else {})
+    return HostFacts(lines[0], lines[1], gpus, no_kernels)
 
 
 FIND_MODULES = ("import importlib.util, sys; "
@@ -223,7 +242,7 @@ class SshRun(threading.Thread):
         self.step(f"connecting to {host}")
         facts = probe_host(self.target)
         self.say(f"Python {facts.python_version} on {host} ({facts.python_path})")
-        choice = choose_gpus(facts.gpus, b.gpus, b.min_free_gpu_mb)
+        choice = choose_gpus(facts.gpus, b.gpus, b.min_free_gpu_mb, facts.no_kernels)
         self.say(f"This run gets {choice.text} on {host}")
         if b.packages:
             self.python = self.ensure_venv(facts.python_path)
@@ -299,6 +318,7 @@ class SshRun(threading.Thread):
         b = self.backend
         self.step(f"waiting for the agent on {b.host}")
         env = dict(b.env)
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # CUDA's indices are then nvidia-smi's, which the choice used
         env["CUDA_VISIBLE_DEVICES"] = cuda
         if b.num_threads:
             env.update({name: str(b.num_threads) for name in THREAD_VARIABLES})

@@ -328,3 +328,27 @@ def test_a_stale_socket_left_by_a_crashed_run_is_cleared(sshd: SshHost, make_ser
     assert wait(srv, run["id"], TERMINAL, timeout=90)["state"] == "succeeded"
     assert f"Removed 1 stale agent socket folder(s) on 127.0.0.1: {stale}" in log_of(srv, run["id"])
     assert sshd.run(f"test -e {stale}").returncode == 1
+
+
+def test_a_server_restart_during_an_ssh_run_loses_nothing(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    """The ssh client runs apart from the server: kill -9 of the server leaves the session, the
+    agent and its worker; the restarted server takes the run over and copies the model back."""
+    srv = make_server(ssh_config(sshd))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"sleep_s": 8, "artifact_mb": 1})
+    wait_until(lambda: bool(worker_pids(run["id"])), timeout=60, what="the remote worker")
+    srv.kill9()
+    time.sleep(2)
+    assert worker_pids(run["id"]), "the remote worker should go on while the server is down"
+    again = ServerProcess(srv.config_path, port=srv.port).start()
+    try:
+        done = wait(again, run["id"], TERMINAL, timeout=90)
+        log = log_of(again, run["id"])
+        assert done["state"] == "succeeded", (done, log)
+        assert "took the run over from its ssh session" in log and "Copied the model from 127.0.0.1" in log
+        artifacts = srv.config_path.parent / "annotation_output" / "training" / "runs" / run["id"] / "artifacts"
+        assert (artifacts / "weights.bin").stat().st_size == 1024 * 1024
+        assert sshd.run(f"ls -d /tmp/potato-{run['id']}-* ~/.cache/potato-training/jobs/{run['id']} 2>/dev/null; true"
+                        ).stdout.strip() == ""
+    finally:
+        again.stop()

@@ -444,19 +444,20 @@ class Agent:
                 self.sleep(backoff_delay(failures, base=1.0, cap=15.0))
                 failures += 1
 
-    def watch_session(self, stdin: Any) -> None:
-        """``--session``: whoever started this agent keeps its stdin open for as long as the run may
-        go on (the ssh backend's session). End of input means that session died: stop the worker
-        now, so the host's GPU is not held by a run nobody can report (R30's rule, for ssh too)."""
+    def watch_session(self, interval_s: float = 1.0) -> None:
+        """``--session``: the agent was started by an ssh session (``exec``, so that session's sshd
+        process is its parent). When the session ends (killed, the network broke), sshd goes and
+        the agent is handed to another parent: then stop the worker at once, so the host's GPU is not
+        held by a run nobody can report, and give up reporting (the server was reachable only
+        through that session's forward). A server restart does not end the session: the ssh client
+        runs apart from the server, and the run goes on."""
+        parent = os.getppid()
 
         def watch() -> None:
-            try:
-                for _ in stdin:
-                    pass
-            except (OSError, ValueError):
-                pass  # a broken stdin is an ended session too
+            while os.getppid() == parent:
+                time.sleep(interval_s)
             self.stopping = True
-            self.session_ended = True  # the server was reachable only through that session
+            self.session_ended = True
             reporter = self.reporter
             if reporter is not None:
                 reporter.give_up_after_s = 0.0
@@ -551,7 +552,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         workdir.mkdir(mode=0o700, parents=True, exist_ok=True)  # jobs hold the project's texts
         agent = Agent(client, args.backend, workdir, python, args.keep, args.give_up_after, args.poll_wait, console)
         if args.session:
-            agent.watch_session(sys.stdin)
+            agent.watch_session()
         signal.signal(signal.SIGINT, agent.on_signal)
         signal.signal(signal.SIGTERM, agent.on_signal)
         signal.signal(signal.SIGHUP, agent.on_signal)  # a hung-up terminal or session: a warm stop too

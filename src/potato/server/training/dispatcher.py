@@ -103,6 +103,7 @@ class Dispatcher:
                     self._stop.wait(LOCK_RETRY_S)
                     continue
                 log.info("dispatcher: this process (%s) starts and watches training runs", os.getpid())
+                self.adopt_ssh_runs()
             try:
                 if time.monotonic() - self._last_watch >= WATCH_EVERY_S:
                     self._last_watch = time.monotonic()
@@ -149,6 +150,23 @@ class Dispatcher:
         session = SshRun(self.project, self.store, run, token, backend, self.agent_url)
         self._sessions[run.id] = session
         session.start()
+
+    def adopt_ssh_runs(self) -> None:
+        """After a restart: take over ssh runs whose session outlived the old server; a run whose
+        session is gone cannot report any more, so it fails now rather than after the heartbeat."""
+        backends = self.project.config.model_training.all_backends()
+        for run in self.store.in_states(sorted(ACTIVE)):
+            backend = backends.get(run.backend)
+            if not isinstance(backend, SshBackend) or run.id in self._sessions:
+                continue
+            session = SshRun.adopt(self.project, self.store, run, backend)
+            if session is None:
+                RunRecorder(self.project, self.store, run).fail(
+                    Reason.SERVER_RESTART, f"The server restarted and the run's ssh session to {backend.host} is "
+                                           "gone; start the run again.")
+                continue
+            self._sessions[run.id] = session
+            session.start()
 
     def start_local(self, run: Run) -> None:
         recorder = RunRecorder(self.project, self.store, run)

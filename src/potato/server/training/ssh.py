@@ -20,6 +20,7 @@ import os
 import secrets
 import shlex
 import shutil
+import signal
 import stat
 import subprocess
 import tarfile
@@ -47,7 +48,8 @@ from potato.training.gpus import (
     gpus_without_kernels,
     parse_nvidia_smi,
 )
-from potato.training.results import Reason
+from potato.training.jobfiles import read_json
+from potato.training.results import Reason, write_json_atomic
 from potato.training.supervise import THREAD_VARIABLES
 
 log = logging.getLogger(__name__)
@@ -186,6 +188,21 @@ for folder in glob.glob("/tmp/potato-2*-*"):
 forward accepts the connection, so another run's socket, even another server's, is never touched)."""
 
 
+SESSION_FILE = "ssh-session.json"
+"""In the run folder: what a restarted server needs to take over a run's ssh session."""
+
+
+def session_alive(pid: int, run_id: str) -> bool:
+    """Whether ``pid`` is still the ssh client carrying ``run_id``'s agent (a recycled pid is not)."""
+    if pid <= 0:
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return bool(cmdline) and cmdline[0].endswith(b"ssh") and any(run_id.encode() in a for a in cmdline)
+
+
 class SshRun(threading.Thread):
     """One run on an ssh backend, from connect to closing the connection."""
 
@@ -211,6 +228,9 @@ class SshRun(threading.Thread):
         """The agent's interpreter as a shell word: the backend's python, or its packages venv's."""
         self.keep_job = backend.keep_remote
         """Whether the remote job folder stays: keep_remote, or model files that did not come back."""
+        self.adopted = False
+        self.session_pid = 0
+        """The ssh client of an adopted session (not our child: followed through /proc)."""
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -227,7 +247,12 @@ class SshRun(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.execute()
+            if self.adopted:
+                self.target = SshTarget(self.backend, control_dir(self.project.config.training_dir))
+                if self.follow():
+                    self.copy_back()
+            else:
+                self.execute()
         except (SshFailed, NoGpuFree) as exc:
             self.recorder.fail(Reason.ERROR, str(exc))
         except Exception as exc:  # any failure ends this run, never the dispatcher
@@ -338,9 +363,11 @@ class SshRun(threading.Thread):
         finally:
             out.close()
         stdin: IO[bytes] | None = self.session.stdin
-        if stdin is not None:  # kept open: its end tells the agent the session is gone (--session)
+        if stdin is not None:
             stdin.write(self.token.encode("ascii") + b"\n")
-            stdin.flush()
+            stdin.close()
+        write_json_atomic(self.run_dir / SESSION_FILE, {"socket_dir": self.socket_dir, "python": self.python,
+                                                        "pid": self.session.pid})
         self.store.update(self.run_.id, agent_pid=self.session.pid, agent_host=b.host)
         mode = self.ssh(f"sleep 1; stat -c %a {shlex.quote(socket)}")
         self.say(f"Agent socket on {b.host}: {socket} (mode {mode.stdout.decode().strip() or 'unknown'}, "
@@ -356,18 +383,43 @@ class SshRun(threading.Thread):
             if run.state is RunState.COPYING:
                 return True
             session = self.session
-            if session is not None and session.poll() is not None:
+            ended = session.poll() is not None if session is not None else (
+                bool(self.session_pid) and not session_alive(self.session_pid, self.run_.id))
+            if ended:
                 after = self.store.get(self.run_.id)  # the agent may have reported and exited just now
                 if after is not None and (after.state.terminal or after.state is RunState.COPYING):
                     continue
+                code = f"ssh exited {session.returncode}" if session is not None else "its ssh process is gone"
                 self.recorder.fail(Reason.AGENT_LOST,
-                                   f"The ssh session to {self.backend.host} ended during the run (ssh exited "
-                                   f"{session.returncode}); agent.out and agent.log in the run's folder say why.")
+                                   f"The ssh session to {self.backend.host} ended during the run ({code}); "
+                                   "agent.out and agent.log in the run's folder say why.")
                 return False
             if (run.cancel_requested and run.cancel_at is not None
-                    and self.clock() - run.cancel_at > mt.grace_seconds + CANCEL_SLACK_S and session is not None):
-                session.terminate()  # R22: once grace_seconds passed, the agent's session is closed
+                    and self.clock() - run.cancel_at > mt.grace_seconds + CANCEL_SLACK_S):
+                self.close_session()  # R22: once grace_seconds passed, the agent's session is closed
             time.sleep(WATCH_S)
+
+    def close_session(self) -> None:
+        if self.session is not None:
+            self.session.terminate()
+        elif self.session_pid and session_alive(self.session_pid, self.run_.id):
+            os.kill(self.session_pid, signal.SIGTERM)
+
+    @classmethod
+    def adopt(cls, project: Project, store: RunStore, run: Run, backend: SshBackend) -> SshRun | None:
+        """Take over a run whose ssh session outlived the server that started it (a restart): follow
+        it, copy the model back and clean up as the first server would have. None when nothing of the
+        session is left to take over (the watchdog then ends the run)."""
+        facts = read_json(store.run_dir(run.id) / SESSION_FILE)
+        if facts is None or not session_alive(int(facts.get("pid") or 0), run.id):
+            return None
+        me = cls(project, store, run, "", backend, "")
+        me.adopted = True
+        me.socket_dir = str(facts["socket_dir"])
+        me.python = str(facts["python"])
+        me.session_pid = int(facts["pid"])
+        me.say(f"The server restarted; it took the run over from its ssh session to {backend.host} (still open).")
+        return me
 
     def copy_back(self) -> None:
         """The model files in one stream over the open connection, counted for the step line."""
@@ -471,12 +523,14 @@ class SshRun(threading.Thread):
             return  # never connected
         session = self.session
         if session is not None:
-            if session.stdin is not None:
-                session.stdin.close()
             try:
                 session.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 session.terminate()
+        elif self.session_pid and session_alive(self.session_pid, self.run_.id):
+            time.sleep(2)  # an adopted session: its agent exits once it has reported
+            if session_alive(self.session_pid, self.run_.id):
+                os.kill(self.session_pid, signal.SIGTERM)
         parts = [f"rm -rf {shlex.quote(self.socket_dir)}"]
         if not self.keep_job:
             parts.append(f"rm -rf {self.job_dir}")

@@ -100,10 +100,10 @@ def jobs_next() -> Any:
     backend = body.get("backend")
     project = current_project()
     backends = project.config.model_training.all_backends()
-    agent_backends = [n for n, b in backends.items() if isinstance(b, AgentBackend)]
     if not isinstance(backend, str) or not isinstance(backends.get(backend), AgentBackend):
-        _fail(400, f"Backend {backend!r} is not an agent backend in this server's config. "
-                   f"Agent backends: {', '.join(agent_backends) or 'none'}.", "unknown_backend")
+        # The names are not listed: whoever asks here has not shown a token yet.
+        _fail(400, f"Backend {str(backend)[:100]!r} is not an agent backend in this server's config; --backend must "
+                   "be the name of a type: agent backend under model_training.backends.", "unknown_backend")
     verdict = _tokens().verify(backend, token)
     if verdict == Verdict.REPLACED:
         _fail(401, f"This token for backend '{backend}' was replaced: the backend was registered again, which "

@@ -122,6 +122,8 @@ class Dispatcher:
         """
         for name, backend in self.project.config.model_training.all_backends().items():
             if isinstance(backend, SshBackend):
+                if any(thread.is_alive() for thread in self._sessions.values()):
+                    continue  # the last run's clean-up still uses (and then ends) the shared control master
                 run = self.store.claim(name, f"ssh-{os.getpid()}", backend.host)
                 if run is not None:
                     self.start_ssh(run, backend)

@@ -572,4 +572,8 @@ class SshRun(threading.Thread):
         except SshFailed as exc:
             self.say(f"Could not clean up on {self.backend.host}: {exc}")
         subprocess.run(self.target.exit_master(), capture_output=True, timeout=30)
+        try:
+            self.target.control_dir.rmdir()  # only when empty: no other backend's master is in it
+        except OSError:
+            pass
 

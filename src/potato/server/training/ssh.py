@@ -13,15 +13,12 @@ Everything here is I/O; the command lines are built by :mod:`potato.server.train
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import io
 import json
 import logging
 import os
 import secrets
 import shlex
-import shutil
 import signal
 import stat
 import subprocess
@@ -30,12 +27,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, cast
+from typing import IO, Callable
 from urllib.parse import urlsplit
 
 from potato.config.schema import SshBackend
 from potato.project import Project
 from potato.server.training.codepush import code_archive, code_hash
+from potato.server.training.copyback import SEND_ARTIFACTS, CopyFailed, receive
 from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import Run, RunState, RunStore
 from potato.server.training.sshcmd import SshFailed, SshTarget, connect_error, python_missing, remote_path, shell
@@ -58,61 +56,10 @@ log = logging.getLogger(__name__)
 COMMAND_TIMEOUT_S = 120
 PIP_TIMEOUT_S = 3600
 """Building a venv may download torch: an hour before it counts as hung."""
-COPY_STALL_S = 180.0
-"""A copy-back that sends nothing this long is given up (E7)."""
 WATCH_S = 0.1
 
 PROBE = ("import sys; print(sys.version.split()[0]); print(sys.executable); "
          "sys.exit(0 if sys.version_info >= (3, 8) else 3)")
-
-TAR_ARTIFACTS = r"""
-import json, os, sys
-root, cap = sys.argv[1], int(sys.argv[2])
-files, total = [], 0
-for folder, dirs, names in os.walk(root):
-    dirs.sort()
-    for name in sorted(names):
-        path = os.path.join(folder, name)
-        if os.path.islink(path) or not os.path.isfile(path):
-            continue
-        size = os.path.getsize(path)
-        if size > cap:
-            sys.stderr.write("skipped %s %d\n" % (os.path.relpath(path, root), size))
-            continue
-        files.append(path)
-        total += size
-sys.stderr.write("total %d\n" % total)
-sys.stderr.flush()
-out = sys.stdout.buffer
-for path in files:
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        out.write(("%d %s\n" % (size, json.dumps(os.path.relpath(path, root)))).encode())
-        out.flush()
-        sent = 0
-        try:
-            while sent < size:
-                n = os.sendfile(out.fileno(), f.fileno(), sent, size - sent)
-                if n == 0:
-                    break
-                sent += n
-        except OSError:
-            f.seek(sent)
-            while sent < size:
-                chunk = f.read(min(1 << 20, size - sent))
-                if not chunk:
-                    break
-                out.write(chunk)
-                sent += len(chunk)
-        if sent != size:
-            sys.exit("%s changed size while it was sent" % path)
-out.write(b"end\n")
-out.flush()
-"""
-"""Runs on the host with its own Python: the model files under the cap as one stream on stdout,
-each a line ``<size> <name as JSON>`` and its bytes (os.sendfile: no copy through Python), then
-``end``; their total and the files left behind on stderr."""
-
 
 def run_ssh(target: SshTarget, command: str, stdin: bytes | None = None,
             timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
@@ -444,108 +391,28 @@ class SshRun(threading.Thread):
         return me
 
     def copy_back(self) -> None:
-        """The model files in one stream over the open connection, counted for the step line."""
+        """The model files in one stream over the open connection, counted for the step line (R20)."""
         b = self.backend
-        cap = b.max_artifact_mb * 1024 * 1024
-        command = (f"cd {self.job_dir} && exec {shlex.quote(b.python)} -c {shlex.quote(TAR_ARTIFACTS)} "
-                   f"artifacts {cap}")
+        command = (f"cd {self.job_dir} && exec {shlex.quote(b.python)} -c {shlex.quote(SEND_ARTIFACTS)} "
+                   f"artifacts {b.max_artifact_mb * 1024 * 1024}")
         target = self.run_dir / "artifacts"
-        partial = self.run_dir / "artifacts.part"
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir()
-        proc = subprocess.Popen(self.target.argv(command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, bufsize=1 << 20)
-        try:  # a 1 MiB pipe: fewer switches between ssh and this reader (Linux; 64 KiB otherwise)
-            fcntl.fcntl(proc.stdout.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)  # type: ignore[union-attr]
-        except OSError:
-            pass
-        notes: list[str] = []
-        total = [0]
-        got = [0]
-        last = [self.clock()]
 
-        def read_notes() -> None:
-            errors = proc.stderr
-            if errors is None:
-                return
-            for raw in errors:
-                line = raw.decode("utf-8", "replace").strip()
-                if line.startswith("total "):
-                    total[0] = int(line.split()[1])
-                elif line:
-                    notes.append(line)
+        def progress(got: int, total: int) -> None:
+            self.step(f"copying the model from {b.host}: {got / 1e6:.0f} of {max(total, got) / 1e6:.0f} MB")
 
-        def stall_guard() -> None:
-            while proc.poll() is None:
-                if self.clock() - last[0] > COPY_STALL_S:
-                    proc.kill()
-                    return
-                time.sleep(1.0)
-
-        threading.Thread(target=read_notes, daemon=True).start()
-        threading.Thread(target=stall_guard, daemon=True).start()
-        shown = 0.0
         try:
-            if proc.stdout is None:
-                raise SshFailed("no stream")
-            stream = cast(io.BufferedReader, proc.stdout)  # bufsize > 0: a buffered reader, with read1
-            while True:
-                head = stream.readline(4096).decode("utf-8", "replace")
-                if head == "end\n":
-                    break
-                size_text, _, name_json = head.rstrip("\n").partition(" ")
-                try:
-                    size, name = int(size_text), json.loads(name_json)
-                except ValueError:
-                    raise SshFailed(f"the stream from {b.host} broke off or is not a copy-back ({head[:80]!r})") from None
-                dest = (partial / str(name)).resolve()
-                if not isinstance(name, str) or size < 0 or partial.resolve() not in dest.parents:
-                    raise SshFailed(f"The copy from {b.host} held {name!r}, which is not a plain "
-                                    "file inside the artifacts folder; nothing was kept.")
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                with dest.open("wb") as out:
-                    remaining = size
-                    while remaining:
-                        chunk = stream.read1(min(remaining, 1 << 20))
-                        if not chunk:
-                            raise SshFailed(f"the stream from {b.host} ended inside {name}")
-                        out.write(chunk)
-                        remaining -= len(chunk)
-                        got[0] += len(chunk)
-                        last[0] = self.clock()
-                        if self.clock() - shown >= 1.0:
-                            shown = self.clock()
-                            self.step(f"copying the model from {b.host}: {got[0] / 1e6:.0f} of "
-                                      f"{max(total[0], got[0]) / 1e6:.0f} MB")
-        except (OSError, ValueError, SshFailed) as exc:  # ValueError: a name open() refuses (a NUL)
+            copied = receive(self.target.argv(command), target, b.host, progress, self.clock)
+        except CopyFailed as exc:
             self.keep_job = True
-            proc.kill()
-            proc.wait()
-            shutil.rmtree(partial, ignore_errors=True)
-            stalled = self.clock() - last[0] > COPY_STALL_S
-            message = (f"The copy from {b.host} sent nothing for {COPY_STALL_S:.0f} s" if stalled
-                       else f"The copy from {b.host} broke off ({exc})")
-            self.recorder.fail(Reason.ERROR, message + "; the predictions are already saved, only the model "
-                               f"files are missing here. They are still on {b.host} in {b.remote_dir}/jobs/"
+            self.recorder.fail(Reason.ERROR, f"{exc}; the predictions are already saved, only the model files "
+                               f"are missing here. They are still on {b.host} in {b.remote_dir}/jobs/"
                                f"{self.run_.id}/artifacts.")
             return
-        code = proc.wait()
-        if code != 0 or (total[0] and got[0] != total[0]):
-            self.keep_job = True
-            shutil.rmtree(partial, ignore_errors=True)
-            self.recorder.fail(Reason.ERROR, f"The copy from {b.host} ended early (exit {code}, {got[0]} of "
-                               f"{total[0]} bytes); the predictions are saved, the model files stay on {b.host}.")
-            return
-        shutil.rmtree(target, ignore_errors=True)
-        partial.replace(target)
-        left = [n for n in notes if n.startswith("skipped ")]
-        self.keep_job = self.keep_job or bool(left)
-        for note in left:
-            left_name, _, left_size = note[len("skipped "):].rpartition(" ")  # a name may hold spaces
-            self.say(f"Left on {b.host} (over max_artifact_mb {b.max_artifact_mb} MB): {left_name} "
-                     f"({int(left_size) / 1e6:.0f} MB)")
-        self.say(f"Copied the model from {b.host}: {got[0] / 1e6:.1f} MB")
-        self.store.update(self.run_.id, artifact_uri=str(target) if not left else
+        self.keep_job = self.keep_job or bool(copied.left_behind)
+        for name, size in copied.left_behind:
+            self.say(f"Left on {b.host} (over max_artifact_mb {b.max_artifact_mb} MB): {name} ({size / 1e6:.0f} MB)")
+        self.say(f"Copied the model from {b.host}: {copied.received / 1e6:.1f} MB")
+        self.store.update(self.run_.id, artifact_uri=str(target) if not copied.left_behind else
                           f"{target} (and on {b.host}:{b.remote_dir}/jobs/{self.run_.id}/artifacts)")
         self.store.move(self.run_.id, RunState.SUCCEEDED, step="done", progress=1.0)
         self.say("Run succeeded.")

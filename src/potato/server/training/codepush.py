@@ -13,7 +13,7 @@ import io
 import tarfile
 from pathlib import Path
 
-import potato
+from potato.training.supervise import code_root
 
 PARENT_MODULES = ("__init__.py", "defaults.py", "errors.py")
 """The modules of ``potato`` itself that ``potato.training`` imports (all stdlib-only)."""
@@ -21,7 +21,7 @@ PARENT_MODULES = ("__init__.py", "defaults.py", "errors.py")
 
 def package_root() -> Path:
     """The folder that holds the ``potato`` package."""
-    return Path(potato.__file__).resolve().parent.parent
+    return Path(code_root())
 
 
 def shipped_files(root: Path | None = None) -> list[str]:

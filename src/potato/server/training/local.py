@@ -12,20 +12,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import potato
+from potato.training.supervise import code_root
 
 AGENT_OUT = "agent.out"
-
-
-def source_root() -> Path:
-    """The folder that holds the ``potato`` package, for the agent's PYTHONPATH."""
-    return Path(potato.__file__).resolve().parent.parent
 
 
 def agent_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """The server's environment without Potato's secrets; our source first on PYTHONPATH."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if not k.startswith("POTATO_")}
-    paths = [str(source_root())] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths = [code_root()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env["PYTHONUNBUFFERED"] = "1"
     return env

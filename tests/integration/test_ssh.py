@@ -8,14 +8,14 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator
+from typing import Any, Callable, Dict
 
 import pytest
 import requests
 
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_agent import wait_until, worker_pids
-from tests.integration.test_training_local import TERMINAL, label_all, start, wait
+from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.servers import ServerProcess
 from tests.sshd import SshHost, start_sshd
 
@@ -35,21 +35,6 @@ def ssh_config(host: SshHost, **gpu: Any) -> Dict[str, Any]:
         "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
         "backends": {"gpu": host.backend(**gpu)},
     }}
-
-
-@pytest.fixture
-def make_server(make_project: Callable[..., Path]) -> Iterator[Callable[..., ServerProcess]]:
-    servers: list[ServerProcess] = []
-
-    def _make(config: Dict[str, Any]) -> ServerProcess:
-        srv = ServerProcess(make_project(**config)).start()
-        servers.append(srv)
-        label_all(srv, 20)
-        return srv
-
-    yield _make
-    for srv in servers:
-        srv.stop()
 
 
 def log_of(srv: ServerProcess, run_id: str) -> str:

@@ -19,6 +19,7 @@ jitter and never ends the agent; only a rejected token does. After ``--give-up-a
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
@@ -29,7 +30,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import potato
 from potato.training.archive import UnsafeArchive, extract_archive
@@ -45,23 +46,17 @@ from potato.training.protocol import (
     Unreachable,
     backoff_delay,
 )
+from potato.training.reporting import GIVE_UP_S, HEARTBEAT_S, Console, Reporter
 from potato.training.results import Reason
-from potato.training.supervise import Ending, Stop, StopRequest, Supervisor, WorkerProcess
+from potato.training.slurm import SlurmConfigError, SlurmSettings
+from potato.training.slurmjob import SlurmError, SlurmJob, shared_code
+from potato.training.supervise import Ending, Stop, StopRequest, Supervisor, Worker, WorkerProcess
 
 TOKEN_ENV = "POTATO_TRAINING_TOKEN"
 WORKDIR = "~/.cache/potato-training"
 """Where jobs (bundle, worker files, model files) live unless ``--workdir`` says otherwise (R33)."""
 POLL_WAIT_S = 25.0
 """How long one ``jobs/next`` may wait on the server for a job (a long poll)."""
-GIVE_UP_S = 300.0
-"""Seconds without reaching the server after which a running job is stopped (R38)."""
-HEARTBEAT_S = 2.0
-"""A running job reports at least this often, events or not: it is also how a cancel arrives."""
-FLUSH_S = 0.25
-"""Events wait at most this long to be sent together."""
-MAX_BATCH = 500
-"""Events per report; a backlog after an outage goes in several reports."""
-
 EXIT_TOKEN = 3
 EXIT_INTERRUPTED = 130
 NOT_STARTED: Optional[int] = None
@@ -78,154 +73,6 @@ class TokenError(AgentError):
     """No token, or the server rejects it (unknown, or replaced by registering again)."""
 
     exit_code = EXIT_TOKEN
-
-
-class Console:
-    """Plain lines for whoever watches the agent, also kept to send to the server (``agent.log``)."""
-
-    def __init__(self, out: Any = None, clock: Callable[[], float] = time.time) -> None:
-        self.out: Any = out or sys.stdout
-        self.clock = clock
-        self.pending: List[str] = []
-        self.tty = bool(getattr(self.out, "isatty", lambda: False)())
-        self._bar = False
-
-    def say(self, text: str) -> None:
-        stamp = time.strftime("%H:%M:%S", time.localtime(self.clock()))
-        line = f"{stamp} {text}"
-        self.pending.append(line)
-        del self.pending[:-1000]
-        self._write(("\n" if self._bar else "") + line + "\n")
-        self._bar = False
-
-    def _write(self, text: str) -> None:
-        """Write to stdout unless it is gone (the ssh session that carried it ended): the agent must
-        go on to stop its worker and report, and the lines still reach the server."""
-        if self.out is None:
-            return
-        try:
-            self.out.write(text)
-            self.out.flush()
-        except (OSError, ValueError):
-            self.out = None
-
-    def progress(self, label: str, done: int, total: int) -> None:
-        """A progress bar when stdout is a terminal; nothing in a log file."""
-        if not self.tty or total <= 0:
-            return
-        width = 30
-        filled = int(width * done / total)
-        self._write(f"\r  {label} [{'#' * filled}{'.' * (width - filled)}] "
-                    f"{done / 1e6:.1f} of {total / 1e6:.1f} MB" + ("\n" if done >= total else ""))
-        self._bar = done < total
-
-    def take(self) -> List[str]:
-        lines, self.pending = self.pending, []
-        return lines
-
-    def give_back(self, lines: List[str]) -> None:
-        self.pending[:0] = lines
-
-
-class Reporter:
-    """The Supervisor's ``report``: sends the worker's events (and the agent's own lines) to the
-    server at a steady cadence and turns the replies into stop requests.
-
-    Numbered events (``seq``) make a resend after a lost reply harmless: the server skips what it
-    already has, so a server restart mid-run loses and doubles nothing.
-    """
-
-    def __init__(self, client: Client, run_id: str, console: Console, give_up_after_s: float = GIVE_UP_S,
-                 clock: Callable[[], float] = time.time) -> None:
-        self.client = client
-        self.run_id = run_id
-        self.console = console
-        self.give_up_after_s = give_up_after_s
-        self.clock = clock
-        self.seq = 0
-        self.pending: List[Dict[str, Any]] = []
-        self.last_post = float("-inf")
-        self.last_contact = clock()
-        self.next_try = 0.0
-        self.failures = 0
-        self.stop: Optional[StopRequest] = None
-        """What the server (or the agent's operator) asked for; stays set once set."""
-        self.ended = False
-        """The server no longer takes reports for this run (it ended there)."""
-
-    def add(self, event: Dict[str, Any]) -> None:
-        self.pending.append(event)
-
-    def request_stop(self, request: StopRequest) -> None:
-        if self.stop is None:
-            self.stop = request
-
-    def __call__(self, events: List[Dict[str, Any]]) -> Optional[StopRequest]:
-        self.pending.extend(events)
-        now = self.clock()
-        due = now - self.last_post >= (FLUSH_S if self.pending else HEARTBEAT_S)
-        if due and now >= self.next_try and not self.ended:
-            self.flush_once()
-        if self.stop is None and now - self.last_contact > self.give_up_after_s:
-            self.stop = StopRequest(
-                Reason.AGENT_LOST,
-                f"The agent could not reach the server for {self.give_up_after_s:g} s and stopped the run itself; "
-                "start the run again once the server is reachable.")
-            self.console.say(self.stop.message)
-        return self.stop
-
-    def flush_once(self) -> bool:
-        """One report; True when the server took it (or will never take one again)."""
-        now = self.clock()
-        self.last_post = now
-        batch = self.pending[:MAX_BATCH]
-        lines = self.console.take()
-        try:
-            reply = self.client.events(self.run_id, self.seq, batch, lines)
-        except Unreachable as exc:
-            self.console.give_back(lines)
-            if self.failures == 0:
-                self.console.say(f"cannot reach the server ({exc}); the worker goes on, retrying")
-            self.next_try = now + backoff_delay(self.failures, base=1.0, cap=15.0)
-            self.failures += 1
-            return False
-        except (RunEnded, Forbidden, TokenRejected) as exc:
-            self.ended = True
-            self.request_stop(StopRequest(Reason.CANCELLED, f"The server no longer takes this run: {exc}"))
-            self.console.say(f"the server no longer takes reports for run {self.run_id}: {exc}")
-            return True
-        except ProtocolError as exc:
-            # A report the server refuses as malformed would be refused again: drop it, say so.
-            self.console.say(f"the server refused a report ({exc.status}: {exc}); dropping {len(batch)} events")
-            reply = {}
-        if self.failures:
-            self.console.say("reached the server again")
-        self.failures = 0
-        self.last_contact = self.clock()
-        self.seq += len(batch)
-        del self.pending[:len(batch)]
-        if reply.get("cancel"):
-            try:
-                reason = Reason(reply.get("reason") or "cancelled")
-            except ValueError:
-                reason = Reason.CANCELLED
-            message = str(reply.get("message") or "Cancelled by an admin.")
-            if self.stop is None:
-                self.console.say(f"the server asks to stop run {self.run_id}: {message}")
-            self.request_stop(StopRequest(reason, message))
-        return True
-
-    def drain(self, sleep: Callable[[float], None] = time.sleep) -> bool:
-        """Send everything still pending, retrying until the give-up time; True when all went."""
-        while (self.pending or self.console.pending) and not self.ended:
-            if self.clock() - self.last_contact > self.give_up_after_s:
-                return False
-            wait = self.next_try - self.clock()
-            if wait > 0:
-                sleep(min(wait, 1.0))
-                continue
-            self.flush_once()
-        return not self.pending
 
 
 def machine_info(agent_id: str, python: str, workdir: Path) -> Dict[str, Any]:
@@ -246,7 +93,7 @@ class Agent:
     def __init__(self, client: Client, backend: str, workdir: Path, python: str = sys.executable,
                  keep: bool = False, give_up_after_s: float = GIVE_UP_S, poll_wait_s: float = POLL_WAIT_S,
                  console: Optional[Console] = None, clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, slurm: Optional[SlurmSettings] = None) -> None:
         self.client = client
         self.backend = backend
         self.workdir = workdir
@@ -261,7 +108,9 @@ class Agent:
         self.host = socket.gethostname()
         self.busy = False
         self.reporter: Optional[Reporter] = None
-        self.worker: Optional[WorkerProcess] = None
+        self.worker: Optional[Worker] = None
+        self.slurm = slurm
+        """Set when this agent submits its workers with sbatch (a login node) instead of starting them."""
         self.stopping = False
         self.session_ended = False
 
@@ -376,22 +225,37 @@ class Agent:
             return Ending(NOT_STARTED, None, _stop(Reason.ERROR, message))
         if reporter.stop is not None:
             return Ending(NOT_STARTED, None, _stop(reporter.stop.reason, reporter.stop.message))
-        self.console.say(f"run {run_id}: starting the worker ({self.python})")
-        reporter.add({"type": "step", "text": f"starting the worker on {self.host}"})
-        try:
-            self.worker = WorkerProcess.start(job_dir, self.python, job.get("num_threads"))
-        except OSError as exc:
-            message = f"The worker could not start on {self.host} with {self.python}: {exc}"
-            self.console.say(message)
-            return Ending(NOT_STARTED, None, _stop(Reason.ERROR, message))
 
-        def note(text: str) -> None:  # how a stop went belongs in the run's own log too
+        def note(text: str) -> None:  # how a stop went (and SLURM's queue states) belong in the run's log too
             self.console.say(text)
             reporter.add({"type": "log", "text": text})
+
+        try:
+            self.worker = self._start_worker(job, job_dir, reporter, note)
+        except (OSError, SlurmError) as exc:
+            message = (str(exc) if isinstance(exc, SlurmError) else
+                       f"The worker could not start on {self.host} with {self.python}: {exc}")
+            self.console.say(message)
+            return Ending(NOT_STARTED, None, _stop(Reason.ERROR, message))
 
         supervisor = Supervisor(self.worker, reporter, float(job.get("grace_seconds") or 20),
                                 job.get("max_wall_seconds"), say=note, clock=self.clock, sleep=self.sleep)
         return supervisor.run()
+
+    def _start_worker(self, job: Dict[str, Any], job_dir: Path, reporter: Reporter,
+                      note: Callable[[str], None]) -> Worker:
+        """The worker as a process here, or as a SLURM job that runs it on a compute node (R29)."""
+        run_id = str(job["run_id"])
+        if self.slurm is None:
+            self.console.say(f"run {run_id}: starting the worker ({self.python})")
+            reporter.add({"type": "step", "text": f"starting the worker on {self.host}"})
+            return WorkerProcess.start(job_dir, self.python, job.get("num_threads"))
+        settings = self.slurm
+        python = settings.job_python or self.python
+        reporter.add({"type": "step", "text": f"submitting the job on {self.host}"})
+        return SlurmJob.submit(job_dir, settings, run_id, python, shared_code(self.workdir), str(self.workdir),
+                               self.host, note, lambda text: reporter.add({"type": "step", "text": text}),
+                               clock=self.clock)
 
     def _finish(self, job: Dict[str, Any], client: Client, job_dir: Path, reporter: Reporter,
                 ending: Ending) -> None:
@@ -516,6 +380,20 @@ def read_token(args: argparse.Namespace, stdin: Any = None) -> str:
     return token
 
 
+def read_slurm_config(path: str) -> SlurmSettings:
+    """``--slurm-config``: the slurm settings as a JSON object (R31), checked before any job."""
+    try:
+        data = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise AgentError(f"cannot read --slurm-config {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise AgentError(f"--slurm-config {path} is not JSON: {exc}") from None
+    try:
+        return SlurmSettings.from_json(data)
+    except SlurmConfigError as exc:
+        raise AgentError(f"--slurm-config {path}: {exc}") from None
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="potato training agent",
@@ -531,6 +409,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="keep each job's bundle after the run")
     p.add_argument("--give-up-after", type=float, default=GIVE_UP_S, metavar="SECONDS",
                    help="stop a running job after this long without reaching the server (default 300)")
+    p.add_argument("--slurm-config", metavar="FILE",
+                   help="submit each job's worker with sbatch, with the slurm settings in this JSON file "
+                        "(on a login node; --workdir must be storage the compute nodes share)")
     p.add_argument("--run", help=argparse.SUPPRESS)
     p.add_argument("--token-stdin", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--session", action="store_true", help=argparse.SUPPRESS)
@@ -544,13 +425,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         token = read_token(args)
         client = Client(args.server, token)
+        slurm = read_slurm_config(args.slurm_config) if args.slurm_config else None
         python = shutil.which(args.python) or args.python
-        if not os.path.exists(python):
+        if slurm is None and not os.path.exists(python):  # a job's python lives on the compute nodes
             raise AgentError(f"{args.python} was not found on {socket.gethostname()}; pass --python with the "
                              "interpreter that has the trainer's packages")
         workdir = Path(args.workdir).expanduser().resolve()
         workdir.mkdir(mode=0o700, parents=True, exist_ok=True)  # jobs hold the project's texts
-        agent = Agent(client, args.backend, workdir, python, args.keep, args.give_up_after, args.poll_wait, console)
+        agent = Agent(client, args.backend, workdir, python, args.keep, args.give_up_after, args.poll_wait, console,
+                      slurm=slurm)
         if args.session:
             agent.watch_session()
         signal.signal(signal.SIGINT, agent.on_signal)

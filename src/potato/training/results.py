@@ -53,6 +53,12 @@ class Reason(str, Enum):
     PREEMPTED = "preempted"
     SERVER_RESTART = "server_restart"
     QUEUE_TIMEOUT = "queue_timeout"
+    TIME_LIMIT = "time_limit"
+    """SLURM ended the job at its ``time`` (not Potato's max_wall_seconds: that is ``timeout``)."""
+    SCANCELLED = "scancelled"
+    """Someone ran ``scancel`` on the job outside Potato."""
+    JOB_LOST = "job_lost"
+    """The SLURM job left the queue with no exit_code and no explanation."""
 
 
 class ExitCode(IntEnum):

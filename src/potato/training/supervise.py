@@ -18,8 +18,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol
 
+from potato.training.codefiles import code_root
 from potato.training.jobfiles import EventFollower, read_exit_code, read_json
 from potato.training.results import Reason
 
@@ -87,14 +88,6 @@ def worker_env(num_threads: Optional[int], base: Optional[Mapping[str, str]] = N
     return env
 
 
-def code_root() -> str:
-    """The folder holding the ``potato`` package this agent runs from: the worker imports the
-    same code, whether it is an installed Potato or a pushed copy under ``remote_dir/code``."""
-    import potato
-
-    return str(Path(potato.__file__).resolve().parent.parent)
-
-
 class WorkerProcess:
     """The worker as a subprocess in its own process group (a session of its own), so that a
     Ctrl-C at the agent's terminal does not reach it and a stop reaches its children too."""
@@ -146,6 +139,25 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             pass  # unkillable (D state): poll() keeps saying so and the loop still ends it
 
+    def ended_by(self) -> Optional["Stop"]:
+        """Nothing but the worker itself ends a worker process (a SLURM job can be ended by SLURM)."""
+        return None
+
+
+class Worker(Protocol):
+    """What the Supervisor drives: a :class:`WorkerProcess` here, or a SLURM job
+    (:class:`potato.training.slurmjob.SlurmJob`) whose worker runs on a compute node."""
+
+    job_dir: Path
+
+    def poll(self) -> Optional[int]: ...
+
+    def terminate(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def ended_by(self) -> Optional["Stop"]: ...
+
 
 @dataclass
 class Ending:
@@ -165,7 +177,7 @@ worker must stop. The agent's reporter sends them to the server at its own caden
 class Supervisor:
     """Follows one worker until it ends, forwarding its events and applying stops."""
 
-    def __init__(self, worker: WorkerProcess, report: Report, grace_seconds: float,
+    def __init__(self, worker: Worker, report: Report, grace_seconds: float,
                  max_wall_seconds: Optional[int] = None, say: Callable[[str], None] = lambda text: None,
                  clock: Clock = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
         self.worker = worker
@@ -200,4 +212,7 @@ class Supervisor:
             self.sleep(POLL_S)
         job_dir = self.worker.job_dir
         exit_code = read_exit_code(job_dir)
-        return Ending(code if exit_code is None else exit_code, read_json(job_dir / "result.json"), self.stop)
+        code = code if exit_code is None else exit_code
+        if self.stop is None and code != 0:
+            self.stop = self.worker.ended_by()
+        return Ending(code, read_json(job_dir / "result.json"), self.stop)

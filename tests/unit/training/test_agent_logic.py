@@ -11,7 +11,7 @@ import pytest
 
 from potato.server.training.runs import Run, RunState
 from potato.server.training.watchdog import CANCEL_SLACK_S, Action, Limits, judge
-from potato.training.agent import Console, Reporter
+from potato.training.reporting import Console, Reporter
 from potato.training.gpus import parse_nvidia_smi
 from potato.training.protocol import Endpoint, RunEnded, Unreachable, backoff_delay
 from potato.training.results import Reason

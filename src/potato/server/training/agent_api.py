@@ -24,7 +24,7 @@ from typing import Any, NoReturn, Optional, Tuple
 
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, make_response, request, send_file
 
-from potato.config.schema import AgentBackend, SshBackend
+from potato.config.schema import AgentBackend, SlurmBackend, SshBackend
 from potato.server.project import Project, current_project
 from potato.server.training.recorder import RunRecorder, RunLog, prepare_bundle
 from potato.server.training.runs import Run, RunState, RunStore
@@ -362,7 +362,7 @@ def run_result(run_id: str) -> Any:
     predictions = run_dir / PREDICTIONS_UPLOAD
     backend = project.config.model_training.all_backends().get(run.backend)
     artifacts = local_job_dir(project, run) / "artifacts" if run.backend == "local" else None
-    fetch = isinstance(backend, SshBackend) and backend.fetch_artifacts
+    fetch = isinstance(backend, (SshBackend, SlurmBackend)) and backend.fetch_artifacts
     if run.backend != "local" and uri and not fetch:
         store.update(run.id, artifact_uri=uri[:1000])
         recorder.log.write(f"Model files stay on the training machine: {uri[:1000]}")

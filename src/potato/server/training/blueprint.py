@@ -36,8 +36,6 @@ from potato.training.trainers import available_trainers
 
 bp = Blueprint("training", __name__, url_prefix="/admin/training")
 
-RUNNABLE_TYPES = ("local", "agent", "ssh")
-"""Backend types this server can execute runs on; slurm arrives with its backend."""
 
 CONNECTED_WITHIN_S = 60.0
 """An agent that polled this recently counts as connected (a long poll lasts up to 25 s)."""
@@ -70,10 +68,6 @@ def check_run_request(config: Config, body: object, trainers: Mapping[str, Mappi
     if trainers[trainer].get("local_only") and btype != "local":
         raise RunRequestError(400, f"Trainer '{trainer}' runs only on the local backend: it reads the server's "
                               "run folders. Pick backend 'local'.")
-    if btype not in RUNNABLE_TYPES:
-        runnable = [n for n, b in backends.items() if b.type in RUNNABLE_TYPES]
-        raise RunRequestError(409, f"Backend '{backend}' has type {btype}, which this server cannot execute "
-                              f"runs on yet. Backends that can: {', '.join(runnable)}.", backends=runnable)
     trainable = [s.name for s in config.annotation_schemes if s.annotation_type.value in ("radio", "multiselect")]
     schemas = body.get("schemas") or list(mt.writeback.schemas) or trainable[:1]
     if not isinstance(schemas, list) or not schemas or any(s not in trainable for s in schemas):
@@ -125,7 +119,7 @@ def page() -> Any:
     project = current_project()
     mt = project.config.model_training
     backends = [
-        {"name": name, "label": b.describe(), "type": b.type, "runnable": b.type in RUNNABLE_TYPES}
+        {"name": name, "label": b.describe(), "type": b.type}
         for name, b in mt.all_backends().items()
     ]
     trainable = [s.name for s in project.config.annotation_schemes if s.annotation_type.value != "text"]
@@ -142,7 +136,7 @@ def page() -> Any:
 def api_backends() -> Any:
     mt = current_project().config.model_training
     return jsonify(default=mt.backend, backends=[
-        {"name": n, "type": b.type, "label": b.describe(), "runnable": b.type in RUNNABLE_TYPES}
+        {"name": n, "type": b.type, "label": b.describe()}
         for n, b in mt.all_backends().items()
     ])
 

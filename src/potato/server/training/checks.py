@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from potato.config.schema import AgentBackend, Config, LocalBackend, SshBackend
+from potato.config.schema import AgentBackend, Config, LocalBackend, SlurmBackend, SshBackend
 
 
 class UnknownBackend(Exception):
@@ -106,6 +106,15 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
     return CheckReport(backend.name, "ssh", not default_missing, lines, details)
 
 
+def check_slurm(config: Config, backend: SlurmBackend) -> CheckReport:
+    """Log in to the login node; report its Python, SLURM's commands (E8), where ``remote_dir``
+    really is, the ``job_python`` the job will run, and whether the cluster can ever run the
+    request (sinfo, ``sbatch --test-only``) (R28); ok when a run could start."""
+    from potato.server.training.slurm import check_cluster
+
+    return check_cluster(config, backend)
+
+
 def trainer_packages_missing(target: Any, default_trainer: str) -> dict[str, list[str]]:
     """Trainer -> the pip packages the host lacks for it (E4 before a run hits it)."""
     from potato.server.training.ssh import missing_modules
@@ -131,8 +140,4 @@ def run_check(config: Config, name: str) -> CheckReport:
         return check_agent(config, backend)
     if isinstance(backend, SshBackend):
         return check_ssh(config, backend)
-    return CheckReport(
-        name, backend.type, False,
-        [(f"{backend.describe()}: this server cannot execute runs on {backend.type} backends yet, "
-         "so there is nothing to check; use 'local'.")],
-    )
+    return check_slurm(config, backend)

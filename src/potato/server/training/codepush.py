@@ -1,5 +1,5 @@
-"""What Potato copies to a training host: the ``potato.training`` package and the three stdlib
-modules of ``potato`` it imports, named by a content hash (D2, R18).
+"""What Potato copies to a training host, as one tar stream: the files
+:func:`potato.training.codefiles.shipped_files` names, under their content hash (D2, R18).
 
 The host keeps each version under ``remote_dir/code/<hash>`` and reuses it until the source
 changes. :func:`shipped_files` is also the list the remote-safety test checks, so what ships and
@@ -8,39 +8,18 @@ what is checked cannot drift apart.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import tarfile
 from pathlib import Path
 
-from potato.training.supervise import code_root
+from potato.training.codefiles import code_hash, code_root, shipped_files
 
-PARENT_MODULES = ("__init__.py", "defaults.py", "errors.py")
-"""The modules of ``potato`` itself that ``potato.training`` imports (all stdlib-only)."""
+__all__ = ["code_archive", "code_hash", "shipped_files"]
 
 
 def package_root() -> Path:
     """The folder that holds the ``potato`` package."""
     return Path(code_root())
-
-
-def shipped_files(root: Path | None = None) -> list[str]:
-    """Paths (relative to ``root``, sorted) of every file that ships: Python sources only."""
-    root = root or package_root()
-    training = sorted(str(p.relative_to(root)) for p in (root / "potato" / "training").rglob("*.py")
-                      if "__pycache__" not in p.parts)
-    return [f"potato/{name}" for name in PARENT_MODULES] + training
-
-
-def code_hash(root: Path | None = None) -> str:
-    """SHA-256 over every shipped file's path and bytes: same source, same hash, on any server."""
-    root = root or package_root()
-    digest = hashlib.sha256()
-    for rel in shipped_files(root):
-        data = (root / rel).read_bytes()
-        digest.update(f"{rel}\0{len(data)}\0".encode())
-        digest.update(data)
-    return digest.hexdigest()[:16]
 
 
 def code_archive(root: Path | None = None) -> bytes:

@@ -19,13 +19,14 @@ import threading
 import time
 from typing import IO
 
-from potato.config.schema import AgentBackend, Backend, SshBackend
+from potato.config.schema import AgentBackend, Backend, SlurmBackend, SshBackend
 from potato.defaults import HEARTBEAT_TIMEOUT_S
 from potato.project import Project
 from potato.server.training import local
 from potato.server.training.agent_api import issue_run, local_workdir
 from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import ACTIVE, Reason, Run, RunState, RunStore
+from potato.server.training.slurm import SlurmRun
 from potato.server.training.ssh import SshRun
 from potato.server.training.watchdog import Action, Limits, judge
 
@@ -116,15 +117,15 @@ class Dispatcher:
                 self._stop.wait(IDLE_POLL_S)
 
     def run_next(self) -> bool:
-        """Start a queued run on a backend this server drives (local, ssh); False when there is none.
+        """Start a queued run on a backend this server drives (local, ssh, slurm); False when there is none.
 
         Agent backends are not started here: their agents claim runs themselves (``jobs/next``).
         """
         for name, backend in self.project.config.model_training.all_backends().items():
-            if isinstance(backend, SshBackend):
+            if isinstance(backend, (SshBackend, SlurmBackend)):
                 if any(thread.is_alive() for thread in self._sessions.values()):
                     continue  # the last run's clean-up still uses (and then ends) the shared control master
-                run = self.store.claim(name, f"ssh-{os.getpid()}", backend.host)
+                run = self.store.claim(name, f"{backend.type}-{os.getpid()}", backend.host)
                 if run is not None:
                     self.start_ssh(run, backend)
                     return True
@@ -135,7 +136,7 @@ class Dispatcher:
                     return True
         return False
 
-    def start_ssh(self, run: Run, backend: SshBackend) -> None:
+    def start_ssh(self, run: Run, backend: SshBackend | SlurmBackend) -> None:
         recorder = RunRecorder(self.project, self.store, run)
         if self.agent_url is None:
             recorder.fail(Reason.ERROR, "This server was started without an address its agents can use; "
@@ -144,12 +145,13 @@ class Dispatcher:
         try:
             run, token = issue_run(self.project, self.store, run, f"connecting to {backend.host}",
                                    f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
-                                   f"backend {backend.name} (ssh to {backend.host})")
+                                   f"backend {backend.describe()}")
         except Exception as exc:  # a bundle that cannot be built ends this run, not the dispatcher
             log.exception("run %s could not start", run.id)
             recorder.fail(Reason.ERROR, f"The run could not start: {exc}")
             return
-        session = SshRun(self.project, self.store, run, token, backend, self.agent_url)
+        kind = SlurmRun if isinstance(backend, SlurmBackend) else SshRun
+        session = kind(self.project, self.store, run, token, backend, self.agent_url)
         self._sessions[run.id] = session
         session.start()
 
@@ -159,9 +161,10 @@ class Dispatcher:
         backends = self.project.config.model_training.all_backends()
         for run in self.store.in_states(sorted(ACTIVE)):
             backend = backends.get(run.backend)
-            if not isinstance(backend, SshBackend) or run.id in self._sessions:
+            if not isinstance(backend, (SshBackend, SlurmBackend)) or run.id in self._sessions:
                 continue
-            session = SshRun.adopt(self.project, self.store, run, backend)
+            kind = SlurmRun if isinstance(backend, SlurmBackend) else SshRun
+            session = kind.adopt(self.project, self.store, run, backend)
             if session is None:
                 RunRecorder(self.project, self.store, run).fail(
                     Reason.SERVER_RESTART, f"The server restarted and the run's ssh session to {backend.host} is "

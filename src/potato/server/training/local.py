@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from potato.training.supervise import code_root
+from potato.training.codefiles import code_root
 
 AGENT_OUT = "agent.out"
 

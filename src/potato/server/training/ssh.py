@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, Callable
 from urllib.parse import urlsplit
 
-from potato.config.schema import SshBackend
+from potato.config.schema import SlurmBackend, SshBackend
 from potato.project import Project
 from potato.server.training.codepush import code_archive, code_hash
 from potato.server.training.copyback import SEND_ARTIFACTS, CopyFailed, receive
@@ -85,8 +85,9 @@ class HostFacts:
     """GPUs the host's torch has no kernels for (auto skips them)."""
 
 
-def probe_host(target: SshTarget) -> HostFacts:
-    """Log in, check the interpreter (E2, >= 3.8) and read nvidia-smi (none: no GPU)."""
+def probe_host(target: SshTarget, read_gpus: bool = True) -> HostFacts:
+    """Log in, check the interpreter (E2, >= 3.8) and read nvidia-smi (none: no GPU); a SLURM
+    login node's own GPUs do not matter (``read_gpus=False``): its jobs get theirs from gres."""
     host, python = target.host, target.backend.python
     run_ssh(target, "true", timeout=60)
     env = target.env_prefix()
@@ -97,6 +98,8 @@ def probe_host(target: SshTarget) -> HostFacts:
     if probe.returncode == 3:
         raise SshFailed(f"{python} on {host} is Python {lines[0]}; Potato needs 3.8 or newer. Set `python` "
                         "in the backend to a newer interpreter.")
+    if not read_gpus:
+        return HostFacts(lines[0], lines[1], [])
     smi = run_ssh(target, env + shell(["nvidia-smi", *NVIDIA_SMI_ARGS]))
     gpus = parse_nvidia_smi(smi.stdout.decode("utf-8", "replace")) if smi.returncode == 0 else []
     no_kernels: list[int] = []
@@ -175,7 +178,7 @@ def session_alive(pid: int, run_id: str) -> bool:
 class SshRun(threading.Thread):
     """One run on an ssh backend, from connect to closing the connection."""
 
-    def __init__(self, project: Project, store: RunStore, run: Run, token: str, backend: SshBackend,
+    def __init__(self, project: Project, store: RunStore, run: Run, token: str, backend: SshBackend | SlurmBackend,
                  agent_url: str, clock: Callable[[], float] = time.time) -> None:
         super().__init__(name=f"potato-ssh-{run.id}", daemon=True)
         self.project = project
@@ -230,8 +233,14 @@ class SshRun(threading.Thread):
         finally:
             self.clean_up()
 
+    @property
+    def ssh_backend(self) -> SshBackend:
+        """The backend's ssh-only settings (gpus, packages); a SLURM run never asks for them."""
+        assert isinstance(self.backend, SshBackend)
+        return self.backend
+
     def execute(self) -> None:
-        host, b = self.backend.host, self.backend
+        host, b = self.backend.host, self.ssh_backend
         self.target = SshTarget(b, control_dir(self.project.config.training_dir))
         self.step(f"connecting to {host}")
         facts = probe_host(self.target)
@@ -243,10 +252,16 @@ class SshRun(threading.Thread):
         self.store.update(self.run_.id, device=choice.text)
         digest = self.push_code()
         socket = self.open_socket_dir()
-        self.start_agent(digest, socket, choice.cuda_visible_devices)
+        env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID",  # CUDA's indices are then nvidia-smi's, which the choice used
+               "CUDA_VISIBLE_DEVICES": choice.cuda_visible_devices}
+        self.start_agent(digest, socket, env)
+        self.follow_and_fetch()
+
+    def follow_and_fetch(self) -> None:
+        """Follow the agent's run to its end; bring the model back when the run has results."""
         if self.follow():
             self.copy_back()
-        elif not b.fetch_artifacts and (self.store.get(self.run_.id) or self.run_).state is RunState.SUCCEEDED:
+        elif not self.backend.fetch_artifacts and (self.store.get(self.run_.id) or self.run_).state is RunState.SUCCEEDED:
             self.keep_job = True  # fetch_artifacts: false leaves every model file on the host
 
     def push_code(self) -> str:
@@ -269,7 +284,7 @@ class SshRun(threading.Thread):
         """R14: a venv with the host's packages visible (``--system-site-packages``: its CUDA torch
         stays) plus ``packages``, built once per (interpreter, packages) and reused; pip's output goes
         to run.log. Built under ``<hash>.tmp`` and renamed when complete, like the code."""
-        b = self.backend
+        b = self.ssh_backend
         key = hashlib.sha256("\0".join([python_path, *sorted(b.packages)]).encode()).hexdigest()[:16]
         venv = f"{self.remote_dir}/venvs/{key}"
         python = f"{venv}/bin/python"
@@ -308,12 +323,12 @@ class SshRun(threading.Thread):
                             f"{out.stderr.decode('utf-8', 'replace').strip()}")
         return f"{self.socket_dir}/agent.sock"
 
-    def start_agent(self, digest: str, socket: str, cuda: str) -> None:
+    def start_agent(self, digest: str, socket: str, run_env: dict[str, str], *agent_args: str) -> None:
+        """The agent for this run, over its own ssh session with the reverse forward; the run's
+        token goes to its stdin, so it is on no command line and in no environment."""
         b = self.backend
         self.step(f"waiting for the agent on {b.host}")
-        env = dict(b.env)
-        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # CUDA's indices are then nvidia-smi's, which the choice used
-        env["CUDA_VISIBLE_DEVICES"] = cuda
+        env = {**b.env, **run_env}
         if b.num_threads:
             env.update({name: str(b.num_threads) for name in THREAD_VARIABLES})
         assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
@@ -321,7 +336,8 @@ class SshRun(threading.Thread):
         command = (f"mkdir -p {self.remote_dir}/jobs && cd {self.remote_dir} && exec env {assignments} "
                    f"PYTHONPATH={code} {self.python} -m potato.training.agent "
                    f"--server {shlex.quote('unix:' + socket)} --backend {shlex.quote(b.name)} "
-                   f"--run {shlex.quote(self.run_.id)} --token-stdin --session --workdir {self.remote_dir}")
+                   f"--run {shlex.quote(self.run_.id)} --token-stdin --session --workdir {self.remote_dir}"
+                   + "".join(f" {arg}" for arg in agent_args))
         server = urlsplit(self.agent_url)
         forward = f"{socket}:{server.hostname}:{server.port}"
         out = (self.run_dir / "agent.out").open("ab")
@@ -375,7 +391,7 @@ class SshRun(threading.Thread):
             os.kill(self.session_pid, signal.SIGTERM)
 
     @classmethod
-    def adopt(cls, project: Project, store: RunStore, run: Run, backend: SshBackend) -> SshRun | None:
+    def adopt(cls, project: Project, store: RunStore, run: Run, backend: SshBackend | SlurmBackend) -> SshRun | None:
         """Take over a run whose ssh session outlived the server that started it (a restart): follow
         it, copy the model back and clean up as the first server would have. None when nothing of the
         session is left to take over (the watchdog then ends the run)."""

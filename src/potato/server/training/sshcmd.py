@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from potato.config.schema import SshBackend
+from potato.config.schema import SlurmBackend, SshBackend
 
 SERVER_ALIVE = ("-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4")
 """A dead connection is noticed within a minute, not after TCP's hours."""
@@ -42,9 +42,10 @@ def shell(words: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class SshTarget:
-    """How to reach one ssh backend's host: the flags of R13 plus one control master per backend."""
+    """How to reach one ssh backend's host (or a slurm backend's login node): the flags of R13 plus one
+    control master per backend."""
 
-    backend: SshBackend
+    backend: SshBackend | SlurmBackend
     control_dir: Path
 
     @property

@@ -1,0 +1,180 @@
+"""How the agent talks about a run: plain lines for whoever watches (:class:`Console`) and the
+worker's events sent to the server at a steady cadence (:class:`Reporter`).
+
+Remote-safe: standard library only, Python 3.8.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+from potato.training.protocol import (
+    Client,
+    Forbidden,
+    ProtocolError,
+    RunEnded,
+    TokenRejected,
+    Unreachable,
+    backoff_delay,
+)
+from potato.training.results import Reason
+from potato.training.supervise import StopRequest
+
+GIVE_UP_S = 300.0
+"""Seconds without reaching the server after which a running job is stopped (R38)."""
+HEARTBEAT_S = 2.0
+"""A running job reports at least this often, events or not: it is also how a cancel arrives."""
+FLUSH_S = 0.25
+"""Events wait at most this long to be sent together."""
+MAX_BATCH = 500
+"""Events per report; a backlog after an outage goes in several reports."""
+
+
+class Console:
+    """Plain lines for whoever watches the agent, also kept to send to the server (``agent.log``)."""
+
+    def __init__(self, out: Any = None, clock: Callable[[], float] = time.time) -> None:
+        self.out: Any = out or sys.stdout
+        self.clock = clock
+        self.pending: List[str] = []
+        self.tty = bool(getattr(self.out, "isatty", lambda: False)())
+        self._bar = False
+
+    def say(self, text: str) -> None:
+        stamp = time.strftime("%H:%M:%S", time.localtime(self.clock()))
+        line = f"{stamp} {text}"
+        self.pending.append(line)
+        del self.pending[:-1000]
+        self._write(("\n" if self._bar else "") + line + "\n")
+        self._bar = False
+
+    def _write(self, text: str) -> None:
+        """Write to stdout unless it is gone (the ssh session that carried it ended): the agent must
+        go on to stop its worker and report, and the lines still reach the server."""
+        if self.out is None:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except (OSError, ValueError):
+            self.out = None
+
+    def progress(self, label: str, done: int, total: int) -> None:
+        """A progress bar when stdout is a terminal; nothing in a log file."""
+        if not self.tty or total <= 0:
+            return
+        width = 30
+        filled = int(width * done / total)
+        self._write(f"\r  {label} [{'#' * filled}{'.' * (width - filled)}] "
+                    f"{done / 1e6:.1f} of {total / 1e6:.1f} MB" + ("\n" if done >= total else ""))
+        self._bar = done < total
+
+    def take(self) -> List[str]:
+        lines, self.pending = self.pending, []
+        return lines
+
+    def give_back(self, lines: List[str]) -> None:
+        self.pending[:0] = lines
+
+
+class Reporter:
+    """The Supervisor's ``report``: sends the worker's events (and the agent's own lines) to the
+    server at a steady cadence and turns the replies into stop requests.
+
+    Numbered events (``seq``) make a resend after a lost reply harmless: the server skips what it
+    already has, so a server restart mid-run loses and doubles nothing.
+    """
+
+    def __init__(self, client: Client, run_id: str, console: Console, give_up_after_s: float = GIVE_UP_S,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.console = console
+        self.give_up_after_s = give_up_after_s
+        self.clock = clock
+        self.seq = 0
+        self.pending: List[Dict[str, Any]] = []
+        self.last_post = float("-inf")
+        self.last_contact = clock()
+        self.next_try = 0.0
+        self.failures = 0
+        self.stop: Optional[StopRequest] = None
+        """What the server (or the agent's operator) asked for; stays set once set."""
+        self.ended = False
+        """The server no longer takes reports for this run (it ended there)."""
+
+    def add(self, event: Dict[str, Any]) -> None:
+        self.pending.append(event)
+
+    def request_stop(self, request: StopRequest) -> None:
+        if self.stop is None:
+            self.stop = request
+
+    def __call__(self, events: List[Dict[str, Any]]) -> Optional[StopRequest]:
+        self.pending.extend(events)
+        now = self.clock()
+        due = now - self.last_post >= (FLUSH_S if self.pending else HEARTBEAT_S)
+        if due and now >= self.next_try and not self.ended:
+            self.flush_once()
+        if self.stop is None and now - self.last_contact > self.give_up_after_s:
+            self.stop = StopRequest(
+                Reason.AGENT_LOST,
+                f"The agent could not reach the server for {self.give_up_after_s:g} s and stopped the run itself; "
+                "start the run again once the server is reachable.")
+            self.console.say(self.stop.message)
+        return self.stop
+
+    def flush_once(self) -> bool:
+        """One report; True when the server took it (or will never take one again)."""
+        now = self.clock()
+        self.last_post = now
+        batch = self.pending[:MAX_BATCH]
+        lines = self.console.take()
+        try:
+            reply = self.client.events(self.run_id, self.seq, batch, lines)
+        except Unreachable as exc:
+            self.console.give_back(lines)
+            if self.failures == 0:
+                self.console.say(f"cannot reach the server ({exc}); the worker goes on, retrying")
+            self.next_try = now + backoff_delay(self.failures, base=1.0, cap=15.0)
+            self.failures += 1
+            return False
+        except (RunEnded, Forbidden, TokenRejected) as exc:
+            self.ended = True
+            self.request_stop(StopRequest(Reason.CANCELLED, f"The server no longer takes this run: {exc}"))
+            self.console.say(f"the server no longer takes reports for run {self.run_id}: {exc}")
+            return True
+        except ProtocolError as exc:
+            # A report the server refuses as malformed would be refused again: drop it, say so.
+            self.console.say(f"the server refused a report ({exc.status}: {exc}); dropping {len(batch)} events")
+            reply = {}
+        if self.failures:
+            self.console.say("reached the server again")
+        self.failures = 0
+        self.last_contact = self.clock()
+        self.seq += len(batch)
+        del self.pending[:len(batch)]
+        if reply.get("cancel"):
+            try:
+                reason = Reason(reply.get("reason") or "cancelled")
+            except ValueError:
+                reason = Reason.CANCELLED
+            message = str(reply.get("message") or "Cancelled by an admin.")
+            if self.stop is None:
+                self.console.say(f"the server asks to stop run {self.run_id}: {message}")
+            self.request_stop(StopRequest(reason, message))
+        return True
+
+    def drain(self, sleep: Callable[[float], None] = time.sleep) -> bool:
+        """Send everything still pending, retrying until the give-up time; True when all went."""
+        while (self.pending or self.console.pending) and not self.ended:
+            if self.clock() - self.last_contact > self.give_up_after_s:
+                return False
+            wait = self.next_try - self.clock()
+            if wait > 0:
+                sleep(min(wait, 1.0))
+                continue
+            self.flush_once()
+        return not self.pending

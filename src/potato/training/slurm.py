@@ -1,0 +1,402 @@
+"""SLURM, as pure functions: the job script, the sbatch command line, reading squeue and
+``scontrol show job``, and saying in plain words why a job waits or why it ended (R24-R30).
+
+Remote-safe: standard library only, Python 3.8. The agent on a login node uses these through
+:class:`potato.training.slurmjob.SlurmJob`, which does the I/O; everything here is tested on
+pasted real SLURM 22.05 output without a cluster.
+
+Two rules from how SLURM behaves: the worker's own ``exit_code`` file is the truth about how it
+ended, and the scheduler (``scontrol``, ``slurm.out``) is only the explanation; and Potato never
+calls ``srun`` or ``sacct`` (a cluster without accounting has no ``sacct``, and a job step is not
+needed to run one process).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from potato.defaults import SLURM_POLL_INTERVAL_S
+from potato.training.results import Reason
+
+JOB_SCRIPT = "job.sh"
+SLURM_OUT = "slurm.out"
+WORKER_OUT = "worker.out"
+SETTINGS_FILE = "slurm.json"
+
+SBATCH_FLAGS = (
+    ("partition", "partition"),
+    ("account", "account"),
+    ("qos", "qos"),
+    ("gres", "gres"),
+    ("time", "time"),
+    ("mem", "mem"),
+    ("cpus_per_task", "cpus-per-task"),
+    ("constraint", "constraint"),
+)
+"""Each setting that maps to one sbatch flag, in the order the command line shows them (R27)."""
+
+
+class SlurmConfigError(ValueError):
+    """slurm.json (``--slurm-config``) is not what the agent can submit with; the message names the key."""
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    """What the agent needs to submit a run's worker: the backend's slurm settings (R27), from the
+    server or, for a hand-started agent, from ``--slurm-config slurm.json`` (R31)."""
+
+    partition: Optional[str] = None
+    account: Optional[str] = None
+    qos: Optional[str] = None
+    gres: Optional[str] = None
+    time: Optional[str] = None
+    mem: Optional[str] = None
+    cpus_per_task: Optional[int] = None
+    constraint: Optional[str] = None
+    extra_sbatch_args: Tuple[str, ...] = ()
+    job_python: Optional[str] = None
+    """The compute nodes' interpreter; None: the agent's ``--python``."""
+    prelude: Tuple[str, ...] = ()
+    """Shell lines run before the worker (``module load cuda/12.4``, an env's activation)."""
+    poll_interval_s: float = SLURM_POLL_INTERVAL_S
+    num_threads: Optional[int] = None
+    container: Optional[Dict[str, Any]] = None
+    """``{"runtime": "apptainer" | "docker", "image": ..., "options": [...]}`` (D2)."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> "SlurmSettings":
+        if not isinstance(data, dict):
+            raise SlurmConfigError("must be a JSON object of slurm settings, e.g. "
+                                   '{"partition": "gpu", "gres": "gpu:1", "time": "02:00:00"}')
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SlurmConfigError(f"unknown key {unknown[0]!r}; valid keys: {', '.join(sorted(known))}")
+        values: Dict[str, Any] = {}
+        for key, value in data.items():
+            if value is None:
+                continue
+            if key in ("extra_sbatch_args", "prelude"):
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise SlurmConfigError(f"{key} must be a list of strings, got {value!r}")
+                values[key] = tuple(value)
+            elif key in ("cpus_per_task", "num_threads"):
+                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                    raise SlurmConfigError(f"{key} must be a whole number of at least 1, got {value!r}")
+                values[key] = value
+            elif key == "poll_interval_s":
+                if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                    raise SlurmConfigError(f"poll_interval_s must be a number of seconds above 0, got {value!r}")
+                values[key] = float(value)
+            elif key == "container":
+                if not isinstance(value, dict) or value.get("runtime") not in ("apptainer", "docker") \
+                        or not isinstance(value.get("image"), str):
+                    raise SlurmConfigError('container must be {"runtime": "apptainer" or "docker", "image": ...}')
+                values[key] = dict(value)
+            else:
+                if not isinstance(value, (str, int)) or isinstance(value, bool):
+                    raise SlurmConfigError(f"{key} must be text, got {value!r}")
+                values[key] = str(value)
+        return cls(**values)
+
+    def to_json(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for key in self.__dataclass_fields__:
+            value = getattr(self, key)
+            if value is None or value == ():
+                continue
+            out[key] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+def sbatch_flags(settings: SlurmSettings) -> List[str]:
+    """The settings as sbatch flags (R27), ``extra_sbatch_args`` last so they can override."""
+    flags = [f"--{flag}={getattr(settings, key)}" for key, flag in SBATCH_FLAGS if getattr(settings, key) is not None]
+    return flags + list(settings.extra_sbatch_args)
+
+
+def sbatch_argv(settings: SlurmSettings, job_dir: str, run_id: str) -> List[str]:
+    """``sbatch --parsable`` with the job's name, its output in the job dir and the settings'
+    flags; the list goes to ``subprocess`` as is, so no value is ever parsed by a shell here."""
+    return ["sbatch", "--parsable", f"--job-name=potato-{run_id}", f"--output={job_dir}/{SLURM_OUT}",
+            f"--chdir={job_dir}", *sbatch_flags(settings), f"{job_dir}/{JOB_SCRIPT}"]
+
+
+def worker_command(settings: SlurmSettings, python: str, job_dir: str, code_dir: str,
+                   shared_dir: str) -> str:
+    """The worker's command line in job.sh: plain, or through apptainer or docker (D2), which
+    see the shared folder at the same path so every path in the job stays valid inside."""
+    inner = f"{shlex.quote(python)} -m potato.training.worker {shlex.quote(job_dir)}"
+    box = settings.container
+    if not box:
+        return inner
+    options = " ".join(shlex.quote(str(o)) for o in box.get("options") or [])
+    image = shlex.quote(str(box["image"]))
+    bind = shlex.quote(f"{shared_dir}:{shared_dir}")
+    if box["runtime"] == "apptainer":
+        return (f"apptainer exec --nv --cleanenv --env PYTHONPATH={shlex.quote(code_dir)} --env PYTHONUNBUFFERED=1 "
+                f"--bind {bind} --pwd {shlex.quote(job_dir)} {options + ' ' if options else ''}{image} {inner}")
+    gpus = '${CUDA_VISIBLE_DEVICES:+--gpus "device=$CUDA_VISIBLE_DEVICES"}'
+    return (f"docker run --rm --init --user \"$(id -u):$(id -g)\" {gpus} -e PYTHONPATH={shlex.quote(code_dir)} "
+            f"-e PYTHONUNBUFFERED=1 -v {bind} -w {shlex.quote(job_dir)} {options + ' ' if options else ''}"
+            f"{image} {inner}")
+
+
+def job_script(settings: SlurmSettings, run_id: str, python: str, job_dir: str, code_dir: str,
+               shared_dir: str) -> str:
+    """job.sh: the prelude, then the worker, then ``exit_code``.
+
+    The worker runs in the background and the script waits for it with a TERM trap, because
+    SLURM signals every process of the job at once (a time limit, ``scancel``, ``scancel --full``):
+    the worker gets its own SIGTERM and stops warm, and the script must outlive it (when the batch
+    script exits, SLURM kills whatever is left of the job) and must not pass on a second TERM
+    (the worker takes that as "stop at once"). The worker writes ``exit_code`` itself; the script
+    writes it only when the worker could not (it did not start, or died on a signal).
+    """
+    q = shlex.quote
+    lines = [
+        "#!/bin/bash",
+        f"# Potato training run {run_id}: written by the agent and submitted with sbatch.",
+        "# The agent on the login node follows events.jsonl here; exit_code says how the worker ended.",
+    ]
+    if settings.prelude:
+        lines.append("# prelude (from the backend's settings)")
+        lines.extend(settings.prelude)
+    lines += [
+        f"cd {q(job_dir)} || exit 1",
+        f'export PYTHONPATH={q(code_dir)}"${{PYTHONPATH:+:$PYTHONPATH}}"',
+        "export PYTHONUNBUFFERED=1",
+    ]
+    threads = settings.num_threads
+    if threads:
+        lines.append(f"export OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads}")
+    else:  # the job's CPUs, not the node's: a 64-core node would otherwise start 64 threads per job
+        lines.append('export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}" MKL_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"'
+                     ' OPENBLAS_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"')
+    lines += [
+        'echo "job.sh: SLURM job $SLURM_JOB_ID on $(hostname), CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-none}"',
+        # set before the worker starts (a caught signal is reset to the default in the child)
+        "trap 'echo \"job.sh: SIGTERM from SLURM; waiting for the worker to stop\"' TERM",
+        f"{worker_command(settings, python, job_dir, code_dir, shared_dir)} >> {WORKER_OUT} 2>&1 &",
+        "worker=$!",
+        'while :; do wait "$worker"; code=$?; kill -0 "$worker" 2>/dev/null || break; done',
+        '[ -s exit_code ] || { printf \'%s\\n\' "$code" > exit_code.tmp && mv exit_code.tmp exit_code; }',
+        'exit "$code"',
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# -- what the scheduler says ------------------------------------------------------------------------
+
+SQUEUE_FORMAT = "%T|%r|%N"
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """One line of ``squeue -h -j ID -o '%T|%r|%N'``."""
+
+    state: str
+    reason: str
+    nodes: str
+
+    def line(self, job_id: str) -> str:
+        """run.log's line for this state (R29): ``SLURM job 4242: PENDING (Priority)``."""
+        if self.state == "RUNNING":
+            return f"SLURM job {job_id}: RUNNING on {self.nodes or 'an unnamed node'}"
+        if self.reason and self.reason != "None":
+            return f"SLURM job {job_id}: {self.state} ({self.reason})"
+        return f"SLURM job {job_id}: {self.state}"
+
+
+def parse_squeue(text: str) -> Optional[QueueState]:
+    """The job's state, or None when squeue no longer lists it (it ended)."""
+    for line in text.splitlines():
+        if line.strip():
+            parts = (line.strip().split("|") + ["", ""])[:3]
+            return QueueState(parts[0].strip(), parts[1].strip(), parts[2].strip())
+    return None
+
+
+def squeue_says_gone(returncode: int, stderr: str) -> bool:
+    """squeue's ``Invalid job id specified`` (rc 1): the job left SLURM's memory (MinJobAge)."""
+    return returncode != 0 and "Invalid job id" in stderr
+
+
+_FIELD = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=(\S*)")
+
+
+def parse_scontrol(text: str) -> Dict[str, str]:
+    """``scontrol show job ID`` as a dict (JobState, Reason, ExitCode, NodeList, ...). Values with
+    spaces (a Command path, a Comment) come out cut at the space, which none of the keys we read has."""
+    return {key: value for key, value in _FIELD.findall(text)}
+
+
+PENDING_REASONS: Mapping[str, str] = {
+    "Resources": "waiting for a free node",
+    "Priority": "other jobs are ahead in the queue",
+    "None": "waiting for the scheduler's next pass",
+    "PartitionConfig": "the request can never run in that partition, check the flags",
+    "PartitionTimeLimit": "the time limit is above the partition's maximum; lower time",
+    "PartitionNodeLimit": "the request needs more nodes than the partition has",
+    "PartitionDown": "the partition is down",
+    "PartitionInactive": "the partition is inactive",
+    "ReqNodeNotAvail": "the nodes it needs are down, drained or reserved",
+    "NodeDown": "a node it needs is down",
+    "BeginTime": "it may not start yet (begin time)",
+    "Dependency": "it waits for another job",
+    "JobHeldUser": "it is held (scontrol release lets it run)",
+    "JobHeldAdmin": "an administrator holds it",
+    "Reservation": "it waits for its reservation",
+    "Licenses": "it waits for a license",
+    "InvalidAccount": "the account is not valid for this user; check account",
+    "InvalidQOS": "the QOS is not valid for this user; check qos",
+}
+
+
+def pending_words(reason: str) -> str:
+    """A pending reason in plain words for the step line (R29)."""
+    if reason in PENDING_REASONS:
+        return PENDING_REASONS[reason]
+    if reason.startswith(("QOS", "Assoc", "MaxJobs", "MaxCpu", "MaxGRES", "MaxMem")):
+        return "held by QOS or association limits (the cluster's caps per user, account or QOS)"
+    return reason or "waiting"
+
+
+def step_text(job_id: str, state: QueueState) -> str:
+    """The run's step line for a queue state."""
+    if state.state == "PENDING":
+        return f"SLURM job {job_id} pending: {pending_words(state.reason)} ({state.reason or 'no reason given'})"
+    if state.state == "RUNNING":
+        return f"SLURM job {job_id} running on {state.nodes or 'a node'}"
+    return f"SLURM job {job_id}: {state.state.lower()}"
+
+
+@dataclass(frozen=True)
+class Ended:
+    """Why the scheduler ended a job before its worker finished (R30): a reason code for the
+    API and the page, and the message the run shows."""
+
+    reason: Reason
+    message: str
+
+
+ENDED_BEFORE = "SLURM job {id} ended before the worker finished: "
+
+
+def explain_end(job_id: str, scontrol: Optional[Mapping[str, str]], slurm_out: str,
+                settings: SlurmSettings) -> Optional[Ended]:
+    """The scheduler's reason a job ended early, from ``scontrol show job`` (while SLURM still
+    knows the job) and ``slurm.out`` (which outlives MinJobAge); None when neither tells.
+
+    slurm.out is read first for memory: without cgroups a memory kill leaves the state FAILED
+    (indistinguishable from any kill -9) and only slurmstepd's line says what happened.
+    """
+    state = (scontrol or {}).get("JobState", "")
+    head = ENDED_BEFORE.format(id=job_id)
+    if "Exceeded job memory limit" in slurm_out or "oom-kill" in slurm_out or state == "OUT_OF_MEMORY":
+        limit = f" of {settings.mem}" if settings.mem else ""
+        return Ended(Reason.OOM, f"{head}it ran out of memory (more than its limit{limit}). Raise mem in the "
+                                 "backend's settings, or train with a smaller batch or model.")
+    if state in ("TIMEOUT", "DEADLINE") or "DUE TO TIME LIMIT" in slurm_out:
+        limit = f"It had time: {settings.time}; raise" if settings.time else "Set"
+        return Ended(Reason.TIME_LIMIT, f"{head}it reached its time limit. {limit} time in the backend's settings, "
+                                        "or train on fewer items.")
+    if state in ("NODE_FAIL", "BOOT_FAIL") or "DUE TO NODE FAILURE" in slurm_out:
+        node = (scontrol or {}).get("NodeList") or "its node"
+        return Ended(Reason.NODE_LOST, f"{head}its node failed ({node}). Start the run again; SLURM places it "
+                                       "on a working node.")
+    if state == "PREEMPTED" or "DUE TO PREEMPTION" in slurm_out:
+        return Ended(Reason.PREEMPTED, f"{head}it was preempted by a job with a higher priority. Start the run "
+                                       "again, or use a partition or qos that is not preemptible.")
+    if state == "CANCELLED" or re.search(r"\*\*\* JOB \d+ ON \S+ CANCELLED AT ", slurm_out):
+        return Ended(Reason.SCANCELLED, f"{head}it was cancelled outside Potato (scancel). Start the run again "
+                                        "if that was not meant.")
+    return None
+
+
+def lost_message(job_id: str, slurm_out: str) -> str:
+    """A job that left the queue with no exit_code and nothing in scontrol or slurm.out that says why."""
+    last = [line for line in slurm_out.splitlines() if line.strip()][-1:] or ["(empty)"]
+    return (f"SLURM job {job_id} is no longer in the queue and its worker left no exit_code; SLURM no longer "
+            f"knows the job, and the last line of slurm.out is: {last[0][:300]}")
+
+
+def exit_status(scontrol: Optional[Mapping[str, str]]) -> Optional[int]:
+    """scontrol's ``ExitCode=code:signal`` as a shell would report it (signal 9 -> 137)."""
+    match = re.fullmatch(r"(\d+):(\d+)", (scontrol or {}).get("ExitCode", ""))
+    if not match:
+        return None
+    code, sig = int(match.group(1)), int(match.group(2))
+    return 128 + sig if sig else code
+
+
+@dataclass
+class Cluster:
+    """What ``sinfo`` says the cluster offers, for the check (R28): can a request ever run?"""
+
+    partitions: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+
+
+def parse_sinfo(text: str) -> Cluster:
+    """``sinfo -h -o '%P|%c|%m|%G|%a'`` (partition, CPUs per node, MB per node, gres, up/down)."""
+    cluster = Cluster()
+    for line in text.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) < 5:
+            continue
+        name = parts[0].rstrip("*")
+        entry = cluster.partitions.setdefault(name, {"cpus": 0, "mem_mb": 0, "gres": set(), "up": False,
+                                                     "default": parts[0].endswith("*")})
+        entry["cpus"] = max(entry["cpus"], _int(parts[1]))
+        entry["mem_mb"] = max(entry["mem_mb"], _int(parts[2]))
+        entry["gres"].update(g for g in parts[3].split(",") if g and g != "(null)")
+        entry["up"] = entry["up"] or parts[4] == "up"
+    return cluster
+
+
+def _int(text: str) -> int:
+    match = re.match(r"\d+", text.strip())
+    return int(match.group(0)) if match else 0
+
+
+_MEM = re.compile(r"(\d+)([KMGT]?)B?", re.IGNORECASE)
+
+
+def mem_mb(text: str) -> Optional[int]:
+    """A SLURM ``--mem`` value in MB (default unit M), None when not a plain size."""
+    match = _MEM.fullmatch(text.strip())
+    if not match:
+        return None
+    scale = {"": 1, "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}[match.group(2).upper()]
+    return int(int(match.group(1)) * scale)
+
+
+def never_runs(settings: SlurmSettings, cluster: Cluster) -> List[str]:
+    """What in the request no node of the partition can satisfy (the job would pend forever with
+    PartitionConfig, or sbatch would refuse it)."""
+    if not cluster.partitions:
+        return []
+    name = settings.partition or next((n for n, p in cluster.partitions.items() if p["default"]), None)
+    if name is None:
+        return ["no partition is set and the cluster has no default partition; set partition"]
+    part = cluster.partitions.get(name)
+    if part is None:
+        return [f"partition {name} does not exist; this cluster has {', '.join(sorted(cluster.partitions))}"]
+    problems = []
+    if settings.cpus_per_task and part["cpus"] and settings.cpus_per_task > part["cpus"]:
+        problems.append(f"cpus_per_task is {settings.cpus_per_task}, but the largest node in partition {name} has "
+                        f"{part['cpus']} CPUs: the job would wait forever (PartitionConfig)")
+    wanted = mem_mb(settings.mem) if settings.mem else None
+    if wanted and part["mem_mb"] and wanted > part["mem_mb"]:
+        problems.append(f"mem is {settings.mem}, but the largest node in partition {name} has {part['mem_mb']} MB")
+    if settings.gres:
+        kind = settings.gres.split(":")[0]
+        if not any(g.split(":")[0] == kind for g in part["gres"]):
+            problems.append(f"gres is {settings.gres}, but no node in partition {name} has {kind} gres")
+    if not part["up"]:
+        problems.append(f"partition {name} is down")
+    return problems

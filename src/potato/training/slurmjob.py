@@ -1,0 +1,225 @@
+"""A worker submitted with sbatch, driven by the same Supervisor as a worker process (R24-R30).
+
+Remote-safe: standard library only, Python 3.8. The agent runs on the login node; the job runs
+on a compute node and shares the job dir with it (``remote_dir`` is shared storage). So the
+agent follows the worker exactly as it follows a local one, through ``events.jsonl`` and
+``exit_code`` in the job dir, and asks SLURM only what the files cannot say: whether the job
+still waits (``squeue``, at most once per ``poll_interval_s``) and, when it ended early, why
+(``scontrol show job`` where the cluster has it, and ``slurm.out``). What SLURM prints is read by
+the pure functions in :mod:`potato.training.slurm`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, List, Optional, Tuple
+
+from potato.training.codefiles import code_hash, code_root, shipped_files
+from potato.training.jobfiles import read_exit_code, read_json, tail
+from potato.training.slurm import (
+    JOB_SCRIPT,
+    SLURM_OUT,
+    SQUEUE_FORMAT,
+    WORKER_OUT,
+    QueueState,
+    SlurmSettings,
+    exit_status,
+    explain_end,
+    job_script,
+    lost_message,
+    parse_scontrol,
+    parse_squeue,
+    sbatch_argv,
+    squeue_says_gone,
+    step_text,
+)
+from potato.training.results import Reason
+from potato.training.supervise import Stop
+
+Runner = Callable[[List[str]], Tuple[int, str, str]]
+"""Runs one SLURM command: argv -> (returncode, stdout, stderr); 127 when it is not on PATH."""
+
+COMMAND_TIMEOUT_S = 60.0
+"""A controller that is down makes squeue wait ~9 s before it fails; a minute is a hung command."""
+LOST_GRACE_S = 15.0
+"""How long a job may be gone from the queue before its exit_code shows up: shared storage can
+show a file written on a compute node seconds late on the login node."""
+JOB_ID_FILE = "slurm_job_id"
+
+
+def shared_code(workdir: Path) -> str:
+    """The folder the job's Python imports Potato from; the compute nodes must see it.
+
+    An agent the server started runs from the code it pushed to ``remote_dir/code/<hash>``, on the
+    shared storage already. A hand-started agent may run from a login node's own install, so its
+    ``potato`` package (the standard-library part a worker needs) is copied to
+    ``<workdir>/code/agent-<hash>`` first: into a ``.tmp`` folder, renamed when complete.
+    """
+    root = Path(code_root())
+    if root == workdir or workdir in root.parents:
+        return str(root)
+    target = workdir / "code" / f"agent-{code_hash(root)}"
+    if not (target / "potato" / "training" / "worker.py").exists():
+        tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+        for rel in shipped_files(root):
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(str(root / rel), str(tmp / rel))
+        shutil.rmtree(str(target), ignore_errors=True)
+        os.replace(str(tmp), str(target))
+    return str(target)
+
+
+class SlurmError(Exception):
+    """The job could not be submitted; the message says why and what to change."""
+
+
+def run_command(argv: List[str], timeout: float = COMMAND_TIMEOUT_S) -> Tuple[int, str, str]:
+    try:
+        out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             timeout=timeout)
+    except FileNotFoundError:
+        return 127, "", f"{argv[0]}: command not found"
+    except subprocess.TimeoutExpired:
+        return 124, "", f"{argv[0]} gave no answer within {timeout:.0f} s"
+    return out.returncode, out.stdout.decode("utf-8", "replace"), out.stderr.decode("utf-8", "replace")
+
+
+def last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+class SlurmJob:
+    """One run's SLURM job: ``poll``, ``terminate`` and ``kill`` as for a worker process, plus
+    ``ended_by`` (the scheduler's reason, when it ended the job before the worker finished)."""
+
+    def __init__(self, job_dir: Path, job_id: str, settings: SlurmSettings, note: Callable[[str], None],
+                 step: Callable[[str], None], run: Runner = run_command, clock: Callable[[], float] = time.time) -> None:
+        self.job_dir = job_dir
+        self.job_id = job_id
+        self.settings = settings
+        self.note = note
+        self.step = step
+        self.run = run
+        self.clock = clock
+        self.state: Optional[QueueState] = None
+        self.next_squeue = clock()
+        self.squeue_calls = 0
+        self.gone_since: Optional[float] = None
+        self.ended_code: Optional[int] = None
+        self.scontrol_fields: Optional[dict] = None
+        self.squeue_trouble = ""
+
+    @classmethod
+    def submit(cls, job_dir: Path, settings: SlurmSettings, run_id: str, python: str, code_dir: str,
+               shared_dir: str, host: str, note: Callable[[str], None], step: Callable[[str], None],
+               run: Runner = run_command, clock: Callable[[], float] = time.time) -> "SlurmJob":
+        """Write job.sh and submit it (R29 step 2): ``Submitted SLURM job <id>`` with the flags."""
+        job = str(job_dir)
+        script = job_dir / JOB_SCRIPT
+        script.write_text(job_script(settings, run_id, python, job, code_dir, shared_dir), encoding="utf-8")
+        os.chmod(str(script), 0o700)
+        argv = sbatch_argv(settings, job, run_id)
+        code, out, err = run(argv)
+        if code == 127:
+            raise SlurmError(f"{host} has no sbatch on PATH, so it cannot submit jobs. Put the folder with "
+                             "SLURM's commands on PATH (the backend's env: PATH) or run the agent on a login node.")
+        job_id = out.strip().split(";")[0]
+        if code != 0 or not job_id.isdigit():
+            raise SlurmError(f"sbatch refused the job: {last_line(err) or last_line(out) or f'exit {code}'}. "
+                             f"Check the backend's slurm settings; the command was: {shlex.join(argv)}")
+        (job_dir / JOB_ID_FILE).write_text(job_id + "\n", encoding="utf-8")
+        note(f"Submitted SLURM job {job_id}: {shlex.join(argv)}")
+        step(f"SLURM job {job_id} submitted")
+        return cls(job_dir, job_id, settings, note, step, run, clock)
+
+    @property
+    def pid(self) -> str:
+        return self.job_id
+
+    def poll(self) -> Optional[int]:
+        """None while the job is queued or running; its exit status once it ended."""
+        code = read_exit_code(self.job_dir)
+        if code is not None:
+            return code
+        if self.ended_code is not None:
+            return self.ended_code
+        now = self.clock()
+        if now < self.next_squeue:
+            return None
+        self.next_squeue = now + self.settings.poll_interval_s
+        self.squeue_calls += 1
+        rc, out, err = self.run(["squeue", "-h", "-j", self.job_id, "-o", SQUEUE_FORMAT])
+        gone = squeue_says_gone(rc, err)
+        if rc == 0:
+            state = parse_squeue(out)
+            if state is not None:
+                self.gone_since = None
+                self._saw(state)
+                return None
+            gone = True
+        if not gone:
+            trouble = last_line(err) or f"exit {rc}"
+            if trouble != self.squeue_trouble:
+                self.note(f"squeue failed for SLURM job {self.job_id} ({trouble}); asking again in "
+                          f"{self.settings.poll_interval_s:g} s")
+            self.squeue_trouble = trouble
+            return None
+        if self.gone_since is None:
+            self.gone_since = now
+        if now - self.gone_since < LOST_GRACE_S:
+            self.next_squeue = now + 1.0  # the exit_code file may still be on its way
+            return None
+        self.scontrol_fields = self.scontrol()
+        status = exit_status(self.scontrol_fields)
+        self.ended_code = status if status is not None else 1
+        return self.ended_code
+
+    def _saw(self, state: QueueState) -> None:
+        if state == self.state:
+            return
+        self.state = state
+        self.note(state.line(self.job_id))
+        self.step(step_text(self.job_id, state))
+
+    def scontrol(self) -> Optional[dict]:
+        """``scontrol show job`` while SLURM still knows the job (MinJobAge); None otherwise."""
+        if shutil.which("scontrol") is None:
+            return None
+        rc, out, _ = self.run(["scontrol", "show", "job", self.job_id])
+        fields = parse_scontrol(out) if rc == 0 else {}
+        return fields or None
+
+    def ended_by(self) -> Optional[Stop]:
+        """Why the scheduler ended the job, for a job that ended badly and was not stopped by us."""
+        fields = self.scontrol_fields or self.scontrol()
+        slurm_out = tail(self.job_dir / SLURM_OUT, 16384)
+        if fields:
+            self.note(f"SLURM job {self.job_id} ended: JobState={fields.get('JobState', '?')} "
+                      f"Reason={fields.get('Reason', '?')} ExitCode={fields.get('ExitCode', '?')}")
+        ended = explain_end(self.job_id, fields, slurm_out, self.settings)
+        if ended is not None:
+            return Stop(ended.reason, ended.message, 0.0)
+        if read_exit_code(self.job_dir) is None:
+            return Stop(Reason.JOB_LOST, lost_message(self.job_id, slurm_out), 0.0)
+        if read_json(self.job_dir / "result.json") is None:  # it never got as far as a result: say why
+            for line in tail(self.job_dir / WORKER_OUT, 2000).splitlines()[-10:]:
+                self.note(f"worker.out: {line}")
+        return None
+
+    def terminate(self) -> None:
+        """Warm stop (R30): TERM to the batch script and the worker; SLURM then ends the job."""
+        self.note(f"scancel --full --signal=TERM {self.job_id}")
+        rc, _, err = self.run(["scancel", "--full", "--signal=TERM", self.job_id])
+        if rc != 0 and "Invalid job id" not in err:
+            self.note(f"scancel failed ({last_line(err)}); the job may still run")
+
+    def kill(self) -> None:
+        """Cold stop, for a worker that did not stop: plain scancel, SIGKILL after SLURM's KillWait."""
+        self.note(f"scancel {self.job_id}")
+        self.run(["scancel", self.job_id])

@@ -1,0 +1,17 @@
+#!/bin/bash
+# Potato training run 20261201-101500-ab12: written by the agent and submitted with sbatch.
+# The agent on the login node follows events.jsonl here; exit_code says how the worker ended.
+# prelude (from the backend's settings)
+module load cuda/12.4
+source /shared/envs/torch/bin/activate
+cd '/shared/it'"'"'s here/jobs/20261201-101500-ab12' || exit 1
+export PYTHONPATH='/shared/it'"'"'s here/code/cf2aaf2eb49ec971'"${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+export OMP_NUM_THREADS=4 MKL_NUM_THREADS=4 OPENBLAS_NUM_THREADS=4
+echo "job.sh: SLURM job $SLURM_JOB_ID on $(hostname), CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-none}"
+trap 'echo "job.sh: SIGTERM from SLURM; waiting for the worker to stop"' TERM
+/shared/envs/torch/bin/python -m potato.training.worker '/shared/it'"'"'s here/jobs/20261201-101500-ab12' >> worker.out 2>&1 &
+worker=$!
+while :; do wait "$worker"; code=$?; kill -0 "$worker" 2>/dev/null || break; done
+[ -s exit_code ] || { printf '%s\n' "$code" > exit_code.tmp && mv exit_code.tmp exit_code; }
+exit "$code"

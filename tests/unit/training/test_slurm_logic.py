@@ -1,0 +1,328 @@
+"""SLURM as pure functions (R24-R30, E8, E9), on output pasted from the real SLURM 22.05 in
+scripts/test-infra: the job script (also run for real by bash), the sbatch command line, squeue
+and scontrol, the reasons a job waits or ended; and SlurmJob's cadence and explanations with
+SLURM's commands answered from those pastes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List, Tuple
+
+import pytest
+
+from potato.training.results import Reason
+from potato.training.slurm import (
+    ENDED_BEFORE,
+    QueueState,
+    SlurmConfigError,
+    SlurmSettings,
+    exit_status,
+    explain_end,
+    job_script,
+    mem_mb,
+    never_runs,
+    parse_scontrol,
+    parse_sinfo,
+    parse_squeue,
+    pending_words,
+    sbatch_argv,
+    squeue_says_gone,
+    step_text,
+    worker_command,
+)
+from potato.training.slurmjob import LOST_GRACE_S, SlurmError, SlurmJob
+
+PASTED = Path(__file__).parent / "slurm_output"
+
+
+def pasted(name: str) -> str:
+    return (PASTED / name).read_text()
+
+
+# -- job.sh -----------------------------------------------------------------------------------------
+
+HOSTILE = "/shared/it's here"
+
+
+def reference_script() -> str:
+    settings = SlurmSettings(prelude=("module load cuda/12.4", "source /shared/envs/torch/bin/activate"),
+                             num_threads=4)
+    return job_script(settings, "20261201-101500-ab12", "/shared/envs/torch/bin/python",
+                      f"{HOSTILE}/jobs/20261201-101500-ab12", f"{HOSTILE}/code/cf2aaf2eb49ec971", HOSTILE)
+
+
+def test_job_script_is_the_reference_file() -> None:
+    """The reference job.sh (prelude, thread caps, a folder with a quote in its name) is reviewed by
+    hand; a change to the generator shows up here as a diff to review again."""
+    assert reference_script() == pasted("job.sh")
+
+
+def test_job_script_quotes_a_hostile_folder_and_runs_the_prelude_first() -> None:
+    text = reference_script()
+    assert "cd '/shared/it'\"'\"'s here/jobs/20261201-101500-ab12' || exit 1" in text
+    assert text.index("module load cuda/12.4") < text.index("potato.training.worker")
+    assert text.index("trap ") < text.index("potato.training.worker")  # no window where TERM kills the script
+
+
+def _run_script(tmp_path: Path, worker_body: str, signal_after: float | None = None) -> Tuple[Path, int]:
+    """job.sh for real, by bash, with a stand-in interpreter that runs ``worker_body`` (shell)."""
+    job = tmp_path / "job dir; touch pwned"
+    job.mkdir()
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/bash\n{worker_body}\n")
+    python.chmod(0o755)
+    script = job / "job.sh"
+    script.write_text(job_script(SlurmSettings(), "r1", str(python), str(job), str(tmp_path / "code"), str(tmp_path)))
+    proc = subprocess.Popen(["bash", str(script)], cwd=str(tmp_path), start_new_session=True)
+    if signal_after is not None:
+        time.sleep(signal_after)
+        os.killpg(proc.pid, signal.SIGTERM)  # as SLURM does: every process of the job at once
+    return job, proc.wait(timeout=30)
+
+
+def test_job_script_writes_exit_code_when_the_worker_could_not(tmp_path: Path) -> None:
+    job, code = _run_script(tmp_path, "exit 7")
+    assert code == 7 and (job / "exit_code").read_text() == "7\n"
+    assert not (tmp_path / "pwned").exists() and not (job.parent / "pwned").exists()
+
+
+def test_job_script_keeps_the_workers_own_exit_code(tmp_path: Path) -> None:
+    job, code = _run_script(tmp_path, 'echo 0 > exit_code; exit 3')
+    assert code == 3 and (job / "exit_code").read_text() == "0\n"
+
+
+def test_job_script_outlives_a_term_to_every_process_and_passes_on_none(tmp_path: Path) -> None:
+    """A time limit or scancel signals the script and the worker together: the worker gets exactly
+    one TERM (a second is its "stop at once"), and the script waits for it to finish saving."""
+    body = ('n=0; trap \'n=$((n+1)); echo "term $n" >> terms\' TERM; '
+            'for i in $(seq 40); do sleep 0.05; done; echo 143 > exit_code; exit 143')
+    job, code = _run_script(tmp_path, body, signal_after=0.5)
+    assert (job / "terms").read_text() == "term 1\n"
+    assert code == 143 and (job / "exit_code").read_text() == "143\n"
+
+
+def test_container_runs_the_worker_inside_with_the_shared_folder_at_the_same_path() -> None:
+    apptainer = SlurmSettings(container={"runtime": "apptainer", "image": "/shared/images/worker.sif",
+                                         "options": ["--contain"]})
+    line = worker_command(apptainer, "python3", "/shared/p/jobs/r1", "/shared/p/code/h", "/shared/p")
+    assert line.startswith("apptainer exec --nv --cleanenv --env PYTHONPATH=/shared/p/code/h")
+    assert "--bind /shared/p:/shared/p --pwd /shared/p/jobs/r1 --contain /shared/images/worker.sif python3 -m " in line
+    docker = SlurmSettings(container={"runtime": "docker", "image": "potato-worker:cuda"})
+    line = worker_command(docker, "python3", "/shared/p/jobs/r1", "/shared/p/code/h", "/shared/p")
+    assert line.startswith('docker run --rm --init --user "$(id -u):$(id -g)" ')
+    assert '--gpus "device=$CUDA_VISIBLE_DEVICES"' in line and "-v /shared/p:/shared/p" in line
+
+
+# -- sbatch ---------------------------------------------------------------------------------------
+
+def test_sbatch_argv_maps_every_setting_to_its_flag_and_extra_args_come_last() -> None:
+    settings = SlurmSettings(partition="gpu", account="nlp", qos="normal", gres="gpu:a100:1", time="02:00:00",
+                             mem="32G", cpus_per_task=8, constraint="a100", extra_sbatch_args=("--exclusive",))
+    argv = sbatch_argv(settings, "/shared/p/jobs/r1", "r1")
+    assert argv == ["sbatch", "--parsable", "--job-name=potato-r1", "--output=/shared/p/jobs/r1/slurm.out",
+                    "--chdir=/shared/p/jobs/r1", "--partition=gpu", "--account=nlp", "--qos=normal",
+                    "--gres=gpu:a100:1", "--time=02:00:00", "--mem=32G", "--cpus-per-task=8", "--constraint=a100",
+                    "--exclusive", "/shared/p/jobs/r1/job.sh"]
+    assert sbatch_argv(SlurmSettings(), "/j", "r")[-2:] == ["--chdir=/j", "/j/job.sh"]  # no gres: no GPU
+
+
+def test_settings_from_json_name_the_bad_key() -> None:
+    with pytest.raises(SlurmConfigError, match="unknown key 'partiton'; valid keys: account, constraint, container, "):
+        SlurmSettings.from_json({"partiton": "gpu"})
+    with pytest.raises(SlurmConfigError, match="cpus_per_task must be a whole number"):
+        SlurmSettings.from_json({"cpus_per_task": "8"})
+    settings = SlurmSettings(gres="gpu:1", prelude=("module load cuda",), poll_interval_s=5.0)
+    assert SlurmSettings.from_json(settings.to_json()) == settings
+
+
+# -- squeue, scontrol ----------------------------------------------------------------------------
+
+def test_squeue_lines_as_slurm_prints_them() -> None:
+    assert parse_squeue("PENDING|Resources|\n") == QueueState("PENDING", "Resources", "")
+    assert parse_squeue("RUNNING|None|vm\n") == QueueState("RUNNING", "None", "vm")
+    assert parse_squeue("") is None  # a finished job: nothing, rc 0
+    assert squeue_says_gone(1, "slurm_load_jobs error: Invalid job id specified\n")
+    assert not squeue_says_gone(1, "squeue: error: Unable to contact slurm controller (connect failure)")
+    lines = pasted("squeue-all.txt").splitlines()
+    assert [parse_squeue(line.split("|", 1)[1]) for line in lines][:2] == [
+        QueueState("PENDING", "Resources", ""), QueueState("PENDING", "Priority", "")]
+
+
+def test_queue_state_lines_and_step_texts() -> None:
+    assert QueueState("PENDING", "Priority", "").line("4242") == "SLURM job 4242: PENDING (Priority)"
+    assert QueueState("RUNNING", "None", "node07").line("4242") == "SLURM job 4242: RUNNING on node07"
+    assert QueueState("PENDING", "None", "").line("4242") == "SLURM job 4242: PENDING"
+    assert step_text("4242", QueueState("PENDING", "Resources", "")) == \
+        "SLURM job 4242 pending: waiting for a free node (Resources)"
+    assert pending_words("Priority") == "other jobs are ahead in the queue"
+    assert pending_words("QOSMaxJobsPerUserLimit").startswith("held by QOS or association limits")
+    assert pending_words("AssocGrpGRES").startswith("held by QOS or association limits")
+    assert pending_words("PartitionConfig") == "the request can never run in that partition, check the flags"
+
+
+def test_scontrol_fields_and_exit_status() -> None:
+    fields = parse_scontrol(pasted("timeout.scontrol"))
+    assert (fields["JobState"], fields["Reason"], fields["ExitCode"], fields["NodeList"]) == \
+        ("TIMEOUT", "TimeLimit", "0:15", "vm")
+    assert exit_status(fields) == 143
+    assert exit_status(parse_scontrol(pasted("memory.scontrol"))) == 137
+    assert exit_status({"ExitCode": "3:0"}) == 3 and exit_status({}) is None
+
+
+@pytest.mark.parametrize("case, reason, words", [
+    ("timeout", Reason.TIME_LIMIT, "it reached its time limit."),
+    ("memory", Reason.OOM, "it ran out of memory (more than its limit of 50M)."),
+    ("scancel", Reason.SCANCELLED, "it was cancelled outside Potato (scancel)."),
+])
+def test_the_scheduler_s_reason_from_real_output(case: str, reason: Reason, words: str) -> None:
+    settings = SlurmSettings(mem="50M", time="00:00:30")
+    ended = explain_end("4242", parse_scontrol(pasted(f"{case}.scontrol")), pasted(f"{case}.slurm.out"), settings)
+    assert ended is not None and ended.reason is reason
+    assert ended.message.startswith(f"SLURM job 4242 ended before the worker finished: {words}")
+
+
+def test_slurm_out_explains_after_slurm_forgot_the_job() -> None:
+    """Past MinJobAge scontrol knows nothing; slurm.out still says why (E9)."""
+    ended = explain_end("4242", None, pasted("timeout.slurm.out"), SlurmSettings())
+    assert ended is not None and ended.message.startswith(
+        "SLURM job 4242 ended before the worker finished: it reached its time limit.")
+    memory = explain_end("7", None, pasted("memory.slurm.out"), SlurmSettings())
+    assert memory is not None and memory.reason is Reason.OOM  # not "cancelled": slurm.out has both lines
+
+
+def test_preemption_and_node_failure_as_scontrol_prints_them() -> None:
+    preempted = explain_end("9", {"JobState": "PREEMPTED", "Reason": "None"}, "", SlurmSettings())
+    assert preempted is not None and preempted.reason is Reason.PREEMPTED
+    node = explain_end("9", {"JobState": "NODE_FAIL", "NodeList": "node07"}, "", SlurmSettings())
+    assert node is not None and node.reason is Reason.NODE_LOST and "(node07)" in node.message
+    assert explain_end("9", {"JobState": "FAILED", "Reason": "NonZeroExitCode"}, "", SlurmSettings()) is None
+
+
+def test_what_the_cluster_can_never_run() -> None:
+    cluster = parse_sinfo(pasted("sinfo.txt"))  # debug*|2|24105|(null)|up
+    assert never_runs(SlurmSettings(), cluster) == []
+    problems = never_runs(SlurmSettings(cpus_per_task=4, mem="100G", gres="gpu:1"), cluster)
+    assert problems == [
+        "cpus_per_task is 4, but the largest node in partition debug has 2 CPUs: the job would wait forever "
+        "(PartitionConfig)",
+        "mem is 100G, but the largest node in partition debug has 24105 MB",
+        "gres is gpu:1, but no node in partition debug has gpu gres",
+    ]
+    assert never_runs(SlurmSettings(partition="gpu"), cluster) == ["partition gpu does not exist; this cluster has debug"]
+    assert mem_mb("32G") == 32768 and mem_mb("500") == 500 and mem_mb("lots") is None
+
+
+# -- SlurmJob, with SLURM's commands answered from the pastes ----------------------------------------
+
+class FakeSlurm:
+    """Answers sbatch/squeue/scontrol/scancel as the real ones did; counts every call."""
+
+    def __init__(self, squeue: List[Tuple[int, str, str]], scontrol: str = "") -> None:
+        self.squeue = squeue
+        self.scontrol = scontrol
+        self.calls: List[List[str]] = []
+
+    def __call__(self, argv: List[str]) -> Tuple[int, str, str]:
+        self.calls.append(argv)
+        if argv[0] == "sbatch":
+            return 0, "4242\n", ""
+        if argv[0] == "squeue":
+            return self.squeue.pop(0) if len(self.squeue) > 1 else self.squeue[0]
+        if argv[0] == "scontrol":
+            return (0, self.scontrol, "") if self.scontrol else (1, "", "slurm_load_jobs error: Invalid job id specified")
+        return 0, "", ""
+
+    def count(self, name: str) -> int:
+        return sum(1 for argv in self.calls if argv[0] == name)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _submit(tmp_path: Path, fake: FakeSlurm, clock: Clock, log: List[str], steps: List[str]) -> SlurmJob:
+    return SlurmJob.submit(tmp_path, SlurmSettings(poll_interval_s=10, mem="50M"), "r1", sys.executable, "/code",
+                           str(tmp_path), "login1", log.append, steps.append, run=fake, clock=clock)
+
+
+def test_squeue_at_most_once_per_poll_interval_and_each_state_change_logged_once(tmp_path: Path) -> None:
+    fake = FakeSlurm([(0, "PENDING|Priority|\n", ""), (0, "PENDING|Priority|\n", ""), (0, "RUNNING|None|node07\n", "")])
+    clock, log, steps = Clock(), [], []
+    job = _submit(tmp_path, fake, clock, log, steps)
+    assert log[0].startswith("Submitted SLURM job 4242: sbatch --parsable --job-name=potato-r1 ")
+    for _ in range(300):  # the Supervisor polls every 0.2 s: 60 s
+        assert job.poll() is None
+        clock.now += 0.2
+    assert fake.count("squeue") <= 60 / 10 + 2
+    assert log[1:] == ["SLURM job 4242: PENDING (Priority)", "SLURM job 4242: RUNNING on node07"]
+    assert steps[-1] == "SLURM job 4242 running on node07"
+    (tmp_path / "exit_code").write_text("0\n")
+    assert job.poll() == 0
+
+
+def test_a_job_gone_without_exit_code_is_explained_by_slurm_out(tmp_path: Path) -> None:
+    fake = FakeSlurm([(0, "RUNNING|None|vm\n", ""), (0, "", "")], scontrol=pasted("memory.scontrol"))
+    clock, log, steps = Clock(), [], []
+    job = _submit(tmp_path, fake, clock, log, steps)
+    (tmp_path / "slurm.out").write_text(pasted("memory.slurm.out"))
+    code = None
+    for _ in range(int((LOST_GRACE_S + 30) / 0.2)):
+        code = job.poll()
+        if code is not None:
+            break
+        clock.now += 0.2
+    assert code == 137  # ExitCode=0:9, as a shell reports SIGKILL
+    stop = job.ended_by()
+    assert stop is not None and stop.reason is Reason.OOM
+    assert stop.message.startswith(ENDED_BEFORE.format(id="4242") + "it ran out of memory (more than its limit of 50M)")
+
+
+def test_a_job_slurm_forgot_with_nothing_said_is_lost_not_passed_off(tmp_path: Path) -> None:
+    fake = FakeSlurm([(1, "", "slurm_load_jobs error: Invalid job id specified\n")])
+    clock, log, steps = Clock(), [], []
+    job = _submit(tmp_path, fake, clock, log, steps)
+    while job.poll() is None:
+        clock.now += 1.0
+    stop = job.ended_by()
+    assert stop is not None and stop.reason is Reason.JOB_LOST
+    assert "is no longer in the queue and its worker left no exit_code" in stop.message
+
+
+def test_squeue_trouble_is_logged_once_and_the_job_is_not_given_up(tmp_path: Path) -> None:
+    down = (1, "", "squeue: error: Unable to contact slurm controller (connect failure)\n")
+    fake = FakeSlurm([down])
+    clock, log, steps = Clock(), [], []
+    job = _submit(tmp_path, fake, clock, log, steps)
+    for _ in range(50):
+        assert job.poll() is None
+        clock.now += 10
+    assert sum("squeue failed for SLURM job 4242 (squeue: error: Unable to contact" in line for line in log) == 1
+
+
+def test_sbatch_missing_is_e8_and_a_refused_request_names_the_command(tmp_path: Path) -> None:
+    with pytest.raises(SlurmError, match="^login1 has no sbatch on PATH, so it cannot submit jobs"):
+        SlurmJob.submit(tmp_path, SlurmSettings(), "r1", "python3", "/c", str(tmp_path), "login1",
+                        print, print, run=lambda argv: (127, "", "sbatch: command not found"))
+    refused = (1, "", "sbatch: error: Invalid generic resource (gres) specification\n")
+    with pytest.raises(SlurmError, match=r"sbatch refused the job: sbatch: error: Invalid generic resource \(gres\) "
+                                         r"specification\. .*--gres=gpu:1"):
+        SlurmJob.submit(tmp_path, SlurmSettings(gres="gpu:1"), "r1", "python3", "/c", str(tmp_path), "login1",
+                        print, print, run=lambda argv: refused)
+
+
+def test_cancel_is_term_to_the_whole_job_then_plain_scancel(tmp_path: Path) -> None:
+    fake = FakeSlurm([(0, "RUNNING|None|vm\n", "")])
+    job = _submit(tmp_path, fake, Clock(), [], [])
+    job.terminate()
+    job.kill()
+    assert fake.calls[-2:] == [["scancel", "--full", "--signal=TERM", "4242"], ["scancel", "4242"]]
+    assert all(argv[0] not in ("srun", "sacct") for argv in fake.calls)

@@ -3,17 +3,26 @@ on the login node submits the worker with sbatch and follows it through the shar
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Dict
 
 import pytest
 import requests
 
+from tests import slurm_standin
 from tests.conftest import ADMIN_KEY
-from tests.integration.test_ssh import log_of
+from tests.integration.test_agent import wait_until, worker_pids
+from tests.integration.test_ssh import _session_pid, log_of
 from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.servers import ServerProcess
-from tests.slurmcluster import Cluster, start_cluster
+from tests.slurmcluster import SLURM_CONF, Cluster, start_cluster
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}
@@ -53,3 +62,196 @@ def test_a_run_is_submitted_followed_through_the_queue_and_brings_predictions_an
     assert export["count"] == 40
     # The job dir is gone from the shared storage; the pushed code stays for the next run.
     assert cluster.run("ls ~/potato-slurm/jobs/; ls -d ~/potato-slurm/code/*").stdout.strip().startswith("/home/trainer/potato-slurm/code/")
+
+
+def slurm_job_id(srv: ServerProcess, run_id: str, timeout: float = 60) -> str:
+    """The SLURM job id the run's log names once the agent submitted it."""
+    found: list[str] = []
+
+    def submitted() -> bool:
+        for line in log_of(srv, run_id).splitlines():
+            if "Submitted SLURM job " in line:
+                found.append(line.split("Submitted SLURM job ", 1)[1].split(":", 1)[0])
+                return True
+        return False
+
+    wait_until(submitted, timeout=timeout, what="the job's submission")
+    return found[0]
+
+
+def wait_for_log(srv: ServerProcess, run_id: str, text: str, timeout: float = 60) -> None:
+    wait_until(lambda: text in log_of(srv, run_id), timeout=timeout, what=f"{text!r} in run.log")
+
+
+def test_a_job_pending_on_resources_says_so_then_runs(
+        cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
+    blocker = cluster.run("sbatch --parsable -c 2 -o /dev/null --wrap 'sleep 60'").stdout.strip()
+    try:
+        wait_until(lambda: f"{blocker} RUNNING" in " ".join(cluster.jobs()), timeout=30, what="the blocker to run")
+        srv = make_server(slurm_config(cluster))
+        run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 3})
+        job = slurm_job_id(srv, run["id"])
+        wait_for_log(srv, run["id"], f"SLURM job {job}: PENDING (Resources)")
+        step = requests.get(f"{srv.url}/admin/training/api/runs/{run['id']}", headers=H).json()["step"]
+        assert step == f"SLURM job {job} pending: waiting for a free node (Resources)"
+    finally:
+        cluster.run(f"scancel {blocker}")
+    done = wait(srv, run["id"], TERMINAL, timeout=60)
+    assert done["state"] == "succeeded", log_of(srv, run["id"])
+    assert f"SLURM job {job}: RUNNING on " in log_of(srv, run["id"])
+
+
+def test_cancel_sends_term_to_the_job_then_plain_scancel(
+        cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
+    srv = make_server(slurm_config(cluster))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster",
+                params={"sleep_s": 120, "ignore_term": True})
+    job = slurm_job_id(srv, run["id"])
+    wait_for_log(srv, run["id"], "noop: ignoring SIGTERM")
+    requests.post(f"{srv.url}/admin/training/api/runs/{run['id']}/cancel", headers=H)
+    done = wait(srv, run["id"], TERMINAL, timeout=60)
+    log = log_of(srv, run["id"])
+    assert done["state"] == "cancelled", (done, log)
+    term, plain = f"scancel --full --signal=TERM {job}\n", f" scancel {job}\n"
+    assert term in log and plain in log and log.index(term) < log.index(plain), log
+    wait_until(lambda: not any(line.startswith(f"{job} ") for line in cluster.jobs()), timeout=30,
+               what="the job to leave the queue")
+
+
+def test_a_job_slurm_cancels_from_outside_fails_the_run_with_that_reason(
+        cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
+    srv = make_server(slurm_config(cluster))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 120})
+    job = slurm_job_id(srv, run["id"])
+    wait_for_log(srv, run["id"], f"SLURM job {job}: RUNNING on ")
+    cluster.run(f"scancel {job}")
+    done = wait(srv, run["id"], TERMINAL, timeout=60)
+    assert done["state"] == "failed" and done["reason"] == "scancelled", (done, log_of(srv, run["id"]))
+    assert done["message"].startswith(f"SLURM job {job} ended before the worker finished: it was cancelled "
+                                      "outside Potato (scancel).")
+
+
+def test_a_job_over_its_memory_is_killed_and_the_run_says_out_of_memory(
+        cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
+    srv = make_server(slurm_config(cluster, mem="100M"))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"allocate_mb": 400, "sleep_s": 5})
+    done = wait(srv, run["id"], TERMINAL, timeout=90)
+    job = slurm_job_id(srv, run["id"])
+    assert done["state"] == "failed" and done["reason"] == "oom", (done, log_of(srv, run["id"]))
+    assert done["message"].startswith(f"SLURM job {job} ended before the worker finished: it ran out of memory "
+                                      "(more than its limit of 100M). Raise mem")
+
+
+@pytest.mark.slow
+def test_a_job_at_its_time_limit_fails_the_run_with_the_tutorial_s_message(
+        cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
+    """SLURM rounds a limit up to whole minutes: this takes about 70 s."""
+    srv = make_server(slurm_config(cluster, time="1"))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 300})
+    done = wait(srv, run["id"], TERMINAL, timeout=180)
+    job = slurm_job_id(srv, run["id"])
+    assert done["state"] == "failed" and done["reason"] == "time_limit", (done, log_of(srv, run["id"]))
+    assert done["message"].startswith(f"SLURM job {job} ended before the worker finished: it reached its time limit.")
+    assert "It had time: 1; raise time" in done["message"]
+
+
+def test_a_broken_ssh_session_to_the_login_node_cancels_the_job(
+        cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
+    srv = make_server(slurm_config(cluster))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 120})
+    job = slurm_job_id(srv, run["id"])
+    wait_for_log(srv, run["id"], f"SLURM job {job}: RUNNING on ")
+    os.kill(_session_pid(srv, run["id"]), signal.SIGKILL)
+    done = wait(srv, run["id"], TERMINAL, timeout=60)
+    assert done["state"] == "failed" and done["reason"] == "agent_lost", done
+    wait_until(lambda: not any(line.startswith(f"{job} ") for line in cluster.jobs()), timeout=60,
+               what="the agent to scancel its job (the GPU is freed)")
+    assert not worker_pids(run["id"])
+
+
+def _check(config_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "potato", "training", "check", "cluster", str(config_path), *extra],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_check_reports_the_login_node_slurm_and_what_the_job_runs(
+        cluster: Cluster, make_project: Callable[..., Path]) -> None:
+    path = make_project(**slurm_config(cluster, mem="500M", prelude=["export EXAMPLE_PRELUDE=1"]))
+    out = _check(path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("cluster (slurm via 127.0.0.1): Python 3.") and "on the login node (/usr/bin/python3)" in lines[0]
+    assert "SLURM: slurm-wlm 22.05" in out.stdout and "sbatch, squeue, scancel, scontrol on PATH" in out.stdout
+    assert "remote_dir: /home/trainer/potato-slurm" in out.stdout
+    assert "job_python: /usr/bin/python3 is Python 3." in out.stdout
+    assert "(/usr/bin/python3) on the login node, after the prelude" in out.stdout
+    assert "sbatch --test-only accepts the flags: Job " in out.stdout and "in partition debug" in out.stdout
+    report = json.loads(_check(path, "--json").stdout)
+    assert report["ok"] is True and report["remote_dir"] == "/home/trainer/potato-slurm"
+    assert report["commands"]["sbatch"] == "/usr/bin/sbatch" and report["never_runs"] == []
+
+
+def test_check_says_when_the_request_can_never_run(cluster: Cluster, make_project: Callable[..., Path]) -> None:
+    out = _check(make_project(**slurm_config(cluster, cpus_per_task=4)))
+    assert out.returncode == 1
+    assert ("This request can never run: cpus_per_task is 4, but the largest node in partition debug has 2 CPUs: "
+            "the job would wait forever (PartitionConfig).") in out.stdout
+    assert "sbatch --test-only rejects the flags --cpus-per-task=4: allocation failure: Requested node " \
+           "configuration is not available" in out.stdout
+    gres = _check(make_project(**slurm_config(cluster, gres="gpu:1")))
+    assert gres.returncode == 1 and "gres is gpu:1, but no node in partition debug has gpu gres" in gres.stdout
+    assert "sbatch: error: Invalid generic resource (gres) specification" in gres.stdout
+
+
+def test_a_login_node_without_sbatch_is_e8_in_the_check_and_the_run(
+        cluster: Cluster, make_project: Callable[..., Path], make_server: Callable[..., ServerProcess]) -> None:
+    cluster.run("mkdir -p ~/bin-without-slurm && ln -sf /bin/sh /bin/bash /bin/cat /bin/mkdir ~/bin-without-slurm/")
+    config = slurm_config(cluster, env={"PATH": "/home/trainer/bin-without-slurm", "SLURM_CONF": SLURM_CONF})
+    out = _check(make_project(**config))
+    assert out.returncode == 1
+    assert "127.0.0.1 has no sbatch on PATH, so it cannot submit jobs" in out.stdout
+    srv = make_server(config)
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster")
+    done = wait(srv, run["id"], TERMINAL, timeout=60)
+    assert done["state"] == "failed" and done["message"].startswith(
+        "127.0.0.1 has no sbatch on PATH, so it cannot submit jobs. "), done
+
+
+# -- preemption and node failure: the scheduler stand-in (the one fault a real cluster cannot show cheaply)
+
+@pytest.fixture
+def standin(tmp_path: Path) -> Dict[str, str]:
+    """SLURM's commands replaced by tests/slurm_standin.py for one backend (PATH through env)."""
+    folder = Path("/tmp/potato-testcluster/standin")
+    script = folder / "slurm_standin.py"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(Path(__file__).parents[1] / "slurm_standin.py", script)
+    script.chmod(0o755)
+    bin_dir = folder / "bin"
+    shutil.rmtree(bin_dir, ignore_errors=True)
+    bin_dir.mkdir()
+    for name in slurm_standin.COMMANDS:
+        (bin_dir / name).symlink_to(script)
+    state = Path(tempfile.mkdtemp(prefix="state-", dir=folder))
+    state.chmod(0o777)
+    folder.chmod(0o755)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "STANDIN_STATE": str(state)}
+
+
+@pytest.mark.parametrize("fault, reason, words", [
+    (slurm_standin.preempt, "preempted", "it was preempted by a job with a higher priority."),
+    (slurm_standin.fail_node, "node_lost", "its node failed (standin-node)."),
+])
+def test_preemption_and_node_failure_fail_the_run_with_the_scheduler_s_reason(
+        standin: Dict[str, str], fault: Callable[[Path, str], None], reason: str, words: str,
+        cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
+    srv = make_server(slurm_config(cluster, env=standin))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 120})
+    job = slurm_job_id(srv, run["id"])
+    wait_for_log(srv, run["id"], f"SLURM job {job}: RUNNING on standin-node")
+    wait_until(lambda: bool(worker_pids(run["id"])), timeout=30, what="the worker")
+    fault(Path(standin["STANDIN_STATE"]), job)
+    done = wait(srv, run["id"], TERMINAL, timeout=90)
+    assert done["state"] == "failed" and done["reason"] == reason, (done, log_of(srv, run["id"]))
+    assert done["message"].startswith(f"SLURM job {job} ended before the worker finished: {words}")
+    assert not worker_pids(run["id"])

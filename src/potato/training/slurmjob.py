@@ -220,6 +220,12 @@ class SlurmJob:
             self.note(f"scancel failed ({last_line(err)}); the job may still run")
 
     def kill(self) -> None:
-        """Cold stop, for a worker that did not stop: plain scancel, SIGKILL after SLURM's KillWait."""
+        """Cold stop, for a worker that did not stop: plain scancel. SLURM itself SIGKILLs what is
+        left after its KillWait (30 s by default), so the job counts as ended now: the run is
+        reported cancelled once grace_seconds have passed, as on every other backend (R22)."""
         self.note(f"scancel {self.job_id}")
-        self.run(["scancel", self.job_id])
+        rc, _, err = self.run(["scancel", self.job_id])
+        if rc != 0:
+            self.note(f"scancel failed ({last_line(err)}); the job may still run")
+        if self.ended_code is None:
+            self.ended_code = 137  # what the job's exit status will be: killed

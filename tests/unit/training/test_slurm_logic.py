@@ -323,6 +323,8 @@ def test_cancel_is_term_to_the_whole_job_then_plain_scancel(tmp_path: Path) -> N
     fake = FakeSlurm([(0, "RUNNING|None|vm\n", "")])
     job = _submit(tmp_path, fake, Clock(), [], [])
     job.terminate()
+    assert job.poll() is None  # the worker saves and stops on its own time
     job.kill()
-    assert fake.calls[-2:] == [["scancel", "--full", "--signal=TERM", "4242"], ["scancel", "4242"]]
+    assert [c for c in fake.calls if c[0] == "scancel"] == [["scancel", "--full", "--signal=TERM", "4242"], ["scancel", "4242"]]
+    assert job.poll() == 137  # SLURM SIGKILLs what is left after KillWait: the run is over for us now
     assert all(argv[0] not in ("srun", "sacct") for argv in fake.calls)

@@ -155,9 +155,10 @@ def check_cluster(config: Config, backend: SlurmBackend) -> CheckReport:
         probe = run_ssh(target, f"{env}bash -c {shlex.quote(prelude + shlex.quote(str(settings.job_python)) + ' -c ' + shlex.quote(JOB_PYTHON_PROBE))}")
         found = probe.stdout.decode("utf-8", "replace").strip().splitlines()
         if probe.returncode == 0 and found:
-            lines.append(f"job_python: {settings.job_python} is Python {found[-1]} on the login node"
-                         + (" (after the prelude)" if settings.prelude else ""))
-            details["job_python"] = found[-1]
+            version, _, where_python = found[-1].partition(" ")
+            lines.append(f"job_python: {settings.job_python} is Python {version} ({where_python}) on the login node"
+                         + (", after the prelude" if settings.prelude else ""))
+            details["job_python"] = version
         else:
             lines.append(f"job_python: {settings.job_python} does not run on the login node; the job runs it on a "
                          "compute node, so make sure it exists there (with the prelude)")

@@ -12,7 +12,7 @@ Diagnostic parameters (for tests of cancel, kill and memory limits; harmless els
   reporting progress (a slow trainer that a SIGTERM stops cleanly).
 - ``ignore_term``: install ``SIG_IGN`` for SIGTERM at the start of fit (a trainer stuck where a
   signal cannot reach it: cancel must escalate to SIGKILL after grace_seconds).
-- ``allocate_mb``: allocate this many MB during fit (to hit ``max_ram_mb``).
+- ``allocate_mb``: fill this many MB during fit (to hit ``max_ram_mb`` or a SLURM job's ``mem``).
 - ``artifact_mb``: also save ``weights.bin`` of this many MB (tests and benchmarks of model copy-back).
 """
 
@@ -61,7 +61,8 @@ class NoopTrainer(Trainer):
         if params["ignore_term"]:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             self.ctx.log("noop: ignoring SIGTERM (ignore_term)")
-        ballast = bytearray(params["allocate_mb"] * 1024 * 1024) if params["allocate_mb"] else None
+        # filled, not just reserved: a zeroed bytearray is untouched pages that no RSS limit sees
+        ballast = bytearray(b"\x01") * (params["allocate_mb"] * 1024 * 1024) if params["allocate_mb"] else None
         self._sleep(float(params["sleep_s"]))
         del ballast
         for spec in self.ctx.schemas:

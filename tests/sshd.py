@@ -35,10 +35,14 @@ class SshHost:
         body.update(extra)
         return body
 
+    def argv(self, command: str) -> list[str]:
+        """ssh running ``command`` on the host as the trainer."""
+        return ["ssh", "-o", "BatchMode=yes", "-p", str(self.port), "-i", self.identity_file, "-l", self.user,
+                self.host, command]
+
     def run(self, command: str) -> subprocess.CompletedProcess[str]:
         """A command on the host as the trainer (for assertions about what the backend left there)."""
-        return subprocess.run(["ssh", "-o", "BatchMode=yes", "-p", str(self.port), "-i", self.identity_file,
-                               "-l", self.user, self.host, command], capture_output=True, text=True, timeout=60)
+        return subprocess.run(self.argv(command), capture_output=True, text=True, timeout=60)
 
 
 def start_sshd() -> SshHost:

@@ -17,6 +17,7 @@ import pytest
 import requests
 
 from tests import slurm_standin
+from tests.agents import register
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_agent import wait_until, worker_pids
 from tests.integration.test_ssh import _session_pid, log_of
@@ -255,3 +256,46 @@ def test_preemption_and_node_failure_fail_the_run_with_the_scheduler_s_reason(
     assert done["state"] == "failed" and done["reason"] == reason, (done, log_of(srv, run["id"]))
     assert done["message"].startswith(f"SLURM job {job} ended before the worker finished: {words}")
     assert not worker_pids(run["id"])
+
+
+# -- a hand-started agent on the login node (R31) ------------------------------------------------
+
+def test_a_hand_started_agent_on_the_login_node_submits_to_slurm(
+        cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
+    from potato.server.training.codepush import code_archive
+
+    srv = make_server({"model_training": {
+        "enabled": True, "grace_seconds": 2,
+        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
+        "backends": {"login": {"type": "agent"}},
+    }})
+    _, token = register(srv.config_path, "login")
+    # Potato installed on the login node (not on shared storage): the agent copies it there for the jobs.
+    login = cluster.login
+    for command, data in (("rm -rf ~/agent-code ~/shared && mkdir -p ~/agent-code && tar -x -C ~/agent-code",
+                           code_archive()),
+                          ("umask 077 && cat > ~/token", token.encode()),
+                          ("cat > ~/slurm.json", json.dumps({"mem": "300M", "poll_interval_s": 1}).encode()),
+                          ("cat > ~/bad-slurm.json", b'{"partiton": "gpu"}')):
+        subprocess.run(login.argv(command), input=data, check=True, timeout=60)
+    agent = (f"export SLURM_CONF={SLURM_CONF}; PYTHONPATH=~/agent-code exec python3 -m potato.training.agent "
+             f"--server {srv.url} --backend login --token-file ~/token --workdir ~/shared --once")
+    bad = cluster.run(agent.replace("--once", "--slurm-config ~/bad-slurm.json"))
+    assert bad.returncode == 1
+    assert "error: --slurm-config /home/trainer/bad-slurm.json: unknown key 'partiton'; valid keys: " in bad.stdout
+    proc = subprocess.Popen(login.argv(agent + " --slurm-config ~/slurm.json"), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        run = start(srv, trainer="noop", schemas=["sentiment"], backend="login", params={"sleep_s": 2})
+        done = wait(srv, run["id"], TERMINAL, timeout=90)
+        output = proc.communicate(timeout=60)[0]
+    finally:
+        proc.kill()
+    assert done["state"] == "succeeded", (done, output)
+    assert "Submitted SLURM job " in output and "--mem=300M" in output
+    log = log_of(srv, run["id"])
+    assert "Submitted SLURM job " in log and ": RUNNING on " in log
+    code = cluster.run("ls -d ~/shared/code/agent-*").stdout.split()
+    assert len(code) == 1 and cluster.run(f"test -f {code[0]}/potato/training/worker.py").returncode == 0
+    # the job imported that copy; its job dir stays (an agent backend keeps its jobs' model files)
+    assert f"export PYTHONPATH={code[0]}" in cluster.run(f"cat ~/shared/jobs/{run['id']}/job.sh").stdout

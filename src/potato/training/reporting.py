@@ -106,6 +106,9 @@ class Reporter:
         """The server no longer takes reports for this run (it ended there)."""
 
     def add(self, event: Dict[str, Any]) -> None:
+        """One of the agent's own events (a step, a log line); stamped like the worker's, so the run's
+        events say when each happened on the training machine."""
+        event.setdefault("t", self.clock())
         self.pending.append(event)
 
     def request_stop(self, request: StopRequest) -> None:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict
 
@@ -299,3 +300,26 @@ def test_a_hand_started_agent_on_the_login_node_submits_to_slurm(
     assert len(code) == 1 and cluster.run(f"test -f {code[0]}/potato/training/worker.py").returncode == 0
     # the job imported that copy; its job dir stays (an agent backend keeps its jobs' model files)
     assert f"export PYTHONPATH={code[0]}" in cluster.run(f"cat ~/shared/jobs/{run['id']}/job.sh").stdout
+
+
+def test_a_server_restart_during_a_slurm_run_loses_nothing(
+        cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
+    """kill -9 of the server leaves the ssh session, the agent and the job; the restarted server
+    takes the run over, the job finishes, the model comes back and the job dir goes."""
+    srv = make_server(slurm_config(cluster))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 8, "artifact_mb": 1})
+    job = slurm_job_id(srv, run["id"])
+    wait_for_log(srv, run["id"], f"SLURM job {job}: RUNNING on ")
+    srv.kill9()
+    time.sleep(2)
+    assert any(line.startswith(f"{job} RUNNING") for line in cluster.jobs()), "the job goes on while the server is down"
+    again = ServerProcess(srv.config_path, port=srv.port).start()
+    try:
+        done = wait(again, run["id"], TERMINAL, timeout=90)
+        log = log_of(again, run["id"])
+        assert done["state"] == "succeeded", (done, log)
+        assert "took the run over from its ssh session" in log and "Copied the model from 127.0.0.1: 1.0 MB" in log
+        assert (run_dir(srv, run["id"]) / "artifacts" / "weights.bin").stat().st_size == 1024 * 1024
+        assert cluster.run(f"test -e ~/potato-slurm/jobs/{run['id']}").returncode == 1
+    finally:
+        again.stop()

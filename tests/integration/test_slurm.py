@@ -323,3 +323,16 @@ def test_a_server_restart_during_a_slurm_run_loses_nothing(
         assert cluster.run(f"test -e ~/potato-slurm/jobs/{run['id']}").returncode == 1
     finally:
         again.stop()
+
+
+def test_a_remote_dir_with_a_quote_and_spaces_works_end_to_end(
+        cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
+    hostile = "~/potato-slurm/it's a \"dir\"; echo pwned"
+    srv = make_server(slurm_config(cluster, remote_dir=hostile))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"artifact_mb": 1})
+    done = wait(srv, run["id"], TERMINAL, timeout=90)
+    assert done["state"] == "succeeded", (done, log_of(srv, run["id"]))
+    listing = cluster.run("ls ~/potato-slurm/").stdout
+    assert "it's a \"dir\"; echo pwned" in listing and "pwned" not in listing.replace("it's a \"dir\"; echo pwned", "")
+    jobs = cluster.run("ls -A ~/potato-slurm/*/jobs/")
+    assert jobs.returncode == 0 and jobs.stdout.strip() == ""  # the job dir is gone, as always

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from flask import Flask
 
 from potato.config.schema import Config
-from potato.server import admin, annotate, project
+from potato.server import admin, annotate, health, project
 from potato.server.training import blueprint as training_server
 
 
@@ -28,6 +28,7 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
         app.config.update(overrides)
     proj = project.Project.open(config)
     project.init_app(app, proj)
+    health.init_app(app)
     annotate.init_app(app)
     admin.init_app(app)
     training_server.init_app(app)

@@ -128,9 +128,10 @@ def sbatch_argv(settings: SlurmSettings, job_dir: str, run_id: str) -> List[str]
 def worker_command(settings: SlurmSettings, python: str, job_dir: str, code_dir: str,
                    shared_dir: str) -> str:
     """The worker's command line in job.sh: plain, or through apptainer or docker (D2), which
-    see the shared folder at the same path so every path in the job stays valid inside."""
-    inner = f"{shlex.quote(python)} -m potato.training.worker {shlex.quote(job_dir)}"
+    see the shared folder at the same path so every path in the job stays valid inside. In a
+    container the image's own ``python3`` runs it (``job_python`` is the compute node's)."""
     box = settings.container
+    inner = f"{shlex.quote('python3' if box else python)} -m potato.training.worker {shlex.quote(job_dir)}"
     if not box:
         return inner
     options = " ".join(shlex.quote(str(o)) for o in box.get("options") or [])

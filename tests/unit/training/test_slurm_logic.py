@@ -109,7 +109,7 @@ def test_job_script_outlives_a_term_to_every_process_and_passes_on_none(tmp_path
 def test_container_runs_the_worker_inside_with_the_shared_folder_at_the_same_path() -> None:
     apptainer = SlurmSettings(container={"runtime": "apptainer", "image": "/shared/images/worker.sif",
                                          "options": ["--contain"]})
-    line = worker_command(apptainer, "python3", "/shared/p/jobs/r1", "/shared/p/code/h", "/shared/p")
+    line = worker_command(apptainer, "/shared/envs/torch/bin/python", "/shared/p/jobs/r1", "/shared/p/code/h", "/shared/p")
     assert line.startswith("apptainer exec --nv --cleanenv --env PYTHONPATH=/shared/p/code/h")
     assert "--bind /shared/p:/shared/p --pwd /shared/p/jobs/r1 --contain /shared/images/worker.sif python3 -m " in line
     docker = SlurmSettings(container={"runtime": "docker", "image": "potato-worker:cuda"})

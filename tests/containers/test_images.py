@@ -1,0 +1,147 @@
+"""The three images, built by scripts/containers, run for real on a private dockerd (D1-D4).
+
+Deselected unless ``POTATO_IMAGES`` names the tag the images were built with (scripts/containers
+sets it and ``DOCKER_HOST``): the server image serves the example project and passes its healthcheck;
+the agent image, given only the token and the server's address, completes a real run; the worker image
+trains a bundle with scikit-learn. Everything runs on the host network (the engine has no bridge).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+import requests
+
+from tests.agents import register
+from tests.conftest import ADMIN_KEY
+from tests.integration.test_agent import wait_until
+from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.servers import ServerProcess
+from tests.unit.training.jobdirs import review_job
+
+TAG = os.environ.get("POTATO_IMAGES", "")
+DOCKER = "/usr/bin/docker"
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.containers,
+              pytest.mark.skipif(not TAG, reason="run by scripts/containers, which builds the images first")]
+H = {"X-API-Key": ADMIN_KEY}
+
+
+def docker(*args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run([DOCKER, *args], capture_output=True, text=True, timeout=timeout)
+    if check and out.returncode != 0:
+        raise AssertionError(f"docker {' '.join(args)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def containers() -> Iterator[list[str]]:
+    names: list[str] = []
+    yield names
+    for name in names:
+        docker("rm", "-f", name, check=False)
+
+
+def project_copy(tmp_path: Path) -> Path:
+    """The example project, writable by the images' user (10001)."""
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "examples" / "reviews", project)
+    for path in [project, *project.rglob("*")]:
+        os.chown(path, 10001, 10001)
+    return project
+
+
+def test_the_server_image_serves_a_project_as_a_non_root_user_and_is_healthy(
+        tmp_path: Path, containers: list[str]) -> None:
+    project = project_copy(tmp_path)
+    port = free_port()
+    name = f"potato-server-test-{port}"
+    containers.append(name)
+    docker("run", "-d", "--name", name, "--network", "host", "-v", f"{project}:/project",
+           "--health-interval", "1s", "--health-start-period", "30s", f"potato-server:{TAG}",
+           "--port", str(port), "/project/config.yaml")
+    wait_until(lambda: _get(f"http://127.0.0.1:{port}/healthz") == 200, timeout=60, what="the server in the image")
+    assert requests.get(f"http://127.0.0.1:{port}/healthz").json()["ok"] is True
+    assert "Review" in requests.get(f"http://127.0.0.1:{port}/login").text
+    top = docker("top", name, "-o", "uid,args").stdout
+    assert "gunicorn" in top or "potato" in top
+    assert all(line.split()[0] == "10001" for line in top.splitlines()[1:]), top
+    assert (project / "annotation_output").is_dir()  # it wrote its database into the mounted project
+    inspect = json.loads(docker("inspect", f"potato-server:{TAG}").stdout)[0]["Config"]
+    assert inspect["User"] == "10001" and inspect["Healthcheck"]["Test"][0] == "CMD"
+    assert inspect["Labels"]["org.opencontainers.image.version"]
+
+
+def test_the_server_image_refuses_a_bad_config_at_start(tmp_path: Path) -> None:
+    project = project_copy(tmp_path)
+    config = project / "config.yaml"
+    config.write_text(config.read_text() + "\nmodel_training:\n  enabled: true\n  backend: nowhere\n")
+    out = docker("run", "--rm", "--network", "host", "-v", f"{project}:/project", f"potato-server:{TAG}",
+                 "--port", str(free_port()), "/project/config.yaml", check=False, timeout=120)
+    assert out.returncode != 0
+    assert "model_training.backend" in out.stdout + out.stderr
+
+
+def _get(url: str) -> int:
+    try:
+        return requests.get(url, timeout=2).status_code
+    except requests.RequestException:
+        return 0
+
+
+def test_the_agent_image_completes_a_run_with_only_the_token_and_the_address(
+        make_project: Callable[..., Path], containers: list[str]) -> None:
+    srv = ServerProcess(make_project(model_training={
+        "enabled": True, "grace_seconds": 2,
+        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
+        "backends": {"lab": {"type": "agent"}}})).start()
+    try:
+        from tests.integration.test_training_local import label_all
+
+        label_all(srv, 20)
+        _, token = register(srv.config_path, "lab")
+        name = f"potato-agent-test-{srv.port}"
+        containers.append(name)
+        env = dict(os.environ, POTATO_TRAINING_TOKEN=token)
+        subprocess.run([DOCKER, "run", "-d", "--name", name, "--network", "host", "-e", "POTATO_TRAINING_TOKEN",
+                        f"potato-agent:{TAG}", "--server", srv.url, "--backend", "lab", "--once"],
+                       env=env, check=True, capture_output=True, timeout=60)
+        run = start(srv, trainer="noop", schemas=["sentiment"], backend="lab")
+        done = wait(srv, run["id"], TERMINAL, timeout=90)
+        logs = docker("logs", name).stdout
+        assert done["state"] == "succeeded", (done, logs)
+        export = requests.get(f"{srv.url}/admin/training/api/runs/{run['id']}/suggestions", headers=H).json()
+        assert export["count"] == 40
+        config = json.loads(docker("inspect", name).stdout)[0]
+        assert token not in json.dumps(config["Args"]) + json.dumps(config["Config"]["Cmd"])
+        assert token not in logs
+    finally:
+        srv.stop()
+
+
+def test_the_worker_image_trains_a_bundle(tmp_path: Path) -> None:
+    job = review_job(tmp_path / "job", "sklearn-text-classification")
+    for path in [job, *job.rglob("*")]:
+        os.chown(path, 10001, 10001)
+    out = docker("run", "--rm", "--network", "none", "-v", f"{job}:{job}", f"potato-worker:{TAG}",
+                 "python3", "-m", "potato.training.worker", str(job), check=False, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (job / "exit_code").read_text().strip() == "0"
+    result: Any = json.loads((job / "result.json").read_text())
+    assert result["status"] == "succeeded" and result["predictions"] == 40
+    versions = docker("run", "--rm", f"potato-worker:{TAG}", "python3", "-c",
+                      "import torch, transformers, peft, sklearn; print(torch.__version__)").stdout
+    assert versions.strip().startswith("2.1")

@@ -26,11 +26,12 @@ LABEL org.opencontainers.image.title="potato-server" \
       org.opencontainers.image.licenses="MIT"
 COPY --from=build /opt/potato /opt/potato
 RUN useradd --uid 10001 --home-dir /home/potato --create-home --shell /usr/sbin/nologin potato
-ENV PATH=/opt/potato/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+# POTATO_PORT: the port inside (the healthcheck asks the same one); -e POTATO_PORT=9000 to change it
+ENV PATH=/opt/potato/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 POTATO_PORT=8000
 USER 10001
 WORKDIR /project
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-  CMD ["python3", "-c", "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status == 200 else 1)"]
-ENTRYPOINT ["potato", "start", "--host", "0.0.0.0", "--port", "8000"]
+  CMD ["python3", "-c", "import os, sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ['POTATO_PORT'], timeout=4).status == 200 else 1)"]
+ENTRYPOINT ["potato", "start", "--host", "0.0.0.0"]
 CMD ["/project/config.yaml"]

@@ -64,7 +64,8 @@ def validate(config_path: Path, strict: bool, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
-@click.option("-p", "--port", default=defaults.PORT, show_default=True, type=click.IntRange(1, 65535))
+@click.option("-p", "--port", default=defaults.PORT, show_default=True, type=click.IntRange(1, 65535),
+              envvar="POTATO_PORT", help="Port to listen on (also POTATO_PORT).")
 @click.option("--host", default=defaults.HOST, show_default=True, help="Address to bind; 0.0.0.0 for all.")
 @click.option("--dev", is_flag=True, help="Use Flask's development server instead of gunicorn.")
 @click.option("--workers", default=3, show_default=True, type=click.IntRange(1, 64), help="gunicorn worker processes.")

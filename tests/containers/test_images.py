@@ -70,15 +70,17 @@ def test_the_server_image_serves_a_project_as_a_non_root_user_and_is_healthy(
     port = free_port()
     name = f"potato-server-test-{port}"
     containers.append(name)
-    docker("run", "-d", "--name", name, "--network", "host", "-v", f"{project}:/project",
-           "--health-interval", "1s", "--health-start-period", "30s", f"potato-server:{TAG}",
-           "--port", str(port), "/project/config.yaml")
+    docker("run", "-d", "--name", name, "--network", "host", "-v", f"{project}:/project", "-e", f"POTATO_PORT={port}",
+           "--health-interval", "1s", "--health-start-period", "30s", f"potato-server:{TAG}")
     wait_until(lambda: _get(f"http://127.0.0.1:{port}/healthz") == 200, timeout=60, what="the server in the image")
+    wait_until(lambda: docker("inspect", "-f", "{{.State.Health.Status}}", name).stdout.strip() == "healthy",
+               timeout=30, what="docker to call the container healthy")
     assert requests.get(f"http://127.0.0.1:{port}/healthz").json()["ok"] is True
-    assert "Review" in requests.get(f"http://127.0.0.1:{port}/login").text
-    top = docker("top", name, "-o", "uid,args").stdout
+    page = requests.get(f"http://127.0.0.1:{port}/")
+    assert page.status_code == 200 and "Review Sentiment" in page.text  # the annotators' sign-in
+    top = docker("top", name, "-o", "pid,uid,args").stdout
     assert "gunicorn" in top or "potato" in top
-    assert all(line.split()[0] == "10001" for line in top.splitlines()[1:]), top
+    assert all(line.split()[1] == "10001" for line in top.splitlines()[1:]), top
     assert (project / "annotation_output").is_dir()  # it wrote its database into the mounted project
     inspect = json.loads(docker("inspect", f"potato-server:{TAG}").stdout)[0]["Config"]
     assert inspect["User"] == "10001" and inspect["Healthcheck"]["Test"][0] == "CMD"
@@ -141,7 +143,8 @@ def test_the_worker_image_trains_a_bundle(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     assert (job / "exit_code").read_text().strip() == "0"
     result: Any = json.loads((job / "result.json").read_text())
-    assert result["status"] == "succeeded" and result["predictions"] == 40
+    rows = (job / "predictions.jsonl").read_text().splitlines()
+    assert result["status"] == "succeeded" and result["predictions"] == len(rows) == 80  # 40 items x 2 schemas
     versions = docker("run", "--rm", f"potato-worker:{TAG}", "python3", "-c",
                       "import torch, transformers, peft, sklearn; print(torch.__version__)").stdout
     assert versions.strip().startswith("2.1")

@@ -148,3 +148,33 @@ def test_the_worker_image_trains_a_bundle(tmp_path: Path) -> None:
     versions = docker("run", "--rm", f"potato-worker:{TAG}", "python3", "-c",
                       "import torch, transformers, peft, sklearn; print(torch.__version__)").stdout
     assert versions.strip().startswith("2.1")
+
+
+def test_an_ssh_backend_with_container_docker_trains_in_the_worker_image(
+        make_project: Callable[..., Path]) -> None:
+    from tests.integration.test_ssh import log_of
+    from tests.integration.test_training_local import label_all
+    from tests.sshd import start_sshd
+
+    host = start_sshd()
+    socket_path = os.environ["DOCKER_HOST"].removeprefix("unix://")
+    os.chmod(socket_path, 0o666)  # the test host's trainer may use this private engine (test only)
+    backend = host.backend(env={"DOCKER_HOST": os.environ["DOCKER_HOST"]},
+                           container={"runtime": "docker", "image": f"potato-worker:{TAG}", "options": ["--network=none"]})
+    srv = ServerProcess(make_project(model_training={
+        "enabled": True, "grace_seconds": 2,
+        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
+        "backends": {"gpu": backend}})).start()
+    try:
+        label_all(srv, 20)
+        run = start(srv, trainer="sklearn-text-classification", schemas=["sentiment"], backend="gpu")
+        done = wait(srv, run["id"], TERMINAL, timeout=180)
+        log = log_of(srv, run["id"])
+        assert done["state"] == "succeeded", (done, log)
+        assert f"The worker runs in docker image potato-worker:{TAG} on 127.0.0.1" in log
+        assert done["metrics"].get("holdout_accuracy") is not None  # scikit-learn: only the image has it
+        export = requests.get(f"{srv.url}/admin/training/api/runs/{run['id']}/suggestions", headers=H).json()
+        assert export["count"] == 40
+        assert not docker("ps", "-aq", "--filter", f"name=potato-worker-{run['id']}").stdout.strip()  # --rm
+    finally:
+        srv.stop()

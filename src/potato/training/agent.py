@@ -93,7 +93,8 @@ class Agent:
     def __init__(self, client: Client, backend: str, workdir: Path, python: str = sys.executable,
                  keep: bool = False, give_up_after_s: float = GIVE_UP_S, poll_wait_s: float = POLL_WAIT_S,
                  console: Optional[Console] = None, clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep, slurm: Optional[SlurmSettings] = None) -> None:
+                 sleep: Callable[[float], None] = time.sleep, slurm: Optional[SlurmSettings] = None,
+                 container: Optional[Dict[str, Any]] = None) -> None:
         self.client = client
         self.backend = backend
         self.workdir = workdir
@@ -111,6 +112,8 @@ class Agent:
         self.worker: Optional[Worker] = None
         self.slurm = slurm
         """Set when this agent submits its workers with sbatch (a login node) instead of starting them."""
+        self.container = container
+        """``{"runtime", "image", "options"}`` when the workers run in a container image (D2)."""
         self.stopping = False
         self.session_ended = False
 
@@ -249,7 +252,9 @@ class Agent:
         if self.slurm is None:
             self.console.say(f"run {run_id}: starting the worker ({self.python})")
             reporter.add({"type": "step", "text": f"starting the worker on {self.host}"})
-            return WorkerProcess.start(job_dir, self.python, job.get("num_threads"))
+            if self.container:
+                note(f"run {run_id}: the worker runs in {self.container['runtime']} image {self.container['image']}")
+            return WorkerProcess.start(job_dir, self.python, job.get("num_threads"), self.container, self.workdir)
         settings = self.slurm
         python = settings.job_python or self.python
         reporter.add({"type": "step", "text": f"submitting the job on {self.host}"})
@@ -394,6 +399,19 @@ def read_slurm_config(path: str) -> SlurmSettings:
         raise AgentError(f"--slurm-config {path}: {exc}") from None
 
 
+def container_settings(args: argparse.Namespace, slurm: bool) -> Optional[Dict[str, Any]]:
+    """``--container-*`` as the worker's container, checked before any job."""
+    if not (args.container_runtime or args.container_image or args.container_option):
+        return None
+    if slurm:
+        raise AgentError('with --slurm-config the container goes in slurm.json: '
+                         '"container": {"runtime": "apptainer", "image": "/shared/images/potato-worker.sif"}')
+    if not (args.container_runtime and args.container_image):
+        raise AgentError("--container-runtime and --container-image go together, e.g. "
+                         "--container-runtime docker --container-image potato-worker-cuda")
+    return {"runtime": args.container_runtime, "image": args.container_image, "options": list(args.container_option)}
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="potato training agent",
@@ -412,6 +430,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--slurm-config", metavar="FILE",
                    help="submit each job's worker with sbatch, with the slurm settings in this JSON file "
                         "(on a login node; --workdir must be storage the compute nodes share)")
+    p.add_argument("--container-runtime", choices=("docker", "apptainer"),
+                   help="run each worker in a container with this runtime (with --container-image)")
+    p.add_argument("--container-image", metavar="IMAGE", help="the worker image (e.g. potato-worker-cuda)")
+    p.add_argument("--container-option", action="append", default=[], metavar="OPTION",
+                   help="one more option for docker run / apptainer exec (repeat for more)")
     p.add_argument("--run", help=argparse.SUPPRESS)
     p.add_argument("--token-stdin", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--session", action="store_true", help=argparse.SUPPRESS)
@@ -426,6 +449,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         token = read_token(args)
         client = Client(args.server, token)
         slurm = read_slurm_config(args.slurm_config) if args.slurm_config else None
+        container = container_settings(args, slurm is not None)
         python = shutil.which(args.python) or args.python
         if slurm is None and not os.path.exists(python):  # a job's python lives on the compute nodes
             raise AgentError(f"{args.python} was not found on {socket.gethostname()}; pass --python with the "
@@ -433,7 +457,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         workdir = Path(args.workdir).expanduser().resolve()
         workdir.mkdir(mode=0o700, parents=True, exist_ok=True)  # jobs hold the project's texts
         agent = Agent(client, args.backend, workdir, python, args.keep, args.give_up_after, args.poll_wait, console,
-                      slurm=slurm)
+                      slurm=slurm, container=container)
         if args.session:
             agent.watch_session()
         signal.signal(signal.SIGINT, agent.on_signal)

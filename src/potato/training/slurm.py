@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from potato.defaults import SLURM_POLL_INTERVAL_S
+from potato.training.containers import Shell, shell_line, worker_argv
 from potato.training.results import Reason
 
 JOB_SCRIPT = "job.sh"
@@ -127,23 +128,13 @@ def sbatch_argv(settings: SlurmSettings, job_dir: str, run_id: str) -> List[str]
 
 def worker_command(settings: SlurmSettings, python: str, job_dir: str, code_dir: str,
                    shared_dir: str) -> str:
-    """The worker's command line in job.sh: plain, or through apptainer or docker (D2), which
-    see the shared folder at the same path so every path in the job stays valid inside. In a
-    container the image's own ``python3`` runs it (``job_python`` is the compute node's)."""
-    box = settings.container
-    inner = f"{shlex.quote('python3' if box else python)} -m potato.training.worker {shlex.quote(job_dir)}"
-    if not box:
-        return inner
-    options = " ".join(shlex.quote(str(o)) for o in box.get("options") or [])
-    image = shlex.quote(str(box["image"]))
-    bind = shlex.quote(f"{shared_dir}:{shared_dir}")
-    if box["runtime"] == "apptainer":
-        return (f"apptainer exec --nv --cleanenv --env PYTHONPATH={shlex.quote(code_dir)} --env PYTHONUNBUFFERED=1 "
-                f"--bind {bind} --pwd {shlex.quote(job_dir)} {options + ' ' if options else ''}{image} {inner}")
-    gpus = '${CUDA_VISIBLE_DEVICES:+--gpus "device=$CUDA_VISIBLE_DEVICES"}'
-    return (f"docker run --rm --init --user \"$(id -u):$(id -g)\" {gpus} -e PYTHONPATH={shlex.quote(code_dir)} "
-            f"-e PYTHONUNBUFFERED=1 -v {bind} -w {shlex.quote(job_dir)} {options + ' ' if options else ''}"
-            f"{image} {inner}")
+    """The worker's command line in job.sh: plain, or through apptainer or docker (D2). In a
+    container the image's own ``python3`` runs it (``job_python`` is the compute node's), as the
+    user the job runs as, with the GPUs SLURM gave the job."""
+    if not settings.container:
+        return f"{shlex.quote(python)} -m potato.training.worker {shlex.quote(job_dir)}"
+    return shell_line(worker_argv(settings.container, job_dir, code_dir, shared_dir,
+                                  user=Shell('"$(id -u):$(id -g)"'), gpus=Shell("${CUDA_VISIBLE_DEVICES:-}")))
 
 
 def job_script(settings: SlurmSettings, run_id: str, python: str, job_dir: str, code_dir: str,

@@ -92,27 +92,37 @@ class WorkerProcess:
     """The worker as a subprocess in its own process group (a session of its own), so that a
     Ctrl-C at the agent's terminal does not reach it and a stop reaches its children too."""
 
-    def __init__(self, job_dir: Path, proc: "subprocess.Popen[bytes]") -> None:
+    def __init__(self, job_dir: Path, proc: "subprocess.Popen[bytes]", container: Optional[str] = None) -> None:
         self.job_dir = job_dir
         self.proc = proc
+        self.container = container
+        """The docker container's name when the worker runs in one (a cold stop must kill it there)."""
 
     @classmethod
-    def start(cls, job_dir: Path, python: str = sys.executable, num_threads: Optional[int] = None) -> "WorkerProcess":
+    def start(cls, job_dir: Path, python: str = sys.executable, num_threads: Optional[int] = None,
+              container: Optional[Mapping[str, Any]] = None, shared_dir: Optional[Path] = None) -> "WorkerProcess":
+        """Start the worker; with ``container`` (``{"runtime", "image", "options"}``) inside that
+        image, the job's folder ``shared_dir`` mounted at its own path and this agent's code first
+        on its ``PYTHONPATH``. The GPUs are the ``CUDA_VISIBLE_DEVICES`` the agent was given."""
+        env = worker_env(num_threads, extra_paths=[code_root()])
+        argv: List[str] = [python, "-m", "potato.training.worker", str(job_dir)]
+        name = None
+        if container:
+            from potato.training.containers import worker_argv
+
+            name = f"potato-worker-{job_dir.name}" if container.get("runtime") == "docker" else None
+            threads = {k: str(num_threads) for k in THREAD_VARIABLES} if num_threads else {}
+            argv = [str(w) for w in worker_argv(
+                container, str(job_dir), code_root(), str(shared_dir or job_dir), user=f"{os.getuid()}:{os.getgid()}",
+                gpus=os.environ.get("CUDA_VISIBLE_DEVICES") or None, name=name, env=threads)]
         out = open(str(job_dir / "worker.out"), "ab")
         try:
-            proc = subprocess.Popen(
-                [python, "-m", "potato.training.worker", str(job_dir)],
-                cwd=str(job_dir),
-                env=worker_env(num_threads, extra_paths=[code_root()]),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            proc = subprocess.Popen(argv, cwd=str(job_dir), env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
         finally:
             out.close()
         (job_dir / PID_FILE).write_text(str(proc.pid))
-        return cls(job_dir, proc)
+        return cls(job_dir, proc, name)
 
     @property
     def pid(self) -> int:
@@ -132,7 +142,14 @@ class WorkerProcess:
         self._signal(signal.SIGTERM)
 
     def kill(self) -> None:
-        """Cold stop, for a worker that ignored SIGTERM for ``grace_seconds``."""
+        """Cold stop, for a worker that ignored SIGTERM for ``grace_seconds``. In docker the worker is
+        the daemon's child, not ours: killing the client would leave it running, so kill it there."""
+        if self.container:
+            try:
+                subprocess.run(["docker", "kill", self.container], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                pass  # the client's SIGKILL below still ends what is ours
         self._signal(signal.SIGKILL)
         try:
             self.proc.wait(timeout=10)

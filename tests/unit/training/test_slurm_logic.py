@@ -115,7 +115,7 @@ def test_container_runs_the_worker_inside_with_the_shared_folder_at_the_same_pat
     docker = SlurmSettings(container={"runtime": "docker", "image": "potato-worker:cuda"})
     line = worker_command(docker, "python3", "/shared/p/jobs/r1", "/shared/p/code/h", "/shared/p")
     assert line.startswith('docker run --rm --init --user "$(id -u):$(id -g)" ')
-    assert '--gpus "device=$CUDA_VISIBLE_DEVICES"' in line and "-v /shared/p:/shared/p" in line
+    assert '${CUDA_VISIBLE_DEVICES:+--gpus "device=${CUDA_VISIBLE_DEVICES}"}' in line and "-v /shared/p:/shared/p" in line
 
 
 # -- sbatch ---------------------------------------------------------------------------------------

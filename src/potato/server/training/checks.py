@@ -97,6 +97,10 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
         return CheckReport(backend.name, "ssh", False, lines, {**details, "error": str(exc)})
     lines.append(f"A run would get {choice.text}.")
     details["cuda_visible_devices"] = choice.cuda_visible_devices
+    if backend.container is not None:  # the host's Python only runs the agent; the trainers are the image's
+        lines.append(f"The worker runs in {backend.container.runtime} image {backend.container.image}; "
+                     "the trainers' packages are the image's.")
+        return CheckReport(backend.name, "ssh", True, lines, {**details, "container": backend.container.image})
     missing = trainer_packages_missing(target, config.model_training.trainer)
     details["missing_packages"] = missing
     for trainer, packages in missing.items():

@@ -254,7 +254,12 @@ class SshRun(threading.Thread):
         socket = self.open_socket_dir()
         env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID",  # CUDA's indices are then nvidia-smi's, which the choice used
                "CUDA_VISIBLE_DEVICES": choice.cuda_visible_devices}
-        self.start_agent(digest, socket, env)
+        box = b.container
+        args = ([f"--container-runtime {box.runtime} --container-image {shlex.quote(box.image)}"]
+                + [f"--container-option={shlex.quote(o)}" for o in box.options]) if box else []
+        if box:
+            self.say(f"The worker runs in {box.runtime} image {box.image} on {host}")
+        self.start_agent(digest, socket, env, *args)
         self.follow_and_fetch()
 
     def follow_and_fetch(self) -> None:

@@ -1,0 +1,69 @@
+"""The worker inside a container: the apptainer and docker command lines (D2).
+
+Remote-safe: standard library only, Python 3.8. One function builds both the argv an agent starts
+on an ssh host or a NAT machine and the line SLURM's job script runs: the image's ``python3`` runs
+``potato.training.worker`` with Potato's own code first on ``PYTHONPATH`` (the same version as the
+agent, whatever Potato the image has), and the shared folder is mounted at the same path, so every
+path in the job stays valid inside.
+
+Where the job script cannot know a value in advance (the user, the GPUs SLURM hands the job), the
+caller passes a :class:`Shell` word, which :func:`shell_line` leaves for the shell to expand.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, List, Mapping, Optional, Sequence, Union
+
+RUNTIMES = ("apptainer", "docker")
+
+
+class Shell(str):
+    """A word for the shell to expand at run time (``"$(id -u):$(id -g)"``), not to be quoted."""
+
+
+Word = Union[str, Shell]
+
+
+def worker_argv(box: Mapping[str, Any], job_dir: str, code_dir: str, shared_dir: str,
+                user: Optional[Word] = None, gpus: Optional[Word] = None, name: Optional[str] = None,
+                env: Optional[Mapping[str, str]] = None) -> List[Word]:
+    """``apptainer exec`` or ``docker run`` of the worker for one job dir.
+
+    ``gpus``: the GPUs for the run (``"0,1"``; empty or None: none for docker, all that apptainer's
+    ``--nv`` shows). ``user``: docker's ``--user`` (files in the job dir stay the caller's).
+    ``name``: docker's ``--name``, so a cold stop can ``docker kill`` it. A :class:`Shell` ``gpus`` means
+    "the job's ``$CUDA_VISIBLE_DEVICES``, when set" (a SLURM job learns its GPUs only on the node).
+    """
+    runtime, image = box.get("runtime"), str(box.get("image"))
+    options = [str(o) for o in box.get("options") or []]
+    variables = {"PYTHONPATH": code_dir, "PYTHONUNBUFFERED": "1", **(env or {})}
+    inner = ["python3", "-m", "potato.training.worker", job_dir]
+    if runtime == "apptainer":
+        argv: List[Word] = ["apptainer", "exec", "--nv", "--cleanenv"]
+        for key, value in variables.items():
+            argv += ["--env", f"{key}={value}"]
+        if isinstance(gpus, Shell):
+            argv += ["--env", Shell(f'CUDA_VISIBLE_DEVICES="{gpus}"')]
+        elif gpus:
+            argv += ["--env", f"CUDA_VISIBLE_DEVICES={gpus}"]
+        return argv + ["--bind", f"{shared_dir}:{shared_dir}", "--pwd", job_dir, *options, image, *inner]
+    if runtime == "docker":
+        argv = ["docker", "run", "--rm", "--init"]
+        if name:
+            argv += ["--name", name]
+        if user:
+            argv += ["--user", user]
+        if isinstance(gpus, Shell):
+            argv.append(Shell('${CUDA_VISIBLE_DEVICES:+--gpus "device=${CUDA_VISIBLE_DEVICES}"}'))
+        elif gpus:
+            argv += ["--gpus", f"device={gpus}"]
+        for key, value in variables.items():
+            argv += ["-e", f"{key}={value}"]
+        return argv + ["-v", f"{shared_dir}:{shared_dir}", "-w", job_dir, *options, image, *inner]
+    raise ValueError(f"container runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
+
+
+def shell_line(argv: Sequence[Word]) -> str:
+    """The argv as one shell line: every word quoted except the :class:`Shell` ones."""
+    return " ".join(word if isinstance(word, Shell) else shlex.quote(word) for word in argv)

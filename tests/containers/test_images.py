@@ -150,9 +150,7 @@ def test_the_worker_image_trains_a_bundle(tmp_path: Path) -> None:
     assert versions.strip().startswith("2.1")
 
 
-def test_an_ssh_backend_with_container_docker_trains_in_the_worker_image(
-        make_project: Callable[..., Path]) -> None:
-    from tests.integration.test_ssh import log_of
+def _ssh_docker_server(make_project: Callable[..., Path]) -> ServerProcess:
     from tests.integration.test_training_local import label_all
     from tests.sshd import start_sshd
 
@@ -165,8 +163,16 @@ def test_an_ssh_backend_with_container_docker_trains_in_the_worker_image(
         "enabled": True, "grace_seconds": 2,
         "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
         "backends": {"gpu": backend}})).start()
+    label_all(srv, 20)
+    return srv
+
+
+def test_an_ssh_backend_with_container_docker_trains_in_the_worker_image(
+        make_project: Callable[..., Path]) -> None:
+    from tests.integration.test_ssh import log_of
+
+    srv = _ssh_docker_server(make_project)
     try:
-        label_all(srv, 20)
         run = start(srv, trainer="sklearn-text-classification", schemas=["sentiment"], backend="gpu")
         done = wait(srv, run["id"], TERMINAL, timeout=180)
         log = log_of(srv, run["id"])
@@ -176,5 +182,26 @@ def test_an_ssh_backend_with_container_docker_trains_in_the_worker_image(
         export = requests.get(f"{srv.url}/admin/training/api/runs/{run['id']}/suggestions", headers=H).json()
         assert export["count"] == 40
         assert not docker("ps", "-aq", "--filter", f"name=potato-worker-{run['id']}").stdout.strip()  # --rm
+    finally:
+        srv.stop()
+
+
+def test_cancel_reaches_the_worker_in_docker_and_the_cold_stop_kills_the_container(
+        make_project: Callable[..., Path]) -> None:
+    from tests.integration.test_ssh import log_of
+
+    srv = _ssh_docker_server(make_project)
+    try:
+        run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu",
+                    params={"sleep_s": 120, "ignore_term": True})
+        name = f"potato-worker-{run['id']}"
+        wait_until(lambda: "noop: ignoring SIGTERM" in log_of(srv, run["id"]), timeout=90, what="the worker in docker")
+        assert docker("ps", "-q", "--filter", f"name={name}").stdout.strip()
+        requests.post(f"{srv.url}/admin/training/api/runs/{run['id']}/cancel", headers=H)
+        done = wait(srv, run["id"], TERMINAL, timeout=60)
+        assert done["state"] == "cancelled", (done, log_of(srv, run["id"]))
+        assert "sending SIGKILL" in log_of(srv, run["id"])
+        wait_until(lambda: not docker("ps", "-aq", "--filter", f"name={name}").stdout.strip(), timeout=30,
+                   what="docker kill to remove the container")
     finally:
         srv.stop()

@@ -51,3 +51,13 @@ def test_check_names_the_gpu(make_project) -> None:  # type: ignore[no-untyped-d
     proc = subprocess.run([sys.executable, "-m", "potato", "training", "check", "local", str(make_project())],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "CUDA" in proc.stdout, proc.stdout
+
+
+def test_the_nvrtc_preflight_compiles_a_kernel_on_a_healthy_cuda_host() -> None:
+    """E11's preflight on a real GPU: this interpreter's torch compiles the one-line kernel."""
+    from potato.training.gpus import TORCH_PROBE, nvrtc_problem
+
+    out = subprocess.run([sys.executable, "-c", TORCH_PROBE], capture_output=True, text=True, timeout=300)
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["nvrtc"] == "ok", report
+    assert nvrtc_problem(report) is None

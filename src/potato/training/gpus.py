@@ -6,10 +6,11 @@ pasted real output); :func:`query_gpus` runs the command where there is one.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Iterable, List, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 QUERY = "index,name,memory.total,memory.free,utilization.gpu"
 NVIDIA_SMI_ARGS = ["--query-gpu=" + QUERY, "--format=csv,noheader,nounits"]
@@ -135,11 +136,51 @@ TORCH_PROBE = (
     "except ImportError:\n"
     "    print('{}'); sys.exit(0)\n"
     "n = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"
-    "print(json.dumps({'arch': torch.cuda.get_arch_list() if n else [], 'cuda': torch.version.cuda,\n"
-    "                  'capabilities': [list(torch.cuda.get_device_capability(i)) for i in range(n)]}))\n"
+    "report = {'arch': torch.cuda.get_arch_list() if n else [], 'cuda': torch.version.cuda,\n"
+    "          'capabilities': [list(torch.cuda.get_device_capability(i)) for i in range(n)]}\n"
+    "if n:\n"
+    "    try:\n"
+    "        from importlib import metadata\n"
+    "        for name in ('nvidia-cuda-nvrtc', 'nvidia-cuda-nvrtc-cu12', 'nvidia-cuda-nvrtc-cu11'):\n"
+    "            try:\n"
+    "                report['nvrtc_package'] = name + ' ' + metadata.version(name); break\n"
+    "            except metadata.PackageNotFoundError:\n"
+    "                pass\n"
+    "    except ImportError:\n"
+    "        pass\n"
+    "    try:\n"
+    "        probe = torch.cuda.jiterator._create_jit_fn('template <typename T> T potato_probe(T x) { return x + T(1); }')\n"
+    "        probe(torch.zeros(1, device='cuda'))\n"
+    "        report['nvrtc'] = 'ok'\n"
+    "    except Exception as exc:\n"
+    "        report['nvrtc'] = str(exc).strip()[:2000]\n"
+    "print(json.dumps(report))\n"
 )
 """Run with the host's interpreter: which GPU generations its torch has kernels for, and each GPU's
-compute capability, in nvidia-smi's order (PCI bus). ``{}`` without torch."""
+compute capability, in nvidia-smi's order (PCI bus); on a host with GPUs also a one-line kernel
+compiled with NVRTC (the preflight for E11) and the nvidia-cuda-nvrtc package. ``{}`` without torch."""
+
+NVRTC_BUILTINS = re.compile(r"nvrtc: error: failed to open (libnvrtc-builtins\.so(?:\.\d+)*)")
+
+
+def nvrtc_problem(probe: Dict[str, Any]) -> Optional[str]:
+    """E11 from the torch probe: NVRTC could not compile a kernel with the host's torch (pure).
+
+    The usual cause: the nvidia-cuda-nvrtc wheel beside torch belongs to another CUDA version than
+    the torch build, so torch's JIT fails only when a run reaches an op that compiles a kernel.
+    """
+    said = probe.get("nvrtc")
+    if not said or said == "ok":
+        return None
+    cuda = probe.get("cuda") or "?"
+    package = probe.get("nvrtc_package") or "nvidia-cuda-nvrtc (not installed as a package)"
+    match = NVRTC_BUILTINS.search(str(said))
+    head = f"nvrtc: error: failed to open {match.group(1)}" if match else f"NVRTC could not compile a kernel: {str(said).splitlines()[0]}"
+    major = str(cuda).split(".")[0]
+    wheel = "nvidia-cuda-nvrtc" if not major.isdigit() or int(major) >= 13 else f"nvidia-cuda-nvrtc-cu{major}"
+    return (f"{head}: the host's torch (built for CUDA {cuda}) and its {package} belong to different CUDA "
+            f"versions. Install the nvidia-cuda-nvrtc that matches the torch build (`pip install "
+            f"'{wheel}=={cuda}.*'`), or point python at another interpreter.")
 
 
 def gpus_without_kernels(probe: Dict[str, Any]) -> List[int]:

@@ -96,6 +96,9 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
         lines.append(str(exc))
         return CheckReport(backend.name, "ssh", False, lines, {**details, "error": str(exc)})
     lines.append(f"A run would get {choice.text}.")
+    if facts.nvrtc_error and choice.cuda_visible_devices and backend.container is None:
+        lines.append(facts.nvrtc_error)
+        return CheckReport(backend.name, "ssh", False, lines, {**details, "error": facts.nvrtc_error})
     details["cuda_visible_devices"] = choice.cuda_visible_devices
     if backend.container is not None:  # the host's Python only runs the agent; the trainers are the image's
         lines.append(f"The worker runs in {backend.container.runtime} image {backend.container.image}; "

@@ -45,6 +45,7 @@ from potato.training.gpus import (
     NoGpuFree,
     choose_gpus,
     gpus_without_kernels,
+    nvrtc_problem,
     parse_nvidia_smi,
 )
 from potato.training.jobfiles import read_json
@@ -83,6 +84,8 @@ class HostFacts:
     gpus: list[Gpu]
     no_kernels: list[int] = field(default_factory=list)
     """GPUs the host's torch has no kernels for (auto skips them)."""
+    nvrtc_error: str | None = None
+    """E11: the host's torch could not compile a kernel with NVRTC (a run on a GPU would fail)."""
 
 
 def probe_host(target: SshTarget, read_gpus: bool = True) -> HostFacts:
@@ -102,15 +105,15 @@ def probe_host(target: SshTarget, read_gpus: bool = True) -> HostFacts:
         return HostFacts(lines[0], lines[1], [])
     smi = run_ssh(target, env + shell(["nvidia-smi", *NVIDIA_SMI_ARGS]))
     gpus = parse_nvidia_smi(smi.stdout.decode("utf-8", "replace")) if smi.returncode == 0 else []
-    no_kernels: list[int] = []
     if gpus:  # only a host with GPUs can lack kernels for them; importing torch takes seconds
         torch = run_ssh(target, f"{env}{shlex.quote(python)} -c {shlex.quote(TORCH_PROBE)}")
         try:
             report = json.loads(torch.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
         except (ValueError, IndexError):
             report = {}
-        no_kernels = gpus_without_kernels(report if isinstance(report, dict) else {})
-    return HostFacts(lines[0], lines[1], gpus, no_kernels)
+        report = report if isinstance(report, dict) else {}
+        return HostFacts(lines[0], lines[1], gpus, gpus_without_kernels(report), nvrtc_problem(report))
+    return HostFacts(lines[0], lines[1], gpus)
 
 
 FIND_MODULES = ("import importlib.util, sys; "
@@ -247,6 +250,8 @@ class SshRun(threading.Thread):
         self.say(f"Python {facts.python_version} on {host} ({facts.python_path})")
         choice = choose_gpus(facts.gpus, b.gpus, b.min_free_gpu_mb, facts.no_kernels)
         self.say(f"This run gets {choice.text} on {host}")
+        if choice.cuda_visible_devices and facts.nvrtc_error and b.container is None:
+            raise SshFailed(facts.nvrtc_error)  # E11 now, not when the run reaches a JIT-compiled op
         if b.packages:
             self.python = self.ensure_venv(facts.python_path)
         self.store.update(self.run_.id, device=choice.text)

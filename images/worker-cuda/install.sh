@@ -10,7 +10,8 @@ pip install --upgrade "pip>=24"
 pip wheel --no-deps --wheel-dir /tmp/potato-wheels "$src"
 # torch first and alone, pinned: otherwise a dependency could pull another build of it
 pip install -c "$constraints" "$(grep -E '^torch==' "$constraints")"
-pip install -c "$constraints" --no-deps /tmp/potato-wheels/*.whl
+# with its own few dependencies (click, flask, pyyaml): `potato training check` works inside the image
+pip install -c "$constraints" /tmp/potato-wheels/*.whl
 extra=""
 if grep -q '^nvidia-cuda-nvrtc' "$constraints"; then extra=nvidia-cuda-nvrtc; fi
 # shellcheck disable=SC2086

@@ -150,6 +150,17 @@ def test_the_worker_image_trains_a_bundle(tmp_path: Path) -> None:
     assert versions.strip().startswith("2.1")
 
 
+def test_the_check_runs_inside_the_worker_image(tmp_path: Path) -> None:
+    """`potato training check` in the image: the device a run gets there, and (on a GPU) no E11."""
+    project = project_copy(tmp_path)
+    out = docker("run", "--rm", "--network", "none", "-v", f"{project}:/project", f"potato-worker:{TAG}",
+                 "potato", "training", "check", "local", "/project/config.yaml", "--json", check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    report = json.loads(out.stdout)
+    assert report["ok"] is True and report["nvrtc_error"] is None
+    assert report["device"] == "cpu" or report["device"].startswith("cuda")
+
+
 def _ssh_docker_server(make_project: Callable[..., Path]) -> ServerProcess:
     from tests.integration.test_training_local import label_all
     from tests.sshd import start_sshd

@@ -36,7 +36,27 @@ def check_local(backend: LocalBackend) -> CheckReport:
     lines = [describe_local(device, probe, backend.num_threads)]
     if warning:
         lines.append(f"warning: {warning}")
-    return CheckReport(backend.name, "local", True, lines, {"device": device, "warning": warning})
+    nvrtc = local_nvrtc_problem() if device.startswith("cuda") else None
+    if nvrtc:
+        lines.append(nvrtc)
+    return CheckReport(backend.name, "local", nvrtc is None, lines,
+                       {"device": device, "warning": warning, "nvrtc_error": nvrtc})
+
+
+def local_nvrtc_problem() -> str | None:
+    """E11 on this machine: the same one-line NVRTC compile the ssh check runs on a host."""
+    import json
+    import subprocess
+    import sys
+
+    from potato.training.gpus import TORCH_PROBE, nvrtc_problem
+
+    out = subprocess.run([sys.executable, "-c", TORCH_PROBE], capture_output=True, text=True, timeout=300)
+    try:
+        report = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+    return nvrtc_problem(report) if isinstance(report, dict) else None
 
 
 def _when(stamp: float) -> str:

@@ -79,9 +79,13 @@ class SlurmError(Exception):
 
 
 def run_command(argv: List[str], timeout: float = COMMAND_TIMEOUT_S) -> Tuple[int, str, str]:
+    """One SLURM command, with none of Potato's own variables in its environment: sbatch hands its
+    environment to the job (``--export=ALL``), and a hand-started agent's POTATO_TRAINING_TOKEN
+    must not reach the compute node, the worker or SLURM's job records."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POTATO_")}
     try:
         out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             timeout=timeout)
+                             timeout=timeout, env=env)
     except FileNotFoundError:
         return 127, "", f"{argv[0]}: command not found"
     except subprocess.TimeoutExpired:

@@ -328,3 +328,14 @@ def test_cancel_is_term_to_the_whole_job_then_plain_scancel(tmp_path: Path) -> N
     assert [c for c in fake.calls if c[0] == "scancel"] == [["scancel", "--full", "--signal=TERM", "4242"], ["scancel", "4242"]]
     assert job.poll() == 137  # SLURM SIGKILLs what is left after KillWait: the run is over for us now
     assert all(argv[0] not in ("srun", "sacct") for argv in fake.calls)
+
+
+def test_slurm_commands_get_none_of_potato_s_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sbatch exports its environment to the job: a hand-started agent's token must not go with it."""
+    from potato.training.slurmjob import run_command
+
+    monkeypatch.setenv("POTATO_TRAINING_TOKEN", "secret-token-value")
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm/slurm.conf")
+    code, out, _ = run_command(["env"])
+    assert code == 0 and "SLURM_CONF=/etc/slurm/slurm.conf" in out
+    assert "POTATO_" not in out and "secret-token-value" not in out

@@ -17,14 +17,9 @@ from potato.training.codefiles import code_hash, code_root, shipped_files
 __all__ = ["code_archive", "code_hash", "shipped_files"]
 
 
-def package_root() -> Path:
-    """The folder that holds the ``potato`` package."""
-    return Path(code_root())
-
-
 def code_archive(root: Path | None = None) -> bytes:
     """The shipped files as one uncompressed tar (a few hundred kB): one stream to the host."""
-    root = root or package_root()
+    root = root or Path(code_root())
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for rel in shipped_files(root):

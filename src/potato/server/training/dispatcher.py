@@ -4,8 +4,9 @@ Every gunicorn worker starts a dispatcher thread, but only the one holding the f
 ``training/dispatcher.lock`` acts; the others keep trying, so when the holder dies another
 worker takes over. Any worker serves the API and the agent protocol: the queue is the runs table.
 
-Once a second the holder (1) gives the oldest queued local run to a new local agent process,
-when no run executes (R4), and (2) applies :func:`potato.server.training.watchdog.judge` to every
+The holder (1) starts the oldest queued run of each backend it drives (local, ssh, slurm) when
+that backend is free (R4), as soon as a request queues it (:mod:`~potato.server.training.wakeup`)
+or at its next look, and once a second (2) applies :func:`potato.server.training.watchdog.judge` to every
 queued and active run: heartbeat and queue timeouts, the end of a cancel's grace, max_wall_seconds.
 """
 
@@ -28,13 +29,14 @@ from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import ACTIVE, Reason, Run, RunState, RunStore
 from potato.server.training.slurm import SlurmRun
 from potato.server.training.ssh import SshRun
+from potato.server.training.wakeup import WAKE_FILE, Wakeup
 from potato.server.training.watchdog import Action, Limits, judge
 
 log = logging.getLogger(__name__)
 
 IDLE_POLL_S = 0.1
-"""How often the dispatcher looks for a queued local run: one indexed SELECT, cheap, and the main
-part of a run's start latency (bench/run_overhead.py)."""
+"""How often the dispatcher looks for a queued run when no request rang (a run queued by a request
+rings; one indexed SELECT, cheap)."""
 WATCH_EVERY_S = 1.0
 """How often every run's timeouts are checked (R3: each second)."""
 LOCK_RETRY_S = 5.0
@@ -61,6 +63,7 @@ class Dispatcher:
         self._agents: dict[str, subprocess.Popen[bytes]] = {}
         self._sessions: dict[str, threading.Thread] = {}
         self._last_watch = 0.0
+        self._wakeup = Wakeup(project.config.training_dir / WAKE_FILE)
 
     def ensure_started(self) -> None:
         """Start the thread in this process (idempotent; safe after a fork)."""
@@ -68,6 +71,7 @@ class Dispatcher:
             return
         self._pid = os.getpid()
         self._lock_fh = None  # a lock inherited over fork is not ours
+        self._wakeup = Wakeup(self._wakeup.path)  # nor is the doorbell
         self._agents = {}
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="potato-dispatcher", daemon=True)
@@ -81,6 +85,7 @@ class Dispatcher:
         if self._lock_fh is not None:
             self._lock_fh.close()
             self._lock_fh = None
+        self._wakeup.close()
 
     def _try_lock(self) -> bool:
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,6 +109,7 @@ class Dispatcher:
                     self._stop.wait(LOCK_RETRY_S)
                     continue
                 log.info("dispatcher: this process (%s) starts and watches training runs", os.getpid())
+                self._wakeup.listen()
                 self.adopt_ssh_runs()
             try:
                 if time.monotonic() - self._last_watch >= WATCH_EVERY_S:
@@ -114,7 +120,7 @@ class Dispatcher:
                 log.exception("dispatcher: a run failed in an unexpected way")
                 started = False
             if not started:
-                self._stop.wait(IDLE_POLL_S)
+                self._wakeup.wait(IDLE_POLL_S)
 
     def run_next(self) -> bool:
         """Start a queued run on a backend this server drives (local, ssh, slurm); False when there is none.

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from potato.db import Database
+from potato.server.training.wakeup import WAKE_FILE, Wakeup
 from potato.training.results import Reason
 
 __all__ = ["Reason", "Run", "RunState", "RunStore", "can_move"]
@@ -171,6 +172,7 @@ class RunStore:
             (run.id, run.trainer, json.dumps(run.schemas), run.backend, run.state.value, run.created_at,
              json.dumps(run.params), run.step, trigger),
         )])
+        Wakeup(self.runs_dir.parent / WAKE_FILE).ring()
         return run
 
     def get(self, run_id: str) -> Run | None:

@@ -33,6 +33,10 @@ REMOTE_PYTHON = "python3"
 REMOTE_DIR = "~/.cache/potato-training"
 """Where code, venvs and jobs live on an ssh host (R18)."""
 
+KEEP_CONNECTION_S = 60
+"""How long an ssh backend's connection stays open after a run or check, so the next one starts
+without a new login; then it closes (0: close it when the run ends)."""
+
 SLURM_POLL_INTERVAL_S = 10.0
 """Cadence of ``squeue`` calls for a SLURM job (R27)."""
 

@@ -58,18 +58,48 @@ def test_a_run_pushes_the_code_once_trains_there_and_brings_the_model_back(
     assert done["artifact_uri"] == str(artifacts)
     export = requests.get(f"{srv.url}/admin/training/api/runs/{first['id']}/suggestions", headers=H).json()
     assert export["count"] == 40  # predictions came back and were written back
-    # The host keeps the code, not the job; the socket folder and the connection are gone.
+    # The host keeps the code, not the job; the socket folder is gone, the connection stays a while.
     left = sshd.run(f"ls ~/.cache/potato-training/jobs; ls -d /tmp/potato-{first['id']}-* 2>/dev/null; true")
     assert left.stdout.strip() == ""
-    from potato.server.training.ssh import control_dir
-
-    control = control_dir(srv.config_path.parent / "annotation_output" / "training")
-    wait_until(lambda: not list(control.iterdir()), timeout=10, what="the control master to exit")
-    # A second run reuses the code: no copy.
+    masters = _masters(srv)
+    assert len(masters) == 1, masters
+    # A second run reuses the code (no copy) and the connection (no new login).
     second = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
     assert wait(srv, second["id"], TERMINAL, timeout=90)["state"] == "succeeded"
     assert "is on 127.0.0.1 already" in log_of(srv, second["id"])
     assert "Copied Potato's code" not in log_of(srv, second["id"])
+    assert _masters(srv) == masters
+
+
+def _masters(srv: ServerProcess) -> list[int]:
+    """The pids of the server's ssh control masters (``ssh: <control dir>/<hash> [mux]``)."""
+    from potato.server.training.sshhost import control_dir
+
+    control = str(control_dir(srv.config_path.parent / "annotation_output" / "training")).encode()
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if cmdline.startswith(b"ssh: " + control + b"/") and b"[mux]" in cmdline:
+            found.append(int(proc.name))
+    return sorted(found)
+
+
+def test_the_connection_closes_keep_connection_s_after_the_run(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    """keep_connection_s: 0 closes it as the run ends; otherwise it closes once idle that long."""
+    srv = make_server(ssh_config(sshd, keep_connection_s=0))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
+    assert wait(srv, run["id"], TERMINAL, timeout=90)["state"] == "succeeded"
+    wait_until(lambda: not _masters(srv), timeout=10, what="the connection to close")
+    srv.stop()
+    srv = make_server(ssh_config(sshd, keep_connection_s=3))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
+    assert wait(srv, run["id"], TERMINAL, timeout=90)["state"] == "succeeded"
+    assert _masters(srv), "the connection should outlive the run for keep_connection_s"
+    wait_until(lambda: not _masters(srv), timeout=15, what="the idle connection to close")
 
 
 def test_the_run_token_is_on_no_command_line_and_not_in_the_remote_worker(

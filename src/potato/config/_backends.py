@@ -181,6 +181,7 @@ _REMOTE_REST: dict[str, Check] = {
     "max_artifact_mb": integer(0),
     "fetch_artifacts": boolean,
     "keep_remote": boolean,
+    "keep_connection_s": integer(0),
     "heartbeat_timeout_s": integer(1),
     "env": env,
     "container": container,

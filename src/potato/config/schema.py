@@ -98,6 +98,7 @@ class SshBackend:
     max_artifact_mb: int = defaults.MAX_ARTIFACT_MB
     fetch_artifacts: bool = True
     keep_remote: bool = False
+    keep_connection_s: int = defaults.KEEP_CONNECTION_S
     heartbeat_timeout_s: int = defaults.HEARTBEAT_TIMEOUT_S
     env: dict[str, str] = field(default_factory=dict)
     container: Container | None = None
@@ -127,6 +128,7 @@ class SlurmBackend:
     max_artifact_mb: int = defaults.MAX_ARTIFACT_MB
     fetch_artifacts: bool = True
     keep_remote: bool = False
+    keep_connection_s: int = defaults.KEEP_CONNECTION_S
     heartbeat_timeout_s: int = defaults.HEARTBEAT_TIMEOUT_S
     env: dict[str, str] = field(default_factory=dict)
     container: Container | None = None

@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import platform
+import select
 import shutil
 import signal
 import socket
@@ -313,17 +314,19 @@ class Agent:
                 self.sleep(backoff_delay(failures, base=1.0, cap=15.0))
                 failures += 1
 
-    def watch_session(self, interval_s: float = 1.0) -> None:
-        """``--session``: the agent was started by an ssh session (``exec``, so that session's sshd
-        process is its parent). When the session ends (killed, the network broke), sshd goes and
-        the agent is handed to another parent: then stop the worker at once, so the host's GPU is not
-        held by a run nobody can report, and give up reporting (the server was reachable only
-        through that session's forward). A server restart does not end the session: the ssh client
+    def watch_session(self, interval_s: float = 1.0, stdout: int = 1) -> None:
+        """``--session``: the agent was started by an ssh session (``exec``: sshd holds the other end
+        of its stdout). When the session ends (its ssh client killed, the connection broken), sshd
+        closes that end, and when the whole connection goes the agent is handed to another parent:
+        either way stop the worker at once, so the host's GPU is not held by a run nobody can
+        report, and give up reporting (the server was reachable only through the session's
+        forward). The closed stdout is what tells a session multiplexed over a connection that
+        stays open (sshd's process then lives on). A server restart ends neither: the ssh client
         runs apart from the server, and the run goes on."""
         parent = os.getppid()
 
         def watch() -> None:
-            while os.getppid() == parent:
+            while os.getppid() == parent and not reader_gone(stdout):
                 time.sleep(interval_s)
             self.stopping = True
             self.session_ended = True
@@ -363,6 +366,20 @@ class Interrupted(BaseException):
 def _stop(reason: Reason, message: str) -> Stop:
     """A stop that needs no SIGKILL: nothing was started."""
     return Stop(reason, message, 0.0)
+
+
+def reader_gone(fd: int) -> bool:
+    """Whether nobody reads ``fd`` any more: a pipe or socket whose other end is closed (poll's
+    POLLERR/POLLHUP, seen without writing a byte). A file, a terminal or a closed ``fd`` is never gone."""
+    if not hasattr(select, "poll"):
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    try:
+        events = poller.poll(0)
+    except OSError:
+        return False
+    return any(mask & (select.POLLERR | select.POLLHUP) and not mask & select.POLLNVAL for _, mask in events)
 
 
 def read_token(args: argparse.Namespace, stdin: Any = None) -> str:

@@ -202,3 +202,22 @@ def test_a_progress_bar_on_a_terminal_and_none_in_a_log_file() -> None:
     assert "\r  bundle [###############...............] 5.0 of 10.0 MB" in tty.getvalue()
     assert tty.getvalue().endswith("run r1: starting the worker\n")
     assert "bundle" not in log.getvalue() and log.getvalue().endswith("run r1: starting the worker\n")
+
+
+def test_a_session_agent_sees_its_ssh_session_end_by_its_stdout(tmp_path: Any) -> None:
+    """R23/R22 over one shared connection: sshd's process lives on when a multiplexed session ends,
+    but it closes the session's pipes, which a real pipe shows here without a byte written."""
+    import os
+
+    from potato.training.agent import reader_gone
+
+    read_end, write_end = os.pipe()
+    try:
+        assert not reader_gone(write_end)
+        os.close(read_end)
+        assert reader_gone(write_end)
+    finally:
+        os.close(write_end)
+    with open(tmp_path / "agent.out", "w") as log:  # stdout to a file (a hand-started agent): never gone
+        assert not reader_gone(log.fileno())
+    assert not reader_gone(write_end)  # closed: not ours to judge

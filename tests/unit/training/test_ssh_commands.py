@@ -23,8 +23,19 @@ def test_flags_follow_the_backend_and_the_host_cannot_be_an_option() -> None:
     assert argv[argv.index("-i") + 1] == str(Path("~/.ssh/id_ed25519").expanduser())
     assert argv[-3:] == ["--", "-oProxyCommand=touch /tmp/x", "true"]  # after --: a host, never an option
     assert "ControlPath=/c/%C" in argv
-    session = SshTarget(b, Path("/c")).session_argv("true")
-    assert "ControlPath=none" in session and "ControlMaster=no" in session and "ControlPersist=120" not in " ".join(session)
+
+
+
+def test_the_connection_outlives_a_run_for_keep_connection_s() -> None:
+    """One control master per backend; keep_connection_s: 0 still gives a run's commands one
+    connection (the run closes it at its end)."""
+    kept = SshTarget(SshBackend(name="gpu", host="h"), Path("/c")).argv("true")
+    assert "ControlMaster=auto" in kept and "ControlPersist=60" in kept
+    closing = SshTarget(SshBackend(name="gpu", host="h", keep_connection_s=0), Path("/c"))
+    assert "ControlPersist=10" in closing.argv("true")
+    assert closing.exit_master()[-4:] == ["-O", "exit", "--", "h"]
+    assert closing.cancel_forward("/tmp/x/agent.sock:127.0.0.1:8000")[-6:] == [
+        "-O", "cancel", "-R", "/tmp/x/agent.sock:127.0.0.1:8000", "--", "h"]
 
 
 def test_hostile_paths_stay_one_word_on_the_remote_shell(tmp_path: Path) -> None:

@@ -91,8 +91,8 @@ def check_agent(config: Config, backend: AgentBackend, now: float | None = None)
 def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
     """Log in and report the host's Python, every GPU with its free memory and load, and what a
     run would get (R17); ok when a run could start."""
-    from potato.server.training.ssh import HostFacts, SshTarget, control_dir, probe_host
-    from potato.server.training.sshcmd import SshFailed
+    from potato.server.training.sshcmd import SshFailed, SshTarget
+    from potato.server.training.sshhost import HostFacts, control_dir, probe_host
     from potato.training.gpus import NoGpuFree, choose_gpus
 
     head = backend.describe()
@@ -144,7 +144,7 @@ def check_slurm(config: Config, backend: SlurmBackend) -> CheckReport:
 
 def trainer_packages_missing(target: Any, default_trainer: str) -> dict[str, list[str]]:
     """Trainer -> the pip packages the host lacks for it (E4 before a run hits it)."""
-    from potato.server.training.ssh import missing_modules
+    from potato.server.training.sshhost import missing_modules
     from potato.training.failures import PIP_NAMES
     from potato.training.trainers import available_trainers
 

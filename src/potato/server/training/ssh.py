@@ -6,7 +6,8 @@ into ``<hash>.tmp``, renamed when complete, so a broken copy is never used); sta
 the other backends use, for this one run, with a reverse forward from a Unix socket in the host's
 ``/tmp`` (inside a 0700 folder of its own) back to this server and the run's token on stdin; then
 the agent reports through the protocol like any other. On success the model files come back in
-one stream over the open connection, the remote job folder is removed and the connection closed.
+one stream over the open connection and the remote job folder is removed. All of it goes over one
+connection per backend, which closes ``keep_connection_s`` after the run (at once for 0).
 
 Everything here is I/O; the command lines are built by :mod:`potato.server.training.sshcmd`.
 """
@@ -14,18 +15,14 @@ Everything here is I/O; the command lines are built by :mod:`potato.server.train
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import secrets
 import shlex
 import signal
-import stat
 import subprocess
-import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable
 from urllib.parse import urlsplit
@@ -36,131 +33,19 @@ from potato.server.training.codepush import code_archive, code_hash
 from potato.server.training.copyback import SEND_ARTIFACTS, CopyFailed, receive
 from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import Run, RunState, RunStore
-from potato.server.training.sshcmd import SshFailed, SshTarget, connect_error, python_missing, remote_path, shell
+from potato.server.training.sshcmd import SshFailed, SshTarget, remote_path, shell
+from potato.server.training.sshhost import COMMAND_TIMEOUT_S, HostFacts, Preparation, control_dir, probe_host, run_ssh
 from potato.server.training.watchdog import CANCEL_SLACK_S
-from potato.training.gpus import (
-    NVIDIA_SMI_ARGS,
-    TORCH_PROBE,
-    Gpu,
-    NoGpuFree,
-    choose_gpus,
-    gpus_without_kernels,
-    nvrtc_problem,
-    parse_nvidia_smi,
-)
+from potato.training.gpus import NoGpuFree, choose_gpus
 from potato.training.jobfiles import read_json
 from potato.training.results import Reason, write_json_atomic
 from potato.training.supervise import THREAD_VARIABLES
 
 log = logging.getLogger(__name__)
 
-COMMAND_TIMEOUT_S = 120
 PIP_TIMEOUT_S = 3600
 """Building a venv may download torch: an hour before it counts as hung."""
 WATCH_S = 0.1
-
-PROBE = ("import sys; print(sys.version.split()[0]); print(sys.executable); "
-         "sys.exit(0 if sys.version_info >= (3, 8) else 3)")
-
-def run_ssh(target: SshTarget, command: str, stdin: bytes | None = None,
-            timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
-    """One command on the host; ssh's own failure (rc 255) becomes the tutorial's message."""
-    try:
-        out = subprocess.run(target.argv(command), input=stdin, capture_output=True, timeout=timeout,
-                             stdin=None if stdin is not None else subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise SshFailed(f"ssh to {target.host} failed: no answer within {timeout:.0f} s") from None
-    if out.returncode == 255:
-        raise connect_error(target.host, out.stderr.decode("utf-8", "replace"))
-    return out
-
-
-@dataclass(frozen=True)
-class HostFacts:
-    """What a run (and the check) needs to know about the host before anything is copied there."""
-
-    python_version: str
-    python_path: str
-    gpus: list[Gpu]
-    no_kernels: list[int] = field(default_factory=list)
-    """GPUs the host's torch has no kernels for (auto skips them)."""
-    nvrtc_error: str | None = None
-    """E11: the host's torch could not compile a kernel with NVRTC (a run on a GPU would fail)."""
-
-
-def probe_host(target: SshTarget, read_gpus: bool = True) -> HostFacts:
-    """Log in, check the interpreter (E2, >= 3.8) and read nvidia-smi (none: no GPU); a SLURM
-    login node's own GPUs do not matter (``read_gpus=False``): its jobs get theirs from gres."""
-    host, python = target.host, target.backend.python
-    run_ssh(target, "true", timeout=60)
-    env = target.env_prefix()
-    probe = run_ssh(target, f"{env}{shlex.quote(python)} -c {shlex.quote(PROBE)}")
-    lines = probe.stdout.decode("utf-8", "replace").split()
-    if probe.returncode == 127 or len(lines) < 2:
-        raise python_missing(python, host)
-    if probe.returncode == 3:
-        raise SshFailed(f"{python} on {host} is Python {lines[0]}; Potato needs 3.8 or newer. Set `python` "
-                        "in the backend to a newer interpreter.")
-    if not read_gpus:
-        return HostFacts(lines[0], lines[1], [])
-    smi = run_ssh(target, env + shell(["nvidia-smi", *NVIDIA_SMI_ARGS]))
-    gpus = parse_nvidia_smi(smi.stdout.decode("utf-8", "replace")) if smi.returncode == 0 else []
-    if gpus:  # only a host with GPUs can lack kernels for them; importing torch takes seconds
-        torch = run_ssh(target, f"{env}{shlex.quote(python)} -c {shlex.quote(TORCH_PROBE)}")
-        try:
-            report = json.loads(torch.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            report = {}
-        report = report if isinstance(report, dict) else {}
-        return HostFacts(lines[0], lines[1], gpus, gpus_without_kernels(report), nvrtc_problem(report))
-    return HostFacts(lines[0], lines[1], gpus)
-
-
-FIND_MODULES = ("import importlib.util, sys; "
-                "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))")
-
-
-def missing_modules(target: SshTarget, modules: list[str]) -> list[str]:
-    """Which of ``modules`` the host's interpreter cannot import (found, not imported: no torch load)."""
-    if not modules:
-        return []
-    out = run_ssh(target, f"{target.env_prefix()}{shlex.quote(target.backend.python)} -c "
-                          f"{shlex.quote(FIND_MODULES)} {shell(modules)}")
-    return out.stdout.decode("utf-8", "replace").split() if out.returncode == 0 else list(modules)
-
-
-def control_dir(training_dir: Path) -> Path:
-    """Where this server's ssh control masters live: a short path (a Unix socket path has at most
-    107 bytes, and ssh adds 40 for ``%C``), 0700 and this user's own."""
-    digest = hashlib.sha256(str(training_dir.resolve()).encode()).hexdigest()[:10]
-    folder = Path(tempfile.gettempdir()) / f"potato-ssh-{os.getuid()}-{digest}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    info = folder.lstat()
-    if info.st_uid != os.getuid() or stat.S_ISLNK(info.st_mode) or info.st_mode & 0o077:
-        raise SshFailed(f"{folder} (ssh's control sockets) belongs to another user or is open to others; "
-                        "remove it and start the run again.")
-    return folder
-
-
-CLEAR_STALE_SOCKETS = r"""
-import glob, os, shutil, socket
-for folder in glob.glob("/tmp/potato-2*-*"):
-    path = os.path.join(folder, "agent.sock")
-    try:
-        if os.lstat(folder).st_uid != os.getuid() or not os.path.exists(path):
-            continue
-        probe = socket.socket(socket.AF_UNIX)
-        probe.settimeout(2)
-        probe.connect(path)
-        probe.close()
-    except (ConnectionRefusedError, FileNotFoundError):
-        shutil.rmtree(folder, ignore_errors=True)
-        print(folder)
-    except OSError:
-        pass
-"""
-"""Runs on the host: removes this user's agent socket folders whose socket no one listens on (a live
-forward accepts the connection, so another run's socket, even another server's, is never touched)."""
 
 
 SESSION_FILE = "ssh-session.json"
@@ -206,6 +91,8 @@ class SshRun(threading.Thread):
         self.adopted = False
         self.session_pid = 0
         """The ssh client of an adopted session (not our child: followed through /proc)."""
+        self.forward = ""
+        """The agent's reverse forward, ``<socket>:<server host>:<port>``: cancelled at the end."""
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -246,8 +133,9 @@ class SshRun(threading.Thread):
         host, b = self.backend.host, self.ssh_backend
         self.target = SshTarget(b, control_dir(self.project.config.training_dir))
         self.step(f"connecting to {host}")
-        facts = probe_host(self.target)
+        facts = probe_host(self.target, prepare=self.preparation())
         self.say(f"Python {facts.python_version} on {host} ({facts.python_path})")
+        self.said_stale(facts)
         choice = choose_gpus(facts.gpus, b.gpus, b.min_free_gpu_mb, facts.no_kernels)
         self.say(f"This run gets {choice.text} on {host}")
         if choice.cuda_visible_devices and facts.nvrtc_error and b.container is None:
@@ -255,8 +143,8 @@ class SshRun(threading.Thread):
         if b.packages:
             self.python = self.ensure_venv(facts.python_path)
         self.store.update(self.run_.id, device=choice.text)
-        digest = self.push_code()
-        socket = self.open_socket_dir()
+        digest = self.push_code(facts.code_present)
+        socket = f"{self.socket_dir}/agent.sock"
         env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID",  # CUDA's indices are then nvidia-smi's, which the choice used
                "CUDA_VISIBLE_DEVICES": choice.cuda_visible_devices}
         box = b.container
@@ -274,10 +162,22 @@ class SshRun(threading.Thread):
         elif not self.backend.fetch_artifacts and (self.store.get(self.run_.id) or self.run_).state is RunState.SUCCEEDED:
             self.keep_job = True  # fetch_artifacts: false leaves every model file on the host
 
-    def push_code(self) -> str:
+    def preparation(self) -> Preparation:
+        """What the first command of a run looks at (the code) and makes (the socket folder)."""
+        return Preparation(f"{self.remote_dir}/code/{code_hash()}", shlex.quote(self.socket_dir))
+
+    def said_stale(self, facts: HostFacts) -> None:
+        """The socket folder is a 0700 folder of this run's own in the host's /tmp: the socket inside
+        is the user's only, whatever the server's StreamLocalBindMask, and no earlier run's socket can
+        be in the way; folders that crashed runs left behind went first."""
+        if facts.stale_socket_dirs:
+            self.say(f"Removed {len(facts.stale_socket_dirs)} stale agent socket folder(s) on {self.backend.host}: "
+                     f"{', '.join(facts.stale_socket_dirs)}")
+
+    def push_code(self, present: bool) -> str:
         digest = code_hash()
         code = f"{self.remote_dir}/code/{digest}"
-        if self.ssh(f"test -f {code}/potato/training/agent.py").returncode == 0:
+        if present:
             self.say(f"Potato's code {digest} is on {self.backend.host} already")
             return digest
         self.step(f"copying Potato's code to {self.backend.host}")
@@ -318,24 +218,11 @@ class SshRun(threading.Thread):
         self.say(f"Packages {', '.join(b.packages)} on {b.host}: venv {b.remote_dir}/venvs/{key} (built)")
         return python
 
-    def open_socket_dir(self) -> str:
-        """A 0700 folder of this run's own in the host's /tmp: the socket inside is the user's only,
-        whatever the server's StreamLocalBindMask, and no earlier run's socket can be in the way.
-        Folders that crashed runs left behind (a socket nobody listens on) are removed first."""
-        stale = self.ssh(f"{self.python} -c {shlex.quote(CLEAR_STALE_SOCKETS)}")
-        removed = stale.stdout.decode("utf-8", "replace").split()
-        if removed:
-            self.say(f"Removed {len(removed)} stale agent socket folder(s) on {self.backend.host}: "
-                     f"{', '.join(removed)}")
-        out = self.ssh(f"mkdir -m 700 {shlex.quote(self.socket_dir)}")
-        if out.returncode != 0:
-            raise SshFailed(f"Could not create {self.socket_dir} on {self.backend.host}: "
-                            f"{out.stderr.decode('utf-8', 'replace').strip()}")
-        return f"{self.socket_dir}/agent.sock"
-
     def start_agent(self, digest: str, socket: str, run_env: dict[str, str], *agent_args: str) -> None:
-        """The agent for this run, over its own ssh session with the reverse forward; the run's
-        token goes to its stdin, so it is on no command line and in no environment."""
+        """The agent for this run, in a session of its own over the backend's connection, with the
+        reverse forward; the run's token goes to its stdin, so it is on no command line and in no
+        environment. When this session's ssh ends (killed, or the connection broke), sshd closes the
+        agent's stdout, and the agent stops its worker (``--session``)."""
         b = self.backend
         self.step(f"waiting for the agent on {b.host}")
         env = {**b.env, **run_env}
@@ -349,11 +236,11 @@ class SshRun(threading.Thread):
                    f"--run {shlex.quote(self.run_.id)} --token-stdin --session --workdir {self.remote_dir}"
                    + "".join(f" {arg}" for arg in agent_args))
         server = urlsplit(self.agent_url)
-        forward = f"{socket}:{server.hostname}:{server.port}"
+        self.forward = forward = f"{socket}:{server.hostname}:{server.port}"
         out = (self.run_dir / "agent.out").open("ab")
         try:
             self.session = subprocess.Popen(
-                self.target.session_argv(command, "-o", "ExitOnForwardFailure=yes", "-R", forward),
+                self.target.argv(command, "-o", "ExitOnForwardFailure=yes", "-R", forward),
                 stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         finally:
             out.close()
@@ -362,7 +249,7 @@ class SshRun(threading.Thread):
             stdin.write(self.token.encode("ascii") + b"\n")
             stdin.close()
         write_json_atomic(self.run_dir / SESSION_FILE, {"socket_dir": self.socket_dir, "python": self.python,
-                                                        "pid": self.session.pid})
+                                                        "pid": self.session.pid, "forward": forward})
         self.store.update(self.run_.id, agent_pid=self.session.pid, agent_host=b.host)
         mode = self.ssh(f"sleep 1; stat -c %a {shlex.quote(socket)}")
         self.say(f"Agent socket on {b.host}: {socket} (mode {mode.stdout.decode().strip() or 'unknown'}, "
@@ -413,6 +300,7 @@ class SshRun(threading.Thread):
         me.socket_dir = str(facts["socket_dir"])
         me.python = str(facts["python"])
         me.session_pid = int(facts["pid"])
+        me.forward = str(facts.get("forward") or "")
         me.say(f"The server restarted; it took the run over from its ssh session to {backend.host} (still open).")
         return me
 
@@ -444,7 +332,8 @@ class SshRun(threading.Thread):
         self.say("Run succeeded.")
 
     def clean_up(self) -> None:
-        """Remove the remote job folder (unless keep_remote) and the socket folder; close the connection."""
+        """Remove the remote job folder (unless keep_remote), the socket folder and its forward; close
+        the connection now when ``keep_connection_s`` is 0 (else ssh closes it once idle that long)."""
         if not self.target.control_dir.is_dir():
             return  # never connected
         session = self.session
@@ -464,6 +353,10 @@ class SshRun(threading.Thread):
             self.ssh(" ; ".join(parts), timeout=60)
         except SshFailed as exc:
             self.say(f"Could not clean up on {self.backend.host}: {exc}")
+        if self.forward:
+            subprocess.run(self.target.cancel_forward(self.forward), capture_output=True, timeout=30)
+        if self.backend.keep_connection_s:
+            return
         subprocess.run(self.target.exit_master(), capture_output=True, timeout=30)
         try:
             self.target.control_dir.rmdir()  # only when empty: no other backend's master is in it

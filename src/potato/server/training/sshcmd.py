@@ -17,8 +17,9 @@ from potato.config.schema import SlurmBackend, SshBackend
 
 SERVER_ALIVE = ("-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4")
 """A dead connection is noticed within a minute, not after TCP's hours."""
-CONTROL_PERSIST_S = 120
-"""How long the control master outlives the last command of a run (a check and a run share it)."""
+RUN_GAP_S = 10
+"""With ``keep_connection_s: 0``, how long the control master waits for a run's next command (the
+run closes it at its end; a check leaves it for this long)."""
 
 
 def remote_path(path: str) -> str:
@@ -52,14 +53,14 @@ class SshTarget:
     def host(self) -> str:
         return self.backend.host
 
-    def options(self, master: bool = True) -> list[str]:
+    def options(self) -> list[str]:
+        """One connection per backend carries everything, the agent's session too: the first command
+        opens it (``ControlMaster=auto``), the others join it, and it closes ``keep_connection_s``
+        after its last command, so a run or check soon after starts without a new login."""
         b = self.backend
-        argv = ["-o", "BatchMode=yes", *SERVER_ALIVE]
-        if master:
-            argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_dir}/%C",
-                     "-o", f"ControlPersist={CONTROL_PERSIST_S}"]
-        else:
-            argv += ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
+        persist = b.keep_connection_s or RUN_GAP_S
+        argv = ["-o", "BatchMode=yes", *SERVER_ALIVE,
+                "-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_dir}/%C", "-o", f"ControlPersist={persist}"]
         if b.user:
             argv += ["-l", b.user]
         if b.port:
@@ -72,11 +73,6 @@ class SshTarget:
         """``ssh <options> <extra> -- <host> <command>``; ``command`` is already a shell line."""
         return ["ssh", *self.options(), *extra, "--", self.host, command]
 
-    def session_argv(self, command: str, *extra: str) -> list[str]:
-        """A connection of its own, not through the control master: when this ssh ends (killed, or
-        the network broke), sshd ends the remote command's session and its stdin closes."""
-        return ["ssh", *self.options(master=False), *extra, "--", self.host, command]
-
     def env_prefix(self) -> str:
         """``env K=V ... `` for the backend's ``env`` (PATH among them), before every remote program
         Potato starts, so the checks see what the run will see."""
@@ -86,6 +82,11 @@ class SshTarget:
 
     def exit_master(self) -> list[str]:
         return ["ssh", *self.options(), "-O", "exit", "--", self.host]
+
+    def cancel_forward(self, forward: str) -> list[str]:
+        """A reverse forward a session asked for stays on the connection after that session ends,
+        until cancelled."""
+        return ["ssh", *self.options(), "-O", "cancel", "-R", forward, "--", self.host]
 
 
 class SshFailed(Exception):

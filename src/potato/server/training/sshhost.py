@@ -1,0 +1,180 @@
+"""What the server asks an ssh host (or a slurm login node) before a run or for a check: one
+command each, over the backend's control master (R15, R17, E2, E5, E11).
+
+A run needs the interpreter, the GPUs, whether its code is there already, and a fresh socket folder
+with stale ones gone: :func:`probe_host` asks all of it in one remote Python, because every command,
+even over an open connection, is a round trip before the agent can start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from potato.server.training.sshcmd import SshFailed, SshTarget, connect_error, python_missing, shell
+from potato.training.gpus import (
+    NVIDIA_SMI_ARGS,
+    TORCH_PROBE,
+    Gpu,
+    gpus_without_kernels,
+    nvrtc_problem,
+    parse_nvidia_smi,
+)
+
+COMMAND_TIMEOUT_S = 120
+
+PROBE = r"""
+import os, sys
+print("python " + sys.version.split()[0])
+print("executable " + sys.executable)
+if sys.version_info < (3, 8):
+    sys.exit(3)
+import glob, shutil, socket, subprocess
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+if "--smi" in args:
+    try:
+        smi = subprocess.run(["nvidia-smi"] + %(smi)r, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        print("smi-rc %%d" %% smi.returncode)
+        for line in smi.stdout.decode("utf-8", "replace").splitlines():
+            print("smi " + line)
+    except OSError:
+        print("smi-rc 127")
+if "--code" in args:
+    print("code " + ("yes" if os.path.isfile(os.path.join(args["--code"], "potato", "training", "agent.py")) else "no"))
+if "--socket-dir" in args:
+    for folder in glob.glob("/tmp/potato-2*-*"):
+        path = os.path.join(folder, "agent.sock")
+        try:
+            if os.lstat(folder).st_uid != os.getuid() or not os.path.exists(path):
+                continue
+            probe = socket.socket(socket.AF_UNIX)
+            probe.settimeout(2)
+            probe.connect(path)
+            probe.close()
+        except (ConnectionRefusedError, FileNotFoundError):
+            shutil.rmtree(folder, ignore_errors=True)
+            print("stale " + folder)
+        except OSError:
+            pass
+    try:
+        os.mkdir(args["--socket-dir"], 0o700)
+        os.chmod(args["--socket-dir"], 0o700)
+        print("socket-dir ok")
+    except OSError as exc:
+        print("socket-dir " + str(exc))
+""" % {"smi": list(NVIDIA_SMI_ARGS)}
+"""Runs on the host. Parses on any Python so that an old one still reports its version. The socket
+sweep removes this user's agent socket folders whose socket no one listens on (a live forward
+accepts the connection, so another run's socket, even another server's, is never touched)."""
+
+
+def run_ssh(target: SshTarget, command: str, stdin: bytes | None = None,
+            timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
+    """One command on the host; ssh's own failure (rc 255) becomes the tutorial's message."""
+    try:
+        out = subprocess.run(target.argv(command), input=stdin, capture_output=True, timeout=timeout,
+                             stdin=None if stdin is not None else subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise SshFailed(f"ssh to {target.host} failed: no answer within {timeout:.0f} s") from None
+    if out.returncode == 255:
+        raise connect_error(target.host, out.stderr.decode("utf-8", "replace"))
+    return out
+
+
+@dataclass(frozen=True)
+class Preparation:
+    """What a run asks the probe to look at and get ready: shell words for the host's paths."""
+
+    code_dir: str
+    """``remote_dir/code/<hash>``: is this version of Potato there?"""
+    socket_dir: str
+    """The run's own socket folder in the host's /tmp, made 0700 (after the stale ones are gone)."""
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What a run (and the check) needs to know about the host before anything is copied there."""
+
+    python_version: str
+    python_path: str
+    gpus: list[Gpu]
+    no_kernels: list[int] = field(default_factory=list)
+    """GPUs the host's torch has no kernels for (auto skips them)."""
+    nvrtc_error: str | None = None
+    """E11: the host's torch could not compile a kernel with NVRTC (a run on a GPU would fail)."""
+    code_present: bool = False
+    """With a :class:`Preparation`: this version of Potato's code is on the host."""
+    stale_socket_dirs: list[str] = field(default_factory=list)
+    """With a :class:`Preparation`: socket folders of crashed runs, removed."""
+
+
+def probe_host(target: SshTarget, read_gpus: bool = True, prepare: Preparation | None = None) -> HostFacts:
+    """Log in, check the interpreter (E2, >= 3.8), read nvidia-smi (none: no GPU) and, for a run,
+    do its :class:`Preparation`, all in one command. A SLURM login node's own GPUs do not matter
+    (``read_gpus=False``): its jobs get theirs from gres."""
+    host, python = target.host, target.backend.python
+    env = target.env_prefix()
+    args = ["--smi", "1"] if read_gpus else []
+    if prepare is not None:
+        args += ["--code", prepare.code_dir, "--socket-dir", prepare.socket_dir]
+    probe = run_ssh(target, f"{env}{shlex.quote(python)} -c {shlex.quote(PROBE)} " + " ".join(
+        word if i % 2 else shlex.quote(word) for i, word in enumerate(args)))  # the paths: already shell words
+    said: dict[str, list[str]] = {}
+    for line in probe.stdout.decode("utf-8", "replace").splitlines():
+        tag, _, value = line.partition(" ")
+        said.setdefault(tag, []).append(value)
+    version, path = (said.get("python") or [""])[0], (said.get("executable") or [""])[0]
+    if probe.returncode == 127 or not version:
+        raise python_missing(python, host)
+    if probe.returncode == 3:
+        raise SshFailed(f"{python} on {host} is Python {version}; Potato needs 3.8 or newer. Set `python` "
+                        "in the backend to a newer interpreter.")
+    if probe.returncode != 0:
+        raise SshFailed(f"Looking at {host} with {python} failed (exit {probe.returncode}): "
+                        f"{probe.stderr.decode('utf-8', 'replace').strip()[-500:] or 'no message'}")
+    if prepare is not None and said.get("socket-dir") != ["ok"]:
+        raise SshFailed(f"Could not create {prepare.socket_dir} on {host}: {(said.get('socket-dir') or ['no answer'])[0]}")
+    present, stale = said.get("code") == ["yes"], said.get("stale", [])
+    gpus = parse_nvidia_smi("\n".join(said.get("smi", []))) if said.get("smi-rc") == ["0"] else []
+    if gpus:  # only a host with GPUs can lack kernels for them; importing torch takes seconds
+        torch = run_ssh(target, f"{env}{shlex.quote(python)} -c {shlex.quote(TORCH_PROBE)}")
+        try:
+            report = json.loads(torch.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            report = {}
+        report = report if isinstance(report, dict) else {}
+        return HostFacts(version, path, gpus, gpus_without_kernels(report), nvrtc_problem(report), present, stale)
+    return HostFacts(version, path, gpus, code_present=present, stale_socket_dirs=stale)
+
+
+FIND_MODULES = ("import importlib.util, sys; "
+                "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))")
+
+
+def missing_modules(target: SshTarget, modules: list[str]) -> list[str]:
+    """Which of ``modules`` the host's interpreter cannot import (found, not imported: no torch load)."""
+    if not modules:
+        return []
+    out = run_ssh(target, f"{target.env_prefix()}{shlex.quote(target.backend.python)} -c "
+                          f"{shlex.quote(FIND_MODULES)} {shell(modules)}")
+    return out.stdout.decode("utf-8", "replace").split() if out.returncode == 0 else list(modules)
+
+
+def control_dir(training_dir: Path) -> Path:
+    """Where this server's ssh control masters live: a short path (a Unix socket path has at most
+    107 bytes, and ssh adds 40 for ``%C``), 0700 and this user's own."""
+    digest = hashlib.sha256(str(training_dir.resolve()).encode()).hexdigest()[:10]
+    folder = Path(tempfile.gettempdir()) / f"potato-ssh-{os.getuid()}-{digest}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    info = folder.lstat()
+    if info.st_uid != os.getuid() or stat.S_ISLNK(info.st_mode) or info.st_mode & 0o077:
+        raise SshFailed(f"{folder} (ssh's control sockets) belongs to another user or is open to others; "
+                        "remove it and start the run again.")
+    return folder

@@ -216,3 +216,66 @@ def test_cancel_reaches_the_worker_in_docker_and_the_cold_stop_kills_the_contain
                    what="docker kill to remove the container")
     finally:
         srv.stop()
+
+
+def compose_command() -> list[str]:
+    """``docker compose`` (the plugin) or Debian's ``docker-compose`` (1.29): both read the file."""
+    if subprocess.run([DOCKER, "compose", "version"], capture_output=True).returncode == 0:
+        return [DOCKER, "compose"]
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    pytest.skip("neither docker compose nor docker-compose is installed")
+
+
+def test_the_compose_file_runs_the_server_and_then_an_agent_that_trains(tmp_path: Path) -> None:
+    """helm-less-manifests/compose.yaml as its header says: `up -d` serves the project on port 8000;
+    register a backend in the server's container, then `--profile agent up -d agent` with the token
+    in the environment trains there. Its images: the ones scripts/containers built, by the names the
+    file gives them."""
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", 8000)) == 0:
+            pytest.skip("port 8000 is taken here; the compose file publishes the server there")
+    for image in ("potato-server", "potato-agent"):
+        docker("tag", f"{image}:{TAG}", f"{image}:latest")
+    shutil.copy(ROOT / "helm-less-manifests" / "compose.yaml", tmp_path / "compose.yaml")
+    project = project_copy(tmp_path)
+    config = (project / "config.yaml").read_text()
+    (project / "config.yaml").write_text(config.replace("model_training:\n  enabled: true\n",
+                                                        "model_training:\n  enabled: true\n  backends:\n"
+                                                        "    lab: {type: agent}\n"))
+    os.chown(project / "config.yaml", 10001, 10001)
+    compose = [*compose_command(), "-p", f"potato-compose-{os.getpid()}", "-f", str(tmp_path / "compose.yaml")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POTATO_")}
+
+    def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        out = subprocess.run([*compose, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                             env={**env, **extra})
+        assert out.returncode == 0, f"{' '.join(args)}:\n{out.stdout}\n{out.stderr}"
+        return out
+
+    try:
+        run("up", "-d")
+        url = "http://127.0.0.1:8000"
+        wait_until(lambda: _get(f"{url}/healthz") == 200, timeout=60, what="the server from compose")
+        headers = {"X-API-Key": "change-me"}  # the example project's key
+        items = json.loads((project / "data" / "reviews.json").read_text())[:12]
+        labels = [{"id": item["id"], "schema": "sentiment", "label": ("positive", "negative")[i % 2]}
+                  for i, item in enumerate(items)]
+        assert requests.post(f"{url}/admin/api/labels", headers=headers,
+                             json={"user": "gold", "labels": labels}).status_code == 200
+        registered = run("exec", "-T", "server", "potato", "training", "register", "lab", "/project/config.yaml")
+        token = registered.stdout.splitlines()[1].strip()
+        run("--profile", "agent", "up", "-d", "agent", POTATO_TRAINING_TOKEN=token)
+        made = requests.post(f"{url}/admin/training/api/runs", headers=headers,
+                             json={"trainer": "noop", "schemas": ["sentiment"], "backend": "lab"})
+        assert made.status_code == 201, made.text
+        run_id = made.json()["id"]
+
+        def ended() -> bool:
+            return requests.get(f"{url}/admin/training/api/runs/{run_id}", headers=headers).json()["state"] in TERMINAL
+        wait_until(ended, timeout=120, what="the run on the compose agent")
+        done = requests.get(f"{url}/admin/training/api/runs/{run_id}", headers=headers).json()
+        assert done["state"] == "succeeded", (done, run("logs", "--no-color").stdout[-3000:])
+    finally:
+        subprocess.run([*compose, "--profile", "agent", "down", "-v"], capture_output=True, timeout=300, cwd=tmp_path,
+                       env=env)

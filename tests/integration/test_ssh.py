@@ -104,7 +104,7 @@ def test_the_connection_closes_keep_connection_s_after_the_run(
 
 def test_the_run_token_is_on_no_command_line_and_not_in_the_remote_worker(
         sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
-    srv = make_server(ssh_config(sshd))
+    srv = make_server(ssh_config(sshd, env={"RUN_LABEL": "set-by-the-backend"}))
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"sleep_s": 4})
     wait_until(lambda: bool(worker_pids(run["id"])), timeout=60, what="the remote worker")
     agents = []
@@ -120,6 +120,7 @@ def test_the_run_token_is_on_no_command_line_and_not_in_the_remote_worker(
             environ = (proc / "environ").read_bytes()
             assert b"POTATO_" not in environ
             assert b"CUDA_VISIBLE_DEVICES=" in environ  # the GPU choice reached the worker (none: the CPU)
+            assert b"RUN_LABEL=set-by-the-backend" in environ  # the backend's env is the run's
     assert agents, "the remote agent was not found"
     assert wait(srv, run["id"], TERMINAL, timeout=60)["state"] == "succeeded"
 

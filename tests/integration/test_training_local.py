@@ -222,3 +222,26 @@ def test_a_local_run_goes_on_while_the_server_is_stopped(make_project: Callable[
         assert len(steps) == len(set(steps)), "a resent report was recorded twice"
     finally:
         again.stop()
+
+
+def test_the_local_worker_sees_none_of_the_servers_secrets_but_what_pass_env_names(
+        make_project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's environment (cloud keys, HF_TOKEN, its admin key) stays out of the worker's
+    /proc environ; model_training.pass_env lets a named variable through."""
+    from tests.integration.test_agent import wait_until, worker_pids
+
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-for-the-test")
+    monkeypatch.setenv("HF_TOKEN", "hf-token-for-the-test")
+    monkeypatch.setenv("POTATO_ADMIN_API_KEY", "admin-key-for-the-test")
+    srv = ServerProcess(make_project(**training_config(pass_env=["HF_TOKEN"]))).start()
+    try:
+        label_all(srv, 10)
+        run = start(srv, trainer="noop", schemas=["sentiment"], params={"sleep_s": 4})
+        wait_until(lambda: bool(worker_pids(run["id"])), timeout=30, what="the local worker")
+        environ = Path(f"/proc/{worker_pids(run['id'])[0]}/environ").read_bytes()
+        assert b"HF_TOKEN=hf-token-for-the-test" in environ
+        assert b"aws-secret-for-the-test" not in environ and b"admin-key-for-the-test" not in environ
+        assert b"PATH=" in environ and b"HOME=" in environ
+        assert wait(srv, run["id"], TERMINAL, timeout=60)["state"] == "succeeded"
+    finally:
+        srv.stop()

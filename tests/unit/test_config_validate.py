@@ -1166,3 +1166,12 @@ def test_empty_file_is_reported(tmp_path: Path) -> None:
     path.write_text("# nothing yet\n", encoding="utf-8")
     (message,) = errors(load_report(path))
     assert message.endswith("the file is empty")
+
+
+def test_pass_env_names_variables_for_local_runs_and_refuses_bad_names() -> None:
+    report = validate(with_training(pass_env=["HF_TOKEN", "WANDB_API_KEY"]), CONFIG)
+    assert report.config is not None and report.config.model_training.local.pass_env == ("HF_TOKEN", "WANDB_API_KEY")
+    assert only_error(with_training(pass_env=["HF-TOKEN"])) == (
+        "model_training.pass_env[0]: 'HF-TOKEN' is not a valid environment variable name; use letters, digits and _")
+    assert only_error(with_training(pass_env="HF_TOKEN")).startswith(
+        "model_training.pass_env: must be a list of strings, e.g. [HF_TOKEN]")

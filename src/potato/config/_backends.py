@@ -83,6 +83,16 @@ def env(value: object) -> dict[str, str]:
     return out
 
 
+def env_names(value: object) -> tuple[str, ...]:
+    """Names of environment variables to pass on to the worker, e.g. [HF_TOKEN]."""
+    names = text_list("[HF_TOKEN]", unique=True)(value)
+    bad = [(f"[{i}]", f"{show(name)} is not a valid environment variable name; use letters, digits and _")
+           for i, name in enumerate(names) if not _ENV_NAME.fullmatch(name)]
+    if bad:
+        raise Invalid(problems=bad)
+    return names
+
+
 _CONTAINER_KEYS: Mapping[str, Check] = {
     "runtime": choice(("apptainer", "docker"), "container runtime"),
     "image": text(),

@@ -171,6 +171,8 @@ class LocalBackend:
     device: str = "auto"
     num_threads: int | None = None
     max_ram_mb: int | None = None
+    pass_env: tuple[str, ...] = ()
+    """Variables of the server's environment the worker may see (it gets an allow-list otherwise)."""
 
     def describe(self) -> str:
         return f"{self.name} (this machine)"

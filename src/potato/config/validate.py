@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from potato import defaults
-from potato.config._backends import check_backends, declared_types
+from potato.config._backends import check_backends, declared_types, env_names
 from potato.config._checks import (
     Check,
     Findings,
@@ -398,6 +398,7 @@ def _training_table(scheme_types: Mapping[str, str | None], names: Mapping[str, 
         "device": _device,
         "num_threads": integer(1),
         "max_ram_mb": integer(1),
+        "pass_env": env_names,
         "writeback": section(writeback, "model_training.writeback", "{schemas: [sentiment]}"),
         "auto_retrain": section(auto_retrain, "model_training.auto_retrain", "{enabled: true, every_n_labels: 100}"),
         "backends": anything,
@@ -425,7 +426,7 @@ def _check_model_training(
     backends = check_backends(raw_backends, findings) if raw_backends is not None else {}
     if len(findings.errors) > before or backends is None:
         return None, backend_types
-    local = {k: values.pop(k) for k in ("device", "num_threads", "max_ram_mb") if k in values}
+    local = {k: values.pop(k) for k in ("device", "num_threads", "max_ram_mb", "pass_env") if k in values}
     values.pop("backends", None)
     training = ModelTraining(
         writeback=Writeback(**values.pop("writeback", {})),

@@ -95,7 +95,7 @@ class Agent:
                  keep: bool = False, give_up_after_s: float = GIVE_UP_S, poll_wait_s: float = POLL_WAIT_S,
                  console: Optional[Console] = None, clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep, slurm: Optional[SlurmSettings] = None,
-                 container: Optional[Dict[str, Any]] = None) -> None:
+                 container: Optional[Dict[str, Any]] = None, pass_env: Sequence[str] = ()) -> None:
         self.client = client
         self.backend = backend
         self.workdir = workdir
@@ -115,6 +115,8 @@ class Agent:
         """Set when this agent submits its workers with sbatch (a login node) instead of starting them."""
         self.container = container
         """``{"runtime", "image", "options"}`` when the workers run in a container image (D2)."""
+        self.pass_env = tuple(pass_env)
+        """Variables of this agent's environment its workers see beyond the allow-list (``--pass-env``)."""
         self.stopping = False
         self.session_ended = False
 
@@ -255,7 +257,8 @@ class Agent:
             reporter.add({"type": "step", "text": f"starting the worker on {self.host}"})
             if self.container:
                 note(f"run {run_id}: the worker runs in {self.container['runtime']} image {self.container['image']}")
-            return WorkerProcess.start(job_dir, self.python, job.get("num_threads"), self.container, self.workdir)
+            return WorkerProcess.start(job_dir, self.python, job.get("num_threads"), self.container, self.workdir,
+                                       self.pass_env)
         settings = self.slurm
         python = settings.job_python or self.python
         reporter.add({"type": "step", "text": f"submitting the job on {self.host}"})
@@ -452,6 +455,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--container-image", metavar="IMAGE", help="the worker image (e.g. potato-worker-cuda)")
     p.add_argument("--container-option", action="append", default=[], metavar="OPTION",
                    help="one more option for docker run / apptainer exec (repeat for more)")
+    p.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                   help="let the worker see this variable of the agent's environment, e.g. HF_TOKEN (repeatable; "
+                        "it sees PATH, HOME, locale, CUDA and cache variables only otherwise)")
     p.add_argument("--run", help=argparse.SUPPRESS)
     p.add_argument("--token-stdin", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--session", action="store_true", help=argparse.SUPPRESS)
@@ -474,7 +480,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         workdir = Path(args.workdir).expanduser().resolve()
         workdir.mkdir(mode=0o700, parents=True, exist_ok=True)  # jobs hold the project's texts
         agent = Agent(client, args.backend, workdir, python, args.keep, args.give_up_after, args.poll_wait, console,
-                      slurm=slurm, container=container)
+                      slurm=slurm, container=container, pass_env=args.pass_env)
         if args.session:
             agent.watch_session()
         signal.signal(signal.SIGINT, agent.on_signal)

@@ -18,10 +18,11 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence
 
 from potato.training.codefiles import code_root
 from potato.training.jobfiles import EventFollower, read_exit_code, read_json
+from potato.training.limits import THREAD_VARIABLES as THREAD_LIMITS
 from potato.training.results import Reason
 
 Clock = Callable[[], float]
@@ -68,11 +69,31 @@ def check_limits(started_at: Optional[float], now: float, max_wall_seconds: Opti
     return None
 
 
+WORKER_ENV = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP",
+    "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+    "XDG_CACHE_HOME", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_CACHE",
+    "TRANSFORMERS_OFFLINE", "TORCH_HOME", "SENTENCE_TRANSFORMERS_HOME",
+)
+"""What a worker sees of the environment it is started from (plus :data:`WORKER_ENV_PREFIXES`): what
+programs, locales, CUDA and the shipped trainers read. Anything else (cloud keys, HF_TOKEN, the server's
+own settings) stays out unless named in ``pass_env`` / ``--pass-env`` or set in a backend's ``env``."""
+WORKER_ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "PYTORCH_", "OMP_", "MKL_", "KMP_",
+                       "DOCKER_", "APPTAINER_", "SINGULARITY_")
+"""Families of the allow-list: locale, CUDA and its libraries, thread pools, and the container
+runtimes' own settings (``DOCKER_HOST``, ``APPTAINER_BINDPATH``) for a worker in an image."""
+
+
 def worker_env(num_threads: Optional[int], base: Optional[Mapping[str, str]] = None,
-               extra_paths: Optional[List[str]] = None) -> Dict[str, str]:
-    """The worker's environment: our code first on PYTHONPATH, thread caps when configured (R16),
-    and none of Potato's own secrets (the agent's token, the server's admin key)."""
-    env = dict(os.environ if base is None else base)
+               extra_paths: Optional[List[str]] = None, pass_env: Sequence[str] = ()) -> Dict[str, str]:
+    """The worker's environment: an allow-list of the agent's (:data:`WORKER_ENV`) and the names in
+    ``pass_env``, our code first on PYTHONPATH, thread caps when configured (R16); never Potato's own
+    variables (the agent's token, the server's admin key)."""
+    source = os.environ if base is None else base
+    keep = set(WORKER_ENV) | set(THREAD_LIMITS) | set(pass_env)
+    env = {k: v for k, v in source.items() if k in keep or k.startswith(WORKER_ENV_PREFIXES)}
     paths = list(extra_paths or []) + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if paths:
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
@@ -100,11 +121,12 @@ class WorkerProcess:
 
     @classmethod
     def start(cls, job_dir: Path, python: str = sys.executable, num_threads: Optional[int] = None,
-              container: Optional[Mapping[str, Any]] = None, shared_dir: Optional[Path] = None) -> "WorkerProcess":
+              container: Optional[Mapping[str, Any]] = None, shared_dir: Optional[Path] = None,
+              pass_env: Sequence[str] = ()) -> "WorkerProcess":
         """Start the worker; with ``container`` (``{"runtime", "image", "options"}``) inside that
         image, the job's folder ``shared_dir`` mounted at its own path and this agent's code first
         on its ``PYTHONPATH``. The GPUs are the ``CUDA_VISIBLE_DEVICES`` the agent was given."""
-        env = worker_env(num_threads, extra_paths=[code_root()])
+        env = worker_env(num_threads, extra_paths=[code_root()], pass_env=pass_env)
         argv: List[str] = [python, "-m", "potato.training.worker", str(job_dir)]
         name = None
         if container:

@@ -221,3 +221,23 @@ def test_a_session_agent_sees_its_ssh_session_end_by_its_stdout(tmp_path: Any) -
     with open(tmp_path / "agent.out", "w") as log:  # stdout to a file (a hand-started agent): never gone
         assert not reader_gone(log.fileno())
     assert not reader_gone(write_end)  # closed: not ours to judge
+
+
+def test_the_worker_sees_an_allow_list_of_the_environment_not_the_servers_secrets() -> None:
+    """Issue found in the worker's /proc environ: HF_TOKEN, AWS keys and the admin key were there."""
+    from potato.training.supervise import worker_env
+
+    base = {"PATH": "/usr/bin", "HOME": "/home/a", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "CUDA_VISIBLE_DEVICES": "1", "LD_LIBRARY_PATH": "/usr/local/cuda/lib64", "HF_HOME": "/data/hf",
+            "OMP_PROC_BIND": "close", "HF_TOKEN": "hf_secret", "AWS_SECRET_ACCESS_KEY": "aws",
+            "POTATO_ADMIN_API_KEY": "admin", "POTATO_TRAINING_TOKEN": "token", "DATABASE_URL": "postgres://x"}
+    env = worker_env(4, base, extra_paths=["/code"])
+    for kept in ("PATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "HF_HOME",
+                 "OMP_PROC_BIND"):
+        assert env[kept] == base[kept]
+    assert not {"HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "POTATO_ADMIN_API_KEY", "POTATO_TRAINING_TOKEN",
+                "DATABASE_URL"} & set(env)
+    assert env["PYTHONPATH"] == "/code" and env["OMP_NUM_THREADS"] == "4" and env["MKL_NUM_THREADS"] == "4"
+    passed = worker_env(None, base, pass_env=["HF_TOKEN", "POTATO_ADMIN_API_KEY"])
+    assert passed["HF_TOKEN"] == "hf_secret"  # named by the admin: passed on
+    assert "POTATO_ADMIN_API_KEY" not in passed  # Potato's own: never, whoever names it

@@ -190,7 +190,8 @@ class Dispatcher:
                                    f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
                                    "backend local (this machine)")
             proc = local.start_agent(self.agent_url, run.id, token, local_workdir(self.project),
-                                     self.store.run_dir(run.id))
+                                     self.store.run_dir(run.id),
+                                     pass_env=self.project.config.model_training.local.pass_env)
         except Exception as exc:  # any failure to start ends this run, not the dispatcher
             log.exception("run %s could not start", run.id)
             recorder.fail(Reason.ERROR, f"The run could not start: {exc}")

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Sequence
 
 from potato.training.codefiles import code_root
 
@@ -27,10 +28,12 @@ def agent_env(base: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def start_agent(server_url: str, run_id: str, token: str, workdir: Path, run_dir: Path,
-                python: str = sys.executable) -> subprocess.Popen[bytes]:
+                python: str = sys.executable, pass_env: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+    """The agent for one local run. Its worker sees an allow-list of the server's environment plus
+    ``model_training.pass_env`` (the agent itself needs the rest: it is Potato)."""
     workdir.mkdir(parents=True, exist_ok=True)
     cmd = [python, "-m", "potato.training.agent", "--server", server_url, "--backend", "local",
-           "--run", run_id, "--token-stdin", "--workdir", str(workdir)]
+           "--run", run_id, "--token-stdin", "--workdir", str(workdir), *(f"--pass-env={n}" for n in pass_env)]
     with (run_dir / AGENT_OUT).open("ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, cwd=str(workdir),
                                 env=agent_env(), start_new_session=True)

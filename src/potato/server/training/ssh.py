@@ -234,6 +234,7 @@ class SshRun(threading.Thread):
                    f"PYTHONPATH={code} {self.python} -m potato.training.agent "
                    f"--server {shlex.quote('unix:' + socket)} --backend {shlex.quote(b.name)} "
                    f"--run {shlex.quote(self.run_.id)} --token-stdin --session --workdir {self.remote_dir}"
+                   + "".join(f" --pass-env={name}" for name in b.env)  # set by the admin for the run: the worker's
                    + "".join(f" {arg}" for arg in agent_args))
         server = urlsplit(self.agent_url)
         self.forward = forward = f"{socket}:{server.hostname}:{server.port}"

@@ -90,3 +90,27 @@ def test_cli_import_while_server_runs_shows_on_annotation_page(server: ServerPro
     assert proc.returncode == 0, proc.stderr
     item = s.get(server.url + "/api/item/2").json()["item"]
     assert item["labels"] == {"sentiment": "negative"} and item["labelled"] is True and item["done"] == 2
+
+
+def test_two_projects_of_one_account_run_side_by_side_without_a_shared_control_socket(
+        make_project: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gunicorn's per-account ~/.gunicorn/gunicorn.ctl was shared by every Potato server of a user."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    first = make_project()
+    second_dir = tmp_path / "second"
+    second_dir.mkdir()
+    second = second_dir / "config.yaml"
+    second.write_text(first.read_text().replace("task_dir: .", f"task_dir: {first.parent}")
+                      .replace("output_annotation_dir: annotation_output",
+                               f"output_annotation_dir: {second_dir / 'out'}"))
+    servers = [ServerProcess(first).start(), ServerProcess(second).start()]
+    try:
+        for srv in servers:
+            assert requests.get(srv.url + "/healthz", timeout=5).json()["ok"] is True
+        assert not (home / ".gunicorn").exists()
+    finally:
+        for srv in servers:
+            srv.stop()

@@ -40,6 +40,9 @@ def serve(app: Flask, host: str, port: int, workers: int, threads: int,
         "loglevel": "info",
         "proc_name": "potato",
         "preload_app": True,
+        # gunicorn >= 25 opens a control socket at one path per account (~/.gunicorn/gunicorn.ctl), so a
+        # second project's server took the first one's; Potato does not use it (older gunicorn: ignored).
+        "control_socket_disable": True,
     }
     if on_worker_start is not None:
         options["post_worker_init"] = lambda worker: on_worker_start()

@@ -107,6 +107,21 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN stop_reason TEXT;
     CREATE INDEX runs_token ON runs (token_hash);
     """,
+    # Admin sessions the server can end (logout, a new admin_api_key), and the failed attempts that
+    # throttle key guessing and mass logins per client address, shared by every gunicorn worker.
+    """
+    CREATE TABLE admin_sessions (
+        id TEXT PRIMARY KEY,
+        key_fingerprint TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE TABLE throttle (
+        kind TEXT NOT NULL,
+        addr TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE INDEX throttle_addr ON throttle (kind, addr, at);
+    """,
 ]
 
 
@@ -131,7 +146,15 @@ def _migrate(conn: sqlite3.Connection) -> None:
 
 def connect(path: Path) -> sqlite3.Connection:
     """Open the database with the pragmas durability depends on, migrating it if needed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # The labels are the project's data: the file is the server user's only (SQLite gives its -wal and
+    # -shm files the same mode). Never open and close a database file this process may already have
+    # open: closing any descriptor of a file drops all of the process's POSIX locks on it, SQLite's too.
+    if not path.exists():
+        try:
+            os.close(os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass
     # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a commit is exactly where we say.
     conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row

@@ -12,6 +12,9 @@ LOCAL_BACKEND = "local"
 TRAINER = "sklearn-text-classification"
 """Trainer a run uses when neither the request nor the config names one."""
 
+TEXT_MAX_LENGTH = 5000
+"""Characters a text scheme's answer may have unless the scheme sets max_length."""
+
 GRACE_SECONDS = 20
 """Seconds between SIGTERM and SIGKILL when a run is cancelled (R22)."""
 

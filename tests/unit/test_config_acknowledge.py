@@ -176,7 +176,7 @@ def config_with(backends: dict[str, Any], entries: list[object]) -> dict[str, An
     return {
         "annotation_task_name": "t",
         "data_files": ["d.json"],
-        "admin_api_key": "k",
+        "admin_api_key": "a-long-random-admin-key",
         "annotation_schemes": [{"annotation_type": "radio", "name": "s", "labels": ["a", "b"]}],
         "model_training": {"backends": backends},
         "validation": {"acknowledge": entries},

@@ -115,7 +115,7 @@ TUTORIAL_RAW: dict[str, Any] = {
     "task_dir": ".",
     "data_files": ["data/reviews.json"],
     "item_properties": {"id_key": "id", "text_key": "text"},
-    "admin_api_key": "change-me",
+    "admin_api_key": "a-long-random-admin-key",
     "annotation_schemes": [
         {"annotation_type": "radio", "name": "sentiment", "labels": ["positive", "negative"]},
         {"annotation_type": "text", "name": "notes"},

@@ -29,7 +29,7 @@ item_properties:
   id_key: "id"
   text_key: "text"
 output_annotation_dir: "annotation_output"
-admin_api_key: "change-me"
+admin_api_key: "a-long-random-admin-key"
 
 annotation_schemes:
   - annotation_type: "radio"
@@ -71,7 +71,7 @@ def minimal() -> dict[str, Any]:
     return {
         "annotation_task_name": "Review Sentiment",
         "data_files": ["data/reviews.json"],
-        "admin_api_key": "change-me",
+        "admin_api_key": "a-long-random-admin-key",
         "annotation_schemes": [
             {"annotation_type": "radio", "name": "sentiment", "labels": ["positive", "negative"]},
         ],
@@ -347,7 +347,7 @@ def test_scheme_unknown_key_is_an_error() -> None:
     message = scheme_error({"annotation_type": "radio", "name": "x", "labels": ["a", "b"], "lables": 1})
     assert message == (
         "annotation_schemes[0].lables: unknown key for an annotation scheme (did you mean 'labels'?). "
-        "Valid keys: annotation_type, name, description, labels"
+        "Valid keys: annotation_type, name, description, labels, max_length"
     )
 
 
@@ -1175,3 +1175,26 @@ def test_pass_env_names_variables_for_local_runs_and_refuses_bad_names() -> None
         "model_training.pass_env[0]: 'HF-TOKEN' is not a valid environment variable name; use letters, digits and _")
     assert only_error(with_training(pass_env="HF_TOKEN")).startswith(
         "model_training.pass_env: must be a list of strings, e.g. [HF_TOKEN]")
+
+
+@pytest.mark.parametrize("key, why", [
+    ("change-me", "is an example key that anyone would try first"),
+    ("s3cret-key", "has only 10 characters; a guessable key opens the admin pages and the training API"),
+])
+def test_a_known_or_short_admin_key_warns_so_strict_fails(key: str, why: str) -> None:
+    raw = minimal()
+    raw["admin_api_key"] = key
+    assert warnings(validate(raw, CONFIG)) == [
+        f"admin_api_key: {why}. Set a long random secret, e.g. the output of "
+        "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"]
+
+
+def test_max_length_belongs_to_text_schemes() -> None:
+    raw = minimal()
+    raw["annotation_schemes"] = [{"annotation_type": "text", "name": "note", "max_length": 200},
+                                 {"annotation_type": "radio", "name": "s", "labels": ["a", "b"], "max_length": 5}]
+    assert errors(validate(raw, CONFIG)) == [
+        "annotation_schemes[1].max_length: applies to text schemes only (how long a typed answer may be); remove it"]
+    raw["annotation_schemes"].pop()
+    report = validate(raw, CONFIG)
+    assert report.config is not None and report.config.annotation_schemes[0].max_length == 200

@@ -69,3 +69,20 @@ def test_unknown_trainer_and_schema_are_400_naming_valid_ones(cfg: Any) -> None:
 def test_training_off_is_409(make_project: Callable[..., Path]) -> None:
     off = load_config(make_project())
     assert _error(off, {"trainer": "noop"}).status == 409
+
+
+def test_trainer_params_are_checked_when_the_run_is_asked_for_not_in_the_worker(cfg: Any) -> None:
+    """Issue: a bad param was accepted (201) and failed the run later in the worker."""
+    unknown = _error(cfg, {"trainer": "noop", "params": {"sleep": 1}})
+    assert unknown.status == 400 and str(unknown).startswith("Trainer 'noop' has no parameter 'sleep'. Valid parameters are:")
+    typed = _error(cfg, {"trainer": "noop", "params": {"sleep_s": "a while"}})
+    assert typed.status == 400 and "parameter sleep_s must be" in str(typed)
+
+
+def test_decision_calibrate_names_a_run_never_a_path(cfg: Any) -> None:
+    """Issue: params.source_predictions read any file the server could read and said whether it existed."""
+    refused = _error(cfg, {"trainer": "decision-calibrate", "params": {"source_predictions": "/etc/passwd"}})
+    assert refused.status == 400 and "source_run: <run id>" in str(refused)
+    assert _error(cfg, {"trainer": "decision-calibrate", "params": {"source_run": 5}}).status == 400
+    _, _, _, params = check_run_request(cfg, {"trainer": "decision-calibrate", "params": {"source_run": "r1"}}, TRAINERS)
+    assert params == {"source_run": "r1"}  # start_run turns it into this server's own run folder

@@ -33,3 +33,19 @@ def test_include_unlabeled_false_keeps_labelled_items_only() -> None:
     rows, stats = _select(Writeback(schemas=("sentiment", "aspects"), include_unlabeled=False), {("c", "sentiment")})
     assert [(r[0], r[1]) for r in rows] == [("c", "sentiment")]
     assert stats.skipped_unlabelled == 3
+
+
+def test_a_label_the_scheme_lacks_or_a_bad_confidence_is_never_a_suggestion() -> None:
+    from potato.config.schema import Scheme, SchemeType
+
+    schemes = {"sentiment": Scheme(SchemeType.RADIO, "sentiment", labels=("positive", "negative")),
+               "aspects": Scheme(SchemeType.MULTISELECT, "aspects", labels=("price", "quality"))}
+    rows = [{"item_id": "a", "schema": "sentiment", "label": "<script>", "confidence": 0.9},
+            {"item_id": "b", "schema": "sentiment", "label": "negative", "confidence": float("nan")},
+            {"item_id": "c", "schema": "sentiment", "label": "negative", "confidence": 1.5},
+            {"item_id": "a", "schema": "aspects", "label": ["price", "colour"], "confidence": 0.9},
+            {"item_id": "b", "schema": "aspects", "label": ["quality"], "confidence": 0.9}]
+    stats = WritebackStats()
+    kept = list(select(iter(rows), Writeback(schemas=("sentiment", "aspects"), include_unlabeled=True),
+                       {"sentiment", "aspects"}, {"a", "b", "c"}, set(), stats, schemes))
+    assert [(r[0], r[1]) for r in kept] == [("b", "aspects")] and stats.invalid == 4

@@ -29,6 +29,8 @@ class Scheme:
     name: str
     description: str = ""
     labels: tuple[str, ...] = ()
+    max_length: int = defaults.TEXT_MAX_LENGTH
+    """Characters a text answer may have (a 60 MB answer was stored and echoed on every view)."""
 
     def accepts(self, value: object) -> bool:
         """Whether ``value`` is a well-formed answer to this scheme (pure)."""
@@ -40,7 +42,7 @@ class Scheme:
                 and all(isinstance(v, str) and v in self.labels for v in value)
                 and len(set(value)) == len(value)
             )
-        return isinstance(value, str)
+        return isinstance(value, str) and len(value) <= self.max_length
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,8 @@ class Config:
     admin_api_key: str | None = None
     item_properties: ItemProperties = field(default_factory=ItemProperties)
     debug: bool = False
+    trust_proxy: bool = False
+    """Behind a reverse proxy: client addresses and https come from its X-Forwarded-* headers."""
     model_training: ModelTraining = field(default_factory=ModelTraining)
     acknowledge: tuple[object, ...] = ()
 

@@ -55,6 +55,7 @@ TOP_LEVEL_KEYS = (
     "admin_api_key",
     "annotation_schemes",
     "debug",
+    "trust_proxy",
     "model_training",
     "validation",
 )
@@ -112,6 +113,8 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings) -> 
             "not set; admin routes are closed without it. Set admin_api_key to a long random secret to use "
             "the admin pages and the training API",
         )
+    elif isinstance(values.get("admin_api_key"), str):
+        _warn_weak_key(values["admin_api_key"], findings)
     schemes = _check_schemes(raw.get("annotation_schemes"), findings)
     scheme_types = _scheme_types(raw.get("annotation_schemes"))
     item_properties = _check_item_properties(raw.get("item_properties"), findings)
@@ -132,6 +135,7 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings) -> 
         admin_api_key=values.get("admin_api_key"),
         item_properties=item_properties,
         debug=values.get("debug", False),
+        trust_proxy=values.get("trust_proxy", False),
         model_training=training,
         acknowledge=tuple(_acknowledge_list(raw.get("validation"))),
     )
@@ -169,7 +173,23 @@ _TOP_TABLE: Mapping[str, Check] = {
     "output_annotation_dir": text(),
     "admin_api_key": _admin_key,
     "debug": boolean,
+    "trust_proxy": boolean,
 }
+
+
+WEAK_KEYS = frozenset({"change-me", "changeme", "change_me", "admin", "password", "secret", "potato", "test",
+                       "example", "letmein", "12345678", "123456", "qwerty", "your-key-here", "key"})
+"""Keys from examples and habits: anyone guesses them first."""
+MIN_KEY_LENGTH = 16
+
+
+def _warn_weak_key(key: str, findings: Findings) -> None:
+    weak = key.strip().lower() in WEAK_KEYS
+    if weak or len(key) < MIN_KEY_LENGTH:
+        why = "is an example key that anyone would try first" if weak else (
+            f"has only {len(key)} characters; a guessable key opens the admin pages and the training API")
+        findings.warn("admin_api_key", f"{why}. Set a long random secret, e.g. the output of "
+                                       "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'")
 
 
 def _warn_unknown_top_level(raw: Mapping[Any, object], findings: Findings) -> None:
@@ -218,6 +238,7 @@ _SCHEME_KEYS: Mapping[str, Check] = {
     "name": text(),
     "description": text(allow_empty=True),
     "labels": text_list('["positive", "negative"]', unique=True),
+    "max_length": integer(1),
 }
 
 
@@ -251,6 +272,7 @@ def _check_schemes(raw: object, findings: Findings) -> tuple[Scheme, ...] | None
                 name=values["name"],
                 description=values.get("description", ""),
                 labels=values.get("labels", ()),
+                max_length=values.get("max_length", defaults.TEXT_MAX_LENGTH),
             ))
     return tuple(schemes) if len(schemes) == len(raw) else None
 
@@ -269,6 +291,8 @@ def _scheme_values(item: object) -> tuple[dict[str, Any], list[Problem]]:
     kind = values.get("annotation_type")
     if kind is not None and ("labels" in values or raw.get("labels") is None):
         problems += _label_count_problems(kind, values.get("labels", ()))
+    if "max_length" in values and kind not in (None, "text"):
+        problems.append((".max_length", "applies to text schemes only (how long a typed answer may be); remove it"))
     return values, problems
 
 

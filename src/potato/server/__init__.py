@@ -5,16 +5,18 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Mapping
 
-from flask import Flask
+from flask import Flask, jsonify, request
 
 from potato.config.schema import Config
-from potato.server import admin, annotate, health, project
+from potato.server import admin, annotate, health, project, security
+from potato.server.jsonio import StrictJSONProvider
 from potato.server.training import blueprint as training_server
 
 
 def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Flask:
     """Build the app for one project. Loads items and opens the database; a bad data file raises."""
     app = Flask(__name__)
+    app.json = StrictJSONProvider(app)
     app.config.update(
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
@@ -28,10 +30,16 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
         app.config.update(overrides)
     proj = project.Project.open(config)
     project.init_app(app, proj)
+    security.init_app(app, proj)
     health.init_app(app)
     annotate.init_app(app)
     admin.init_app(app)
     training_server.init_app(app)
+
+    @app.errorhandler(413)
+    def _too_large(exc: Exception) -> Any:
+        limit = request.max_content_length or 0
+        return jsonify(error=f"The request is larger than this route takes ({limit // 1024} KB); nothing was stored."), 413
 
     @app.context_processor
     def _nav() -> dict:

@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
-from flask import Blueprint, Flask, Response, jsonify, redirect, render_template, request, session, url_for
+from flask import Blueprint, Flask, Response, current_app, jsonify, redirect, render_template, request, session, url_for
 
 from potato.label_import import Entry, check_entries
 from potato.labels import LabelSource, LabelStore
 from potato.server.auth import admin_required, clean_user_name, key_matches
 from potato.server.project import current_project
+from potato.server.security import ADMIN_KEY_FAILURES, admin_sessions, client_addr, end_admin_session, throttle
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
@@ -23,13 +24,22 @@ def login() -> Any:
     project = current_project()
     error = None
     if request.method == "POST":
-        if key_matches(request.form.get("key"), project.config.admin_api_key):
-            session["admin"] = True
+        guard, addr = throttle(current_app), client_addr()
+        wait = guard.retry_after(ADMIN_KEY_FAILURES, addr)
+        if wait is not None:
+            error = f"Too many wrong keys from your address; try again in {wait} seconds."
+            page = render_template("admin_login.html", title=project.config.annotation_task_name, error=error)
+            return page, 429, {"Retry-After": str(wait)}
+        key = request.form.get("key")
+        if key_matches(key, project.config.admin_api_key) and key is not None:
+            session["admin_session"] = admin_sessions(current_app).open(key)
+            session.permanent = True
             target = request.args.get("next", "")
             # Only same-site paths: an open redirect would let a link phish the key form.
             if not target.startswith("/") or target.startswith("//"):
                 target = url_for("admin.dashboard")
             return redirect(target)
+        guard.note(ADMIN_KEY_FAILURES, addr)
         error = "That is not the admin key (admin_api_key in the project config)."
     return render_template("admin_login.html", title=project.config.annotation_task_name, error=error), (
         401 if error else 200
@@ -38,7 +48,7 @@ def login() -> Any:
 
 @bp.post("/logout")
 def logout() -> Any:
-    session.pop("admin", None)
+    end_admin_session(current_app)  # the record goes: a copy of the cookie no longer works either
     return redirect(url_for("admin.login"))
 
 
@@ -108,7 +118,9 @@ def api_labels_post() -> Any:
     if not isinstance(raw, list):
         return jsonify(error="'labels' must be a list of {\"id\", \"schema\", \"label\"} objects."), 400
     entries: list[Entry] = [Entry(f"labels[{i}]", entry) for i, entry in enumerate(raw)]
-    skip_invalid = bool(body.get("skip_invalid", False))
+    skip_invalid = body.get("skip_invalid", False)
+    if not isinstance(skip_invalid, bool):  # "false" is a string, and a string is true
+        return jsonify(error=f"'skip_invalid' must be true or false (JSON booleans), not {skip_invalid!r}."), 400
     batch = check_entries(project.config, project.items, entries, user, LabelSource.IMPORT)
     if batch.problems and not skip_invalid:
         return jsonify(error="Nothing was stored: fix these entries or send skip_invalid: true.",

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from flask import Blueprint, Flask, jsonify, redirect, render_template, request, session, url_for
+from flask import Blueprint, Flask, current_app, jsonify, redirect, render_template, request, session, url_for
 
 from potato.config.schema import Config
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.project import Project, current_project
+from potato.server.security import LOGINS, client_addr, throttle, too_many
 
 bp = Blueprint("annotate", __name__)
 
@@ -37,12 +38,21 @@ def check_answers(config: Config, answers: object) -> tuple[dict[str, Any], list
             problems.append(f"unknown schema '{name}' (valid: {valid})")
         elif value is None or value == "" or value == []:
             clear.append(scheme.name)
+        elif isinstance(value, str) and not scheme.labels and len(value) > scheme.max_length:
+            problems.append(f"the answer to '{scheme.name}' has {len(value)} characters; it takes at most "
+                            f"{scheme.max_length}")
         elif not scheme.accepts(value):
             valid = ", ".join(scheme.labels) if scheme.labels else "any text"
-            problems.append(f"'{value}' is not an answer to '{scheme.name}' (valid: {valid})")
+            problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {valid})")
         else:
             store[scheme.name] = value
     return store, clear, problems
+
+
+def shorten(value: Any, limit: int = 60) -> str:
+    """An answer quoted in an error, cut short: the error must not echo a huge body back."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 # -- views --------------------------------------------------------------------------------------
@@ -80,6 +90,10 @@ def index() -> Any:
 @bp.post("/login")
 def login() -> Any:
     project = current_project()
+    guard, addr = throttle(current_app), client_addr()
+    wait = guard.retry_after(LOGINS, addr)
+    if wait is not None:
+        return too_many(wait, "sign-ins")
     payload = request.get_json(silent=True)
     raw = request.form.get("name") or (payload.get("name") if isinstance(payload, dict) else None)
     name = clean_user_name(raw) if isinstance(raw, str) else None
@@ -88,7 +102,8 @@ def login() -> Any:
         if request.is_json:
             return jsonify(error=error), 400
         return render_template("login.html", title=project.config.annotation_task_name, error=error), 400
-    session.clear()
+    guard.note(LOGINS, addr)
+    session.pop("user", None)  # an admin signed in in the same browser stays signed in
     session["user"] = name
     session.permanent = True
     project.labels.touch_user(name)
@@ -212,6 +227,15 @@ def label() -> Any:
     project.save_labels(rows, delete=[(user, item_id, schema) for schema in clear])
     target, note = _move(project, user, project.items.position(item_id), str(body.get("go", "next_unlabelled")))
     return jsonify(saved=True, item=item_payload(project, user, target), note=note)
+
+
+ANNOTATOR_BODY_MAX = 1024 * 1024
+"""An annotator's request is a name or one item's answers: a megabyte is far more than either."""
+
+
+@bp.before_request
+def _small_bodies() -> None:
+    request.max_content_length = ANNOTATOR_BODY_MAX  # larger: 413, before the body is read
 
 
 def init_app(app: Flask) -> None:

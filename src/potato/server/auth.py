@@ -7,9 +7,10 @@ import hmac
 import ipaddress
 from typing import Any, Callable, TypeVar, cast
 
-from flask import abort, jsonify, redirect, request, session, url_for
+from flask import abort, current_app, jsonify, redirect, request, session, url_for
 
 from potato.server.project import current_project
+from potato.server.security import ADMIN_KEY_FAILURES, admin_sessions, client_addr, throttle, too_many
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,22 +31,30 @@ def _is_loopback(addr: str | None) -> bool:
         return False
 
 
-def is_admin() -> bool:
-    config = current_project().config
-    if key_matches(request.headers.get("X-API-Key"), config.admin_api_key):
-        return True
-    if session.get("admin") is True:
-        return True
-    # R21: a debug server trusts loopback; `potato validate` warns when that meets ssh training.
-    return config.debug and _is_loopback(request.remote_addr)
+def admin_session_valid() -> bool:
+    """The browser's admin session: one the server opened with the current key and has not ended."""
+    return admin_sessions(current_app).valid(session.get("admin_session"), current_project().config.admin_api_key)
 
 
 def admin_required(view: F) -> F:
-    """401 for API clients; a redirect to the key form for people in a browser."""
+    """The ``X-API-Key`` header (wrong keys are throttled per address: 429), or an admin session; 401
+    for API clients otherwise, a redirect to the key form for people in a browser."""
 
     @functools.wraps(view)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        if is_admin():
+        config = current_project().config
+        given = request.headers.get("X-API-Key")
+        if given is not None:
+            guard, addr = throttle(current_app), client_addr()
+            wait = guard.retry_after(ADMIN_KEY_FAILURES, addr)
+            if wait is not None:
+                return too_many(wait, "wrong admin keys")
+            if key_matches(given, config.admin_api_key):
+                return view(*args, **kwargs)
+            guard.note(ADMIN_KEY_FAILURES, addr)
+            return jsonify(error="The X-API-Key header does not hold the project's admin_api_key."), 401
+        # R21: a debug server trusts loopback; `potato validate` warns when that meets ssh training.
+        if admin_session_valid() or (config.debug and _is_loopback(request.remote_addr)):
             return view(*args, **kwargs)
         wants_html = "text/html" in request.headers.get("Accept", "") and "/api/" not in request.path
         if wants_html:

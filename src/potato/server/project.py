@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import logging
 import os
 import secrets
 from pathlib import Path
@@ -10,25 +12,45 @@ from flask import Flask, current_app
 
 from potato.project import Project
 
+log = logging.getLogger(__name__)
+
 
 def current_project() -> Project:
     project: Project = current_app.extensions["potato"]
     return project
 
 
+SECRET_BYTES = 32
+
+
 def session_secret(output_dir: Path) -> bytes:
-    """The cookie-signing key, kept in a 0600 file so every worker and every restart shares it."""
+    """The cookie-signing key, kept in a 0600 file so every worker and every restart shares it.
+
+    Written to a temporary file and renamed into place, so a crash never leaves an empty key; a key
+    shorter than 32 bytes (an empty file from an older version's crash, a hand-made one) is replaced
+    with a warning, which signs everyone out once."""
     path = output_dir / "secret_key"
-    output_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
+    output_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(output_dir / ".secret_key.lock", "a") as lock:  # gunicorn's workers start together
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            key = path.read_bytes()
+        except FileNotFoundError:
+            key = b""
+        if len(key) >= SECRET_BYTES:
+            return key
+        if path.exists():
+            log.warning("%s holds %d bytes, fewer than %d: replaced with a new random key (everyone signs in "
+                        "again)", path, len(key), SECRET_BYTES)
+        tmp = output_dir / ".secret_key.tmp"
+        fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secrets.token_bytes(SECRET_BYTES))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
         return path.read_bytes()
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(secrets.token_bytes(32))
-        fh.flush()
-        os.fsync(fh.fileno())
-    return path.read_bytes()
 
 
 def init_app(app: Flask, project: Project) -> None:

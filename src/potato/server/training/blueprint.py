@@ -32,11 +32,13 @@ from potato.server.training.runs import Run, RunState, RunStore
 from potato.server.training.tokens import BackendTokens
 from potato.server.training.writeback import run_suggestions, shown_runs, suggestions_for
 from potato.training.jobfiles import tail
-from potato.training.trainers import available_trainers
+from potato.training.failures import BadJob
+from potato.training.trainers import available_trainers, get_trainer
 
 bp = Blueprint("training", __name__, url_prefix="/admin/training")
 
 
+CALIBRATE = "decision-calibrate"
 CONNECTED_WITHIN_S = 60.0
 """An agent that polled this recently counts as connected (a long poll lasts up to 25 s)."""
 
@@ -77,6 +79,19 @@ def check_run_request(config: Config, body: object, trainers: Mapping[str, Mappi
         raise RunRequestError(400, "'params' must be an object of trainer parameters.")
     merged = dict(mt.trainer_params.get(trainer, {}))
     merged.update(params)
+    checked = dict(merged)
+    if trainer == CALIBRATE:
+        if "source_predictions" in params:
+            raise RunRequestError(400, f"'{CALIBRATE}' takes the run to recalibrate as source_run: <run id> (a "
+                                  "succeeded run of this server), not a file path.")
+        source = checked.pop("source_run", None)
+        if source is not None and not isinstance(source, str):
+            raise RunRequestError(400, "'source_run' must be a run id, e.g. \"20261201-120000-ab12\".")
+        checked["source_predictions"] = "the source run's predictions.jsonl"
+    try:  # the worker checks them again; a bad one is a 400 now, not a failed run later
+        get_trainer(trainer).validate_params(checked)
+    except BadJob as exc:
+        raise RunRequestError(400, str(exc)) from None
     return trainer, list(dict.fromkeys(schemas)), backend, merged
 
 
@@ -90,26 +105,25 @@ def trainer_table() -> dict[str, dict[str, Any]]:
     return {t.name: asdict(t) for t in available_trainers()}
 
 
-CALIBRATE = "decision-calibrate"
-
-
-def latest_predictions(store: RunStore, schemas: list[str]) -> str | None:
-    """The predictions of the newest succeeded run that covers ``schemas`` (what calibrate refines)."""
-    for run in store.list():
+def calibration_source(store: RunStore, schemas: list[str], run_id: str | None) -> str:
+    """The predictions ``decision-calibrate`` refines: those of run ``run_id``, or of the newest
+    succeeded run that covers ``schemas``; only this server's own runs, never a path from a request."""
+    candidates = store.list() if run_id is None else [r for r in [store.get(run_id)] if r is not None]
+    for run in candidates:
         path = store.run_dir(run.id) / "predictions.jsonl"
         if run.state is RunState.SUCCEEDED and set(schemas) <= set(run.schemas) and path.exists():
             return str(path)
-    return None
+    if run_id is not None:
+        raise RunRequestError(400, f"source_run {run_id!r} is not a succeeded run of this server with predictions "
+                              f"for {', '.join(schemas)}; pick one from the runs list.")
+    raise RunRequestError(400, f"'{CALIBRATE}' recalibrates an earlier run's predictions, and no run on "
+                          f"{', '.join(schemas)} has succeeded yet. Train a model first.")
 
 
 def start_run(project: Project, store: RunStore, body: object, trigger: str = "manual") -> Run:
     trainer, schemas, backend, params = check_run_request(project.config, body, trainer_table())
-    if trainer == CALIBRATE and "source_predictions" not in params:
-        source = latest_predictions(store, schemas)
-        if source is None:
-            raise RunRequestError(400, f"'{CALIBRATE}' recalibrates an earlier run's predictions, and no run on "
-                                  f"{', '.join(schemas)} has succeeded yet. Train a model first.")
-        params["source_predictions"] = source
+    if trainer == CALIBRATE:
+        params["source_predictions"] = calibration_source(store, schemas, params.pop("source_run", None))
     return store.create(trainer, schemas, backend, params, trigger=trigger)
 
 

@@ -8,11 +8,12 @@ suggestion becomes a label only when an annotator accepts it (stored with source
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
-from potato.config.schema import Writeback
+from potato.config.schema import Scheme, Writeback
 from potato.project import Project
 from potato.server.training.runs import Run
 
@@ -27,8 +28,10 @@ class WritebackStats:
 
 
 def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str], item_ids: set[str],
-           labelled: set[tuple[str, str]], stats: WritebackStats) -> Iterator[tuple[str, str, str, float]]:
-    """The predictions that become suggestions, per C5's rules (pure)."""
+           labelled: set[tuple[str, str]], stats: WritebackStats,
+           schemes: Mapping[str, Scheme] | None = None) -> Iterator[tuple[str, str, str, float]]:
+    """The predictions that become suggestions, per C5's rules (pure). A label the scheme does not
+    have, or a confidence outside [0, 1], is counted invalid: an annotator could not accept it."""
     schemas = set(wb.schemas) & run_schemas
     for row in rows:
         try:
@@ -37,6 +40,10 @@ def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str],
             stats.invalid += 1
             continue
         if schema not in schemas or item_id not in item_ids:
+            continue
+        scheme = (schemes or {}).get(schema)
+        if not (math.isfinite(conf) and 0.0 <= conf <= 1.0) or (scheme is not None and not scheme.accepts(label)):
+            stats.invalid += 1
             continue
         if conf < wb.min_confidence:
             stats.below_confidence += 1
@@ -70,7 +77,8 @@ def write_back(project: Project, run: Run, predictions: Path, score: float | Non
     labelled: set[tuple[str, str]] = set() if wb.include_unlabeled else {
         (r[0], r[1]) for r in conn.execute("SELECT DISTINCT item_id, schema FROM labels")
     }
-    rows = select(_read_jsonl(predictions), wb, set(run.schemas), set(project.items.ids), labelled, stats)
+    schemes = {s.name: s for s in project.config.annotation_schemes}
+    rows = select(_read_jsonl(predictions), wb, set(run.schemas), set(project.items.ids), labelled, stats, schemes)
     with project.db.transaction() as tx:
         tx.executemany(
             "INSERT OR REPLACE INTO suggestions (run_id, item_id, schema, label, confidence) VALUES (?, ?, ?, ?, ?)",

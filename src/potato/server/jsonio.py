@@ -1,0 +1,62 @@
+"""JSON in and out of every route: strict where Python's json module is lenient.
+
+Python reads ``NaN``/``Infinity`` (not JSON; a run's params once made ``GET runs`` unreadable), lone
+surrogates such as ``"\\ud800"`` (text SQLite then refuses to store: a 500), and recurses on nested
+arrays until RecursionError (100k ``[`` was a 500 on any route, ``/login`` included). Each is a 400
+here, through Flask's usual "bad JSON" path; and nothing non-finite is ever written out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from flask.json.provider import DefaultJSONProvider
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]", re.ASCII)
+
+
+class BadJson(ValueError):
+    """Flask turns a ValueError from ``loads`` into its 400 for a body that is not JSON."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise BadJson(f"{name} is not a JSON number; send a finite number or null")
+
+
+def _check_text(value: Any) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise BadJson("the text holds a lone surrogate (e.g. \\ud800), which is not Unicode text") from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def strict_loads(text: str | bytes, **kwargs: Any) -> Any:
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8")
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, **kwargs)
+    except RecursionError:
+        raise BadJson("the JSON is nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text):  # only then can a lone surrogate be in the result
+        _check_text(value)
+    return value
+
+
+class StrictJSONProvider(DefaultJSONProvider):
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        return strict_loads(s, **kwargs)
+
+    def dumps(self, obj: Any, **kwargs: Any) -> str:
+        kwargs.setdefault("allow_nan", False)
+        return super().dumps(obj, **kwargs)

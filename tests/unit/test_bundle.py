@@ -67,3 +67,27 @@ def test_extract_refuses_links_and_devices(tmp_path: Path, kind: bytes) -> None:
     with pytest.raises(UnsafeArchive, match="not a plain file"):
         extract_archive(_tar(tmp_path, member), tmp_path / "out")
     assert not (tmp_path / "out" / "special").exists()
+
+
+def test_a_bundle_that_expands_absurdly_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """0.2 MB expanded to 210 MB: a bomb, not a bundle."""
+    path = tmp_path / "bomb.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        member = tarfile.TarInfo("items.jsonl")
+        member.size = 64 * 1024 * 1024
+        tar.addfile(member, io.BytesIO(bytes(member.size)))
+    with pytest.raises(UnsafeArchive, match="over the 1048576-byte limit"):
+        extract_archive(path, tmp_path / "out", max_bytes=1024 * 1024)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.part").exists()
+    extract_archive(path, tmp_path / "out")  # the default: 200 times the packed size, at least 256 MB
+    assert (tmp_path / "out" / "items.jsonl").stat().st_size == 64 * 1024 * 1024
+
+
+def test_extracting_again_replaces_the_folder_and_never_writes_through_a_link(tmp_path: Path) -> None:
+    path = _tar(tmp_path, tarfile.TarInfo("labels.jsonl"))
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "victim").write_text("keep me")
+    (out / "labels.jsonl").symlink_to(tmp_path / "victim")  # planted before extraction
+    extract_archive(path, out)
+    assert (tmp_path / "victim").read_text() == "keep me" and not (out / "labels.jsonl").is_symlink()

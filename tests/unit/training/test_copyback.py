@@ -59,3 +59,17 @@ def test_the_host_script_runs_on_the_hosts_python_alone(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-I", "-c", SEND_ARTIFACTS, str(tmp_path / "a"), "10"],
                          capture_output=True, timeout=30)
     assert out.returncode == 0 and out.stdout == b"end\n" and b"total 0" in out.stderr
+
+
+def test_a_host_that_sends_more_than_max_artifact_mb_keeps_nothing_here(tmp_path: Path) -> None:
+    """The host is asked to keep files over the cap; one that sends one anyway cannot fill this disk."""
+    with pytest.raises(CopyFailed, match="over max_artifact_mb"):
+        receive(sh("printf '5000000 \"w.bin\"\\n'; head -c 5000000 /dev/zero; printf 'end\\n'"), tmp_path / "out",
+                "gpu", lambda g, t: None, max_file_bytes=1024 * 1024)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.part").exists()
+
+
+def test_a_name_sent_twice_fails_the_copy(tmp_path: Path) -> None:
+    with pytest.raises(CopyFailed):
+        receive(sh("printf '1 \"w.bin\"\\nx1 \"w.bin\"\\nyend\\n'"), tmp_path / "out", "gpu", lambda g, t: None)
+    assert not (tmp_path / "out").exists()

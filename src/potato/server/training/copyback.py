@@ -88,15 +88,17 @@ class Copied:
 
 
 def receive(argv: list[str], dest: Path, host: str, progress: Callable[[int, int], None],
-            clock: Callable[[], float] = time.time, stall_s: float = COPY_STALL_S) -> Copied:
-    """Run ``argv`` (ssh to the host running :data:`SEND_ARTIFACTS`) and keep what it sends in ``dest``."""
+            clock: Callable[[], float] = time.time, stall_s: float = COPY_STALL_S,
+            max_file_bytes: int | None = None) -> Copied:
+    """Run ``argv`` (ssh to the host running :data:`SEND_ARTIFACTS`) and keep what it sends in ``dest``.
+    A file announced over ``max_file_bytes`` fails the copy: the host was asked to keep those."""
     partial = dest.with_name(dest.name + ".part")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir()
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             bufsize=CHUNK, start_new_session=True)
     try:
-        return _receive(proc, partial, dest, host, progress, clock, stall_s)
+        return _receive(proc, partial, dest, host, progress, clock, stall_s, max_file_bytes)
     finally:
         _stop(proc)
         for pipe in (proc.stdout, proc.stderr):
@@ -115,7 +117,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _receive(proc: subprocess.Popen[bytes], partial: Path, dest: Path, host: str,
-             progress: Callable[[int, int], None], clock: Callable[[], float], stall_s: float) -> Copied:
+             progress: Callable[[int, int], None], clock: Callable[[], float], stall_s: float,
+             max_file_bytes: int | None) -> Copied:
     try:  # a 1 MiB pipe: fewer switches between ssh and this reader (Linux; 64 KiB otherwise)
         fcntl.fcntl(proc.stdout.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), CHUNK)  # type: ignore[union-attr]
     except OSError:
@@ -144,7 +147,7 @@ def _receive(proc: subprocess.Popen[bytes], partial: Path, dest: Path, host: str
     readers.start()
     threading.Thread(target=stall_guard, daemon=True).start()
     try:
-        _write_files(proc, partial, host, got, last, total, progress, clock)
+        _write_files(proc, partial, host, got, last, total, progress, clock, max_file_bytes)
     except (OSError, ValueError, CopyFailed) as exc:  # ValueError: a name open() refuses (a NUL)
         _stop(proc)
         shutil.rmtree(partial, ignore_errors=True)
@@ -167,7 +170,8 @@ def _receive(proc: subprocess.Popen[bytes], partial: Path, dest: Path, host: str
 
 
 def _write_files(proc: subprocess.Popen[bytes], partial: Path, host: str, got: list[int], last: list[float],
-                 total: list[int], progress: Callable[[int, int], None], clock: Callable[[], float]) -> None:
+                 total: list[int], progress: Callable[[int, int], None], clock: Callable[[], float],
+                 max_file_bytes: int | None = None) -> None:
     if proc.stdout is None:
         raise CopyFailed("no stream")
     stream = cast(io.BufferedReader, proc.stdout)  # bufsize > 0: a buffered reader, with read1
@@ -186,8 +190,13 @@ def _write_files(proc: subprocess.Popen[bytes], partial: Path, host: str, got: l
         if not isinstance(name, str) or size < 0 or root not in target.parents:
             raise CopyFailed(f"the copy from {host} held {name!r}, which is not a plain file inside the "
                              "artifacts folder; nothing was kept")
+        if max_file_bytes is not None and size > max_file_bytes:
+            raise CopyFailed(f"the copy from {host} announced {name} with {size / 1e6:.0f} MB, over "
+                             f"max_artifact_mb ({max_file_bytes / 1e6:.0f} MB); nothing was kept")
         target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("wb") as out:
+        # A new file, never through a link: a name sent twice, or a link planted in the folder, fails.
+        fd = os.open(str(target), os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with os.fdopen(fd, "wb") as out:
             remaining = size
             while remaining:
                 chunk = stream.read1(min(remaining, CHUNK))

@@ -316,7 +316,8 @@ class SshRun(threading.Thread):
             self.step(f"copying the model from {b.host}: {got / 1e6:.0f} of {max(total, got) / 1e6:.0f} MB")
 
         try:
-            copied = receive(self.target.argv(command), target, b.host, progress, self.clock)
+            copied = receive(self.target.argv(command), target, b.host, progress, self.clock,
+                             max_file_bytes=b.max_artifact_mb * 1024 * 1024)
         except CopyFailed as exc:
             self.keep_job = True
             self.recorder.fail(Reason.ERROR, f"{exc}; the predictions are already saved, only the model files "

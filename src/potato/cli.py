@@ -54,6 +54,18 @@ def cli() -> None:
 def validate(config_path: Path, strict: bool, as_json: bool) -> None:
     """Check CONFIG and report every problem with its key path and fix."""
     report = load_report(config_path)
+    if report.config is not None:  # the data files too: what `start` would refuse, validate says first
+        from dataclasses import replace
+
+        from potato.config.schema import Issue
+        from potato.errors import DataError
+        from potato.items import load_items
+
+        props = report.config.item_properties
+        try:
+            load_items(report.config.data_files, props.id_key, props.text_key)
+        except DataError as exc:
+            report = replace(report, config=None, errors=[*report.errors, Issue("data_files", str(exc))])
     if as_json:
         click.echo(json.dumps(report_to_json(report), indent=2))
     else:

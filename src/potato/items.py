@@ -7,6 +7,7 @@ serving a partial project.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,15 +59,46 @@ def _json_lines(path: Path, text: str, hint: str) -> Iterator[tuple[int, Any]]:
                 raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg}). {hint}") from None
 
 
+def read_utf8(path: Path, fix_missing: str, what: str = "data file") -> str:
+    """A data or labels file's text; DataError with the line of the first byte that is not UTF-8."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: {what} not found. {fix_missing}") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the {what} ({exc.strerror or exc}).") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise DataError(f"{path}:{line}: not UTF-8 text (byte {data[exc.start]:#04x}). Save the file as UTF-8."
+                        ) from None
+
+
+def csv_rows(path: Path, text: str, delimiter: str) -> Iterator[tuple[int, Any]]:
+    """Rows of a csv/tsv file read by the csv module from the text itself, so a quoted field keeps
+    its line breaks; each with the line it starts on. An unterminated quote is an error naming the
+    line it opens on (it used to swallow every row after it)."""
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    start = 2  # after the header line
+    try:
+        for row in reader:
+            if None in row:
+                raise DataError(f"{path}:{start}: this row has more fields than the header line. Quote fields "
+                                f"that hold '{delimiter}' (\"like{delimiter} this\").")
+            yield start, row
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        if "end of data" in str(exc) or "EOF" in str(exc):
+            raise DataError(f"{path}:{start}: a quoted field that starts on this line is never closed. Close the "
+                            "quote (a \" inside a field is written \"\").") from None
+        raise DataError(f"{path}:{reader.line_num}: not valid {'TSV' if delimiter == chr(9) else 'CSV'} ({exc}).") from None
+
+
 def _records(path: Path) -> Iterator[tuple[int, Any]]:
     """Yield (line number, record) pairs; line numbers are 1-based and point at the record."""
     suffix = path.suffix.lower()
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise DataError(f"{path}: data file not found. Fix the path under data_files (relative to task_dir).") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the data file ({exc}). Save it as UTF-8 text.") from None
+    text = read_utf8(path, "Fix the path under data_files (relative to task_dir).")
     if suffix == ".jsonl":
         yield from _json_lines(path, text, "Each line must be one JSON object.")
     elif suffix == ".json":
@@ -81,11 +113,17 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
             # The released Potato accepts "json" files with one object per line; so do we.
             yield from _json_lines(path, text, "Use a JSON list of objects or one JSON object per line.")
     elif suffix in (".csv", ".tsv"):
-        reader = csv.DictReader(text.splitlines(), delimiter="\t" if suffix == ".tsv" else ",")
-        for row in reader:
-            yield reader.line_num, row
+        yield from csv_rows(path, text, "\t" if suffix == ".tsv" else ",")
     else:
         raise DataError(f"{path}: unsupported data file type '{suffix}'. Use .json, .jsonl or .csv.")
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def load_items(files: Sequence[Path], id_key: str = "id", text_key: str = "text") -> ItemSet:
@@ -106,11 +144,15 @@ def load_items(files: Sequence[Path], id_key: str = "id", text_key: str = "text"
             if isinstance(raw_id, (dict, list, bool)):
                 raise DataError(f"{where}: id '{id_key}' must be a string or number, not {raw_id!r}.")
             item_id = str(raw_id)
+            text = record.get(text_key)
+            for what, value in (("id", item_id), ("text", text)):
+                if isinstance(value, str) and not _is_text(value):
+                    raise DataError(f"{where}: the {what} holds a lone surrogate (e.g. \\ud800), which is not "
+                                    "Unicode text. Fix the escape in the file.")
             if item_id in seen:
                 raise DataError(
                     f"{where}: duplicate id '{item_id}' (first at {seen[item_id]}). Ids must be unique."
                 )
-            text = record.get(text_key)
             if text is None:
                 raise DataError(
                     f"{where}: missing text key '{text_key}'. Add it, or set item_properties.text_key "

@@ -7,13 +7,15 @@ API share it and both refuse a whole batch with the same per-line messages.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Container, Iterable
 
 from potato.config.schema import Config, SchemeType
-from potato.errors import LabelImportError
+from potato.errors import DataError, LabelImportError
+from potato.items import csv_rows, read_utf8
 from potato.labels import Label, LabelSource
 
 
@@ -35,20 +37,20 @@ class CheckedBatch:
 def read_entries(path: Path) -> list[Entry]:
     """Entries of a ``.jsonl`` (one object per line) or ``.csv`` (columns id, schema, label) file."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise LabelImportError([f"{path}: cannot read the file ({exc.strerror or exc})"]) from None
-    entries: list[Entry] = []
-    if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        missing = {"id", "schema", "label"} - set(reader.fieldnames or [])
-        if missing:
-            raise LabelImportError(
-                [f"{path}:1: the header lacks column(s) {', '.join(sorted(missing))}; it needs id, schema, label"]
-            )
-        for row in reader:
-            entries.append(Entry(f"{path}:{reader.line_num}", dict(row), from_csv=True))
-        return entries
+        text = read_utf8(path, "Check the path.", what="labels file")
+        entries: list[Entry] = []
+        if path.suffix.lower() == ".csv":
+            header = next(csv.reader(io.StringIO(text, newline="")), [])
+            missing = {"id", "schema", "label"} - set(header)
+            if missing:
+                raise LabelImportError(
+                    [f"{path}:1: the header lacks column(s) {', '.join(sorted(missing))}; it needs id, schema, label"]
+                )
+            for lineno, row in csv_rows(path, text, ","):
+                entries.append(Entry(f"{path}:{lineno}", dict(row), from_csv=True))
+            return entries
+    except DataError as exc:
+        raise LabelImportError([str(exc)]) from None
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue

@@ -136,3 +136,30 @@ def test_training_check_local(config_path: Path) -> None:
 @pytest.mark.parametrize("args", [["validate"], ["validate", "/no/such.yaml"], ["import-labels"]])
 def test_usage_errors_exit_2(args: List[str]) -> None:
     assert potato(*args).returncode == 2
+
+
+def test_validate_reads_the_data_files_as_start_would(make_project: Callable[..., Path]) -> None:
+    """It said "valid" for a missing data file, duplicate ids and broken JSON lines."""
+    config_path = make_project()
+    data = config_path.parent / "data"
+    cases = {
+        "missing.json": (None, "missing.json: data file not found"),
+        "dupes.jsonl": ('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', "dupes.jsonl:2: duplicate id 'a'"),
+        "broken.jsonl": ('{"id": "a", "text": "x"}\n{"id": "b", \n', "broken.jsonl:2: not valid JSON"),
+        "empty.json": ("[]", "No items in"),
+    }
+    for name, (content, expected) in cases.items():
+        if content is not None:
+            (data / name).write_text(content)
+        config_path.write_text(config_path.read_text().replace("data/reviews.json", f"data/{name}"))
+        proc = potato("validate", config_path)
+        assert proc.returncode == 1 and expected in proc.stdout, (name, proc.stdout)
+        config_path.write_text(config_path.read_text().replace(f"data/{name}", "data/reviews.json"))
+
+
+def test_import_labels_csv_with_an_unclosed_quote_names_its_line(config_path: Path, tmp_path: Path) -> None:
+    path = tmp_path / "labels.csv"
+    path.write_text('id,schema,label\nr000,sentiment,positive\nr001,sentiment,"negative\nr002,sentiment,positive\n')
+    proc = potato("import-labels", config_path, path, "--user", "gold")
+    assert proc.returncode == 1 and f"{path}:3: a quoted field that starts on this line is never closed" in proc.stderr
+    assert _stored(config_path) == []

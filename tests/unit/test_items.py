@@ -54,8 +54,8 @@ def test_bad_json_line(tmp_path: Path) -> None:
 def test_unreadable_and_missing_file(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="data file not found"):
         load_items([tmp_path / "nope.json"])
-    (tmp_path / "bin.jsonl").write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(DataError, match="cannot read the data file"):
+    (tmp_path / "bin.jsonl").write_bytes(b'{"id": "a", "text": "fine"}\n{"id": "b", "text": "caf\xe9"}\n')
+    with pytest.raises(DataError, match=r"bin.jsonl:2: not UTF-8 text \(byte 0xe9\)"):  # a line, not an offset
         load_items([tmp_path / "bin.jsonl"])
     (tmp_path / "x.xml").write_text("<a/>")
     with pytest.raises(DataError, match="unsupported data file type '.xml'"):
@@ -69,3 +69,25 @@ def test_missing_text_and_empty(tmp_path: Path) -> None:
     (tmp_path / "e.jsonl").write_text("\n")
     with pytest.raises(DataError, match="No items"):
         load_items([tmp_path / "e.jsonl"])
+
+
+def test_csv_keeps_line_breaks_in_quoted_fields_and_names_an_unclosed_quote(tmp_path: Path) -> None:
+    good = tmp_path / "good.csv"
+    good.write_text('id,text\n1,"line one\nline two"\n2,plain\n')
+    assert [(i.id, i.text) for i in load_items([good])] == [("1", "line one\nline two"), ("2", "plain")]
+    bad = tmp_path / "bad.csv"
+    bad.write_text('id,text\n1,"two\nlines"\n2,plain\n3,"never closed\n4,would be lost\n5,so would this\n')
+    with pytest.raises(DataError, match=r"bad.csv:5: a quoted field that starts on this line is never closed"):
+        load_items([bad])
+    wide = tmp_path / "wide.tsv"
+    wide.write_text("id\ttext\n1\ta\tb\n")
+    with pytest.raises(DataError, match=r"wide.tsv:2: this row has more fields than the header line"):
+        load_items([wide])
+
+
+def test_a_lone_surrogate_in_an_id_is_named_with_its_record(tmp_path: Path) -> None:
+    """`potato start` ended in a raw traceback for it (SQLite refuses the text)."""
+    path = tmp_path / "items.json"
+    path.write_text('[{"id": "ok", "text": "x"}, {"id": "\\ud800", "text": "y"}]')
+    with pytest.raises(DataError, match=r"items.json \(record 2\): the id holds a lone surrogate"):
+        load_items([path])

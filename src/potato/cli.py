@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -236,6 +237,16 @@ def main() -> None:
     except PotatoError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except (OSError, sqlite3.OperationalError) as exc:
+        from potato.db import disk_full
+
+        if not disk_full(exc):
+            raise
+        filename = exc.filename if isinstance(exc, OSError) else None
+        where = f" ({filename})" if filename else ""
+        click.echo(f"Error: the disk is full{where}; nothing was stored. Free some space and run the command again.",
+                   err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

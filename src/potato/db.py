@@ -8,6 +8,7 @@ stored" rests on (C2).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import queue
@@ -140,8 +141,25 @@ def _migrate(conn: sqlite3.Connection) -> None:
         conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
         conn.execute("COMMIT")
     except BaseException:  # noqa: B036 - undo a half migration on anything, even KeyboardInterrupt
-        conn.execute("ROLLBACK")
+        rollback(conn)
         raise
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Undo the open transaction, if one is still open: a COMMIT that failed on a full disk has
+    often ended it already, and a ROLLBACK then would only raise over the error that matters."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def disk_full(exc: BaseException) -> bool:
+    """SQLite's "database or disk is full", or the file system's ENOSPC/EDQUOT."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return "full" in str(exc).lower()
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -219,7 +237,7 @@ class Database:
                     yield conn
                     conn.execute("COMMIT")
                 except BaseException:  # noqa: B036 - roll back on anything, even KeyboardInterrupt, so the connection stays usable
-                    conn.execute("ROLLBACK")
+                    rollback(conn)
                     raise
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import timedelta
 from typing import Any, Mapping
 
 from flask import Flask, jsonify, request
 
 from potato.config.schema import Config
+from potato.db import disk_full
 from potato.server import admin, annotate, health, project, security
 from potato.server.jsonio import StrictJSONProvider
 from potato.server.training import blueprint as training_server
@@ -35,6 +37,14 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
     annotate.init_app(app)
     admin.init_app(app)
     training_server.init_app(app)
+
+    @app.errorhandler(sqlite3.OperationalError)
+    @app.errorhandler(OSError)
+    def _disk_full(exc: Exception) -> Any:
+        if not disk_full(exc):
+            raise exc
+        app.logger.error("the disk is full: %s", exc)
+        return jsonify(error="The server's disk is full; nothing was stored. Tell the study's admin."), 507
 
     @app.errorhandler(413)
     def _too_large(exc: Exception) -> Any:

@@ -21,6 +21,7 @@ import time
 from typing import IO
 
 from potato.config.schema import AgentBackend, Backend, SlurmBackend, SshBackend
+from potato.db import disk_full
 from potato.defaults import HEARTBEAT_TIMEOUT_S
 from potato.project import Project
 from potato.server.training import local
@@ -49,6 +50,11 @@ def limits_for(project: Project, backend: Backend | None) -> Limits:
     return Limits(heartbeat, queue, mt.grace_seconds, mt.max_wall_seconds)
 
 
+def failure_pause(failures: int) -> float:
+    """Seconds before the next round after ``failures`` failed ones in a row: 0.2, 0.4, ... 30."""
+    return min(30.0, IDLE_POLL_S * 2 ** min(failures, 10))
+
+
 class Dispatcher:
     def __init__(self, project: Project, store: RunStore, agent_url: str | None) -> None:
         self.project = project
@@ -63,6 +69,8 @@ class Dispatcher:
         self._agents: dict[str, subprocess.Popen[bytes]] = {}
         self._sessions: dict[str, threading.Thread] = {}
         self._last_watch = 0.0
+        self._failures = 0
+        """Failed rounds in a row: the pause grows with them (:func:`failure_pause`)."""
         self._wakeup = Wakeup(project.config.training_dir / WAKE_FILE)
 
     def ensure_started(self) -> None:
@@ -116,9 +124,18 @@ class Dispatcher:
                     self._last_watch = time.monotonic()
                     self.watch()
                 started = self.run_next()
-            except Exception:  # the dispatcher must outlive any one broken run; the traceback is logged
-                log.exception("dispatcher: a run failed in an unexpected way")
-                started = False
+            except Exception as exc:  # the dispatcher must outlive any one broken run or a full disk
+                self._failures += 1
+                if self._failures == 1:  # once per streak, not every 0.1 s (a full disk made 30 KB/s of log)
+                    if disk_full(exc):
+                        log.error("dispatcher: the disk is full (%s); runs wait until there is space", exc)
+                    else:
+                        log.exception("dispatcher: a run failed in an unexpected way")
+                self._wakeup.wait(failure_pause(self._failures))
+                continue
+            if self._failures:
+                log.info("dispatcher: working again after %d failed attempt(s)", self._failures)
+                self._failures = 0
             if not started:
                 self._wakeup.wait(IDLE_POLL_S)
 

@@ -141,7 +141,7 @@ def export(config_path: Path, output: Path | None) -> None:
 def import_labels(config_path: Path, labels_path: Path, user: str, skip_invalid: bool) -> None:
     """Store LABELS (.jsonl or .csv: id, schema, label) as USER's labels. Safe while the server runs."""
     from potato.errors import LabelImportError
-    from potato.label_import import check_entries, read_entries
+    from potato.label_import import check_entries, compare, read_entries
     from potato.project import Project
     from potato.server.auth import clean_user_name
 
@@ -153,12 +153,13 @@ def import_labels(config_path: Path, labels_path: Path, user: str, skip_invalid:
     batch = check_entries(config, project.items, read_entries(labels_path), name)
     if batch.problems and not skip_invalid:
         raise LabelImportError(batch.problems)
+    changes = compare(project.labels.iter_labels(user=name), batch.labels)
     project.labels.touch_user(name)
     project.save_labels(batch.labels)
     for problem in batch.problems:
         click.echo(f"skipped {problem}", err=True)
     skipped = f", skipped {len(batch.problems)} invalid line(s)" if batch.problems else ""
-    click.echo(f"Imported {len(batch.labels)} label(s) for user '{name}'{skipped}.")
+    click.echo(f"Imported {len(batch.labels)} label(s) for user '{name}' ({changes.text()}){skipped}.")
 
 
 @cli.group()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Container, Iterable
 
+from potato.config._checks import did_you_mean
 from potato.config.schema import Config, SchemeType
 from potato.errors import DataError, LabelImportError
 from potato.items import csv_rows, read_utf8
@@ -98,7 +99,8 @@ def check_entry(config: Config, item_ids: Container[str], entry: Entry) -> tuple
     scheme = config.scheme(str(data["schema"]))
     if scheme is None:
         valid = ", ".join(s.name for s in config.annotation_schemes)
-        return None, f"{entry.where}: unknown schema {data['schema']!r}; valid schemas: {valid}"
+        near = did_you_mean(str(data["schema"]), [s.name for s in config.annotation_schemes])
+        return None, f"{entry.where}: unknown schema {data['schema']!r}{near}; valid schemas: {valid}"
     value = data["label"]
     if entry.from_csv and isinstance(value, str):
         value = _csv_value(scheme.annotation_type, value)
@@ -111,6 +113,33 @@ def check_entry(config: Config, item_ids: Container[str], entry: Entry) -> tuple
             want = "a string"
         return None, f"{entry.where}: {value!r} is not a valid label for '{scheme.name}'; expected {want}"
     return (item_id, scheme.name, value), None
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What an import does to the labels already stored: said after every import, so a second run
+    of the same file reads "0 new, 0 changed, N unchanged" instead of "Imported N" again."""
+
+    new: int
+    changed: int
+    unchanged: int
+
+    def text(self) -> str:
+        return f"{self.new} new, {self.changed} changed, {self.unchanged} unchanged"
+
+
+def compare(stored: Iterable[Label], incoming: Iterable[Label]) -> Changes:
+    have = {(lab.user, lab.item_id, lab.schema): lab.value for lab in stored}
+    new = changed = unchanged = 0
+    for lab in incoming:
+        key = (lab.user, lab.item_id, lab.schema)
+        if key not in have:
+            new += 1
+        elif have[key] == lab.value:
+            unchanged += 1
+        else:
+            changed += 1
+    return Changes(new, changed, unchanged)
 
 
 def check_entries(config: Config, item_ids: Container[str], entries: Iterable[Entry], user: str, source: LabelSource = LabelSource.IMPORT) -> CheckedBatch:

@@ -86,9 +86,15 @@ def test_import_labels_good_bad_skip_and_idempotent(config_path: Path, tmp_path:
         {"id": "r001", "schema": "aspects", "label": ["price"]},
     ])
     proc = potato("import-labels", config_path, good, "--user", "gold")
-    assert proc.returncode == 0 and "Imported 2 label(s) for user 'gold'." in proc.stdout
-    assert potato("import-labels", config_path, good, "--user", "gold").returncode == 0
+    assert proc.returncode == 0 and "Imported 2 label(s) for user 'gold' (2 new, 0 changed, 0 unchanged)." in proc.stdout
+    again = potato("import-labels", config_path, good, "--user", "gold")  # the same file twice says so
+    assert again.returncode == 0 and "(0 new, 0 changed, 2 unchanged)" in again.stdout
     assert len(_stored(config_path)) == 2
+    changed = _write(tmp_path / "changed.jsonl", [{"id": "r000", "schema": "sentiment", "label": "negative"}])
+    assert "(0 new, 1 changed, 0 unchanged)" in potato("import-labels", config_path, changed, "--user", "gold").stdout
+    typo = _write(tmp_path / "typo.jsonl", [{"id": "r000", "schema": "sentimnet", "label": "negative"}])
+    assert "unknown schema 'sentimnet' (did you mean 'sentiment'?)" in potato(
+        "import-labels", config_path, typo, "--user", "gold").stderr
 
     mixed = _write(tmp_path / "mixed.jsonl", [
         {"id": "r002", "schema": "sentiment", "label": "negative"},

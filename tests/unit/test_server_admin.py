@@ -46,7 +46,8 @@ def test_labels_api_stores_and_refuses_whole_bad_batch(client: Any, admin_header
     assert app.extensions["potato"].labels.count() == 0
     resp = client.post("/admin/api/labels", json={"user": "gold", "labels": [good, bad], "skip_invalid": True},
                        headers=admin_headers)
-    assert resp.get_json() == {"stored": 1, "skipped": 1, "problems": resp.get_json()["problems"]}
+    assert resp.get_json() == {"stored": 1, "new": 1, "changed": 0, "unchanged": 0, "skipped": 1,
+                               "problems": resp.get_json()["problems"]}
     # Same batch again changes nothing (idempotent).
     before = client.get("/admin/api/labels", headers=admin_headers).get_json()
     client.post("/admin/api/labels", json={"user": "gold", "labels": [good]}, headers=admin_headers)

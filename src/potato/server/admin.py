@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, redirect, render_template, request, session, url_for
 
-from potato.label_import import Entry, check_entries
+from potato.label_import import Entry, check_entries, compare
 from potato.labels import LabelSource, LabelStore
 from potato.server.auth import admin_required, clean_user_name, key_matches
 from potato.server.project import current_project
@@ -125,9 +125,11 @@ def api_labels_post() -> Any:
     if batch.problems and not skip_invalid:
         return jsonify(error="Nothing was stored: fix these entries or send skip_invalid: true.",
                        problems=batch.problems), 400
+    changes = compare(project.labels.iter_labels(user=user), batch.labels)
     project.labels.touch_user(user)
     project.save_labels(batch.labels)
-    return jsonify(stored=len(batch.labels), skipped=len(batch.problems), problems=batch.problems)
+    return jsonify(stored=len(batch.labels), new=changes.new, changed=changes.changed, unchanged=changes.unchanged,
+                   skipped=len(batch.problems), problems=batch.problems)
 
 
 def init_app(app: Flask) -> None:

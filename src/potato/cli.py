@@ -48,7 +48,7 @@ def cli() -> None:
     """Potato: annotate in the browser, train wherever the GPUs are."""
 
 
-@cli.command()
+@cli.command(short_help="Check a config and its data files.")
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
 @click.option("--strict", is_flag=True, help="Also fail on warnings not listed under validation.acknowledge.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -75,7 +75,7 @@ def validate(config_path: Path, strict: bool, as_json: bool) -> None:
     sys.exit(1 if failed else 0)
 
 
-@cli.command()
+@cli.command(short_help="Start the annotation server.")
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
 @click.option("-p", "--port", default=defaults.PORT, show_default=True, type=click.IntRange(1, 65535),
               envvar="POTATO_PORT", help="Port to listen on (also POTATO_PORT).")
@@ -87,6 +87,11 @@ def start(config_path: Path, port: int, host: str, dev: bool, workers: int, thre
     """Start the annotation server for CONFIG (refuses to start on config errors)."""
     _setup_logging()
     config = _load(config_path)
+    from potato.server.ports import port_problem
+
+    problem = port_problem(host, port)
+    if problem:
+        raise PotatoError(problem)
     from potato.server import create_app
     from potato.server.training.blueprint import start_dispatcher, stop_dispatcher
 
@@ -109,7 +114,7 @@ def start(config_path: Path, port: int, host: str, dev: bool, workers: int, thre
           on_worker_exit=lambda: stop_dispatcher(app))
 
 
-@cli.command()
+@cli.command(short_help="Write every label as JSON lines.")
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="File to write (default: stdout).")
@@ -133,7 +138,7 @@ def export(config_path: Path, output: Path | None) -> None:
         click.echo(f"Exported {count} labels to {output}", err=True)
 
 
-@cli.command("import-labels")
+@cli.command("import-labels", short_help="Store labels from a .jsonl or .csv file.")
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
 @click.argument("labels_path", metavar="LABELS", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--user", required=True, help="Annotator name the labels are stored under.")
@@ -162,17 +167,20 @@ def import_labels(config_path: Path, labels_path: Path, user: str, skip_invalid:
     click.echo(f"Imported {len(batch.labels)} label(s) for user '{name}' ({changes.text()}){skipped}.")
 
 
-@cli.group()
+@cli.group(short_help="Train models: check a backend, register an agent, run one.")
 def training() -> None:
     """Model training from the command line."""
 
 
-@training.command("check")
+@training.command("check", short_help="What a run on BACKEND would get.")
 @click.argument("backend")
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def training_check(backend: str, config_path: Path, as_json: bool) -> None:
-    """Report what a run on BACKEND would get (e.g. its device); exit 0 when a run could start."""
+    """Report what a run on BACKEND would get (e.g. its device); exit 0 when a run could start.
+
+    BACKEND is `local` or a name under model_training.backends in CONFIG (an ssh, slurm or agent
+    backend); an unknown name lists the ones CONFIG has."""
     from potato.server.training.checks import UnknownBackend, run_check
 
     config = _load(config_path)
@@ -188,7 +196,7 @@ def training_check(backend: str, config_path: Path, as_json: bool) -> None:
     sys.exit(0 if report.ok else 1)
 
 
-@training.command("register")
+@training.command("register", short_help="Issue the token an agent backend needs.")
 @click.argument("backend")
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
 @click.option("--server-url", default=None, help="This server's address as the training machine reaches it "
@@ -216,7 +224,7 @@ def training_register(backend: str, config_path: Path, server_url: str | None) -
     click.echo(f"  potato training agent --server {url} --backend {backend}")
 
 
-@training.command("agent", context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+@training.command("agent", short_help="Run jobs for an agent backend on this machine.", context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
                                              "help_option_names": []})
 @click.pass_context
 def training_agent(ctx: click.Context) -> None:

@@ -136,3 +136,8 @@ def test_mass_sign_ins_from_one_address_are_throttled(make_app: Callable[..., An
     client = app.test_client()
     codes = [client.post("/login", json={"name": f"bot{i}"}).status_code for i in range(125)]
     assert codes[:120] == [200] * 120 and codes[120:] == [429] * 5
+
+
+def test_the_favicon_is_served(make_app: Callable[..., Any]) -> None:
+    response = make_app().test_client().get("/favicon.ico")
+    assert response.status_code == 200 and response.headers["Content-Type"] == "image/svg+xml"

@@ -27,7 +27,10 @@ def test_target_position_moves() -> None:
         return 7
 
     assert target_position("next", 3, 10, unlabelled) == (4, None)
-    assert target_position("next", 9, 10, unlabelled) == (9, None)
+    assert target_position("next", 9, 10, unlabelled) == (9, "That was the last item.")
+    assert target_position("item:10", 2, 10, unlabelled) == (9, None)  # "Go to item" 10, as the page counts
+    assert target_position("item:11", 2, 10, unlabelled) == (2, "There is no item 11; items are numbered 1 to 10.")
+    assert target_position("item:x", 2, 10, unlabelled)[0] == 2
     assert target_position("prev", 0, 10, unlabelled) == (0, None)
     assert target_position("next_unlabelled", 9, 10, unlabelled) == (7, None)
     assert target_position("prev_unlabelled", 0, 10, unlabelled) == (7, None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, Mapping
 
 from flask import Flask, jsonify, request
@@ -50,6 +51,12 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
     def _too_large(exc: Exception) -> Any:
         limit = request.max_content_length or 0
         return jsonify(error=f"The request is larger than this route takes ({limit // 1024} KB); nothing was stored."), 413
+
+    icon = (Path(__file__).parent / "static" / "favicon.svg").read_bytes()
+
+    @app.get("/favicon.ico")
+    def _favicon() -> Any:  # browsers ask for it on every first visit
+        return icon, 200, {"Content-Type": "image/svg+xml", "Cache-Control": "public, max-age=86400"}
 
     @app.context_processor
     def _nav() -> dict:

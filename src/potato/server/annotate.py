@@ -144,7 +144,9 @@ def target_position(go: str, current: int, total: int, unlabelled: Callable[[int
     """(position to show, note) for a move from ``current`` (pure but for ``unlabelled``, the
     query for the next unlabelled position from a start, forwards or backwards, wrapping)."""
     if go == "next":
-        return min(current + 1, total - 1), None
+        if current == total - 1:
+            return current, "That was the last item."
+        return current + 1, None
     if go == "prev":
         return max(current - 1, 0), None
     if go == "stay":
@@ -153,7 +155,12 @@ def target_position(go: str, current: int, total: int, unlabelled: Callable[[int
         backwards = go == "prev_unlabelled"
         pos = unlabelled((current + (-1 if backwards else 1)) % total, backwards)
         return (current, "Every item is labelled.") if pos is None else (pos, None)
-    return current, f"unknown move '{go}' (valid: {', '.join(MOVES)})"
+    if go.startswith("item:"):  # "Go to item" by its number, as the page shows it (1-based)
+        number = go[len("item:"):]
+        if number.isdigit() and 1 <= int(number) <= total:
+            return int(number) - 1, None
+        return current, f"There is no item {number}; items are numbered 1 to {total}."
+    return current, f"unknown move '{go}' (valid: {', '.join(MOVES)}, item:N)"
 
 
 def _move(project: Project, user: str, current: int, go: str) -> tuple[int, str | None]:

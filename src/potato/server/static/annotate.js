@@ -42,6 +42,8 @@
         box.hidden = true;
       }
     });
+    var done = item.done === item.total && item.total > 0;
+    $("done").hidden = !done;
     setStatus(note || "");
     window.scrollTo(0, 0);
   }
@@ -76,10 +78,11 @@
     });
   }
 
-  function run(promise) {
+  function run(promise, saving) {
     state.busy = true;
+    state.saving = !!saving;
     return promise.then(function (data) { render(data.item, data.note); })
-      .catch(function (err) { setStatus("Not saved: " + err.message, true); })
+      .catch(function (err) { setStatus((state.saving ? "Not saved: " : "") + err.message, true); })
       .then(function () { state.busy = false; });
   }
 
@@ -93,7 +96,7 @@
       return;
     }
     setStatus("Saving…");
-    run(request("POST", "/api/label", { id: state.item.id, labels: a, accepted: state.accepted, go: go }));
+    run(request("POST", "/api/label", { id: state.item.id, labels: a, accepted: state.accepted, go: go }), true);
   }
 
   function move(go) {
@@ -101,9 +104,13 @@
     run(request("GET", "/api/move?go=" + encodeURIComponent(go) + "&from=" + state.item.position));
   }
 
+  // Every way of leaving an item does the same with a picked answer: it is saved first.
   function gotoNumber(n) {
     if (state.busy || !n) return;
-    run(request("GET", "/api/item/" + encodeURIComponent(n)));
+    var box = $("goto-number");
+    box.value = "";
+    box.blur();  // the keys belong to the page again: "1" picks a label, not a digit in the box
+    saveAndGo("item:" + n);
   }
 
   function acceptSuggestions() {
@@ -116,7 +123,8 @@
       fs.querySelectorAll("input").forEach(function (input) { input.checked = wanted.indexOf(input.value) >= 0; });
       state.accepted[name] = s.run_id;
     });
-    if (any) setStatus("Suggestion accepted: press Enter to save it as your label.");
+    var touch = window.matchMedia && window.matchMedia("(pointer: coarse)").matches;
+    if (any) setStatus("Suggestion accepted: " + (touch ? "tap Save & next" : "press Enter") + " to save it as your label.");
   }
 
   schemes.forEach(function (fs) {
@@ -133,8 +141,11 @@
 
   document.addEventListener("keydown", function (ev) {
     var tag = (ev.target.tagName || "").toLowerCase();
-    if (tag === "textarea" || (tag === "input" && ev.target.type !== "radio" && ev.target.type !== "checkbox")) return;
+    // Typing into a field is typing; the label choices (radios, checkboxes) are the page's own.
+    if (tag === "textarea" || tag === "select" || (tag === "input" && ev.target.type !== "radio" && ev.target.type !== "checkbox")) return;
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    // Enter or Space on a focused button or link does that button ("← Previous", "Sign out").
+    if ((ev.key === "Enter" || ev.key === " ") && (tag === "button" || tag === "a" || tag === "summary")) return;
     var input = document.querySelector('input[data-key="' + ev.key + '"]');
     if (input) {
       if (input.type === "radio") input.checked = true; else input.checked = !input.checked;

@@ -108,3 +108,37 @@ def test_the_page_lists_agents_and_runs_on_one(make_project: Callable[..., Path]
     finally:
         agent.stop()
         srv.stop()
+
+
+def test_the_form_shows_labels_warns_about_few_asks_for_params_and_counts_suggestions(
+        make_project: Callable[..., Path], page: Any) -> None:
+    """A run on 5 labels showed a green "succeeded" with holdout 0.00 on 1 item and 0 suggestions
+    written, which only the log said; hf-text-classification failed without base_model, for which
+    the page had no field."""
+    srv = ServerProcess(make_project(model_training={
+        "enabled": True, "trainer": "noop",
+        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.99}})).start()
+    try:
+        labels = [{"id": f"r{i:03d}", "schema": "sentiment", "label": truth(f"r{i:03d}")} for i in range(5)]
+        requests.post(srv.url + "/admin/api/labels", json={"user": "gold", "labels": labels},
+                      headers={"X-API-Key": ADMIN_KEY}).raise_for_status()
+        page.goto(srv.url + "/admin/training/")
+        page.fill("#key", ADMIN_KEY)
+        page.press("#key", "Enter")
+        page.wait_for_selector("#start")
+        summary = page.inner_text("#label-summary")
+        assert summary.startswith("Labelled items: sentiment: ") and "positive" in summary
+        assert page.is_visible("#label-warning") and "Few labels" in page.inner_text("#label-warning")
+        page.select_option("#trainer", "hf-text-classification")
+        assert page.is_visible("input[data-param=base_model]")  # required: shown, not folded away
+        page.select_option("#trainer", "noop")
+        page.click("#params-optional summary")
+        page.fill("input[data-param=sleep_s]", "0.5")
+        page.click("#start")
+        page.wait_for_selector("#runs tbody tr[data-state=succeeded]", timeout=60_000)
+        page.wait_for_selector("#run-suggestion-count:has-text('written')")
+        assert page.inner_text("#run-suggestion-count") == "0 suggestions written (all below min_confidence 0.99)"
+        runs = requests.get(srv.url + "/admin/training/api/runs", headers={"X-API-Key": ADMIN_KEY}).json()["runs"]
+        assert runs[0]["params"] == {"sleep_s": 0.5}
+    finally:
+        srv.stop()

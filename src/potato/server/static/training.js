@@ -39,9 +39,64 @@
 
   // -- The start form and the Check button ---------------------------------------------------
 
+  // Each trainer's declared parameters as fields: the required ones shown, the rest folded away.
   function showTrainer() {
     var opt = $("trainer").options[$("trainer").selectedIndex];
     setText($("trainer-description"), opt ? opt.dataset.description : "");
+    var params = opt ? JSON.parse(opt.dataset.params || "{}") : {};
+    var required = $("params-required"), optional = $("params-optional");
+    var fields = optional.querySelector(".params-fields");
+    required.textContent = "";
+    fields.textContent = "";
+    Object.keys(params).forEach(function (name) {
+      var p = params[name], row = document.createElement("label"), input = document.createElement("input");
+      row.className = "param";
+      var title = document.createElement("code");
+      title.textContent = name;
+      var help = document.createElement("span");
+      help.className = "muted small";
+      help.textContent = p.help;
+      input.type = "text";
+      input.name = "param:" + name;
+      input.dataset.param = name;
+      input.required = !!p.required;
+      row.appendChild(title);
+      row.appendChild(input);
+      row.appendChild(help);
+      (p.required ? required : fields).appendChild(row);
+    });
+    optional.hidden = !fields.childNodes.length;
+  }
+
+  function paramValues() {
+    var out = {};
+    document.querySelectorAll("input[data-param]").forEach(function (input) {
+      var raw = input.value.trim();
+      if (!raw) return;
+      if (raw === "true" || raw === "false") out[input.dataset.param] = raw === "true";
+      else if (/^-?\d+(\.\d+)?([eE]-?\d+)?$/.test(raw)) out[input.dataset.param] = Number(raw);
+      else out[input.dataset.param] = raw;
+    });
+    return out;
+  }
+
+  // How many labelled items each chosen schema's classes have, and a warning when too few.
+  function showLabels() {
+    var box = $("schemas"), counts = JSON.parse(box.dataset.counts || "{}"), least = Number(box.dataset.minPerClass);
+    var chosen = Array.prototype.map.call(document.querySelectorAll('input[name="schemas"]:checked'),
+      function (input) { return input.value; });
+    var parts = [], few = [];
+    chosen.forEach(function (schema) {
+      var per = counts[schema] || {}, labels = Object.keys(per);
+      parts.push(schema + ": " + (labels.length ? labels.map(function (l) { return l + " " + per[l]; }).join(", ") : "no labels yet"));
+      if (labels.length < 2) few.push(schema + " has " + (labels.length ? "one class" : "no labels"));
+      labels.forEach(function (l) { if (per[l] < least) few.push(l + " (" + schema + ") has " + per[l]); });
+    });
+    setText($("label-summary"), parts.length ? "Labelled items: " + parts.join(" · ") : "");
+    var warning = $("label-warning");
+    warning.hidden = !few.length;
+    setText(warning, few.length ? "Few labels: " + few.join("; ") + ". With fewer than " + least +
+      " items per class the holdout score says little; label more, or start anyway." : "");
   }
 
   function checkBackend() {
@@ -67,7 +122,8 @@
     if (!schemas.length) { error.textContent = "Pick at least one schema to train."; return; }
     error.textContent = "";
     btn.disabled = true;
-    request("POST", api("runs"), { trainer: $("trainer").value, schemas: schemas, backend: $("backend").value })
+    request("POST", api("runs"), { trainer: $("trainer").value, schemas: schemas, backend: $("backend").value,
+                                    params: paramValues() })
       .then(function (run) {
         state.runs = [run].concat(state.runs.filter(function (r) { return r.id !== run.id; }));
         select(run.id);
@@ -179,6 +235,17 @@
     return parts.join(" · ");
   }
 
+  function suggestionText(m) {
+    var written = m["suggestions/written"];
+    if (typeof written !== "number") return "—";
+    var below = m["suggestions/below_confidence"] || 0, minConf = $("run-suggestion-count").dataset.minConfidence;
+    var text = written + " suggestion" + (written === 1 ? "" : "s") + " written";
+    if (!written && below) return text + " (all below min_confidence " + minConf + ")";
+    if (below) text += ", " + below + " below min_confidence " + minConf;
+    if (m["suggestions/invalid"]) text += ", " + m["suggestions/invalid"] + " invalid";
+    return text;
+  }
+
   function progressText(run) {
     var last = state.events && state.events.last;
     var opt = Array.prototype.filter.call($("backend").options, function (o) { return o.value === run.backend; })[0];
@@ -208,6 +275,7 @@
     setText($("run-message"), note);
     $("run-message").className = run.state === "failed" ? "error" : "muted";
     setText($("run-score"), scoreText(run.metrics || {}));
+    setText($("run-suggestion-count"), suggestionText(run.metrics || {}));
     setText($("run-trainer"), run.trainer);
     setText($("run-schemas"), (run.schemas || []).join(", "));
     var where = run.agent && run.agent.host && run.agent.host !== "this machine" ? " (agent on " + run.agent.host + ")" : "";
@@ -367,7 +435,9 @@
   $("start-form").addEventListener("submit", startRun);
   $("run-cancel").addEventListener("click", function () { if (state.selected) cancelRun(state.selected, $("run-cancel")); });
   document.addEventListener("visibilitychange", function () { if (!document.hidden) poll(); });
+  $("schemas").addEventListener("change", showLabels);
   showTrainer();
+  showLabels();
   var fromHash = /^#run=(.+)$/.exec(window.location.hash);
   if (fromHash) select(decodeURIComponent(fromHash[1])); else poll();
 })();

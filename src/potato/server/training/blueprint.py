@@ -39,6 +39,8 @@ bp = Blueprint("training", __name__, url_prefix="/admin/training")
 
 
 CALIBRATE = "decision-calibrate"
+MIN_PER_CLASS = 5
+"""Below this many labelled items in a class the form warns: the holdout score then says little."""
 CONNECTED_WITHIN_S = 60.0
 """An agent that polled this recently counts as connected (a long poll lasts up to 25 s)."""
 
@@ -127,6 +129,32 @@ def start_run(project: Project, store: RunStore, body: object, trigger: str = "m
     return store.create(trainer, schemas, backend, params, trigger=trigger)
 
 
+def form_params(trainer: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """A trainer's parameters as the start form asks for them: help text, and whether required.
+    decision-calibrate names its source by run id (a request never gives a path)."""
+    params = dict(trainer.get("params") or {})
+    if trainer.get("name") == CALIBRATE:
+        params.pop("source_predictions", None)
+        params = {"source_run": "the id of a succeeded run of this server to recalibrate (default: the newest)",
+                  **params}
+    return {name: {"help": text, "required": text.endswith("(required)")} for name, text in params.items()}
+
+
+def label_counts(project: Project) -> dict[str, dict[str, int]]:
+    """For each trainable scheme, how many items carry each label (any annotator): what the form
+    shows, so that a run on five labels is not started blind."""
+    kinds = {s.name: s.annotation_type.value for s in project.config.annotation_schemes}
+    counts: dict[str, dict[str, set[str]]] = {}
+    rows = project.db.conn.execute("SELECT DISTINCT schema, item_id, value FROM labels")
+    for schema, item_id, raw in rows:
+        if kinds.get(schema) not in ("radio", "multiselect"):
+            continue
+        value = json.loads(raw)
+        for label in value if isinstance(value, list) else [value]:
+            counts.setdefault(schema, {}).setdefault(str(label), set()).add(item_id)
+    return {schema: {label: len(items) for label, items in per.items()} for schema, per in counts.items()}
+
+
 @bp.get("/")
 @admin_required
 def page() -> Any:
@@ -137,11 +165,14 @@ def page() -> Any:
         for name, b in mt.all_backends().items()
     ]
     trainable = [s.name for s in project.config.annotation_schemes if s.annotation_type.value != "text"]
+    trainers = [{**t, "form_params": form_params(t)} for t in trainer_table().values()]
     return render_template(
         "training.html", title=project.config.annotation_task_name, backends=backends,
-        default_backend=mt.backend, trainers=list(trainer_table().values()), default_trainer=mt.trainer,
+        default_backend=mt.backend, trainers=trainers, default_trainer=mt.trainer,
         schemas=trainable, default_schemas=list(mt.writeback.schemas) or trainable[:1],
         has_agents=any(b["type"] == "agent" for b in backends),
+        label_counts=label_counts(project), min_confidence=mt.writeback.min_confidence,
+        min_per_class=MIN_PER_CLASS,
     )
 
 

@@ -149,7 +149,7 @@ class RunRecorder:
                 current = self.store.get(self.run.id)
                 return current.state if current else RunState.FAILED  # ended meanwhile (cancel, timeout)
             try:
-                self._keep(predictions, artifacts, metrics.get("holdout_accuracy"))
+                metrics.update(self._keep(predictions, artifacts, metrics.get("holdout_accuracy")))
             except Exception as exc:  # a failed save fails this run, not the dispatcher
                 log.exception("run %s: results could not be saved", self.run.id)
                 state, reason, message = RunState.FAILED, Reason.ERROR.value, f"Saving the results failed: {exc}"
@@ -178,7 +178,9 @@ class RunRecorder:
                 for line in lines:
                     fh.write(str(line).replace("\n", " ") + "\n")
 
-    def _keep(self, predictions: Path | None, artifacts: Path | None, score: float | None) -> None:
+    def _keep(self, predictions: Path | None, artifacts: Path | None, score: float | None) -> dict[str, float]:
+        """Move the outputs into the run folder and write back; the writeback's counts, for the page
+        ("0 suggestions written: all below min_confidence 0.6" instead of a silent green run)."""
         kept = self.run_dir / "predictions.jsonl"
         if predictions is not None and predictions.exists() and predictions != kept:
             predictions.replace(kept)
@@ -188,7 +190,13 @@ class RunRecorder:
                 shutil.rmtree(target)
             artifacts.replace(target)
             self.store.update(self.run.id, artifact_uri=str(target))
-        if kept.exists():
-            stats = write_back(self.project, self.run, kept, score)
-            self.log.write(f"Writeback: {stats.written} suggestions for {', '.join(stats.schemas) or 'no schema'} "
-                           f"({stats.below_confidence} below min_confidence, {stats.skipped_unlabelled} unlabelled skipped)")
+        if not kept.exists():
+            return {}
+        stats = write_back(self.project, self.run, kept, score)
+        self.log.write(f"Writeback: {stats.written} suggestions for {', '.join(stats.schemas) or 'no schema'} "
+                       f"({stats.below_confidence} below min_confidence, {stats.skipped_unlabelled} unlabelled skipped"
+                       f", {stats.invalid} invalid)")
+        if not stats.schemas:
+            return {}
+        return {"suggestions/written": stats.written, "suggestions/below_confidence": stats.below_confidence,
+                "suggestions/unlabelled_skipped": stats.skipped_unlabelled, "suggestions/invalid": stats.invalid}

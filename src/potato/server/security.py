@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import math
 import secrets
 import time
@@ -25,10 +26,14 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from potato.db import Database
 from potato.project import Project
 
+log = logging.getLogger(__name__)
+
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'self'")
 """The pages load their scripts and styles from /static only; nothing inline."""
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+_REFUSED: set[tuple[str, str]] = set()
+"""(origin, host) pairs already logged; a burst of refused requests logs one line."""
 ADMIN_SESSION_DAYS = 30
 
 
@@ -147,6 +152,12 @@ def check_origin() -> Response | None:
         return None  # not something a browser adds by itself
     if same_origin():
         return None
+    origin = request.headers.get("Origin") or request.headers.get("Referer") or ""
+    if (origin, request.host) not in _REFUSED:  # once per pair: an attack or a proxy that rewrites Host
+        _REFUSED.add((origin, request.host))
+        log.warning("refused a %s to %s from %s: its origin is not this server's host %s. Behind a reverse proxy, "
+                    "pass the Host header unchanged (nginx: proxy_set_header Host $host).",
+                    request.method, request.path, urlsplit(origin).netloc or origin, request.host)
     response = jsonify(error="Refused: this request came from another site. Use the page on this server, or "
                              "send the X-API-Key header from a script.")
     response.status_code = 403

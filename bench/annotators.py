@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,7 +87,10 @@ def make_project(root: Path, n_items: int) -> Path:
     config = {"annotation_task_name": "Bench", "task_dir": ".", "data_files": ["data/reviews.json"],
               "item_properties": {"id_key": "id", "text_key": "text"},
               "output_annotation_dir": "annotation_output", "admin_api_key": ADMIN_KEY,
-              "annotation_schemes": [scheme]}
+              "annotation_schemes": [scheme],
+              # Each simulated annotator is a client of its own, as behind a reverse proxy (X-Forwarded-For):
+              # sign-ins are throttled per client address, and 200 from one address would be a script.
+              "trust_proxy": True}
     path = root / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
@@ -151,10 +155,11 @@ def annotator(port: int, name: str, start_at: float, stop_at: float, tally: Tall
               lock: threading.Lock) -> None:
     """Log in, then label the next unlabelled item until ``stop_at`` (wall clock, shared by processes)."""
     conn, mine = Conn("127.0.0.1", port, timeout=60), Tally()
-    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    address = "10.{}.{}.{}".format(*(zlib.crc32(name.encode()).to_bytes(4, "big")[1:]))
+    form = {"Content-Type": "application/x-www-form-urlencoded", "X-Forwarded-For": address}
     status, resp, _ = call(conn, "POST", "/login", f"name={name}".encode(), form)
     cookie = (resp.getheader("Set-Cookie") or "").split(";", 1)[0]
-    headers = {"Content-Type": "application/json", "Cookie": cookie}
+    headers = {"Content-Type": "application/json", "Cookie": cookie, "X-Forwarded-For": address}
     rng, current = random.Random(name), item_id(0)
     if status != 302 or not cookie:
         mine.errors, mine.first_error, stop_at = 1, f"login answered {status}", 0.0

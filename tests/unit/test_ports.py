@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from potato.server.ports import port_holder, port_problem
 
@@ -40,3 +41,11 @@ def test_start_on_a_taken_port_says_so_and_starts_nothing(config_path: Path) -> 
 
 def test_an_address_this_machine_lacks_is_named() -> None:
     assert "is not an address of this machine" in (port_problem("192.0.2.1", 8000) or "")
+
+
+def test_potato_start_uses_the_worker_that_collects_headers_without_a_thread(monkeypatch: Any) -> None:
+    from potato.server.gunicorn_worker import worker_class
+
+    assert worker_class() == "potato.server.gunicorn_worker.HeadFirstWorker"  # the installed gunicorn has its hooks
+    monkeypatch.setenv("POTATO_STOCK_GTHREAD", "1")
+    assert worker_class() == "gthread"

@@ -7,6 +7,8 @@ from typing import Any, Callable
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 
+from potato.server.gunicorn_worker import worker_class
+
 
 class GunicornApp(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
     def __init__(self, app: Flask, options: dict[str, Any]) -> None:
@@ -29,7 +31,7 @@ def serve(app: Flask, host: str, port: int, workers: int, threads: int,
         "bind": f"{host}:{port}",
         "workers": workers,
         "threads": threads,
-        "worker_class": "gthread",
+        "worker_class": worker_class(),  # gthread that gives threads complete requests only (slowloris)
         "timeout": 120,
         # Annotators pause seconds between labels; gunicorn's default 2 s keep-alive made nearly
         # every label open a new connection (and a client racing the close got a broken pipe).

@@ -118,7 +118,8 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
         raise DataError(f"{path}: unsupported data file type '{suffix}'. Use .json, .jsonl or .csv.")
 
 
-def _is_text(value: str) -> bool:
+def is_unicode_text(value: str) -> bool:
+    """False for a str holding a lone surrogate ("\\ud800" from JSON): SQLite cannot store it."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -146,7 +147,7 @@ def load_items(files: Sequence[Path], id_key: str = "id", text_key: str = "text"
             item_id = str(raw_id)
             text = record.get(text_key)
             for what, value in (("id", item_id), ("text", text)):
-                if isinstance(value, str) and not _is_text(value):
+                if isinstance(value, str) and not is_unicode_text(value):
                     raise DataError(f"{where}: the {what} holds a lone surrogate (e.g. \\ud800), which is not "
                                     "Unicode text. Fix the escape in the file.")
             if item_id in seen:

@@ -14,6 +14,8 @@ from typing import Any
 
 from flask.json.provider import DefaultJSONProvider
 
+from potato.items import is_unicode_text
+
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]", re.ASCII)
 
 
@@ -30,10 +32,8 @@ def _check_text(value: Any) -> None:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise BadJson("the text holds a lone surrogate (e.g. \\ud800), which is not Unicode text") from None
+            if not is_unicode_text(item):
+                raise BadJson("the text holds a lone surrogate (e.g. \\ud800), which is not Unicode text")
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())

@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Seque
 
 from potato.training.codefiles import code_root
 from potato.training.jobfiles import EventFollower, read_exit_code, read_json
-from potato.training.limits import THREAD_VARIABLES as THREAD_LIMITS
+from potato.training.limits import THREAD_VARIABLES, apply_thread_limit
 from potato.training.results import Reason
 
 Clock = Callable[[], float]
@@ -30,7 +30,6 @@ POLL_S = 0.2
 """How often the loop looks at the worker's files and process."""
 
 PID_FILE = "worker.pid"
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 @dataclass
@@ -92,7 +91,7 @@ def worker_env(num_threads: Optional[int], base: Optional[Mapping[str, str]] = N
     ``pass_env``, our code first on PYTHONPATH, thread caps when configured (R16); never Potato's own
     variables (the agent's token, the server's admin key)."""
     source = os.environ if base is None else base
-    keep = set(WORKER_ENV) | set(THREAD_LIMITS) | set(pass_env)
+    keep = set(WORKER_ENV) | set(THREAD_VARIABLES) | set(pass_env)
     env = {k: v for k, v in source.items() if k in keep or k.startswith(WORKER_ENV_PREFIXES)}
     paths = list(extra_paths or []) + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if paths:
@@ -100,9 +99,7 @@ def worker_env(num_threads: Optional[int], base: Optional[Mapping[str, str]] = N
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("TRANSFORMERS_VERBOSITY", "error")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if num_threads:
-        for name in THREAD_VARIABLES:
-            env[name] = str(num_threads)
+    apply_thread_limit(num_threads, env)
     for name in list(env):
         if name.startswith("POTATO_"):
             del env[name]
@@ -133,7 +130,8 @@ class WorkerProcess:
             from potato.training.containers import worker_argv
 
             name = f"potato-worker-{job_dir.name}" if container.get("runtime") == "docker" else None
-            threads = {k: str(num_threads) for k in THREAD_VARIABLES} if num_threads else {}
+            threads: Dict[str, str] = {}
+            apply_thread_limit(num_threads, threads)
             argv = [str(w) for w in worker_argv(
                 container, str(job_dir), code_root(), str(shared_dir or job_dir), user=f"{os.getuid()}:{os.getgid()}",
                 gpus=os.environ.get("CUDA_VISIBLE_DEVICES") or None, name=name, env=threads)]

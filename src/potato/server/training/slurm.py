@@ -17,6 +17,7 @@ from typing import Any
 from potato.config._backends import node_local_dir
 from potato.config.schema import Config, SlurmBackend
 from potato.server.training.checks import CheckReport
+from potato.server.training.codepush import code_hash
 from potato.server.training.ssh import SshRun
 from potato.server.training.sshhost import control_dir, probe_host, run_ssh
 from potato.server.training.sshcmd import SshFailed, SshTarget, remote_path, shell
@@ -89,7 +90,8 @@ class SlurmRun(SshRun):
         host = b.host
         self.target = SshTarget(b, control_dir(self.project.config.training_dir))
         self.step(f"connecting to {host}")
-        facts = probe_host(self.target, read_gpus=False, prepare=self.preparation())
+        digest = code_hash()
+        facts = probe_host(self.target, read_gpus=False, prepare=self.preparation(digest))
         self.say(f"Python {facts.python_version} on {host} ({facts.python_path}) runs the agent")
         self.said_stale(facts)
         login = probe_slurm(self.target)
@@ -100,7 +102,7 @@ class SlurmRun(SshRun):
         self.say(f"The job runs the worker with {settings.job_python}"
                  + (f" after the prelude: {'; '.join(settings.prelude)}" if settings.prelude else ""))
         self.store.update(self.run_.id, device=f"gres {b.gres}" if b.gres else "no GPU (no gres requested)")
-        digest = self.push_code(facts.code_present)
+        self.push_code(digest, facts.code_present)
         path = f"{self.job_dir}/{SETTINGS_FILE}"
         out = self.ssh(f"mkdir -p {self.job_dir} && cat > {path}",
                        stdin=json.dumps(settings.to_json(), indent=1).encode())

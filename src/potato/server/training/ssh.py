@@ -39,7 +39,7 @@ from potato.server.training.watchdog import CANCEL_SLACK_S
 from potato.training.gpus import NoGpuFree, choose_gpus
 from potato.training.jobfiles import read_json
 from potato.training.results import Reason, write_json_atomic
-from potato.training.supervise import THREAD_VARIABLES
+from potato.training.limits import apply_thread_limit
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,8 @@ class SshRun(threading.Thread):
         host, b = self.backend.host, self.ssh_backend
         self.target = SshTarget(b, control_dir(self.project.config.training_dir))
         self.step(f"connecting to {host}")
-        facts = probe_host(self.target, prepare=self.preparation())
+        digest = code_hash()
+        facts = probe_host(self.target, prepare=self.preparation(digest))
         self.say(f"Python {facts.python_version} on {host} ({facts.python_path})")
         self.said_stale(facts)
         choice = choose_gpus(facts.gpus, b.gpus, b.min_free_gpu_mb, facts.no_kernels)
@@ -143,7 +144,7 @@ class SshRun(threading.Thread):
         if b.packages:
             self.python = self.ensure_venv(facts.python_path)
         self.store.update(self.run_.id, device=choice.text)
-        digest = self.push_code(facts.code_present)
+        self.push_code(digest, facts.code_present)
         socket = f"{self.socket_dir}/agent.sock"
         env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID",  # CUDA's indices are then nvidia-smi's, which the choice used
                "CUDA_VISIBLE_DEVICES": choice.cuda_visible_devices}
@@ -162,9 +163,9 @@ class SshRun(threading.Thread):
         elif not self.backend.fetch_artifacts and (self.store.get(self.run_.id) or self.run_).state is RunState.SUCCEEDED:
             self.keep_job = True  # fetch_artifacts: false leaves every model file on the host
 
-    def preparation(self) -> Preparation:
+    def preparation(self, digest: str) -> Preparation:
         """What the first command of a run looks at (the code) and makes (the socket folder)."""
-        return Preparation(f"{self.remote_dir}/code/{code_hash()}", shlex.quote(self.socket_dir))
+        return Preparation(f"{self.remote_dir}/code/{digest}", shlex.quote(self.socket_dir))
 
     def said_stale(self, facts: HostFacts) -> None:
         """The socket folder is a 0700 folder of this run's own in the host's /tmp: the socket inside
@@ -174,12 +175,12 @@ class SshRun(threading.Thread):
             self.say(f"Removed {len(facts.stale_socket_dirs)} stale agent socket folder(s) on {self.backend.host}: "
                      f"{', '.join(facts.stale_socket_dirs)}")
 
-    def push_code(self, present: bool) -> str:
-        digest = code_hash()
+    def push_code(self, digest: str, present: bool) -> None:
+        """Copy the code under ``digest`` unless the probe found it there (``present``)."""
         code = f"{self.remote_dir}/code/{digest}"
         if present:
             self.say(f"Potato's code {digest} is on {self.backend.host} already")
-            return digest
+            return
         self.step(f"copying Potato's code to {self.backend.host}")
         tmp = f"{code}.tmp"
         out = self.ssh(f"mkdir -p {self.remote_dir}/code && rm -rf {tmp} && mkdir {tmp} && tar -x -C {tmp} "
@@ -188,7 +189,6 @@ class SshRun(threading.Thread):
             raise SshFailed(f"Copying Potato's code to {self.backend.host} failed: "
                             f"{out.stderr.decode('utf-8', 'replace').strip()[-500:]}")
         self.say(f"Copied Potato's code {digest} to {self.backend.host}:{self.backend.remote_dir}/code/{digest}")
-        return digest
 
     def ensure_venv(self, python_path: str) -> str:
         """R14: a venv with the host's packages visible (``--system-site-packages``: its CUDA torch
@@ -226,8 +226,7 @@ class SshRun(threading.Thread):
         b = self.backend
         self.step(f"waiting for the agent on {b.host}")
         env = {**b.env, **run_env}
-        if b.num_threads:
-            env.update({name: str(b.num_threads) for name in THREAD_VARIABLES})
+        apply_thread_limit(b.num_threads, env)  # over what a login shell sets (R16)
         assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         code = f"{self.remote_dir}/code/{digest}"
         command = (f"mkdir -p {self.remote_dir}/jobs && cd {self.remote_dir} && exec env {assignments} "

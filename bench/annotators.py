@@ -165,6 +165,8 @@ def annotator(port: int, name: str, start_at: float, stop_at: float, tally: Tall
         mine.errors, mine.first_error, stop_at = 1, f"login answered {status}", 0.0
     time.sleep(max(0.0, start_at - time.time()))
     conn.close()  # a fresh connection: gunicorn drops keep-alive connections idle for 2 s (reset races)
+    if THINK_S:  # people arrive at their own moments: a first pause too, or all N would click at once
+        time.sleep(rng.expovariate(1.0 / THINK_S))
     while time.time() < stop_at:
         label = rng.choice(("positive", "negative"))
         body = json.dumps({"id": current, "labels": {"sentiment": label}, "go": "next_unlabelled"}).encode()

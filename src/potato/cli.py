@@ -77,16 +77,20 @@ def validate(config_path: Path, strict: bool, as_json: bool) -> None:
 
 @cli.command(short_help="Start the annotation server.")
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
-@click.option("-p", "--port", default=defaults.PORT, show_default=True, type=click.IntRange(1, 65535),
-              envvar="POTATO_PORT", help="Port to listen on (also POTATO_PORT).")
-@click.option("--host", default=defaults.HOST, show_default=True, help="Address to bind; 0.0.0.0 for all.")
+@click.option("-p", "--port", default=None, type=click.IntRange(1, 65535), envvar="POTATO_PORT",
+              help=f"Port to listen on (also POTATO_PORT; default: the config's port, else {defaults.PORT}).")
+@click.option("--host", default=None,
+              help=f"Address to bind; 0.0.0.0 for all (default: the config's host, else {defaults.HOST}).")
 @click.option("--dev", is_flag=True, help="Use Flask's development server instead of gunicorn.")
 @click.option("--workers", default=3, show_default=True, type=click.IntRange(1, 64), help="gunicorn worker processes.")
 @click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 256), help="Threads per worker.")
-def start(config_path: Path, port: int, host: str, dev: bool, workers: int, threads: int) -> None:
+def start(config_path: Path, port: int | None, host: str | None, dev: bool, workers: int, threads: int) -> None:
     """Start the annotation server for CONFIG (refuses to start on config errors)."""
     _setup_logging()
     config = _load(config_path)
+    # The flag wins over the config (port, or server: {host, port}, as upstream Potato writes them).
+    port = port or config.port or defaults.PORT
+    host = host or config.host or defaults.HOST
     from potato.server.ports import port_problem
 
     problem = port_problem(host, port)

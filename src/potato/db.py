@@ -123,6 +123,10 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX throttle_addr ON throttle (kind, addr, at);
     """,
+    # Annotators' passwords (upstream Potato's require_password), as salted hashes only.
+    """
+    ALTER TABLE users ADD COLUMN password_hash TEXT;
+    """,
 ]
 
 

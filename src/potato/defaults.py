@@ -54,3 +54,5 @@ AUTO_RETRAIN_EVERY_N_LABELS = 100
 
 ACKNOWLEDGE_MIN_CHARS = 12
 """Shortest ``validation.acknowledge`` entry that may match a warning (R7)."""
+SESSION_LIFETIME_DAYS = 30
+"""How long an annotator stays signed in (upstream Potato's ``session_lifetime_days``)."""

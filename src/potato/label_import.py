@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Container, Iterable
 
 from potato.config._checks import did_you_mean
-from potato.config.schema import Config, SchemeType
+from potato.config.schema import CHOICE_TYPES, NUMERIC_TYPES, Config, SchemeType
 from potato.errors import DataError, LabelImportError
 from potato.items import csv_rows, read_utf8
 from potato.labels import Label, LabelSource
@@ -69,7 +69,14 @@ class _Unparsable:
 
 
 def _csv_value(kind: SchemeType, raw: str) -> Any:
-    """CSV cells are text: a multiselect cell holds a JSON list or labels separated by '|'."""
+    """CSV cells are text: a multiselect cell holds a JSON list or labels separated by '|', a slider
+    or number cell a number."""
+    if kind in NUMERIC_TYPES:
+        try:
+            number = float(raw)
+        except ValueError:
+            return raw
+        return int(number) if number.is_integer() else number
     if kind is not SchemeType.MULTISELECT:
         return raw
     raw = raw.strip()
@@ -105,10 +112,12 @@ def check_entry(config: Config, item_ids: Container[str], entry: Entry) -> tuple
     if entry.from_csv and isinstance(value, str):
         value = _csv_value(scheme.annotation_type, value)
     if not scheme.accepts(value):
-        if scheme.annotation_type is SchemeType.RADIO:
+        if scheme.annotation_type in CHOICE_TYPES:
             want = f"one of: {', '.join(scheme.labels)}"
         elif scheme.annotation_type is SchemeType.MULTISELECT:
             want = f"a list of distinct labels from: {', '.join(scheme.labels)}"
+        elif scheme.annotation_type in NUMERIC_TYPES:
+            want = scheme.valid_answers()
         else:
             want = "a string"
         return None, f"{entry.where}: {value!r} is not a valid label for '{scheme.name}'; expected {want}"

@@ -212,11 +212,11 @@ def test_validator_turns_stale_entries_into_warnings() -> None:
 
 
 def test_validator_can_acknowledge_unknown_top_level_keys() -> None:
-    raw = config_with({}, ["port: unknown key"])
-    raw["port"] = 8000
+    raw = config_with({}, ["colour_scheme: unknown key"])
+    raw["colour_scheme"] = "dark"
     report = validate(raw, CONFIG)
     assert report.strict_ok()
-    assert [i.path for i in report.acknowledged] == ["port"]
+    assert [i.path for i in report.acknowledged] == ["colour_scheme"]
 
 
 def test_debug_warning_acknowledged_per_backend() -> None:

@@ -231,13 +231,13 @@ def test_data_files_problems() -> None:
 
 def test_unknown_top_level_key_warns_with_did_you_mean() -> None:
     raw = minimal()
-    raw.update(debgu=True, port=8000, alert_time_each_instance=10)
+    raw.update(debgu=True, colour_scheme="dark", alert_time_each_instnace=10)
     report = validate(raw, CONFIG)
     assert report.ok and report.config is not None
     assert warnings(report) == [
         "debgu: unknown key, ignored (did you mean 'debug'?)",
-        "port: unknown key, ignored",
-        "alert_time_each_instance: unknown key, ignored",
+        "colour_scheme: unknown key, ignored",
+        "alert_time_each_instnace: unknown key, ignored (did you mean 'alert_time_each_instance'?)",
     ]
     assert report.warnings[0].path == "debgu" and report.warnings[0].backend is None
 
@@ -325,10 +325,10 @@ def test_scheme_must_be_a_mapping() -> None:
 
 
 def test_scheme_type_lists_valid_types() -> None:
-    message = scheme_error({"annotation_type": "slider", "name": "x", "labels": ["a", "b"]})
+    message = scheme_error({"annotation_type": "star_rating", "name": "x", "labels": ["a", "b"]})
     assert message == (
-        "annotation_schemes[0].annotation_type: 'slider' is not a valid annotation_type; "
-        "valid choices: radio, multiselect, text"
+        "annotation_schemes[0].annotation_type: 'star_rating' is not a valid annotation_type; "
+        "valid choices: radio, multiselect, text, likert, select, slider, number"
     )
     message = scheme_error({"annotation_type": "radi", "name": "x", "labels": ["a", "b"]})
     assert "(did you mean 'radio'?)" in message
@@ -338,7 +338,8 @@ def test_scheme_type_and_name_are_required() -> None:
     raw = minimal()
     raw["annotation_schemes"] = [{"labels": ["a", "b"]}]
     assert errors(validate(raw, CONFIG)) == [
-        "annotation_schemes[0].annotation_type: missing; valid types: radio, multiselect, text",
+        "annotation_schemes[0].annotation_type: missing; valid types: radio, multiselect, text, likert, select, "
+        "slider, number",
         "annotation_schemes[0].name: missing; name the scheme, e.g. name: sentiment",
     ]
 
@@ -347,7 +348,9 @@ def test_scheme_unknown_key_is_an_error() -> None:
     message = scheme_error({"annotation_type": "radio", "name": "x", "labels": ["a", "b"], "lables": 1})
     assert message == (
         "annotation_schemes[0].lables: unknown key for an annotation scheme (did you mean 'labels'?). "
-        "Valid keys: annotation_type, name, description, labels, max_length"
+        "Valid keys: annotation_type, name, description, labels, max_length, sequential_key_binding, "
+        "label_requirement, horizontal, layout, textarea, multiline, single_line, text_box_single_line, rows, "
+        "placeholder, size, min_label, max_label, min_value, max_value, min, max, starting_value, step"
     )
 
 
@@ -381,28 +384,36 @@ def test_scheme_names_are_unique() -> None:
         ),
         (
             {"annotation_type": "text", "name": "s", "labels": ["a"]},
-            ("annotation_schemes[0].labels: a text scheme takes no labels (annotators type free text); remove "
-            "labels, or use annotation_type: radio or multiselect"),
+            ("annotation_schemes[0].labels: 'labels' is a Potato feature this server does not support: one text "
+             "box per label in a text scheme; remove it or run that project on upstream Potato (or make one text "
+             "scheme per box)"),
         ),
         (
             {"annotation_type": "radio", "name": "s", "labels": ["a", "b", "a"]},
             "annotation_schemes[0].labels[2]: 'a' appears more than once; list each only once",
         ),
         (
-            {"annotation_type": "radio", "name": "s", "labels": ["a", {"name": "b"}]},
-            "annotation_schemes[0].labels[1]: must be text, got a mapping",
+            {"annotation_type": "radio", "name": "s", "labels": ["a", {"tooltip": "b"}]},
+            ("annotation_schemes[0].labels[1].name: missing; each label mapping needs a name (what is stored), "
+             "e.g. name: positive"),
+        ),
+        (
+            {"annotation_type": "radio", "name": "s", "labels": ["a", ["b"]]},
+            ("annotation_schemes[0].labels[1]: must be a label name or a mapping such as {name: positive, "
+             "tooltip: ...}, got a list of 1 item(s)"),
         ),
         (
             {"annotation_type": "radio", "name": "s", "labels": ["a", ""]},
             "annotation_schemes[0].labels[1]: is empty; set a value or remove the key",
         ),
         (
-            {"annotation_type": "radio", "name": "s", "labels": [1, 2]},
-            "annotation_schemes[0].labels[0]: must be text, got 1; quote it",
+            {"annotation_type": "radio", "name": "s", "labels": [1, True]},
+            "annotation_schemes[0].labels[1]: must be a label name or a mapping such as {name: positive, "
+            "tooltip: ...}, got true",
         ),
         (
             {"annotation_type": "radio", "name": "s", "labels": "a, b"},
-            ("annotation_schemes[0].labels: must be a list of strings, e.g. [\"positive\", \"negative\"], "
+            ("annotation_schemes[0].labels: must be a list of labels, e.g. labels: [\"positive\", \"negative\"], "
             "got 'a, b'"),
         ),
     ],
@@ -500,8 +511,8 @@ def test_writeback_schemas_must_be_radio_or_multiselect() -> None:
     raw = with_training(writeback={"schemas": ["sentiment", "notes", "zzz"], "min_confidence": 1.5})
     raw["annotation_schemes"].append({"annotation_type": "text", "name": "notes"})
     assert errors(validate(raw, CONFIG)) == [
-        ("model_training.writeback.schemas[1]: 'notes' is a text scheme, and suggestions need a radio or "
-        "multiselect scheme; remove it"),
+        ("model_training.writeback.schemas[1]: 'notes' is a text scheme, and suggestions need a scheme with "
+         "labels (radio, multiselect, likert or select); remove it"),
         "model_training.writeback.schemas[2]: 'zzz' names no annotation scheme; schemes: sentiment, notes",
         "model_training.writeback.min_confidence: must be a number at least 0 and at most 1, got 1.5",
     ]
@@ -1040,21 +1051,21 @@ def test_format_report_valid() -> None:
 
 def test_format_report_errors_and_warnings() -> None:
     raw = with_backend(**SSH, pyhton="x")
-    raw["port"] = 1
+    raw["colour_scheme"] = 1
     text = format_report(validate(raw, Path("config.yaml")), strict=False)
     lines = text.splitlines()
     assert lines[0].startswith("error: model_training.backends.gpu-server.pyhton: unknown key")
-    assert lines[1] == "warning: port: unknown key, ignored"
+    assert lines[1] == "warning: colour_scheme: unknown key, ignored"
     assert lines[-1] == "config.yaml has 1 error(s)."
 
 
 def test_format_report_strict_and_acknowledged() -> None:
     raw = yaml.safe_load(TUTORIAL.replace('time: "04:00:00"', 'time: "12:00:00"'))
-    raw["port"] = 8000
+    raw["colour_scheme"] = 8000
     raw["validation"] = {"acknowledge": ["model_training.backends.cluster.time is"]}
     report = validate(raw, Path("config.yaml"))
     assert format_report(report, strict=True).splitlines() == [
-        "warning: port: unknown key, ignored",
+        "warning: colour_scheme: unknown key, ignored",
         ("acknowledged: model_training.backends.cluster.time is 12:00:00. A job that holds a GPU for more than 6 "
         "hours is long on a shared cluster; check its policy"),
         "config.yaml fails --strict: 1 unacknowledged warning(s).",
@@ -1066,7 +1077,7 @@ def test_format_report_strict_and_acknowledged() -> None:
 
 def test_report_to_json() -> None:
     raw = with_backend(**SSH, pyhton="x")
-    raw["port"] = 1
+    raw["colour_scheme"] = 1
     data = report_to_json(validate(raw, CONFIG))
     assert data["valid"] is False and data["strict_valid"] is False
     assert data["errors"] == [{
@@ -1074,7 +1085,7 @@ def test_report_to_json() -> None:
         "message": validate(raw, CONFIG).errors[0].message,
         "backend": "gpu-server",
     }]
-    assert data["warnings"] == [{"path": "port", "message": "port: unknown key, ignored", "backend": None}]
+    assert data["warnings"] == [{"path": "colour_scheme", "message": "colour_scheme: unknown key, ignored", "backend": None}]
     assert data["acknowledged"] == []
     clean = report_to_json(validate(minimal(), CONFIG))
     assert clean["valid"] is True and clean["strict_valid"] is True
@@ -1194,7 +1205,7 @@ def test_max_length_belongs_to_text_schemes() -> None:
     raw["annotation_schemes"] = [{"annotation_type": "text", "name": "note", "max_length": 200},
                                  {"annotation_type": "radio", "name": "s", "labels": ["a", "b"], "max_length": 5}]
     assert errors(validate(raw, CONFIG)) == [
-        "annotation_schemes[1].max_length: applies to text schemes only (how long a typed answer may be); remove it"]
+        "annotation_schemes[1].max_length: applies to text schemes only; remove it from this radio scheme"]
     raw["annotation_schemes"].pop()
     report = validate(raw, CONFIG)
     assert report.config is not None and report.config.annotation_schemes[0].max_length == 200

@@ -7,6 +7,7 @@ the validator resolves them against the config file's folder.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -19,6 +20,31 @@ class SchemeType(str, Enum):
     RADIO = "radio"
     MULTISELECT = "multiselect"
     TEXT = "text"
+    LIKERT = "likert"
+    SELECT = "select"
+    SLIDER = "slider"
+    NUMBER = "number"
+
+
+CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT})
+"""One label of a fixed list: what trainers learn as classes, whatever the page draws."""
+NUMERIC_TYPES = frozenset({SchemeType.SLIDER, SchemeType.NUMBER})
+
+
+@dataclass(frozen=True)
+class LabelOption:
+    """One label as the page shows it; ``name`` is what is stored."""
+
+    name: str
+    text: str = ""
+    tooltip: str = ""
+    key: str = ""
+    """The key that picks it ("" for none); numbers 1-9 come from sequential_key_binding."""
+    color: str = ""
+
+    @property
+    def shown(self) -> str:
+        return self.text or self.name
 
 
 @dataclass(frozen=True)
@@ -31,10 +57,34 @@ class Scheme:
     labels: tuple[str, ...] = ()
     max_length: int = defaults.TEXT_MAX_LENGTH
     """Characters a text answer may have (a 60 MB answer was stored and echoed on every view)."""
+    options: tuple[LabelOption, ...] = ()
+    """``labels`` with what the page shows for each; empty for text and numeric schemes."""
+    sequential_key_binding: bool = True
+    required: bool = False
+    """An item cannot be saved without an answer here (upstream's ``label_requirement``)."""
+    horizontal: bool = False
+    multiline: bool = True
+    rows: int = 3
+    placeholder: str = ""
+    min_label: str = ""
+    max_label: str = ""
+    min_value: float | None = None
+    max_value: float | None = None
+    step: float | None = None
+    starting_value: float | None = None
+
+    @property
+    def training_type(self) -> str | None:
+        """The kind of answer a trainer learns ("radio" or "multiselect"), or None if none can."""
+        if self.annotation_type in CHOICE_TYPES:
+            return SchemeType.RADIO.value
+        if self.annotation_type is SchemeType.MULTISELECT:
+            return SchemeType.MULTISELECT.value
+        return None
 
     def accepts(self, value: object) -> bool:
         """Whether ``value`` is a well-formed answer to this scheme (pure)."""
-        if self.annotation_type is SchemeType.RADIO:
+        if self.annotation_type in CHOICE_TYPES:
             return isinstance(value, str) and value in self.labels
         if self.annotation_type is SchemeType.MULTISELECT:
             return (
@@ -42,7 +92,31 @@ class Scheme:
                 and all(isinstance(v, str) and v in self.labels for v in value)
                 and len(set(value)) == len(value)
             )
+        if self.annotation_type in NUMERIC_TYPES:
+            return self._accepts_number(value)
         return isinstance(value, str) and len(value) <= self.max_length
+
+    def valid_answers(self) -> str:
+        """What this scheme takes, for an error message (pure)."""
+        if self.labels:
+            return ", ".join(self.labels)
+        if self.annotation_type in NUMERIC_TYPES:
+            low = "" if self.min_value is None else f" from {self.min_value:g}"
+            high = "" if self.max_value is None else f" to {self.max_value:g}"
+            step = f" in steps of {self.step:g}" if self.step and self.min_value is not None else ""
+            return f"a number{low}{high}{step}"
+        return "any text"
+
+    def _accepts_number(self, value: object) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return False
+        if (self.min_value is not None and value < self.min_value) or (
+                self.max_value is not None and value > self.max_value):
+            return False
+        if self.step and self.min_value is not None:
+            steps = (value - self.min_value) / self.step
+            return abs(steps - round(steps)) < 1e-6
+        return True
 
 
 @dataclass(frozen=True)
@@ -206,6 +280,36 @@ class ModelTraining:
 
 
 @dataclass(frozen=True)
+class Access:
+    """Who may sign in, and how (upstream Potato's ``user_config``, ``require_password``, ``login``)."""
+
+    allow_all_users: bool = True
+    users: tuple[str, ...] = ()
+    """With ``allow_all_users: false``, the only names that may sign in."""
+    require_password: bool = False
+    url_argument: str | None = None
+    """``login: {type: url_direct}``: the query parameter that carries the annotator's name."""
+    session_lifetime_days: int = defaults.SESSION_LIFETIME_DAYS
+
+    def may_sign_in(self, name: str) -> bool:
+        return self.allow_all_users or name in self.users
+
+
+@dataclass(frozen=True)
+class Page:
+    """What annotators see around the items, from upstream Potato's page keys."""
+
+    task_description: str = ""
+    instructions: str = ""
+    codebook_url: str | None = None
+    hide_navbar: bool = False
+    jumping_to_id_disabled: bool = False
+    alert_time_each_instance: int | None = None
+    """Seconds on one item before a gentle "still there?" note; None for never."""
+    completion_code: str | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole project (C1) as the server and CLI use it."""
 
@@ -222,6 +326,12 @@ class Config:
     """Behind a reverse proxy: client addresses and https come from its X-Forwarded-* headers."""
     model_training: ModelTraining = field(default_factory=ModelTraining)
     acknowledge: tuple[object, ...] = ()
+    access: Access = field(default_factory=Access)
+    page: Page = field(default_factory=Page)
+    host: str | None = None
+    port: int | None = None
+    """Where ``potato start`` listens when its -p/--host flags are not given."""
+    random_seed: int | None = None
 
     def scheme(self, name: str) -> Scheme | None:
         for s in self.annotation_schemes:

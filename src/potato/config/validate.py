@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from potato import defaults
+from potato.config import _page as page_keys
+from potato.config._schemes import check_schemes, training_types
 from potato.config._backends import check_backends, declared_types, env_names
 from potato.config._checks import (
     Check,
@@ -22,7 +24,6 @@ from potato.config._checks import (
     anything,
     boolean,
     check_keys,
-    choice,
     did_you_mean,
     integer,
     key_text,
@@ -34,6 +35,8 @@ from potato.config._checks import (
     text_list,
 )
 from potato.config.acknowledge import apply_acknowledge
+from potato.config.upstream import TOP_LEVEL as UPSTREAM_KEYS
+from potato.config.upstream import unsupported_message
 from potato.config.schema import (
     AutoRetrain,
     Config,
@@ -41,8 +44,6 @@ from potato.config.schema import (
     LocalBackend,
     ModelTraining,
     Report,
-    Scheme,
-    SchemeType,
     Writeback,
 )
 
@@ -58,6 +59,7 @@ TOP_LEVEL_KEYS = (
     "trust_proxy",
     "model_training",
     "validation",
+    *page_keys.KEYS,
 )
 """Top-level keys Potato reads (C1, R1, R7); others only warn, as released configs carry many more."""
 
@@ -70,7 +72,6 @@ _REQUIRED = {
     ),
 }
 
-_SCHEME_TYPES = tuple(t.value for t in SchemeType)
 _DEVICE_HELP = "valid devices: auto, cpu, mps, cuda, cuda:N (e.g. cuda:1)"
 
 
@@ -115,14 +116,15 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings) -> 
         )
     elif isinstance(values.get("admin_api_key"), str):
         _warn_weak_key(values["admin_api_key"], findings)
-    schemes = _check_schemes(raw.get("annotation_schemes"), findings)
-    scheme_types = _scheme_types(raw.get("annotation_schemes"))
+    page = page_keys.check(raw, findings)
+    schemes = check_schemes(raw.get("annotation_schemes"), findings)
+    scheme_types = training_types(raw.get("annotation_schemes"))
     item_properties = _check_item_properties(raw.get("item_properties"), findings)
     training, backend_types = _check_model_training(raw.get("model_training"), scheme_types, findings)
     if values.get("debug") is True:
         _warn_debug(backend_types, findings)
     names = list(backend_types)
-    if findings.errors or schemes is None or item_properties is None or training is None:
+    if findings.errors or schemes is None or item_properties is None or training is None or page is None:
         return None, names
     task_dir = _resolve(path.parent, values.get("task_dir", "."))
     config = Config(
@@ -138,6 +140,7 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings) -> 
         trust_proxy=values.get("trust_proxy", False),
         model_training=training,
         acknowledge=tuple(_acknowledge_list(raw.get("validation"))),
+        **page,
     )
     return config, names
 
@@ -193,8 +196,13 @@ def _warn_weak_key(key: str, findings: Findings) -> None:
 
 
 def _warn_unknown_top_level(raw: Mapping[Any, object], findings: Findings) -> None:
+    """Upstream Potato's features by name (an error where they change access, storage or what annotators
+    see); any other unknown key is most likely a typo, so it warns with the nearest known key."""
     for key in raw:
-        if key not in TOP_LEVEL_KEYS:
+        if isinstance(key, str) and key in UPSTREAM_KEYS:
+            feature = UPSTREAM_KEYS[key]
+            (findings.error if feature.error else findings.warn)(key, unsupported_message(key, feature.what))
+        elif key not in TOP_LEVEL_KEYS:
             near = did_you_mean(key, TOP_LEVEL_KEYS) if isinstance(key, str) else ""
             findings.warn(key_text(key), f"unknown key, ignored{near}")
 
@@ -231,99 +239,6 @@ def _check_item_properties(raw: object, findings: Findings) -> ItemProperties | 
         findings.errors_at("item_properties", bad.problems)
         return None
     return ItemProperties(**values)
-
-
-_SCHEME_KEYS: Mapping[str, Check] = {
-    "annotation_type": choice(_SCHEME_TYPES, "annotation_type"),
-    "name": text(),
-    "description": text(allow_empty=True),
-    "labels": text_list('["positive", "negative"]', unique=True),
-    "max_length": integer(1),
-}
-
-
-def _check_schemes(raw: object, findings: Findings) -> tuple[Scheme, ...] | None:
-    """Every scheme, or None if any is invalid (a missing key was already reported)."""
-    if raw is None:
-        return None
-    if not isinstance(raw, list) or not raw:
-        findings.error(
-            "annotation_schemes",
-            f"must be a non-empty list of schemes, each with annotation_type, name and labels; got {show(raw)}",
-        )
-        return None
-    schemes: list[Scheme] = []
-    first_use: dict[str, int] = {}
-    for index, item in enumerate(raw):
-        values, problems = _scheme_values(item)
-        name = values.get("name")
-        if name in first_use:
-            problems.append((
-                ".name",
-                (f"{show(name)} is already the name of annotation_schemes[{first_use[name]}]; "
-                "give each scheme its own name"),
-            ))
-        elif name is not None:
-            first_use[name] = index
-        findings.errors_at(f"annotation_schemes[{index}]", problems)
-        if not problems:
-            schemes.append(Scheme(
-                annotation_type=SchemeType(values["annotation_type"]),
-                name=values["name"],
-                description=values.get("description", ""),
-                labels=values.get("labels", ()),
-                max_length=values.get("max_length", defaults.TEXT_MAX_LENGTH),
-            ))
-    return tuple(schemes) if len(schemes) == len(raw) else None
-
-
-def _scheme_values(item: object) -> tuple[dict[str, Any], list[Problem]]:
-    """One scheme's checked keys and its problems, including the label count its type needs."""
-    try:
-        raw = mapping(item, "{annotation_type: radio, name: sentiment, labels: [positive, negative]}")
-    except Invalid as bad:
-        return {}, list(bad.problems)
-    values, problems = check_keys(raw, _SCHEME_KEYS, "an annotation scheme")
-    if raw.get("annotation_type") is None:
-        problems.append((".annotation_type", f"missing; valid types: {', '.join(_SCHEME_TYPES)}"))
-    if raw.get("name") is None:
-        problems.append((".name", "missing; name the scheme, e.g. name: sentiment"))
-    kind = values.get("annotation_type")
-    if kind is not None and ("labels" in values or raw.get("labels") is None):
-        problems += _label_count_problems(kind, values.get("labels", ()))
-    if "max_length" in values and kind not in (None, "text"):
-        problems.append((".max_length", "applies to text schemes only (how long a typed answer may be); remove it"))
-    return values, problems
-
-
-def _label_count_problems(kind: str | None, labels: tuple[str, ...]) -> list[Problem]:
-    """C1: radio needs two labels to choose between, multiselect one, text none."""
-    need = {"radio": 2, "multiselect": 1}.get(kind or "")
-    if need is not None and len(labels) < need:
-        got = "missing" if not labels else f"has {len(labels)} label"
-        return [(
-            ".labels",
-            (f"{got}; a {kind} scheme needs at least {need} label{'s' if need > 1 else ''}, "
-            'e.g. labels: ["positive", "negative"]'),
-        )]
-    if kind == "text" and labels:
-        return [(
-            ".labels",
-            ("a text scheme takes no labels (annotators type free text); remove labels, or use "
-            "annotation_type: radio or multiselect"),
-        )]
-    return []
-
-
-def _scheme_types(raw: object) -> dict[str, str | None]:
-    """Scheme names (type or None if bad) that other keys may name, even when a scheme has errors."""
-    out: dict[str, str | None] = {}
-    if isinstance(raw, list):
-        for item in raw:
-            if isinstance(item, dict) and isinstance(item.get("name"), str):
-                kind = item.get("annotation_type")
-                out.setdefault(str(item["name"]), kind if kind in _SCHEME_TYPES else None)
-    return out
 
 
 # --- model_training (R1-R3, R11, C5-C7) ----------------------------------------------------------
@@ -369,8 +284,9 @@ def _scheme_refs(scheme_types: Mapping[str, str | None], *, labelled_only: bool)
                 known = ", ".join(scheme_types) or "none"
                 near = did_you_mean(name, scheme_types)
                 problems.append((f"[{i}]", f"{show(name)} names no annotation scheme{near}; schemes: {known}"))
-            elif labelled_only and scheme_types[name] == "text":
-                why = "is a text scheme, and suggestions need a radio or multiselect scheme; remove it"
+            elif labelled_only and scheme_types[name] not in ("radio", "multiselect"):
+                why = (f"is a {scheme_types[name] or 'broken'} scheme, and suggestions need a scheme with labels "
+                       "(radio, multiselect, likert or select); remove it")
                 problems.append((f"[{i}]", f"{show(name)} {why}"))
         if problems:
             raise Invalid(problems=problems)

@@ -23,7 +23,7 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
     app.config.update(
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
-        PERMANENT_SESSION_LIFETIME=timedelta(days=30),
+        PERMANENT_SESSION_LIFETIME=timedelta(days=config.access.session_lifetime_days),
         # Re-signing the cookie on every label cost ~11% of a request (bench/annotators.py).
         SESSION_REFRESH_EACH_REQUEST=False,
         JSON_SORT_KEYS=False,

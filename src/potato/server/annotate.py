@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from flask import Blueprint, Flask, current_app, jsonify, redirect, render_template, request, session, url_for
 
+from potato.accounts import AccountError, Accounts
 from potato.config.schema import Config
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
@@ -42,10 +43,12 @@ def check_answers(config: Config, answers: object) -> tuple[dict[str, Any], list
             problems.append(f"the answer to '{scheme.name}' has {len(value)} characters; it takes at most "
                             f"{scheme.max_length}")
         elif not scheme.accepts(value):
-            valid = ", ".join(scheme.labels) if scheme.labels else "any text"
-            problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {valid})")
+            problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {scheme.valid_answers()})")
         else:
             store[scheme.name] = value
+    if store and not problems:
+        problems += [f"'{s.name}' needs an answer: it is required" for s in config.annotation_schemes
+                     if s.required and s.name not in store]
     return store, clear, problems
 
 
@@ -80,29 +83,57 @@ def _start_position(project: Project, user: str) -> int:
     return 0 if pos is None else pos
 
 
+def _login_page(error: str | None = None, status: int = 200, name: str = "") -> Any:
+    config = current_project().config
+    return render_template("login.html", title=config.annotation_task_name, error=error, access=config.access,
+                           page=config.page, name=name), status
+
+
 @bp.get("/")
 def index() -> Any:
+    access = current_project().config.access
+    if access.url_argument and request.args.get(access.url_argument):
+        # Crowdsourcing panels send people to the study with their id in the link (url_direct).
+        return _sign_in(request.args[access.url_argument], password=None, register=False)
     if current_user():
         return redirect(url_for("annotate.annotate"))
-    return render_template("login.html", title=current_project().config.annotation_task_name, error=None)
+    return _login_page()
 
 
 @bp.post("/login")
 def login() -> Any:
+    payload = request.get_json(silent=True)
+    payload = payload if isinstance(payload, dict) else {}
+    raw = request.form.get("name") or payload.get("name")
+    password = request.form.get("password") if "password" in request.form else payload.get("password")
+    register = (request.form.get("action") or payload.get("action")) == "register"
+    return _sign_in(raw, password if isinstance(password, str) else None, register)
+
+
+def _sign_in(raw: object, password: str | None, register: bool) -> Any:
+    """Every way in (the form, JSON, a url_direct link) passes the same checks: the throttle per
+    address, a usable name, the project's list of annotators and, if it has them, passwords."""
     project = current_project()
+    access = project.config.access
     guard, addr = throttle(current_app), client_addr()
     wait = guard.retry_after(LOGINS, addr)
     if wait is not None:
         return too_many(wait, "sign-ins")
-    payload = request.get_json(silent=True)
-    raw = request.form.get("name") or (payload.get("name") if isinstance(payload, dict) else None)
     name = clean_user_name(raw) if isinstance(raw, str) else None
     if name is None:
-        error = "Enter a name of 1 to 64 printable characters."
-        if request.is_json:
-            return jsonify(error=error), 400
-        return render_template("login.html", title=project.config.annotation_task_name, error=error), 400
+        return _refuse("Enter a name of 1 to 64 printable characters.", 400)
     guard.note(LOGINS, addr)
+    if not access.may_sign_in(name):
+        return _refuse(f"{name!r} is not on this study's list of annotators. Check the spelling, or ask the "
+                       "study's admin to add you.", 403, name)
+    if access.require_password:
+        if password is None:
+            return _refuse("This study needs a password: enter your name and password.", 400, name)
+        accounts = Accounts(project.db)
+        try:
+            (accounts.register if register else accounts.check)(name, password)
+        except AccountError as refused:
+            return _refuse(str(refused), 400 if register else 401, name)
     session.pop("user", None)  # an admin signed in in the same browser stays signed in
     session["user"] = name
     session.permanent = True
@@ -110,6 +141,12 @@ def login() -> Any:
     if request.is_json:
         return jsonify(user=name)
     return redirect(url_for("annotate.annotate"))
+
+
+def _refuse(error: str, status: int, name: str = "") -> Any:
+    if request.is_json:
+        return jsonify(error=error), status
+    return _login_page(error, status, name)
 
 
 @bp.post("/logout")
@@ -124,15 +161,12 @@ def annotate() -> Any:
     project = current_project()
     user = session_user()
     first = item_payload(project, user, _start_position(project, user))
-    schemes = [
-        {"name": s.name, "type": s.annotation_type.value, "description": s.description, "labels": list(s.labels)}
-        for s in project.config.annotation_schemes
-    ]
     return render_template(
         "annotate.html",
         title=project.config.annotation_task_name,
         user=user,
-        schemes=schemes,
+        schemes=project.config.annotation_schemes,
+        page=project.config.page,
         first=first,
     )
 

@@ -86,9 +86,16 @@ def clean_user_name(raw: str) -> str | None:
 
 
 def login_required(view: F) -> F:
+    """A signed-in annotator who may still sign in: taking a name off ``user_config.users`` ends
+    that annotator's session at their next request."""
+
     @functools.wraps(view)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        if current_user() is None:
+        user = current_user()
+        if user is not None and not current_project().config.access.may_sign_in(user):
+            session.pop("user", None)
+            user = None
+        if user is None:
             if request.path.startswith("/api/"):
                 return jsonify(error="Log in first: POST /login with your name."), 401
             return redirect(url_for("annotate.index"))

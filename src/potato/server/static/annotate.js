@@ -11,7 +11,18 @@
     el.classList.toggle("error", !!isError);
   }
 
+  // alert_time_each_instance: a gentle note after that long on one item, never a modal.
+  var alertSeconds = Number($("annotate").dataset.alertSeconds || 0), alertTimer = null;
+  function armAlert() {
+    $("still-there").hidden = true;
+    if (alertTimer) clearTimeout(alertTimer);
+    if (alertSeconds > 0 && alertSeconds < 86400) {
+      alertTimer = setTimeout(function () { $("still-there").hidden = false; }, alertSeconds * 1000);
+    }
+  }
+
   function render(item, note) {
+    armAlert();
     state.item = item;
     state.accepted = {};
     $("progress").textContent = item.done + " of " + item.total + " labelled";
@@ -25,14 +36,7 @@
     badge.className = "badge " + (item.labelled ? "ok" : "todo");
     schemes.forEach(function (fs) {
       var name = fs.dataset.schema, type = fs.dataset.type, value = item.labels[name];
-      if (type === "text") {
-        fs.querySelector("textarea").value = value || "";
-      } else {
-        fs.querySelectorAll("input").forEach(function (input) {
-          input.checked = type === "radio" ? input.value === value
-            : Array.isArray(value) && value.indexOf(input.value) >= 0;
-        });
-      }
+      setValue(fs, type, value);
       var box = fs.querySelector(".suggestion"), s = (item.suggestions || {})[name];
       if (s) {
         box.hidden = false;
@@ -48,20 +52,52 @@
     window.scrollTo(0, 0);
   }
 
+  // One reader and one writer per kind of field, so every scheme type is saved and shown the same way.
+  function field(fs) { return fs.querySelector("textarea, select, input[type=text], input[type=range], input[type=number]"); }
+
+  function setValue(fs, type, value) {
+    if (type === "slider" || type === "number") {
+      var input = field(fs), has = typeof value === "number";
+      input.value = has ? String(value) : (type === "slider" ? (input.dataset.start || input.min || "0") : "");
+      fs.dataset.touched = has ? "1" : "";
+      var out = fs.querySelector(".slider-value");
+      if (out) out.textContent = has ? String(value) : "not set";
+    } else if (type === "text" || type === "select") {
+      field(fs).value = value || "";
+    } else {
+      fs.querySelectorAll("input").forEach(function (input) {
+        input.checked = type === "multiselect" ? Array.isArray(value) && value.indexOf(input.value) >= 0
+          : input.value === value;
+      });
+    }
+  }
+
+  function getValue(fs) {
+    var type = fs.dataset.type;
+    if (type === "slider" || type === "number") {
+      var input = field(fs);
+      // An untouched slider is no answer: its resting place is not the annotator's choice.
+      if (input.value === "" || (type === "slider" && !fs.dataset.touched)) return null;
+      return Number(input.value);
+    }
+    if (type === "text" || type === "select") return field(fs).value;
+    if (type === "multiselect") {
+      return Array.prototype.map.call(fs.querySelectorAll("input:checked"), function (i) { return i.value; });
+    }
+    var checked = fs.querySelector("input:checked");
+    return checked ? checked.value : null;
+  }
+
   function answers() {
     var out = {};
-    schemes.forEach(function (fs) {
-      var name = fs.dataset.schema, type = fs.dataset.type;
-      if (type === "text") {
-        out[name] = fs.querySelector("textarea").value;
-      } else if (type === "radio") {
-        var checked = fs.querySelector("input:checked");
-        out[name] = checked ? checked.value : null;
-      } else {
-        out[name] = Array.prototype.map.call(fs.querySelectorAll("input:checked"), function (i) { return i.value; });
-      }
-    });
+    schemes.forEach(function (fs) { out[fs.dataset.schema] = getValue(fs); });
     return out;
+  }
+
+  // The schemes marked required that have no answer yet, by their question.
+  function missingRequired(a) {
+    return schemes.filter(function (fs) { return fs.dataset.required && isEmpty(a[fs.dataset.schema]); })
+      .map(function (fs) { return fs.querySelector("legend").firstChild.textContent.trim(); });
   }
 
   function isEmpty(value) { return value === null || value === "" || (Array.isArray(value) && value.length === 0); }
@@ -91,6 +127,11 @@
     if (state.busy) return;
     var a = answers();
     var hasAnswer = Object.keys(a).some(function (k) { return !isEmpty(a[k]); });
+    var missing = missingRequired(a), forward = go === "next" || go === "next_unlabelled";
+    if (missing.length && (hasAnswer || forward)) {
+      setStatus("Answer \u201c" + missing.join("\u201d, \u201c") + "\u201d first: it is required.", true);
+      return;
+    }
     if (!hasAnswer && !state.item.labelled) {
       move(go);
       return;
@@ -119,8 +160,7 @@
       var name = fs.dataset.schema, s = (state.item.suggestions || {})[name];
       if (!s) return;
       any = true;
-      var wanted = Array.isArray(s.label) ? s.label : [s.label];
-      fs.querySelectorAll("input").forEach(function (input) { input.checked = wanted.indexOf(input.value) >= 0; });
+      setValue(fs, fs.dataset.type, s.label);
       state.accepted[name] = s.run_id;
     });
     var touch = window.matchMedia && window.matchMedia("(pointer: coarse)").matches;
@@ -130,6 +170,11 @@
   schemes.forEach(function (fs) {
     // Changing an accepted answer by hand makes it the annotator's own again.
     fs.addEventListener("change", function () { delete state.accepted[fs.dataset.schema]; });
+    fs.addEventListener("input", function () {
+      fs.dataset.touched = "1";
+      var out = fs.querySelector(".slider-value");
+      if (out) out.textContent = field(fs).value;
+    });
     var btn = fs.querySelector(".s-accept");
     if (btn) btn.addEventListener("click", acceptSuggestions);
   });
@@ -137,7 +182,7 @@
   $("prev").addEventListener("click", function () { saveAndGo("prev"); });
   $("next-unlabelled").addEventListener("click", function () { saveAndGo("next_unlabelled"); });
   $("prev-unlabelled").addEventListener("click", function () { saveAndGo("prev_unlabelled"); });
-  $("goto").addEventListener("submit", function (ev) { ev.preventDefault(); gotoNumber($("goto-number").value); });
+  if ($("goto")) $("goto").addEventListener("submit", function (ev) { ev.preventDefault(); gotoNumber($("goto-number").value); });
 
   document.addEventListener("keydown", function (ev) {
     var tag = (ev.target.tagName || "").toLowerCase();
@@ -157,7 +202,7 @@
     else if (ev.key === "ArrowRight") { ev.preventDefault(); saveAndGo(ev.shiftKey ? "next_unlabelled" : "next"); }
     else if (ev.key === "ArrowLeft") { ev.preventDefault(); saveAndGo(ev.shiftKey ? "prev_unlabelled" : "prev"); }
     else if (ev.key === "a") { acceptSuggestions(); }
-    else if (ev.key === "g") { ev.preventDefault(); $("goto-number").focus(); }
+    else if (ev.key === "g" && $("goto-number")) { ev.preventDefault(); $("goto-number").focus(); }
     else if (ev.key === "d") { window.potatoToggleTheme(); }
   });
 

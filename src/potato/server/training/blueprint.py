@@ -72,7 +72,7 @@ def check_run_request(config: Config, body: object, trainers: Mapping[str, Mappi
     if trainers[trainer].get("local_only") and btype != "local":
         raise RunRequestError(400, f"Trainer '{trainer}' runs only on the local backend: it reads the server's "
                               "run folders. Pick backend 'local'.")
-    trainable = [s.name for s in config.annotation_schemes if s.annotation_type.value in ("radio", "multiselect")]
+    trainable = [s.name for s in config.annotation_schemes if s.training_type]
     schemas = body.get("schemas") or list(mt.writeback.schemas) or trainable[:1]
     if not isinstance(schemas, list) or not schemas or any(s not in trainable for s in schemas):
         raise RunRequestError(400, f"Schemas {schemas!r} cannot be trained. Trainable schemas: {', '.join(trainable)}.")
@@ -143,7 +143,7 @@ def form_params(trainer: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def label_counts(project: Project) -> dict[str, dict[str, int]]:
     """For each trainable scheme, how many items carry each label (any annotator): what the form
     shows, so that a run on five labels is not started blind."""
-    kinds = {s.name: s.annotation_type.value for s in project.config.annotation_schemes}
+    kinds = {s.name: s.training_type for s in project.config.annotation_schemes}
     counts: dict[str, dict[str, set[str]]] = {}
     rows = project.db.conn.execute("SELECT DISTINCT schema, item_id, value FROM labels")
     for schema, item_id, raw in rows:
@@ -164,7 +164,7 @@ def page() -> Any:
         {"name": name, "label": b.describe(), "type": b.type}
         for name, b in mt.all_backends().items()
     ]
-    trainable = [s.name for s in project.config.annotation_schemes if s.annotation_type.value != "text"]
+    trainable = [s.name for s in project.config.annotation_schemes if s.training_type]
     trainers = [{**t, "form_params": form_params(t)} for t in trainer_table().values()]
     return render_template(
         "training.html", title=project.config.annotation_task_name, backends=backends,

@@ -48,7 +48,8 @@ def job_spec(config: Config, run_id: str, trainer: str, schemas: Sequence[str], 
     takes what its machine offers (``device: auto``)."""
     mt = config.model_training
     schemes = [
-        {"name": s.name, "annotation_type": s.annotation_type.value, "labels": list(s.labels)}
+        # A likert or select answer is one label of a list: the worker learns it as a radio scheme.
+        {"name": s.name, "annotation_type": s.training_type or s.annotation_type.value, "labels": list(s.labels)}
         for s in config.annotation_schemes
         if s.name in schemas
     ]

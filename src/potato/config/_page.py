@@ -1,0 +1,175 @@
+"""Upstream Potato's keys for who may sign in, what the page shows and where the server listens.
+
+They decide who gets in and what annotators read, so each is honoured or refused: never
+"unknown key, ignored" (which is how ``require_password: true`` once left a server open to
+any name).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from potato import defaults
+from potato.config._checks import (
+    Check,
+    Findings,
+    Invalid,
+    boolean,
+    check_keys,
+    choice,
+    integer,
+    mapping,
+    show,
+    text,
+)
+from potato.config.schema import Access, Page
+from potato.config.upstream import unsupported_message
+
+KEYS = (
+    "user_config", "require_password", "login", "session_lifetime_days",
+    "task_description", "annotation_task_description", "annotation_instructions", "annotation_codebook_url",
+    "hide_navbar", "jumping_to_id_disabled", "alert_time_each_instance", "completion_code",
+    "port", "host", "server", "site_dir", "random_seed", "output_annotation_format",
+)
+"""Top-level keys read here."""
+
+USER_NAME_MAX = 64
+
+
+def _url(value: object) -> str | None:
+    url: str = text(allow_empty=True)(value)
+    if not url.strip():
+        return None  # upstream's examples write "" for no codebook
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise Invalid(f"must be an http:// or https:// address, got {show(url)}")
+    return url
+
+
+def _user_name(value: object) -> str:
+    if isinstance(value, dict):
+        raise Invalid("must be a name; this server keeps passwords itself (annotators choose one when "
+                      "require_password is true), so list names only, e.g. users: [alice, bob]")
+    name: str = text(numbers=True)(value)
+    clean = " ".join(name.split())
+    if len(clean) > USER_NAME_MAX or not clean.isprintable():
+        raise Invalid(f"must be a name of 1 to {USER_NAME_MAX} printable characters, got {show(name)}")
+    return clean
+
+
+def _users(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise Invalid(f"must be a list of names, e.g. users: [alice, bob], got {show(value)}")
+    names, problems = [], []
+    for i, item in enumerate(value):
+        try:
+            names.append(_user_name(item))
+        except Invalid as bad:
+            problems.append((f"[{i}]", bad.problems[0][1]))
+    if problems:
+        raise Invalid(problems=problems)
+    return tuple(names)
+
+
+_USER_CONFIG: Mapping[str, Check] = {"allow_all_users": boolean, "users": _users}
+_LOGIN: Mapping[str, Check] = {"type": choice(("url_direct", "password", "open", "standard"), "login type"),
+                               "url_argument": text()}
+_SERVER: Mapping[str, Check] = {"host": text(), "port": integer(1, 65535), "debug": boolean}
+
+TABLE: Mapping[str, Check] = {
+    "require_password": boolean,
+    "session_lifetime_days": integer(1, 3650),
+    "task_description": text(allow_empty=True),
+    "annotation_task_description": text(allow_empty=True),
+    "annotation_instructions": text(allow_empty=True),
+    "annotation_codebook_url": _url,
+    "hide_navbar": boolean,
+    "jumping_to_id_disabled": boolean,
+    "alert_time_each_instance": integer(1),
+    "completion_code": text(numbers=True),
+    "port": integer(1, 65535),
+    "host": text(),
+    "random_seed": integer(),
+    "output_annotation_format": choice(("json", "jsonl", "csv", "tsv"), "output_annotation_format"),
+}
+
+
+def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | None:
+    """The values for :class:`Config` (``access``, ``page``, ``host``, ``port``, ``random_seed``), or None."""
+    simple = {k: v for k, v in raw.items() if k in TABLE}
+    values, problems = check_keys(simple, TABLE, "the config")
+    findings.errors_at("", problems)
+    ok = not problems
+    user_config = _section(raw, "user_config", _USER_CONFIG, "{allow_all_users: false, users: [alice, bob]}", findings)
+    login = _section(raw, "login", _LOGIN, "{type: url_direct, url_argument: PROLIFIC_PID}", findings)
+    server = _section(raw, "server", _SERVER, "{host: 0.0.0.0, port: 8000}", findings)
+    ok = ok and None not in (user_config, login, server)
+    ok = _site_dir(raw.get("site_dir"), findings) and ok
+    if not ok or user_config is None or login is None or server is None:
+        return None
+    url_argument = None
+    if login.get("type") == "url_direct":
+        url_argument = login.get("url_argument", "PROLIFIC_PID")
+    elif "url_argument" in login:
+        findings.warn("login.url_argument", "applies to login type url_direct only; it is ignored")
+    allow_all = user_config.get("allow_all_users", True)
+    users = user_config.get("users", ())
+    if not allow_all and not users:
+        findings.error("user_config.users", "is empty while allow_all_users is false, so nobody could sign in; "
+                                            "list the annotators' names, e.g. users: [alice, bob]")
+        return None
+    if allow_all and users:
+        findings.warn("user_config.users", "is ignored while allow_all_users is true (anyone may sign in); set "
+                                           "allow_all_users: false to let only these names in")
+    require_password = values.get("require_password", False) or login.get("type") == "password"
+    if require_password and url_argument:
+        findings.error("login.type", "url_direct signs annotators in by a link, which cannot carry a password; "
+                                     "remove require_password or use another login type")
+        return None
+    if "debug" in server:
+        findings.warn("server.debug", "is ignored; set debug: true at the top level for this server's debug mode")
+    if values.get("output_annotation_format"):
+        findings.warn("output_annotation_format",
+                      "is not honoured yet: annotations are kept in the server's database; "
+                      "potato export writes them as JSON lines")
+    return {
+        "access": Access(allow_all_users=allow_all, users=users if not allow_all else (),
+                         require_password=require_password, url_argument=url_argument,
+                         session_lifetime_days=values.get("session_lifetime_days", defaults.SESSION_LIFETIME_DAYS)),
+        "page": Page(
+            task_description=values.get("task_description") or values.get("annotation_task_description", ""),
+            instructions=values.get("annotation_instructions", ""),
+            codebook_url=values.get("annotation_codebook_url"),
+            hide_navbar=values.get("hide_navbar", False),
+            jumping_to_id_disabled=values.get("jumping_to_id_disabled", False),
+            alert_time_each_instance=values.get("alert_time_each_instance"),
+            completion_code=values.get("completion_code"),
+        ),
+        "host": values.get("host", server.get("host")),
+        "port": values.get("port", server.get("port")),
+        "random_seed": values.get("random_seed"),
+    }
+
+
+def _section(raw: Mapping[Any, object], key: str, table: Mapping[str, Check], example: str,
+             findings: Findings) -> dict[str, Any] | None:
+    value = raw.get(key)
+    if value is None:
+        return {}
+    try:
+        values, problems = check_keys(mapping(value, example), table, key)
+    except Invalid as bad:
+        findings.errors_at(key, bad.problems)
+        return None
+    findings.errors_at(key, problems)
+    return None if problems else values
+
+
+def _site_dir(value: object, findings: Findings) -> bool:
+    """``default`` (or upstream's own template folder) means the built-in pages, which this server has."""
+    if value is None or (isinstance(value, str) and value.strip().rstrip("/") in ("default", "potato/templates")):
+        return True
+    findings.error("site_dir", unsupported_message("site_dir", "pages from a custom template folder") +
+                   " (set site_dir: default)")
+    return False

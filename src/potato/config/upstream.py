@@ -1,0 +1,236 @@
+"""Upstream Potato's configuration keys that this server does not honour, as data.
+
+Projects move here from the released Potato with configs that hold many more keys than this
+server reads. A key that changes who may sign in, what is stored or what annotators are asked
+is an error (running without it would quietly run a different study); a cosmetic one is a
+warning. Either way the message names the feature in one line, so an admin can decide to drop
+it or stay on upstream Potato. Keys this server honours are not listed here: the validator
+reads them.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, NamedTuple
+
+
+class Feature(NamedTuple):
+    what: str
+    """One line: what the key does in upstream Potato."""
+    error: bool
+    """True where running without it changes access, storage or what annotators see."""
+
+
+def _e(what: str) -> Feature:
+    return Feature(what, True)
+
+
+def _w(what: str) -> Feature:
+    return Feature(what, False)
+
+
+TOP_LEVEL: Mapping[str, Feature] = {
+    # who may sign in
+    "authentication": _e("sign-in through an identity provider (OAuth, SSO) or an accounts database"),
+    "rbac": _e("roles and permissions for annotators, reviewers and admins"),
+    "user_roles": _e("roles given to named annotators"),
+    "require_no_password": _e("sign-in without a password next to password accounts"),
+    "mturk": _e("Amazon Mechanical Turk HITs and their sign-in"),
+    "prolific": _e("Prolific study integration (sign-in, completion, payouts)"),
+    "crowdsourcing": _e("crowdsourcing-panel integration (worker ids, completion redirects)"),
+    "sessions": _e("named annotation sessions that group annotators"),
+    "rooms": _e("live rooms where annotators work together"),
+    "persist_sessions": _w("keeping upstream's in-memory sessions across restarts (sessions here always persist)"),
+    # what annotators are shown or asked
+    "phases": _e("a multi-page study flow (consent, instructions, training, annotation, post-study)"),
+    "surveyflow": _e("survey pages before and after the annotation"),
+    "prestudy": _e("a qualification test before annotating"),
+    "training": _e("a training phase with gold answers and feedback before annotating "
+                   "(model training here is model_training)"),
+    "attention_checks": _e("attention-check items mixed into the queue"),
+    "gold_standards": _e("gold items with known answers mixed into the queue"),
+    "gold_standards_file": _e("the file of gold items with known answers"),
+    "pre_annotation": _e("showing model pre-annotations from a file (model suggestions here come from model_training)"),
+    "quality_control": _e("quality-control rules that change an annotator's queue"),
+    "ai_support": _e("AI assistance for annotators (LLM hints, highlighted options)"),
+    "chat_support": _e("an LLM chat panel beside the item"),
+    "qda_mode": _e("qualitative coding mode (codes created while annotating)"),
+    "codebook": _e("an interactive codebook that annotators edit"),
+    "codebook_mode": _e("qualitative-coding codebook behaviour"),
+    "codebook_invivo_key": _e("in-vivo codes taken from the text"),
+    "annotation_ui": _e("an alternative annotation interface"),
+    "cases": _e("case-based qualitative coding"),
+    "search": _e("item search for annotators"),
+    "active_learning": _e("ordering items by a model's uncertainty"),
+    "category_assignment": _e("assigning items to annotators by category"),
+    "diversity_ordering": _e("ordering items for diversity"),
+    "diversity_config": _e("settings of diversity ordering"),
+    "embedding_visualization": _e("an embedding map of the items"),
+    "adjudication": _e("an adjudication workflow for disagreements"),
+    "bws_config": _e("best-worst scaling tuples"),
+    "ibws_config": _e("iterative best-worst scaling"),
+    "mace": _e("MACE competence estimates that change what is exported"),
+    "icl_labeling": _e("in-context-learning LLM labelling"),
+    "llm_labeling": _e("LLM labelling of items"),
+    "psychometrics": _e("psychometric instruments shown to annotators"),
+    "boundary_probing": _e("boundary-probing item generation"),
+    "event_template": _e("multi-document event templates"),
+    "corpus_map": _e("a corpus map view"),
+    "truth_serum": _e("Bayesian truth serum questions"),
+    "thinkaloud": _e("think-aloud audio recording"),
+    "pocket": _e("the pocket mobile interface"),
+    "keystroke_logging": _e("recording annotators' keystrokes"),
+    "annotation_telemetry": _e("recording annotators' interaction telemetry"),
+    "triage": _e("accept/reject triage of items"),
+    "review_mode": _e("review of earlier annotations"),
+    "review_workflow": _e("a reviewer workflow over annotations"),
+    "solo_mode": _e("single-annotator mode with labelling models"),
+    "live_agent": _e("a live AI agent that annotators interact with"),
+    "live_coding_agent": _e("a live coding agent"),
+    "agent_proxy": _e("a proxy to AI agents for annotation"),
+    "trace_ingestion": _e("ingesting agent traces as items"),
+    "datasets": _e("evaluation datasets built from annotations"),
+    "automation": _e("automation rules over annotations"),
+    "curation": _e("dataset curation"),
+    "arena": _e("a model arena"),
+    "judge_alignment": _e("aligning an LLM judge with annotators"),
+    "judge_calibration": _e("calibrating an LLM judge"),
+    "cot_segmentation": _e("chain-of-thought segmentation"),
+    "media_directory": _e("serving audio, video or image files as items"),
+    "audio_annotation": _e("audio annotation settings"),
+    "spectrogram": _e("audio spectrograms"),
+    "default_video_fps": _e("video annotation settings"),
+    "instance_display": _e("showing several fields, images, audio or PDFs per item "
+                           "(this server shows the text_key field of each item)"),
+    "format_handling": _e("rendering PDFs, spreadsheets or markup in items"),
+    "list_as_text": _e("showing list-valued fields as text"),
+    "highlight_linebreaks": _w("marking line breaks in the item text"),
+    "keyword_highlights_file": _e("highlighting keywords in the item text"),
+    "keyword_highlight_settings": _e("highlighting keywords in the item text"),
+    "horizontal_key_bindings": _w("keyboard shortcuts laid out along a row"),
+    "allow_phase_back_navigation": _e("going back between study phases"),
+    "require_fully_annotated": _e("refusing to move on until every scheme is answered "
+                                  "(use label_requirement: {required: true} on the schemes)"),
+    "scheme_sets": _e("different schemes for different items"),
+    "item_store": _e("an external item store"),
+    "embeddings": _e("item embeddings"),
+    # which items an annotator gets
+    "assignment_strategy": _e("the order and share of items each annotator gets (this server gives every "
+                              "annotator every item, in file order)"),
+    "automatic_assignment": _e("assigning a fixed number of items to each annotator"),
+    "batch_assignment": _e("assigning batches of items to groups of annotators"),
+    "max_annotations_per_user": _e("a cap on how many items one annotator labels"),
+    "max_annotations_per_item": _e("a cap on how many annotators label one item"),
+    "num_annotators_per_item": _e("how many annotators label each item before it leaves the queue"),
+    "min_annotators_per_instance": _e("the fewest annotators per item"),
+    "per_annotator_quota": _e("per-annotator quotas"),
+    "reclaim_stale_assignments": _e("taking back items an annotator left unfinished"),
+    "instance_reclaim": _e("taking back items an annotator left unfinished"),
+    "max_session_seconds": _e("a limit on one annotation session"),
+    # what is stored and where
+    "data_directory": _e("loading every file of a folder as items"),
+    "data_directory_encoding": _e("the encoding of a data_directory"),
+    "data_sources": _e("items from URLs, databases or cloud storage"),
+    "data_cache": _e("caching remote data sources"),
+    "watch_data_directory": _e("adding items while the server runs"),
+    "watch_poll_interval": _e("how often a watched data folder is read"),
+    "partial_loading": _e("loading items in parts"),
+    "database": _e("keeping annotations in MySQL or another database (this server keeps them in SQLite)"),
+    "export_include_phase_data": _w("study-phase answers in exports"),
+    "export_annotation_format": _w("the format of upstream's export command"),
+    "export_include_annotation_changes": _w("each change of an answer in exports"),
+    "auto_export_interval": _w("periodic exports"),
+    "huggingface_backup": _e("copying annotations to the Hugging Face Hub"),
+    "webhooks": _e("sending annotations to web hooks"),
+    "publish": _e("publishing the dataset"),
+    "dataset_metadata": _w("metadata for a published dataset"),
+    "agreement_metrics": _w("agreement figures on the admin dashboard"),
+    "analytics": _w("an analytics dashboard"),
+    "annotator_dashboard": _w("a progress dashboard for annotators"),
+    # looks
+    "ui": _w("interface options of upstream's page"),
+    "ui_config": _w("interface options of upstream's page"),
+    "ui_language": _w("translated interface texts"),
+    "layout": _w("a custom page layout"),
+    "task_layout": _w("a custom page layout"),
+    "base_css": _w("a custom style sheet"),
+    "base_html_template": _e("a custom page template (this server renders its own pages)"),
+    "header_file": _e("a custom page header"),
+    "header_logo": _w("a logo in the page header"),
+    "custom_footer_html": _w("custom footer HTML"),
+    "site_file": _e("a custom page template (this server renders its own pages)"),
+    "customjs": _e("custom JavaScript in the page"),
+    "customjs_hostname": _e("custom JavaScript in the page"),
+    "ui_debug": _w("upstream's interface debugging"),
+    "auto_redirect_on_completion": _e("sending annotators to another site when they finish"),
+    "auto_redirect_delay": _w("the delay before a completion redirect"),
+    # running the server
+    "env_substitution": _e("${VAR} substitution in the config file"),
+    "debug_phase": _w("upstream's debug start page"),
+    "debug_log": _w("upstream's debug logging"),
+    "server_debug": _w("upstream's debug mode"),
+    "verbose": _w("upstream's verbose logging (the server logs to its terminal)"),
+    "very_verbose": _w("upstream's verbose logging (the server logs to its terminal)"),
+    "secret_key": _w("the session signing key (this server keeps its own, in output_annotation_dir/secret_key)"),
+}
+"""Top-level keys of upstream Potato this server does not honour."""
+
+SCHEME_KEYS: Mapping[str, Feature] = {
+    "display_logic": _e("showing a scheme only when another scheme has a given answer"),
+    "has_free_response": _e("a free-text \"other\" answer next to the labels"),
+    "turn_level": _e("one answer per turn of a dialogue"),
+    "turn_binding": _e("one answer per turn of a dialogue"),
+    "session_level": _e("one answer per session instead of per item"),
+    "per_step": _e("one answer per step of an agent trace"),
+    "video_as_label": _e("videos as labels"),
+    "dynamic_labels": _e("labels taken from each item"),
+    "dynamic_options": _e("options taken from each item"),
+    "dynamic_options_field": _e("options taken from each item"),
+    "options_from_data": _e("options taken from each item"),
+    "option_randomization": _e("shuffling the labels for each annotator"),
+    "codebook": _e("a codebook attached to the scheme"),
+    "bad_text_label": _e("an extra \"bad text\" answer"),
+    "display_config": _w("display options of the labels"),
+    "displaying_score": _w("hiding the point numbers of a likert scale"),
+    "label_content": _w("custom label contents"),
+    "annotation_id": _w("a fixed id for the scheme in upstream's exports"),
+    "cols": _w("the width of a text box"),
+}
+"""Scheme keys of upstream Potato this server does not honour."""
+
+SCHEME_TYPES: Mapping[str, str] = {
+    "span": "marking spans of the text",
+    "span_link": "links between marked spans",
+    "coreference": "coreference chains over spans",
+    "event_annotation": "events over spans",
+    "image_annotation": "drawing boxes and polygons on images",
+    "audio_annotation": "segmenting audio",
+    "video_annotation": "segmenting video",
+    "video": "a video player",
+    "pure_display": "display-only text between schemes",
+    "multirate": "rating several options on one scale",
+    "pairwise": "comparing two items",
+    "ranking": "ranking labels by dragging",
+    "bws": "best-worst scaling",
+    "range_slider": "picking a range with two slider handles",
+    "vas": "a visual analogue scale",
+    "hierarchical_multiselect": "choosing from a tree of labels",
+    "text_edit": "editing the item's text",
+    "soft_label": "a probability for each label",
+    "constant_sum": "spreading points over labels",
+    "rubric_eval": "a rubric grid",
+    "semantic_differential": "bipolar adjective scales",
+    "confidence": "a confidence rating of another answer",
+    "error_span": "marking error spans with severities",
+    "extractive_qa": "marking an answer span",
+    "card_sort": "sorting cards into groups",
+    "conjoint": "conjoint choice sets",
+    "triage": "accept/reject triage",
+}
+"""Upstream annotation types other than the ones this server draws (radio, multiselect, text,
+likert, select, slider, number); types not listed get the generic message."""
+
+
+def unsupported_message(key: str, what: str) -> str:
+    """The sentence every refused or ignored upstream feature gets."""
+    return (f"'{key}' is a Potato feature this server does not support: {what}; remove it or run that "
+            "project on upstream Potato")

@@ -1,0 +1,310 @@
+"""Issue 12: configs written the way upstream Potato writes them run here, or are refused by name.
+
+Each test builds a small config in upstream's shape (label mappings, user_config, likert scales,
+sliders, page keys) and checks what an admin or an annotator would see.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from potato.cli import cli
+from potato.config import load_config, validate
+from potato.config.schema import LabelOption, SchemeType
+from potato.config.upstream import SCHEME_KEYS, TOP_LEVEL, unsupported_message
+from potato.server import close_app, create_app
+
+CONFIG = Path("/projects/reviews/config.yaml")
+
+
+def upstream(**extra: Any) -> dict[str, Any]:
+    """A config as upstream Potato's examples write one (their keys, their label mappings)."""
+    raw: dict[str, Any] = {
+        "port": 9001,
+        "server_name": "potato annotator",
+        "annotation_task_name": "Sentiment",
+        "output_annotation_dir": "annotation_output/",
+        "output_annotation_format": "json",
+        "annotation_codebook_url": "",
+        "data_files": ["data/reviews.json"],
+        "item_properties": {"id_key": "id", "text_key": "text"},
+        "user_config": {"allow_all_users": True, "users": []},
+        "alert_time_each_instance": 10000000,
+        "annotation_schemes": [{
+            "annotation_type": "radio",
+            "name": "sentiment",
+            "description": "What kind of sentiment does the text hold?",
+            "labels": [
+                {"name": "positive", "tooltip": "Says something good", "key_value": "p"},
+                {"name": "negative", "tooltip": "Says something bad", "key_value": "n"},
+                {"name": "neutral", "tooltip": "Neither"},
+            ],
+            "sequential_key_binding": True,
+        }],
+        "site_dir": "default",
+        "admin_api_key": "a-long-random-admin-key",
+    }
+    raw.update(extra)
+    return raw
+
+
+def report_of(raw: dict[str, Any]) -> Any:
+    return validate(raw, CONFIG)
+
+
+def messages(issues: list[Any]) -> list[str]:
+    return [i.message for i in issues]
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+def test_an_upstream_example_config_is_valid_and_keeps_its_label_mappings() -> None:
+    report = report_of(upstream())
+    assert report.errors == []
+    scheme = report.config.annotation_schemes[0]
+    assert scheme.labels == ("positive", "negative", "neutral")
+    # key_value keys stay theirs; the label without one gets the first free number.
+    assert scheme.options == (
+        LabelOption("positive", tooltip="Says something good", key="p"),
+        LabelOption("negative", tooltip="Says something bad", key="n"),
+        LabelOption("neutral", tooltip="Neither", key="1"),
+    )
+    assert report.config.port == 9001
+    assert "server_name: unknown key, ignored (did you mean 'server'?)" in messages(report.warnings)
+
+
+def test_output_annotation_format_is_named_as_not_honoured_yet() -> None:
+    assert ("output_annotation_format: is not honoured yet: annotations are kept in the server's database; "
+            "potato export writes them as JSON lines") in messages(report_of(upstream()).warnings)
+
+
+def test_likert_select_slider_and_number_schemes_build() -> None:
+    raw = upstream(annotation_schemes=[
+        {"annotation_type": "likert", "name": "agree", "description": "Agree?", "size": 5,
+         "min_label": "Strongly disagree", "max_label": "Strongly agree", "sequential_key_binding": True},
+        {"annotation_type": "select", "name": "topic", "description": "Topic", "labels": ["price", "quality"]},
+        {"annotation_type": "slider", "name": "stars", "description": "Stars", "min_value": 0, "max_value": 10,
+         "starting_value": 5},
+        {"annotation_type": "number", "name": "count", "description": "How many?", "min": 0, "max": 1000, "step": 1},
+    ])
+    report = report_of(raw)
+    assert report.errors == []
+    likert, select, slider, count = report.config.annotation_schemes
+    assert likert.annotation_type is SchemeType.LIKERT and likert.labels == ("1", "2", "3", "4", "5")
+    assert [o.key for o in likert.options] == ["1", "2", "3", "4", "5"]
+    assert likert.training_type == "radio" and select.training_type == "radio"
+    assert [o.key for o in select.options] == ["", ""]  # a dropdown has no label keys
+    assert slider.training_type is None and (slider.min_value, slider.max_value, slider.step) == (0, 10, 1)
+    assert slider.accepts(7) and not slider.accepts(11) and not slider.accepts(2.5) and not slider.accepts(True)
+    assert count.accepts(999) and not count.accepts(-1) and not count.accepts("3")
+    assert count.valid_answers() == "a number from 0 to 1000 in steps of 1"
+
+
+@pytest.mark.parametrize(("scheme", "message"), [
+    ({"annotation_type": "likert", "name": "x", "size": 5, "min_label": "a"},
+     "annotation_schemes[0].max_label: missing; a likert scheme needs size, min_label and max_label, e.g. size: 5, "
+     "min_label: Disagree, max_label: Agree"),
+    ({"annotation_type": "slider", "name": "x", "max_value": 10},
+     "annotation_schemes[0].min_value: missing; a slider needs min_value and max_value, e.g. min_value: 0, "
+     "max_value: 100"),
+    ({"annotation_type": "slider", "name": "x", "min_value": 10, "max_value": 1},
+     "annotation_schemes[0].max_value: must be greater than min_value (10), got 1"),
+    ({"annotation_type": "radio", "name": "x", "labels": [{"name": "a", "key_value": "a"}, "b"]},
+     "annotation_schemes[0].labels[0].key_value: 'a' is one of the page's own keys (a: accept the suggestion, "
+     "g: go to item, d: dark mode); pick another key"),
+    ({"annotation_type": "radio", "name": "x", "labels": [{"name": "a", "key_value": "xy"}, "b"]},
+     "annotation_schemes[0].labels[0].key_value: must be one key (a letter, digit or sign), got 'xy'"),
+    ({"annotation_type": "radio", "name": "x", "labels": ["a", "b"], "size": 5},
+     "annotation_schemes[0].size: applies to likert schemes only; remove it from this radio scheme"),
+    ({"annotation_type": "span", "name": "x", "labels": ["a", "b"]},
+     "annotation_schemes[0].annotation_type: 'span' is a Potato feature this server does not support: marking "
+     "spans of the text; remove it or run that project on upstream Potato"),
+    ({"annotation_type": "radio", "name": "x", "labels": ["a", "b"], "has_free_response": True},
+     "annotation_schemes[0].has_free_response: 'has_free_response' is a Potato feature this server does not "
+     "support: a free-text \"other\" answer next to the labels; remove it or run that project on upstream Potato"),
+])
+def test_scheme_problems_name_the_key_and_the_fix(scheme: dict[str, Any], message: str) -> None:
+    assert messages(report_of(upstream(annotation_schemes=[scheme])).errors) == [message]
+
+
+def test_two_labels_on_one_key_are_refused() -> None:
+    raw = upstream(annotation_schemes=[
+        {"annotation_type": "radio", "name": "a", "labels": [{"name": "x", "key_value": "q"}, "y"]},
+        {"annotation_type": "radio", "name": "b", "labels": [{"name": "z", "key_binding": "q"}, "w"]},
+    ])
+    assert messages(report_of(raw).errors) == [
+        "annotation_schemes[1].labels: key 'q' of label 'z' is also the key of annotation_schemes[0] label 'x'; "
+        "give each label its own key"]
+
+
+def test_text_scheme_layout_keys_and_required() -> None:
+    raw = upstream(annotation_schemes=[
+        {"annotation_type": "text", "name": "why", "textarea": {"on": True, "rows": 4, "cols": 50}},
+        {"annotation_type": "text", "name": "short", "text_box_single_line": True, "placeholder": "one word"},
+        {"annotation_type": "radio", "name": "s", "labels": ["a", "b"], "label_requirement": {"required": True},
+         "horizontal": True},
+    ])
+    report = report_of(raw)
+    assert report.errors == []
+    why, short, s = report.config.annotation_schemes
+    assert (why.multiline, why.rows) == (True, 4)
+    assert (short.multiline, short.placeholder) == (False, "one word")
+    assert s.required and s.horizontal
+
+
+def test_features_this_server_lacks_are_named_errors_or_warnings() -> None:
+    report = report_of(upstream(assignment_strategy="random", ai_support={"enabled": True}, base_css="x.css"))
+    assert messages(report.errors) == [
+        "assignment_strategy: " + unsupported_message("assignment_strategy", TOP_LEVEL["assignment_strategy"].what),
+        "ai_support: " + unsupported_message("ai_support", TOP_LEVEL["ai_support"].what),
+    ]
+    assert "base_css: " + unsupported_message("base_css", TOP_LEVEL["base_css"].what) in messages(report.warnings)
+    assert messages(report.errors)[0] == (
+        "assignment_strategy: 'assignment_strategy' is a Potato feature this server does not support: the order "
+        "and share of items each annotator gets (this server gives every annotator every item, in file order); "
+        "remove it or run that project on upstream Potato")
+
+
+def test_the_feature_table_says_something_for_every_key() -> None:
+    for key, feature in {**TOP_LEVEL, **SCHEME_KEYS}.items():
+        assert feature.what and not feature.what.endswith("."), key
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"user_config": {"allow_all_users": False, "users": []}},
+     "user_config.users: is empty while allow_all_users is false, so nobody could sign in; list the annotators' "
+     "names, e.g. users: [alice, bob]"),
+    ({"user_config": {"allow_all_users": False, "users": [{"username": "a", "password": "b"}]}},
+     "user_config.users[0]: must be a name; this server keeps passwords itself (annotators choose one when "
+     "require_password is true), so list names only, e.g. users: [alice, bob]"),
+    ({"require_password": True, "login": {"type": "url_direct", "url_argument": "PROLIFIC_PID"}},
+     "login.type: url_direct signs annotators in by a link, which cannot carry a password; remove "
+     "require_password or use another login type"),
+    ({"site_dir": "my_templates/"},
+     "site_dir: 'site_dir' is a Potato feature this server does not support: pages from a custom template folder; "
+     "remove it or run that project on upstream Potato (set site_dir: default)"),
+    ({"annotation_codebook_url": "javascript:alert(1)"},
+     "annotation_codebook_url: must be an http:// or https:// address, got 'javascript:alert(1)'"),
+])
+def test_access_and_page_keys_are_checked(extra: dict[str, Any], message: str) -> None:
+    assert messages(report_of(upstream(**extra)).errors) == [message]
+
+
+def test_access_and_page_keys_build() -> None:
+    config = report_of(upstream(
+        user_config={"allow_all_users": False, "users": ["alice", "bob"]}, require_password=True,
+        session_lifetime_days=2, task_description="Rate reviews", annotation_instructions="Read it all.",
+        annotation_codebook_url="https://example.org/codebook", hide_navbar=True, jumping_to_id_disabled=True,
+        completion_code="C0DE", server={"host": "0.0.0.0", "port": 8123}, port=None,
+    )).config
+    assert config.access.users == ("alice", "bob") and config.access.require_password
+    assert config.access.may_sign_in("alice") and not config.access.may_sign_in("mallory")
+    assert config.access.session_lifetime_days == 2
+    assert (config.page.task_description, config.page.instructions) == ("Rate reviews", "Read it all.")
+    assert config.page.codebook_url == "https://example.org/codebook"
+    assert config.page.hide_navbar and config.page.jumping_to_id_disabled and config.page.completion_code == "C0DE"
+    assert (config.host, config.port) == ("0.0.0.0", 8123)
+
+
+# --- the server ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def make_app(make_project: Callable[..., Path]) -> Iterator[Callable[..., Any]]:
+    apps: list[Any] = []
+
+    def _make(**overrides: Any) -> Any:
+        app = create_app(load_config(make_project(**overrides)), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+        apps.append(app)
+        return app.test_client()
+
+    yield _make
+    for app in apps:
+        close_app(app)
+
+
+def test_an_allow_list_refuses_other_names(make_app: Callable[..., Any]) -> None:
+    client = make_app(user_config={"allow_all_users": False, "users": ["alice"]})
+    refused = client.post("/login", data={"name": "mallory"})
+    assert refused.status_code == 403
+    assert "&#39;mallory&#39; is not on this study&#39;s list of annotators" in refused.get_data(as_text=True)
+    assert client.get("/annotate").status_code == 302  # not signed in
+    assert client.post("/login", data={"name": "alice"}).status_code == 302
+    assert client.get("/annotate").status_code == 200
+
+
+def test_require_password_registers_then_checks_the_password(make_app: Callable[..., Any]) -> None:
+    client = make_app(require_password=True)
+    assert client.post("/login", json={"name": "alice"}).get_json() == {
+        "error": "This study needs a password: enter your name and password."}
+    assert client.post("/login", json={"name": "alice", "password": "short", "action": "register"}).status_code == 400
+    assert client.post("/login", json={"name": "alice", "password": "correct horse"}).status_code == 401
+    made = client.post("/login", json={"name": "alice", "password": "correct horse", "action": "register"})
+    assert made.get_json() == {"user": "alice"}
+    stranger = client.application.test_client()
+    taken = stranger.post("/login", json={"name": "alice", "password": "battery staple", "action": "register"})
+    assert taken.status_code == 400 and "is taken" in taken.get_json()["error"]
+    wrong = stranger.post("/login", json={"name": "alice", "password": "battery staple"})
+    assert wrong.status_code == 401 and wrong.get_json()["error"].startswith("Wrong name or password.")
+    assert stranger.post("/login", json={"name": "alice", "password": "correct horse"}).status_code == 200
+    row = client.application.extensions["potato"].db.conn.execute(
+        "SELECT password_hash FROM users WHERE name = 'alice'").fetchone()
+    assert "correct horse" not in row[0] and row[0].startswith(("scrypt:", "pbkdf2:"))
+
+
+def test_url_direct_signs_in_from_the_link(make_app: Callable[..., Any]) -> None:
+    client = make_app(login={"type": "url_direct", "url_argument": "PROLIFIC_PID"})
+    page = client.get("/").get_data(as_text=True)
+    assert "Open this study through the link you were given" in page and 'name="name"' not in page
+    resp = client.get("/?PROLIFIC_PID=5f3a9c")
+    assert resp.status_code == 302 and resp.headers["Location"].endswith("/annotate")
+    assert "Signed in as <strong>5f3a9c</strong>" in client.get("/annotate").get_data(as_text=True)
+
+
+def test_likert_and_slider_answers_are_stored_and_checked(make_app: Callable[..., Any]) -> None:
+    client = make_app(annotation_schemes=[
+        {"annotation_type": "likert", "name": "agree", "size": 5, "min_label": "No", "max_label": "Yes",
+         "label_requirement": {"required": True}},
+        {"annotation_type": "slider", "name": "stars", "min_value": 0, "max_value": 10, "starting_value": 5},
+    ])
+    client.post("/login", data={"name": "alice"})
+    page = client.get("/annotate").get_data(as_text=True)
+    assert re.search(r'value="5"\s+data-key="5"', page) and "likert-end" in page and 'type="range"' in page
+    missing = client.post("/api/label", json={"id": "r000", "labels": {"stars": 3}})
+    assert missing.status_code == 400 and missing.get_json()["error"] == "'agree' needs an answer: it is required"
+    bad = client.post("/api/label", json={"id": "r000", "labels": {"agree": "4", "stars": 3.5}})
+    assert bad.get_json()["error"] == "3.5 is not an answer to 'stars' (valid: a number from 0 to 10 in steps of 1)"
+    ok = client.post("/api/label", json={"id": "r000", "labels": {"agree": "4", "stars": 3}, "go": "stay"})
+    assert ok.status_code == 200 and ok.get_json()["item"]["labels"] == {"agree": "4", "stars": 3}
+
+
+def test_page_keys_show_on_the_annotation_page(make_app: Callable[..., Any]) -> None:
+    client = make_app(task_description="Rate product reviews.", annotation_codebook_url="https://example.org/cb",
+                      jumping_to_id_disabled=True, completion_code="PAID-42", hide_navbar=True,
+                      alert_time_each_instance=30)
+    client.post("/login", data={"name": "alice"})
+    page = client.get("/annotate").get_data(as_text=True)
+    assert "Rate product reviews." in page and 'href="https://example.org/cb"' in page
+    assert 'id="goto"' not in page and "go to item" not in page
+    assert "PAID-42" in page and 'class="no-navbar"' in page and 'data-alert-seconds="30"' in page
+
+
+def test_start_listens_on_the_configs_port_unless_told(make_project: Callable[..., Path],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[str, int]] = []
+
+    def refuse(host: str, port: int) -> str:
+        seen.append((host, port))
+        return "stop here"
+
+    monkeypatch.setattr("potato.server.ports.port_problem", refuse)
+    path = make_project(server={"host": "127.0.0.2", "port": 8123})
+    CliRunner().invoke(cli, ["start", str(path)])
+    CliRunner().invoke(cli, ["start", str(path), "-p", "9999"])
+    assert seen == [("127.0.0.2", 8123), ("127.0.0.2", 9999)]

@@ -167,8 +167,8 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(cmd: list[str], port: int, log: Path, cwd: Path | None = None,
-                   env: dict[str, str] | None = None) -> Iterator[int]:
+def running_process(cmd: list[str], port: int, log: Path, cwd: Path | None = None,
+                    env: dict[str, str] | None = None) -> Iterator[int]:
     """``cmd`` (a server on ``port``) in its own process group, up once ``GET /`` answers 200; yields the
     group id. Its output goes to ``log``; the whole group is stopped on the way out."""
     with log.open("ab") as out:
@@ -193,6 +193,16 @@ def running_server(cmd: list[str], port: int, log: Path, cwd: Path | None = None
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+
+
+@contextmanager
+def running_server(config: Path, extra: list[str]) -> Iterator[tuple[int, int]]:
+    """Our ``potato start`` on ``config`` on a free port (bench/agents.py, slowloris.py, slurm.py and ssh.py
+    start theirs with it too); yields (port, process group id)."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "potato", "start", str(config), "-p", str(port), "--host=127.0.0.1", *extra]
+    with running_process(cmd, port, config.parent / "server.log") as pgid:
+        yield port, pgid
 
 
 def group_cpu_s(pgid: int) -> float:
@@ -336,21 +346,38 @@ class RefFlow:
 
 
 @dataclass
-class Window:
-    """The measured seconds, shared by the client processes. It opens once every annotator has signed
-    in (or after LOGIN_TIMEOUT_S), so that sign-ins, slow on some servers, never fall inside it."""
+class Gate:
+    """Opens the measured window for all client processes once every annotator has signed in (or after
+    LOGIN_TIMEOUT_S): sign-ins, slow on some servers (2.12.1's grow with the items), never fall inside it."""
 
     ready: mp.Queue  # type: ignore[type-arg]  # one message per annotator after its sign-in, failed or not
     go: Event
     start: Synchronized[float]  # wall clock, set just before ``go``
     seconds: float
 
-    def wait_start(self) -> float:
-        self.go.wait()
-        return float(self.start.value)
+
+@dataclass
+class Window:
+    """When an annotator labels: fixed wall-clock times (bench/agents.py picks them with a lead for the
+    sign-ins), or, with a gate, the ``seconds`` after run_clients opens it."""
+
+    start_at: float
+    stop_at: float
+    gate: Gate | None = None
+
+    def signed_in(self) -> None:
+        if self.gate is not None:
+            self.gate.ready.put(None)
+
+    def times(self) -> tuple[float, float]:
+        if self.gate is None:
+            return self.start_at, self.stop_at
+        self.gate.go.wait()
+        start = float(self.gate.start.value)
+        return start, start + self.gate.seconds
 
 
-def annotator(flow: Flow, port: int, name: str, window: Window, tally: Tally, lock: threading.Lock) -> None:
+def annotator(port: int, name: str, window: Window, tally: Tally, lock: threading.Lock, flow: Flow) -> None:
     """Sign in, wait for the window, then label the item on screen and move on until it closes."""
     conn, mine, session = Conn("127.0.0.1", port, timeout=LOGIN_TIMEOUT_S), Tally(), None
     rng = random.Random(name)
@@ -359,9 +386,8 @@ def annotator(flow: Flow, port: int, name: str, window: Window, tally: Tally, lo
     except Exception as exc:  # noqa: BLE001 -- any failure: this annotator does not label, the rest go on
         mine.errors, mine.first_error = 1, f"{name} sign-in: {type(exc).__name__}: {exc}"
     finally:
-        window.ready.put(name)
-    start_at = window.wait_start()
-    stop_at = start_at + window.seconds
+        window.signed_in()
+    start_at, stop_at = window.times()
     time.sleep(max(0.0, start_at - time.time()))
     conn.close()  # a fresh connection: gunicorn drops keep-alive connections idle for 2 s (reset races)
     conn.timeout = REQUEST_TIMEOUT_S
@@ -401,10 +427,13 @@ def run_threads(target: Callable[..., None], arg_lists: list[tuple[object, ...]]
         t.join()
 
 
-def client_process(flow: Flow, port: int, names: list[str], window: Window,
-                   out: mp.Queue) -> None:  # type: ignore[type-arg]
-    tally, lock = Tally(), threading.Lock()
-    run_threads(annotator, [(flow, port, name, window, tally, lock) for name in names])
+def client_process(port: int, names: list[str], start_at: float, stop_at: float,
+                   out: mp.Queue, flow: Flow | None = None,  # type: ignore[type-arg]
+                   gate: Gate | None = None) -> None:
+    """One client process: an annotator thread per name (flow: ours by default), labelling from start_at
+    to stop_at (wall clock) or, with a gate, for the window it opens; puts their tally on ``out``."""
+    tally, lock, window = Tally(), threading.Lock(), Window(start_at, stop_at, gate)
+    run_threads(annotator, [(port, name, window, tally, lock, flow or OursFlow()) for name in names])
     usage = resource.getrusage(resource.RUSAGE_SELF)
     tally.cpu_s = usage.ru_utime + usage.ru_stime
     out.put(tally)
@@ -423,20 +452,20 @@ def run_clients(flow: Flow, port: int, pgid: int, n: int, seconds: float, procs:
     """N annotators over ``procs`` client processes, one window; rows are the caller's to read."""
     ctx = mp.get_context("fork")
     out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
-    window = Window(ctx.Queue(), ctx.Event(), ctx.Value("d", 0.0), seconds)
+    gate = Gate(ctx.Queue(), ctx.Event(), ctx.Value("d", 0.0), seconds)
     names = [f"annotator-{k}" for k in range(n)]
-    clients = [ctx.Process(target=client_process, args=(flow, port, names[i::procs], window, out),
+    clients = [ctx.Process(target=client_process, args=(port, names[i::procs], 0.0, 0.0, out, flow, gate),
                            daemon=True) for i in range(min(procs, n))]
     began = time.monotonic()
     for c in clients:
         c.start()
     try:
-        wait_ready(window.ready, n, LOGIN_TIMEOUT_S)
+        wait_ready(gate.ready, n, LOGIN_TIMEOUT_S)
         signin_s = time.monotonic() - began
     finally:  # open the window whatever happened, so no client waits for ever
-        window.start.value = time.time() + 0.5
-        window.go.set()
-    time.sleep(max(0.0, window.start.value - time.time()))
+        gate.start.value = time.time() + 0.5
+        gate.go.set()
+    time.sleep(max(0.0, gate.start.value - time.time()))
     cpu_before = group_cpu_s(pgid)
     tally = Tally()
     for _ in clients:
@@ -449,9 +478,7 @@ def run_clients(flow: Flow, port: int, pgid: int, n: int, seconds: float, procs:
 
 def measure_ours(config: Path, n: int, seconds: float, procs: int, extra: list[str]) -> Measured:
     """Our ``potato start`` (gunicorn) on ``config``; rows from its admin API while it still runs."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "potato", "start", str(config), "-p", str(port), "--host=127.0.0.1", *extra]
-    with running_server(cmd, port, config.parent / "server.log") as pgid:
+    with running_server(config, extra) as (port, pgid):
         measured = run_clients(OursFlow(), port, pgid, n, seconds, procs)
         status, _, data = call(Conn("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S), "GET", "/admin/api/labels",
                                None, {"X-API-Key": ADMIN_KEY})
@@ -507,7 +534,7 @@ def measure_ref(venv: Path, root: Path, n: int, n_items: int, seconds: float, pr
     config = make_ref_project(root, n_items)
     port = free_port()
     cmd = [str(venv / "bin" / "potato"), "start", str(config), "-p", str(port), "--host", "127.0.0.1"]
-    with running_server(cmd, port, root / "potato-2.12.1.log", cwd=root, env=ref_env()) as pgid:
+    with running_process(cmd, port, root / f"potato-{REF_VERSION}.log", cwd=root, env=ref_env()) as pgid:
         measured = run_clients(RefFlow(), port, pgid, n, seconds, procs)
     measured.rows = ref_rows(root / "annotation_output")
     return measured

@@ -276,6 +276,7 @@ def test_likert_and_slider_answers_are_stored_and_checked(make_app: Callable[...
     client.post("/login", data={"name": "alice"})
     page = client.get("/annotate").get_data(as_text=True)
     assert re.search(r'value="5"\s+data-key="5"', page) and "likert-end" in page and 'type="range"' in page
+    assert page.count("<fieldset") == 2 and page.count('data-key="5"') == 1  # each scheme drawn once
     missing = client.post("/api/label", json={"id": "r000", "labels": {"stars": 3}})
     assert missing.status_code == 400 and missing.get_json()["error"] == "'agree' needs an answer: it is required"
     bad = client.post("/api/label", json={"id": "r000", "labels": {"agree": "4", "stars": 3.5}})

@@ -1,0 +1,134 @@
+"""Issue 12 in a real browser, under gunicorn: projects configured the way upstream Potato writes them.
+
+A likert scale and a multiselect whose labels are mappings (tooltips, their own keys) are labelled
+with the keyboard; a password project registers and signs in; an allow-list refuses a stranger; a
+crowdsourcing link signs its worker in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+import requests
+
+from tests.browser import browser_page
+from tests.conftest import ADMIN_KEY
+from tests.servers import ServerProcess
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+UPSTREAM_SCHEMES = [
+    {"annotation_type": "likert", "name": "helpful", "description": "How helpful is the review?", "size": 5,
+     "min_label": "Not at all", "max_label": "Very", "sequential_key_binding": True,
+     "label_requirement": {"required": True}},
+    {"annotation_type": "multiselect", "name": "topics", "description": "Which topics does it mention?",
+     "labels": [{"name": "price", "tooltip": "Cost, value for money", "key_value": "q"},
+                {"name": "quality", "tooltip": "How well it is made", "key_value": "w"},
+                {"name": "delivery", "tooltip": "Shipping and packaging", "key_value": "e"}],
+     "sequential_key_binding": False},
+    {"annotation_type": "slider", "name": "stars", "description": "Stars", "min_value": 0, "max_value": 10,
+     "starting_value": 5},
+]
+
+
+@pytest.fixture
+def page() -> Iterator[Any]:
+    yield from browser_page()
+
+
+@pytest.fixture
+def serve(make_project: Callable[..., Path]) -> Iterator[Callable[..., ServerProcess]]:
+    servers: list[ServerProcess] = []
+
+    def _serve(**overrides: Any) -> ServerProcess:
+        srv = ServerProcess(make_project(**overrides)).start()
+        servers.append(srv)
+        return srv
+
+    yield _serve
+    for srv in servers:
+        srv.stop()
+
+
+def labels_of(srv: ServerProcess, user: str) -> dict[tuple[str, str], Any]:
+    rows = requests.get(f"{srv.url}/admin/api/labels?user={user}", headers={"X-API-Key": ADMIN_KEY}).json()["labels"]
+    return {(r["id"], r["schema"]): r["label"] for r in rows}
+
+
+def test_likert_and_mapped_multiselect_by_keyboard(serve: Callable[..., ServerProcess], page: Any) -> None:
+    srv = serve(annotation_schemes=UPSTREAM_SCHEMES, user_config={"allow_all_users": True, "users": []},
+                output_annotation_format="json", site_dir="default")
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.goto(srv.url + "/")
+    page.fill("#name", "kim")
+    page.press("#name", "Enter")
+    page.wait_for_selector("#item-id:text('r000')")
+    assert page.get_attribute("label.option:has(input[value=price])", "title") == "Cost, value for money"
+    assert page.inner_text("label.option:has(input[value=quality]) kbd") == "w"
+
+    # The likert scale is required: Enter without it says so and stays.
+    page.keyboard.press("q")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#status:text('Answer \u201cHow helpful is the review?\u201d first: it is required.')")
+    assert page.inner_text("#item-id") == "r000"
+
+    page.keyboard.press("4")
+    page.keyboard.press("e")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#item-id:text('r001')")
+    page.keyboard.press("2")
+    page.keyboard.press("w")
+    page.keyboard.press("w")  # a second press takes quality off again
+    page.focus("input[name=stars]")
+    page.keyboard.press("ArrowRight")  # 5 -> 6: the slider moved, so it is an answer
+    page.click("#save-next")
+    page.wait_for_selector("#item-id:text('r002')")
+
+    assert labels_of(srv, "kim") == {
+        ("r000", "helpful"): "4", ("r000", "topics"): ["price", "delivery"],
+        ("r001", "helpful"): "2", ("r001", "stars"): 6,
+    }
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_selector("#item-id:text('r001')")
+    assert page.inner_text(".slider-value") == "6" and page.is_checked("input[name=helpful][value='2']")
+    assert errors == [], errors
+
+
+def test_a_password_project_registers_and_signs_in(serve: Callable[..., ServerProcess], page: Any) -> None:
+    srv = serve(require_password=True, user_config={"allow_all_users": False, "users": ["ana", "ben"]})
+    page.goto(srv.url + "/")
+    page.fill("#name", "mallory")
+    page.fill("#password", "long enough pass")
+    page.click("button[value=register]")
+    page.wait_for_selector("p.error[role=alert]")
+    assert "'mallory' is not on this study's list of annotators" in page.inner_text("p.error")
+
+    page.fill("#name", "ana")
+    page.fill("#password", "long enough pass")
+    page.click("button[value=register]")
+    page.wait_for_selector("#item-id:text('r000')")
+    page.click("text=Sign out")
+    page.wait_for_selector("#password")
+    page.fill("#name", "ana")
+    page.fill("#password", "not her password")
+    page.press("#password", "Enter")
+    page.wait_for_selector("p.error[role=alert]")
+    assert page.inner_text("p.error").startswith("Wrong name or password.")
+    page.fill("#password", "long enough pass")
+    page.press("#password", "Enter")
+    page.wait_for_selector("#item-id:text('r000')")
+    assert page.inner_text(".who strong") == "ana"
+
+
+def test_a_crowdsourcing_link_signs_its_worker_in(serve: Callable[..., ServerProcess], page: Any) -> None:
+    srv = serve(login={"type": "url_direct", "url_argument": "PROLIFIC_PID"}, completion_code="C0MPLETE",
+                data_files=["data/reviews.json"])
+    page.goto(srv.url + "/?PROLIFIC_PID=60a1b2c3d4")
+    page.wait_for_selector("#item-id:text('r000')")
+    assert page.inner_text(".who strong") == "60a1b2c3d4"
+    page.goto(srv.url + "/")
+    page.wait_for_selector("#item-id")  # already signed in: straight back to the items
+    assert "C0MPLETE" in page.inner_html("#done")

@@ -258,6 +258,16 @@ def test_require_password_registers_then_checks_the_password(make_app: Callable[
     assert "correct horse" not in row[0] and row[0].startswith(("scrypt:", "pbkdf2:"))
 
 
+def test_wrong_passwords_are_throttled_per_address(make_app: Callable[..., Any]) -> None:
+    client = make_app(require_password=True)
+    client.post("/login", json={"name": "alice", "password": "correct horse", "action": "register"})
+    answers = [client.post("/login", json={"name": "alice", "password": f"guess {i:04d}"}).status_code
+               for i in range(21)]
+    assert answers == [401] * 20 + [429]
+    locked = client.post("/login", json={"name": "alice", "password": "correct horse"})
+    assert locked.status_code == 429 and "Retry-After" in locked.headers
+
+
 def test_url_direct_signs_in_from_the_link(make_app: Callable[..., Any]) -> None:
     client = make_app(login={"type": "url_direct", "url_argument": "PROLIFIC_PID"})
     page = client.get("/").get_data(as_text=True)

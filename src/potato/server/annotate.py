@@ -15,7 +15,7 @@ from potato.config.schema import Config
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.project import Project, current_project
-from potato.server.security import LOGINS, client_addr, throttle, too_many
+from potato.server.security import LOGINS, PASSWORD_FAILURES, client_addr, throttle, too_many
 
 bp = Blueprint("annotate", __name__)
 
@@ -129,10 +129,15 @@ def _sign_in(raw: object, password: str | None, register: bool) -> Any:
     if access.require_password:
         if password is None:
             return _refuse("This study needs a password: enter your name and password.", 400, name)
+        wait = guard.retry_after(PASSWORD_FAILURES, addr)
+        if wait is not None:
+            return too_many(wait, "wrong passwords")
         accounts = Accounts(project.db)
         try:
             (accounts.register if register else accounts.check)(name, password)
         except AccountError as refused:
+            if not register:
+                guard.note(PASSWORD_FAILURES, addr)
             return _refuse(str(refused), 400 if register else 401, name)
     session.pop("user", None)  # an admin signed in in the same browser stays signed in
     session["user"] = name

@@ -48,6 +48,8 @@ class Limit:
 
 ADMIN_KEY_FAILURES = Limit("admin-key", 10, 300.0)
 """Wrong admin keys (the login form or ``X-API-Key``): 10 per address per 5 minutes, then 429."""
+PASSWORD_FAILURES = Limit("password", 20, 300.0)
+"""Wrong annotator passwords per address per 5 minutes (a class mistyping is far below it)."""
 LOGINS = Limit("login", 120, 60.0)
 """Annotator sign-ins per address per minute: a classroom behind one NAT signs in at once, a script
 making thousands of users does not get far."""

@@ -127,6 +127,18 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE users ADD COLUMN password_hash TEXT;
     """,
+    # Annotators' own queues when the project assigns items (upstream Potato's assignment keys).
+    """
+    CREATE TABLE assignments (
+        user TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        item_id TEXT NOT NULL,
+        assigned_at REAL NOT NULL,
+        PRIMARY KEY (user, seq),
+        UNIQUE (user, item_id)
+    );
+    CREATE INDEX assignments_item ON assignments (item_id);
+    """,
 ]
 
 

@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
+from potato.assignment import Queue, queue_for
 from potato.config.schema import Config
 from potato.db import Database
 from potato.items import ItemSet, load_items
@@ -18,6 +19,8 @@ class Project:
     items: ItemSet
     db: Database
     labels: LabelStore
+    queue: Queue
+    """Each annotator's items in order: all of them, or their own when the project assigns items."""
     # Seams the training subsystem fills in (C5, C7); None when training is off.
     suggestions_for: Callable[[str], dict[str, Any]] | None = None
     on_labels_saved: Callable[[int], None] | None = None
@@ -29,7 +32,9 @@ class Project:
         )
         db = Database(config.database_path)
         sync_items(db, items)
-        return cls(config=config, items=items, db=db, labels=LabelStore(db))
+        labels = LabelStore(db)
+        return cls(config=config, items=items, db=db, labels=labels,
+                   queue=queue_for(items, db, labels, config.assignment))
 
     def save_labels(self, labels: Sequence[Label], delete: Iterable[tuple[str, str, str]] = ()) -> None:
         """Store labels (on disk before this returns) and tell training they arrived (C7)."""

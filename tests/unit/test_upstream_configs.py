@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 from potato.cli import cli
 from potato.config import load_config, validate
-from potato.config.schema import LabelOption, SchemeType
+from potato.assignment import order_key
+from potato.config.schema import Assignment, LabelOption, SchemeType
 from potato.config.upstream import SCHEME_KEYS, TOP_LEVEL, unsupported_message
 from potato.server import close_app, create_app
 
@@ -159,16 +160,19 @@ def test_text_scheme_layout_keys_and_required() -> None:
 
 
 def test_features_this_server_lacks_are_named_errors_or_warnings() -> None:
-    report = report_of(upstream(assignment_strategy="random", ai_support={"enabled": True}, base_css="x.css"))
+    report = report_of(upstream(active_learning={"enabled": True}, ai_support={"enabled": True}, base_css="x.css"))
     assert messages(report.errors) == [
-        "assignment_strategy: " + unsupported_message("assignment_strategy", TOP_LEVEL["assignment_strategy"].what),
+        "active_learning: " + unsupported_message("active_learning", TOP_LEVEL["active_learning"].what),
         "ai_support: " + unsupported_message("ai_support", TOP_LEVEL["ai_support"].what),
     ]
     assert "base_css: " + unsupported_message("base_css", TOP_LEVEL["base_css"].what) in messages(report.warnings)
     assert messages(report.errors)[0] == (
-        "assignment_strategy: 'assignment_strategy' is a Potato feature this server does not support: the order "
-        "and share of items each annotator gets (this server gives every annotator every item, in file order); "
-        "remove it or run that project on upstream Potato")
+        "active_learning: 'active_learning' is a Potato feature this server does not support: ordering items by "
+        "a model's uncertainty; remove it or run that project on upstream Potato")
+    assert messages(report_of(upstream(assignment_strategy="diversity_clustering")).errors) == [
+        "assignment_strategy: 'assignment_strategy: diversity_clustering' is a Potato feature this server does not "
+        "support: items ordered by models, surveys or groups; remove it or run that project on upstream Potato "
+        "(this server assigns: fixed_order, random, least_annotated)"]
 
 
 def test_the_feature_table_says_something_for_every_key() -> None:
@@ -319,3 +323,78 @@ def test_start_listens_on_the_configs_port_unless_told(make_project: Callable[..
     CliRunner().invoke(cli, ["start", str(path)])
     CliRunner().invoke(cli, ["start", str(path), "-p", "9999"])
     assert seen == [("127.0.0.2", 8123), ("127.0.0.2", 9999)]
+
+
+# --- assignment ---------------------------------------------------------------------------------
+
+
+def test_assignment_keys_build_and_check() -> None:
+    config = report_of(upstream(assignment_strategy="random", random_seed=1234, max_annotations_per_user=5,
+                                num_annotators_per_item=3, max_annotations_per_item=-1)).config
+    assert config.assignment == Assignment("random", 5, 3, 1234) and config.assignment.active
+    assert not report_of(upstream()).config.assignment.active
+    assert messages(report_of(upstream(max_annotations_per_item=2, num_annotators_per_item=3)).errors) == [
+        "num_annotators_per_item: is 3 while max_annotations_per_item is 2; both cap the annotators of one "
+        "item, so keep one of them"]
+    assert messages(report_of(upstream(max_annotations_per_user="5")).errors) == [
+        "max_annotations_per_user: must be a whole number of at least 1, got '5' (or -1 for no cap)"]
+
+
+def test_random_order_is_each_annotators_own_and_stable() -> None:
+    rank_a = order_key("random", 1234, "alice", 50)
+    rank_b = order_key("random", 1234, "bob", 50)
+    order_a = sorted(range(50), key=lambda p: rank_a(p, 0))
+    assert order_a == sorted(range(50), key=lambda p: order_key("random", 1234, "alice", 50)(p, 0))
+    assert order_a != sorted(range(50), key=lambda p: rank_b(p, 0)) and order_a != list(range(50))
+    least = order_key("least_annotated", 0, "alice", 3)
+    assert sorted(range(3), key=lambda p: least(p, [2, 0, 1][p])) == [1, 2, 0]
+
+
+def _walk(client: Any, n: int) -> list[str]:
+    """Label ``n`` items with Save & next from the first; the ids labelled, in order."""
+    client.post("/login", data={"name": client.name})
+    page = client.get("/annotate").get_data(as_text=True)
+    found = re.search(r'"id": "(r\d+)"', page)
+    if found is None:
+        return []
+    current, seen = found.group(1), []
+    for _ in range(n):
+        answer = client.post("/api/label", json={"id": current, "labels": {"sentiment": "positive"},
+                                                  "go": "next_unlabelled"}).get_json()
+        seen.append(current)
+        if answer.get("note"):
+            break
+        current = answer["item"]["id"]
+    return seen
+
+
+def test_each_item_gets_at_most_its_annotators_and_each_annotator_their_quota(make_app: Callable[..., Any]) -> None:
+    first = make_app(n_items=6, max_annotations_per_user=4, num_annotators_per_item=2)
+    clients = []
+    for name in ("ana", "ben", "cy", "dee", "eve"):
+        client = first.application.test_client()
+        client.name = name
+        clients.append(client)
+    got = {c.name: _walk(c, 10) for c in clients}
+    assert got["ana"] == ["r000", "r001", "r002", "r003"]  # fixed order, four each
+    assert got["ben"] == ["r000", "r001", "r002", "r003"]
+    assert got["cy"] == ["r004", "r005"]  # r000-r003 have their two annotators
+    assert first.application.extensions["potato"].queue.total("cy") == 4
+    assert got["dee"] == ["r004", "r005"]
+    eve = clients[4]
+    assert got["eve"] == [] and "No items left for you" in eve.get("/annotate").get_data(as_text=True)
+    refused = eve.post("/api/label", json={"id": "r000", "labels": {"sentiment": "positive"}})
+    assert refused.status_code == 400 and "is not one of your items" in refused.get_json()["error"]
+    last = clients[0].post("/api/label", json={"id": "r003", "labels": {"sentiment": "negative"}, "go": "next"})
+    assert last.get_json()["note"] == "That was the last item." and last.get_json()["item"]["finished"] is True
+
+
+def test_least_annotated_spreads_annotators_over_items(make_app: Callable[..., Any]) -> None:
+    app = make_app(n_items=4, assignment_strategy="least_annotated", max_annotations_per_user=2).application
+    for name in ("ana", "ben", "cy", "dee"):
+        client = app.test_client()
+        client.name = name
+        _walk(client, 1)  # labels one item and is handed a second
+    counts = app.extensions["potato"].db.conn.execute(
+        "SELECT item_id, COUNT(*) FROM assignments GROUP BY item_id ORDER BY item_id").fetchall()
+    assert [tuple(row) for row in counts] == [("r000", 2), ("r001", 2), ("r002", 2), ("r003", 2)]

@@ -15,6 +15,7 @@ from potato.config._checks import (
     Check,
     Findings,
     Invalid,
+    anything,
     boolean,
     check_keys,
     choice,
@@ -23,7 +24,7 @@ from potato.config._checks import (
     show,
     text,
 )
-from potato.config.schema import Access, Page
+from potato.config.schema import Access, Assignment, Page
 from potato.config.upstream import unsupported_message
 
 KEYS = (
@@ -31,6 +32,7 @@ KEYS = (
     "task_description", "annotation_task_description", "annotation_instructions", "annotation_codebook_url",
     "hide_navbar", "jumping_to_id_disabled", "alert_time_each_instance", "completion_code",
     "port", "host", "server", "site_dir", "random_seed", "output_annotation_format",
+    "assignment_strategy", "max_annotations_per_user", "max_annotations_per_item", "num_annotators_per_item",
 )
 """Top-level keys read here."""
 
@@ -92,7 +94,48 @@ TABLE: Mapping[str, Check] = {
     "host": text(),
     "random_seed": integer(),
     "output_annotation_format": choice(("json", "jsonl", "csv", "tsv"), "output_annotation_format"),
+    "assignment_strategy": anything,
+    "max_annotations_per_user": anything,
+    "max_annotations_per_item": anything,
+    "num_annotators_per_item": anything,
 }
+
+STRATEGIES = ("fixed_order", "random", "least_annotated")
+"""Upstream's assignment strategies honoured here; its others order items by models or surveys."""
+
+
+def _cap(value: object) -> int | None:
+    """A per-user or per-item cap; upstream writes -1 (or 0) for "no cap"."""
+    if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+        return None
+    return integer(1)(value)
+
+
+def _assignment(values: dict[str, Any], findings: Findings) -> Assignment | None:
+    strategy = values.get("assignment_strategy", "fixed_order")
+    if strategy not in STRATEGIES:
+        if isinstance(strategy, str) and strategy.strip():
+            findings.error("assignment_strategy", unsupported_message(
+                f"assignment_strategy: {strategy}", "items ordered by models, surveys or groups") +
+                f" (this server assigns: {', '.join(STRATEGIES)})")
+        else:
+            findings.error("assignment_strategy", f"must be one of {', '.join(STRATEGIES)}, got {show(strategy)}")
+        return None
+    caps: dict[str, int | None] = {}
+    for key in ("max_annotations_per_user", "max_annotations_per_item", "num_annotators_per_item"):
+        try:
+            caps[key] = _cap(values[key]) if key in values else None
+        except Invalid as bad:
+            findings.error(key, bad.problems[0][1] + " (or -1 for no cap)")
+            return None
+    per_item, annotators = caps["max_annotations_per_item"], caps["num_annotators_per_item"]
+    if per_item is not None and annotators is not None and per_item != annotators:
+        findings.error("num_annotators_per_item", f"is {annotators} while max_annotations_per_item is {per_item}; "
+                                                  "both cap the annotators of one item, so keep one of them")
+        return None
+    return Assignment(strategy=strategy, max_annotations_per_user=caps["max_annotations_per_user"],
+                      max_annotations_per_item=per_item if per_item is not None else annotators,
+                      random_seed=values.get("random_seed") or 0)
 
 
 def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | None:
@@ -106,7 +149,8 @@ def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | Non
     server = _section(raw, "server", _SERVER, "{host: 0.0.0.0, port: 8000}", findings)
     ok = ok and None not in (user_config, login, server)
     ok = _site_dir(raw.get("site_dir"), findings) and ok
-    if not ok or user_config is None or login is None or server is None:
+    assignment = _assignment(values, findings)
+    if not ok or user_config is None or login is None or server is None or assignment is None:
         return None
     url_argument = None
     if login.get("type") == "url_direct":
@@ -148,7 +192,7 @@ def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | Non
         ),
         "host": values.get("host", server.get("host")),
         "port": values.get("port", server.get("port")),
-        "random_seed": values.get("random_seed"),
+        "assignment": assignment,
     }
 
 

@@ -296,6 +296,21 @@ class Access:
 
 
 @dataclass(frozen=True)
+class Assignment:
+    """Which items each annotator gets (upstream Potato's assignment keys); inactive by default."""
+
+    strategy: str = "fixed_order"
+    max_annotations_per_user: int | None = None
+    max_annotations_per_item: int | None = None
+    random_seed: int = 0
+
+    @property
+    def active(self) -> bool:
+        return (self.strategy != "fixed_order" or self.max_annotations_per_user is not None
+                or self.max_annotations_per_item is not None)
+
+
+@dataclass(frozen=True)
 class Page:
     """What annotators see around the items, from upstream Potato's page keys."""
 
@@ -331,7 +346,7 @@ class Config:
     host: str | None = None
     port: int | None = None
     """Where ``potato start`` listens when its -p/--host flags are not given."""
-    random_seed: int | None = None
+    assignment: Assignment = field(default_factory=Assignment)
 
     def scheme(self, name: str) -> Scheme | None:
         for s in self.annotation_schemes:

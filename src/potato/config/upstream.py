@@ -114,13 +114,8 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "item_store": _e("an external item store"),
     "embeddings": _e("item embeddings"),
     # which items an annotator gets
-    "assignment_strategy": _e("the order and share of items each annotator gets (this server gives every "
-                              "annotator every item, in file order)"),
     "automatic_assignment": _e("assigning a fixed number of items to each annotator"),
     "batch_assignment": _e("assigning batches of items to groups of annotators"),
-    "max_annotations_per_user": _e("a cap on how many items one annotator labels"),
-    "max_annotations_per_item": _e("a cap on how many annotators label one item"),
-    "num_annotators_per_item": _e("how many annotators label each item before it leaves the queue"),
     "min_annotators_per_instance": _e("the fewest annotators per item"),
     "per_annotator_quota": _e("per-annotator quotas"),
     "reclaim_stale_assignments": _e("taking back items an annotator left unfinished"),

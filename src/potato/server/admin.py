@@ -56,6 +56,8 @@ def progress_summary() -> dict:
     project = current_project()
     total = len(project.items)
     annotators = project.labels.progress()
+    for row in annotators:  # what each annotator is to label: every item, or their quota
+        row["of"] = project.queue.total(row["user"])
     return {
         "task": project.config.annotation_task_name,
         "items": total,

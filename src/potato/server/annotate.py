@@ -62,24 +62,34 @@ def shorten(value: Any, limit: int = 60) -> str:
 
 def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
     """What the page shows for one item: text, the user's answers, progress, model suggestions."""
-    item = project.items.at(position)
+    queue = project.queue
+    item = queue.at(user, position)
     saved = project.labels.for_item(user, item.id)
+    done, total = queue.labelled(user), queue.total(user)
     return {
         "position": position,
         "number": position + 1,
-        "total": len(project.items),
+        "total": total,
         "id": item.id,
         "text": item.text,
         "labels": values_by_schema(saved),
         "labelled": bool(saved),
-        "done": project.labels.labelled_count(user),
+        "done": done,
+        # Every item labelled, or (items assigned) none left to assign to this annotator.
+        "finished": done == total or (done == queue.size(user) and not queue.can_extend(user)),
         "suggestions": project.suggestions_for(item.id) if project.suggestions_for is not None else {},
     }
 
 
 def _start_position(project: Project, user: str) -> int:
-    """Where a returning annotator resumes: their next unlabelled item (after a crash too)."""
-    pos = project.labels.next_unlabelled(user, 0)
+    """Where a returning annotator resumes: their next unlabelled item (after a crash too); a new
+    annotator of a project that assigns items gets their first one here."""
+    queue = project.queue
+    if queue.size(user) == 0:
+        queue.extend(user)
+    pos = queue.next_unlabelled(user, 0)
+    if pos is None and queue.extend(user):
+        pos = queue.size(user) - 1
     return 0 if pos is None else pos
 
 
@@ -165,7 +175,11 @@ def logout() -> Any:
 def annotate() -> Any:
     project = current_project()
     user = session_user()
-    first = item_payload(project, user, _start_position(project, user))
+    start = _start_position(project, user)
+    if project.queue.size(user) == 0:
+        return render_template("no_items.html", title=project.config.annotation_task_name, user=user,
+                               page=project.config.page)
+    first = item_payload(project, user, start)
     return render_template(
         "annotate.html",
         title=project.config.annotation_task_name,
@@ -177,6 +191,8 @@ def annotate() -> Any:
 
 
 MOVES = ("next", "prev", "stay", "next_unlabelled", "prev_unlabelled")
+LAST_ITEM = "That was the last item."
+ALL_LABELLED = "Every item is labelled."
 
 
 def target_position(go: str, current: int, total: int, unlabelled: Callable[[int, bool], int | None]) -> tuple[int, str | None]:
@@ -184,7 +200,7 @@ def target_position(go: str, current: int, total: int, unlabelled: Callable[[int
     query for the next unlabelled position from a start, forwards or backwards, wrapping)."""
     if go == "next":
         if current == total - 1:
-            return current, "That was the last item."
+            return current, LAST_ITEM
         return current + 1, None
     if go == "prev":
         return max(current - 1, 0), None
@@ -193,7 +209,7 @@ def target_position(go: str, current: int, total: int, unlabelled: Callable[[int
     if go in ("next_unlabelled", "prev_unlabelled"):
         backwards = go == "prev_unlabelled"
         pos = unlabelled((current + (-1 if backwards else 1)) % total, backwards)
-        return (current, "Every item is labelled.") if pos is None else (pos, None)
+        return (current, ALL_LABELLED) if pos is None else (pos, None)
     if go.startswith("item:"):  # "Go to item" by its number, as the page shows it (1-based)
         number = go[len("item:"):]
         if number.isdigit() and 1 <= int(number) <= total:
@@ -203,8 +219,14 @@ def target_position(go: str, current: int, total: int, unlabelled: Callable[[int
 
 
 def _move(project: Project, user: str, current: int, go: str) -> tuple[int, str | None]:
-    return target_position(go, current, len(project.items),
-                           lambda start, back: project.labels.next_unlabelled(user, start, back))
+    """A move within the annotator's queue; past its end, a project that assigns items hands them
+    their next one (if any is left for them)."""
+    queue = project.queue
+    size = queue.size(user)
+    target, note = target_position(go, current, size, lambda start, back: queue.next_unlabelled(user, start, back))
+    if note in (LAST_ITEM, ALL_LABELLED) and queue.extend(user):
+        return size, None
+    return target, note
 
 
 @bp.get("/api/item/<int:number>")
@@ -213,8 +235,9 @@ def get_item(number: int) -> Any:
     """Item by its 1-based number, as the page's "go to item" box counts."""
     project = current_project()
     user = session_user()
-    if not 1 <= number <= len(project.items):
-        return jsonify(error=f"No item {number}: items are numbered 1 to {len(project.items)}."), 404
+    size = project.queue.size(user)
+    if not 1 <= number <= size:
+        return jsonify(error=f"No item {number}: items are numbered 1 to {size}."), 404
     return jsonify(item=item_payload(project, user, number - 1))
 
 
@@ -227,7 +250,7 @@ def move() -> Any:
         current = int(request.args.get("from", "0"))
     except ValueError:
         return jsonify(error="'from' must be an item position."), 400
-    current = max(0, min(current, len(project.items) - 1))
+    current = max(0, min(current, project.queue.size(user) - 1))
     target, note = _move(project, user, current, request.args.get("go", "next"))
     return jsonify(item=item_payload(project, user, target), note=note)
 
@@ -262,6 +285,10 @@ def label() -> Any:
     item_id = body.get("id")
     if not isinstance(item_id, str) or item_id not in project.items:
         return jsonify(error=f"Unknown item id {item_id!r}."), 400
+    position = project.queue.position(user, item_id)
+    if position is None:
+        return jsonify(error=f"Item {item_id!r} is not one of your items; this project gives each annotator "
+                             "their own."), 400
     store, clear, problems = check_answers(project.config, body.get("labels"))
     if problems:
         return jsonify(error="; ".join(problems)), 400
@@ -271,7 +298,7 @@ def label() -> Any:
         for schema, value in store.items()
     ]
     project.save_labels(rows, delete=[(user, item_id, schema) for schema in clear])
-    target, note = _move(project, user, project.items.position(item_id), str(body.get("go", "next_unlabelled")))
+    target, note = _move(project, user, position, str(body.get("go", "next_unlabelled")))
     return jsonify(saved=True, item=item_payload(project, user, target), note=note)
 
 

@@ -46,7 +46,7 @@
         box.hidden = true;
       }
     });
-    var done = item.done === item.total && item.total > 0;
+    var done = item.finished || (item.done === item.total && item.total > 0);
     $("done").hidden = !done;
     setStatus(note || "");
     window.scrollTo(0, 0);

@@ -97,6 +97,17 @@ def test_likert_and_mapped_multiselect_by_keyboard(serve: Callable[..., ServerPr
     assert errors == [], errors
 
 
+def test_instance_display_fields_are_shown_under_their_labels(serve: Callable[..., ServerProcess], page: Any) -> None:
+    srv = serve(instance_display={"layout": {"direction": "horizontal"}, "fields": [
+        {"key": "text", "type": "text", "label": "Review"}, {"key": "id", "type": "text", "label": "Reference"}]})
+    page.goto(srv.url + "/")
+    page.fill("#name", "lee")
+    page.press("#name", "Enter")
+    page.wait_for_selector("#item-text .field h3")
+    assert page.locator("#item-text .field h3").all_inner_texts() == ["REVIEW", "REFERENCE"]  # CSS upper-cases
+    assert page.locator("#item-text .field div").all_inner_texts() == ["The item 0 works perfectly.", "r000"]
+
+
 def test_a_password_project_registers_and_signs_in(serve: Callable[..., ServerProcess], page: Any) -> None:
     srv = serve(require_password=True, user_config={"allow_all_users": False, "users": ["ana", "ben"]})
     page.goto(srv.url + "/")

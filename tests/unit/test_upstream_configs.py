@@ -398,3 +398,28 @@ def test_least_annotated_spreads_annotators_over_items(make_app: Callable[..., A
     counts = app.extensions["potato"].db.conn.execute(
         "SELECT item_id, COUNT(*) FROM assignments GROUP BY item_id ORDER BY item_id").fetchall()
     assert [tuple(row) for row in counts] == [("r000", 2), ("r001", 2), ("r002", 2), ("r003", 2)]
+
+
+# --- instance_display ---------------------------------------------------------------------------
+
+
+def test_instance_display_text_fields_are_shown_and_others_refused() -> None:
+    display = {"layout": {"direction": "vertical", "gap": "16px"},
+               "fields": [{"key": "text", "type": "text", "label": "Review"},
+                          {"key": "product", "type": "text", "label": "Product",
+                           "display_options": {"collapsible": True}}]}
+    page = report_of(upstream(instance_display=display)).config.page
+    assert [(f.key, f.label) for f in page.display_fields] == [("text", "Review"), ("product", "Product")]
+    display["fields"].append({"key": "photo", "type": "image", "label": "Photo"})
+    assert messages(report_of(upstream(instance_display=display)).errors) == [
+        "instance_display.fields[2].type: 'type: image' is a Potato feature this server does not support: fields "
+        "other than text in instance_display (images, dialogues, PDFs, code...); remove it or run that project on "
+        "upstream Potato"]
+
+
+def test_instance_display_fields_reach_the_page(make_app: Callable[..., Any]) -> None:
+    client = make_app(instance_display={"fields": [{"key": "text", "type": "text", "label": "Review"},
+                                                   {"key": "id", "type": "text", "label": "Ref"}]})
+    client.post("/login", data={"name": "alice"})
+    item = client.get("/api/item/1").get_json()["item"]
+    assert item["fields"] == [{"label": "Review", "text": "The item 0 works perfectly."}, {"label": "Ref", "text": "r000"}]

@@ -24,7 +24,7 @@ from potato.config._checks import (
     show,
     text,
 )
-from potato.config.schema import Access, Assignment, Page
+from potato.config.schema import Access, Assignment, DisplayField, Page
 from potato.config.upstream import unsupported_message
 
 KEYS = (
@@ -33,6 +33,7 @@ KEYS = (
     "hide_navbar", "jumping_to_id_disabled", "alert_time_each_instance", "completion_code",
     "port", "host", "server", "site_dir", "random_seed", "output_annotation_format",
     "assignment_strategy", "max_annotations_per_user", "max_annotations_per_item", "num_annotators_per_item",
+    "instance_display",
 )
 """Top-level keys read here."""
 
@@ -150,7 +151,8 @@ def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | Non
     ok = ok and None not in (user_config, login, server)
     ok = _site_dir(raw.get("site_dir"), findings) and ok
     assignment = _assignment(values, findings)
-    if not ok or user_config is None or login is None or server is None or assignment is None:
+    display = _instance_display(raw.get("instance_display"), findings)
+    if not ok or user_config is None or login is None or server is None or assignment is None or display is None:
         return None
     url_argument = None
     if login.get("type") == "url_direct":
@@ -189,6 +191,8 @@ def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | Non
             jumping_to_id_disabled=values.get("jumping_to_id_disabled", False),
             alert_time_each_instance=values.get("alert_time_each_instance"),
             completion_code=values.get("completion_code"),
+            display_fields=display[0],
+            display_horizontal=display[1],
         ),
         "host": values.get("host", server.get("host")),
         "port": values.get("port", server.get("port")),
@@ -208,6 +212,54 @@ def _section(raw: Mapping[Any, object], key: str, table: Mapping[str, Check], ex
         return None
     findings.errors_at(key, problems)
     return None if problems else values
+
+
+_FIELD_KEYS: Mapping[str, Check] = {"key": text(numbers=True), "type": text(), "label": text(allow_empty=True),
+                                    "display_options": anything, "span_target": boolean}
+_DISPLAY_KEYS: Mapping[str, Check] = {"fields": anything, "layout": anything, "resizable": boolean}
+
+
+def _instance_display(value: object, findings: Findings) -> tuple[tuple[DisplayField, ...], bool] | None:
+    """Text fields are shown, each under its label; other field types (images, dialogues, PDFs...) are
+    upstream features this server does not draw, so they are refused by name."""
+    if value is None:
+        return (), False
+    try:
+        values, problems = check_keys(mapping(value, "{fields: [{key: text, type: text, label: Review}]}"),
+                                      _DISPLAY_KEYS, "instance_display")
+    except Invalid as bad:
+        findings.errors_at("instance_display", bad.problems)
+        return None
+    findings.errors_at("instance_display", problems)
+    raw_fields = values.get("fields")
+    if not isinstance(raw_fields, list) or not raw_fields:
+        findings.error("instance_display.fields", "must be a list of fields such as [{key: text, type: text, "
+                                                  f"label: Review}}], got {show(raw_fields)}")
+        return None
+    fields: list[DisplayField] = []
+    for i, raw in enumerate(raw_fields):
+        at = f"instance_display.fields[{i}]"
+        try:
+            field_values, field_problems = check_keys(mapping(raw, "{key: text, type: text}"), _FIELD_KEYS, "a field")
+        except Invalid as bad:
+            findings.errors_at(at, bad.problems)
+            continue
+        findings.errors_at(at, field_problems)
+        kind = field_values.get("type", "text")
+        if "key" not in field_values:
+            findings.error(f"{at}.key", "missing; name the item's key to show, e.g. key: text")
+        elif kind != "text":
+            findings.error(f"{at}.type", unsupported_message(f"type: {kind}", "fields other than text in "
+                                                             "instance_display (images, dialogues, PDFs, code...)"))
+        elif not field_problems:
+            fields.append(DisplayField(field_values["key"], field_values.get("label", "")))
+        if field_values.get("span_target"):
+            findings.error(f"{at}.span_target", unsupported_message("span_target", "marking spans of the text"))
+    layout = values.get("layout") or {}
+    horizontal = isinstance(layout, dict) and layout.get("direction") == "horizontal"
+    if problems or len(fields) != len(raw_fields):
+        return None
+    return tuple(fields), horizontal
 
 
 def _site_dir(value: object, findings: Findings) -> bool:

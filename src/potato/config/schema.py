@@ -311,6 +311,14 @@ class Assignment:
 
 
 @dataclass(frozen=True)
+class DisplayField:
+    """One field of an item shown to annotators (upstream Potato's ``instance_display``)."""
+
+    key: str
+    label: str = ""
+
+
+@dataclass(frozen=True)
 class Page:
     """What annotators see around the items, from upstream Potato's page keys."""
 
@@ -322,6 +330,9 @@ class Page:
     alert_time_each_instance: int | None = None
     """Seconds on one item before a gentle "still there?" note; None for never."""
     completion_code: str | None = None
+    display_fields: tuple[DisplayField, ...] = ()
+    """Fields shown for each item, in order; empty: the item's text (``item_properties.text_key``)."""
+    display_horizontal: bool = False
 
 
 @dataclass(frozen=True)

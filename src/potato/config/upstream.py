@@ -99,8 +99,6 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "audio_annotation": _e("audio annotation settings"),
     "spectrogram": _e("audio spectrograms"),
     "default_video_fps": _e("video annotation settings"),
-    "instance_display": _e("showing several fields, images, audio or PDFs per item "
-                           "(this server shows the text_key field of each item)"),
     "format_handling": _e("rendering PDFs, spreadsheets or markup in items"),
     "list_as_text": _e("showing list-valued fields as text"),
     "highlight_linebreaks": _w("marking line breaks in the item text"),

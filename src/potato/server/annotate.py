@@ -6,6 +6,7 @@ page never reloads and the server does one commit and one small query per label.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 from flask import Blueprint, Flask, current_app, jsonify, redirect, render_template, request, session, url_for
@@ -78,7 +79,16 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         # Every item labelled, or (items assigned) none left to assign to this annotator.
         "finished": done == total or (done == queue.size(user) and not queue.can_extend(user)),
         "suggestions": project.suggestions_for(item.id) if project.suggestions_for is not None else {},
+        "fields": [{"label": f.label or f.key, "text": field_text(item.data.get(f.key))}
+                   for f in project.config.page.display_fields],
     }
+
+
+def field_text(value: Any) -> str:
+    """An item field as the page shows it: text as it is, numbers and lists as JSON, missing as empty."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _start_position(project: Project, user: str) -> int:

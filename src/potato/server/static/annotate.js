@@ -21,6 +21,22 @@
     }
   }
 
+  // The item's text, or the fields instance_display names, each under its label (as text, never HTML).
+  function showText(item) {
+    var box = $("item-text");
+    if (!item.fields || !item.fields.length) { box.textContent = item.text; return; }
+    box.textContent = "";
+    item.fields.forEach(function (f) {
+      var part = document.createElement("section"), head = document.createElement("h3"), body = document.createElement("div");
+      part.className = "field";
+      head.textContent = f.label;
+      body.textContent = f.text;
+      part.appendChild(head);
+      part.appendChild(body);
+      box.appendChild(part);
+    });
+  }
+
   function render(item, note) {
     armAlert();
     state.item = item;
@@ -30,7 +46,7 @@
     $("progress-bar").value = item.done;
     $("item-number").textContent = item.number + " of " + item.total;
     $("item-id").textContent = item.id;
-    $("item-text").textContent = item.text;
+    showText(item);
     var badge = $("badge");
     badge.textContent = item.labelled ? "Labelled" : "Not labelled";
     badge.className = "badge " + (item.labelled ? "ok" : "todo");

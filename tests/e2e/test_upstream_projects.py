@@ -108,6 +108,34 @@ def test_instance_display_fields_are_shown_under_their_labels(serve: Callable[..
     assert page.locator("#item-text .field div").all_inner_texts() == ["The item 0 works perfectly.", "r000"]
 
 
+def test_display_logic_shows_follow_up_questions(serve: Callable[..., ServerProcess], page: Any) -> None:
+    from tests.unit.test_upstream_configs import PII
+
+    srv = serve(annotation_schemes=PII)
+    page.goto(srv.url + "/")
+    page.fill("#name", "ivy")
+    page.press("#name", "Enter")
+    page.wait_for_selector("#item-id:text('r000')")
+    assert page.is_hidden("fieldset[data-schema=pii_types]") and page.is_hidden("fieldset[data-schema=other]")
+    page.keyboard.press("1")  # Yes
+    assert page.is_visible("fieldset[data-schema=pii_types]") and page.is_hidden("fieldset[data-schema=other]")
+    page.keyboard.press("6")  # Other (keys 4-6 belong to pii_types)
+    page.fill("textarea[name=other]", "a phone number")
+    page.click("#save-next")
+    page.wait_for_selector("#item-id:text('r001')")
+    assert labels_of(srv, "ivy") == {("r000", "contains_pii"): "Yes", ("r000", "pii_types"): ["Other"],
+                                     ("r000", "other"): "a phone number"}
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_selector("#item-id:text('r000')")
+    assert page.is_visible("fieldset[data-schema=other]")
+    page.keyboard.press("2")  # No: the follow-ups are not asked any more
+    assert page.is_hidden("fieldset[data-schema=pii_types]") and page.is_hidden("fieldset[data-schema=other]")
+    page.keyboard.press("6")  # a hidden question's key does nothing
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#item-id:text('r001')")
+    assert labels_of(srv, "ivy") == {("r000", "contains_pii"): "No"}
+
+
 def test_a_password_project_registers_and_signs_in(serve: Callable[..., ServerProcess], page: Any) -> None:
     srv = serve(require_password=True, user_config={"allow_all_users": False, "users": ["ana", "ben"]})
     page.goto(srv.url + "/")

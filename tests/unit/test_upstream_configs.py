@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from potato.cli import cli
+from potato.conditions import OPERATORS, Condition, holds
 from potato.config import load_config, validate
 from potato.assignment import order_key
 from potato.config.schema import Assignment, LabelOption, SchemeType
@@ -423,3 +424,63 @@ def test_instance_display_fields_reach_the_page(make_app: Callable[..., Any]) ->
     client.post("/login", data={"name": "alice"})
     item = client.get("/api/item/1").get_json()["item"]
     assert item["fields"] == [{"label": "Review", "text": "The item 0 works perfectly."}, {"label": "Ref", "text": "r000"}]
+
+
+# --- display_logic ------------------------------------------------------------------------------
+
+PII = [
+    {"annotation_type": "radio", "name": "contains_pii", "labels": ["Yes", "No", "Uncertain"]},
+    {"annotation_type": "multiselect", "name": "pii_types", "labels": ["Name", "SSN", "Other"],
+     "display_logic": {"show_when": [{"schema": "contains_pii", "operator": "equals", "value": ["Yes", "Uncertain"]}]}},
+    {"annotation_type": "text", "name": "other", "label_requirement": {"required": True},
+     "display_logic": {"show_when": [{"schema": "pii_types", "operator": "contains", "value": "Other"}]}},
+]
+
+
+@pytest.mark.parametrize(("cond", "answer", "expected"), [
+    (Condition("s", "equals", ["Yes", "Maybe"]), "yes", True),
+    (Condition("s", "equals", "Yes", case_sensitive=True), "yes", False),
+    (Condition("s", "not_equals", "No"), None, True),
+    (Condition("s", "contains", "Other"), ["Name", "Other"], True),
+    (Condition("s", "contains", "spam"), "no spam here", True),
+    (Condition("s", "in_range", [1, 3]), "2", True),  # a likert point is text
+    (Condition("s", "in_range", [1, 3]), 4, False),
+    (Condition("s", "gte", 5), 5, True),
+    (Condition("s", "empty"), [], True),
+    (Condition("s", "length_gt", 3), "abcd", True),
+    (Condition("s", "matches", "^[A-Z]{2}\\d+$"), "ab12", True),
+])
+def test_conditions(cond: Condition, answer: Any, expected: bool) -> None:
+    assert holds(cond, answer) is expected
+
+
+def test_display_logic_is_checked() -> None:
+    bad = [dict(PII[0]), {**PII[1], "display_logic": {"show_when": [
+        {"schema": "contains_pi", "operator": "equal", "value": "Yes"},
+        {"schema": "contains_pii", "operator": "in_range", "value": 3}]}}]
+    assert messages(report_of(upstream(annotation_schemes=bad)).errors) == [
+        "annotation_schemes[1].display_logic.show_when[0].schema: 'contains_pi' names no annotation scheme "
+        "(did you mean 'contains_pii'?); schemes: contains_pii, pii_types",
+        "annotation_schemes[1].display_logic.show_when[0].operator: 'equal' is not an operator (did you mean "
+        "'equals'?); valid: " + ", ".join(OPERATORS),
+        "annotation_schemes[1].display_logic.show_when[1].value: must be [low, high] for in_range, e.g. [1, 3], got 3",
+    ]
+
+
+def test_a_hidden_question_is_not_stored_and_not_required(make_app: Callable[..., Any]) -> None:
+    client = make_app(annotation_schemes=PII)
+    client.post("/login", data={"name": "alice"})
+    page = client.get("/annotate").get_data(as_text=True)
+    assert page.count("data-logic=") == 2
+    # "No": the follow-up questions were not asked, so whatever the page sent for them is dropped.
+    answer = client.post("/api/label", json={"id": "r000", "go": "stay", "labels": {
+        "contains_pii": "No", "pii_types": ["SSN"], "other": "x"}}).get_json()
+    assert answer["item"]["labels"] == {"contains_pii": "No"}
+    # "Yes" + Other: the text box is asked, and required.
+    missing = client.post("/api/label", json={"id": "r000", "labels": {"contains_pii": "Yes", "pii_types": ["Other"]}})
+    assert missing.get_json()["error"] == "'other' needs an answer: it is required"
+    client.post("/api/label", json={"id": "r000", "go": "stay", "labels": {
+        "contains_pii": "Yes", "pii_types": ["Other"], "other": "a phone number"}})
+    # Back to "No" (from an API client that sends only that answer): the stored follow-ups go.
+    answer = client.post("/api/label", json={"id": "r000", "go": "stay", "labels": {"contains_pii": "No"}}).get_json()
+    assert answer["item"]["labels"] == {"contains_pii": "No"}

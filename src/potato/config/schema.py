@@ -11,9 +11,10 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Union
+from typing import Mapping, Union
 
 from potato import defaults
+from potato.conditions import DisplayLogic
 
 
 class SchemeType(str, Enum):
@@ -72,6 +73,11 @@ class Scheme:
     max_value: float | None = None
     step: float | None = None
     starting_value: float | None = None
+    display_logic: DisplayLogic | None = None
+    """Shown only for some answers to other schemes; None: always shown."""
+
+    def shown_for(self, answers: Mapping[str, object]) -> bool:
+        return self.display_logic is None or self.display_logic.shows(answers)
 
     @property
     def training_type(self) -> str | None:

@@ -168,7 +168,6 @@ TOP_LEVEL: Mapping[str, Feature] = {
 """Top-level keys of upstream Potato this server does not honour."""
 
 SCHEME_KEYS: Mapping[str, Feature] = {
-    "display_logic": _e("showing a scheme only when another scheme has a given answer"),
     "has_free_response": _e("a free-text \"other\" answer next to the labels"),
     "turn_level": _e("one answer per turn of a dialogue"),
     "turn_binding": _e("one answer per turn of a dialogue"),

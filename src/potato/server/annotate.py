@@ -7,7 +7,7 @@ page never reloads and the server does one commit and one small query per label.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from flask import Blueprint, Flask, current_app, jsonify, redirect, render_template, request, session, url_for
 
@@ -23,10 +23,13 @@ bp = Blueprint("annotate", __name__)
 
 # -- pure helpers -------------------------------------------------------------------------------
 
-def check_answers(config: Config, answers: object) -> tuple[dict[str, Any], list[str], list[str]]:
+def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | None = None
+                  ) -> tuple[dict[str, Any], list[str], list[str]]:
     """Split a submitted ``{schema: value}`` into values to store and schemas to clear.
 
-    Returns (store, clear, problems); problems name the schema and the valid answers.
+    Returns (store, clear, problems); problems name the schema and the valid answers. A scheme
+    whose ``display_logic`` hides it for the item's answers (``stored`` ones, overridden by the
+    submitted ones) was not asked: its answer is cleared and it is never required.
     """
     store: dict[str, Any] = {}
     clear: list[str] = []
@@ -47,9 +50,18 @@ def check_answers(config: Config, answers: object) -> tuple[dict[str, Any], list
             problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {scheme.valid_answers()})")
         else:
             store[scheme.name] = value
-    if store and not problems:
-        problems += [f"'{s.name}' needs an answer: it is required" for s in config.annotation_schemes
-                     if s.required and s.name not in store]
+    if problems:
+        return store, clear, problems
+    merged = {k: v for k, v in (stored or {}).items() if k not in clear}
+    merged.update(store)
+    for scheme in config.annotation_schemes:
+        if not scheme.shown_for(merged):
+            store.pop(scheme.name, None)
+            merged.pop(scheme.name, None)  # a question that was not asked decides nothing further down
+            if scheme.name in (stored or {}) and scheme.name not in clear:
+                clear.append(scheme.name)
+        elif store and scheme.required and scheme.name not in store:
+            problems.append(f"'{scheme.name}' needs an answer: it is required")
     return store, clear, problems
 
 
@@ -197,6 +209,9 @@ def annotate() -> Any:
         schemes=project.config.annotation_schemes,
         page=project.config.page,
         first=first,
+        logic_json=lambda logic: json.dumps({"any": logic.any, "conditions": [
+            {"schema": c.schema, "operator": c.operator, "value": c.value, "case_sensitive": c.case_sensitive}
+            for c in logic.conditions]}),
     )
 
 
@@ -299,7 +314,8 @@ def label() -> Any:
     if position is None:
         return jsonify(error=f"Item {item_id!r} is not one of your items; this project gives each annotator "
                              "their own."), 400
-    store, clear, problems = check_answers(project.config, body.get("labels"))
+    stored = values_by_schema(project.labels.for_item(user, item_id))
+    store, clear, problems = check_answers(project.config, body.get("labels"), stored)
     if problems:
         return jsonify(error="; ".join(problems)), 400
     accepted = body.get("accepted")

@@ -62,6 +62,7 @@
         box.hidden = true;
       }
     });
+    updateVisibility();
     var done = item.finished || (item.done === item.total && item.total > 0);
     $("done").hidden = !done;
     setStatus(note || "");
@@ -104,15 +105,62 @@
     return checked ? checked.value : null;
   }
 
+  // display_logic, as potato/conditions.py decides it: a question shown only for some answers.
+  function holds(c, answer) {
+    var op = c.operator, fold = function (v) { return c.case_sensitive ? String(v) : String(v).toLowerCase(); };
+    var empty = isEmpty(answer) || answer === undefined;
+    if (op === "empty") return empty;
+    if (op === "not_empty") return !empty;
+    if (empty) return op === "not_equals" || op === "not_contains" || op === "not_in_range";
+    var list = Array.isArray(answer) ? answer : [answer];
+    if (op === "equals" || op === "not_equals") {
+      var wanted = (Array.isArray(c.value) ? c.value : [c.value]).map(fold);
+      var hit = list.some(function (g) { return wanted.indexOf(fold(g)) >= 0; });
+      return op === "equals" ? hit : !hit;
+    }
+    if (op === "contains" || op === "not_contains") {
+      var w = fold(c.value);
+      var has = Array.isArray(answer) ? answer.some(function (a) { return fold(a) === w; }) : fold(answer).indexOf(w) >= 0;
+      return op === "contains" ? has : !has;
+    }
+    if (op === "matches") return new RegExp(String(c.value), c.case_sensitive ? "" : "i").test(String(answer));
+    var n;
+    if (op.indexOf("length_") === 0) {
+      if (typeof answer !== "string" && !Array.isArray(answer)) return false;
+      n = answer.length; op = op.slice(7);
+    } else {
+      n = typeof answer === "boolean" ? NaN : Number(answer);
+      if (!isFinite(n)) return false;
+    }
+    if (op === "in_range" || op === "not_in_range") {
+      var inside = n >= Number(c.value[0]) && n <= Number(c.value[1]);
+      return op === "in_range" ? inside : !inside;
+    }
+    var v = Number(c.value);
+    return op === "gt" ? n > v : op === "gte" ? n >= v : op === "lt" ? n < v : n <= v;
+  }
+
+  function updateVisibility() {
+    var current = {};
+    schemes.forEach(function (fs) {
+      var logic = fs.dataset.logic ? JSON.parse(fs.dataset.logic) : null;
+      if (logic) {
+        var results = logic.conditions.map(function (c) { return holds(c, current[c.schema]); });
+        fs.hidden = !(logic.any ? results.some(Boolean) : results.every(Boolean));
+      }
+      current[fs.dataset.schema] = fs.hidden ? null : getValue(fs);
+    });
+  }
+
   function answers() {
     var out = {};
-    schemes.forEach(function (fs) { out[fs.dataset.schema] = getValue(fs); });
+    schemes.forEach(function (fs) { out[fs.dataset.schema] = fs.hidden ? null : getValue(fs); });
     return out;
   }
 
   // The schemes marked required that have no answer yet, by their question.
   function missingRequired(a) {
-    return schemes.filter(function (fs) { return fs.dataset.required && isEmpty(a[fs.dataset.schema]); })
+    return schemes.filter(function (fs) { return fs.dataset.required && !fs.hidden && isEmpty(a[fs.dataset.schema]); })
       .map(function (fs) { return fs.querySelector("legend").firstChild.textContent.trim(); });
   }
 
@@ -185,11 +233,12 @@
 
   schemes.forEach(function (fs) {
     // Changing an accepted answer by hand makes it the annotator's own again.
-    fs.addEventListener("change", function () { delete state.accepted[fs.dataset.schema]; });
+    fs.addEventListener("change", function () { delete state.accepted[fs.dataset.schema]; updateVisibility(); });
     fs.addEventListener("input", function () {
       fs.dataset.touched = "1";
       var out = fs.querySelector(".slider-value");
       if (out) out.textContent = field(fs).value;
+      updateVisibility();
     });
     var btn = fs.querySelector(".s-accept");
     if (btn) btn.addEventListener("click", acceptSuggestions);
@@ -207,7 +256,9 @@
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     // Enter or Space on a focused button or link does that button ("← Previous", "Sign out").
     if ((ev.key === "Enter" || ev.key === " ") && (tag === "button" || tag === "a" || tag === "summary")) return;
-    var input = document.querySelector('input[data-key="' + ev.key + '"]');
+    // A hidden question's keys do nothing: it is not being asked.
+    var input = Array.prototype.filter.call(document.querySelectorAll('input[data-key="' + ev.key + '"]'),
+      function (i) { return !i.closest("fieldset").hidden; })[0];
     if (input) {
       if (input.type === "radio") input.checked = true; else input.checked = !input.checked;
       input.dispatchEvent(new Event("change", { bubbles: true }));

@@ -103,8 +103,18 @@ def start(config_path: Path, port: int | None, host: str | None, dev: bool, work
     app = create_app(config, {"POTATO_AGENT_URL": f"http://{loopback}:{port}",
                               "POTATO_LONG_POLL_SLOTS": max(1, threads // 4)})
     click.echo(f"Serving '{config.annotation_task_name}' on http://{host}:{port}/ (admin: /admin)")
-    if dev:
+    from potato.server import autoexport
+
+    def worker_started() -> None:
         start_dispatcher(app)
+        autoexport.start(app)
+
+    def worker_exits() -> None:
+        stop_dispatcher(app)
+        autoexport.stop(app)
+
+    if dev:
+        worker_started()
         app.run(host=host, port=port, debug=False, threaded=True)
         return
     try:
@@ -114,21 +124,32 @@ def start(config_path: Path, port: int | None, host: str | None, dev: bool, work
             "gunicorn is not installed. Install the server extra (pip install 'potato-annotation[server]') "
             "or start with --dev for Flask's development server."
         ) from None
-    serve(app, host, port, workers, threads, on_worker_start=lambda: start_dispatcher(app),
-          on_worker_exit=lambda: stop_dispatcher(app))
+    serve(app, host, port, workers, threads, on_worker_start=worker_started, on_worker_exit=worker_exits)
 
 
-@cli.command(short_help="Write every label as JSON lines.")
+@cli.command(short_help="Write every label as JSON lines, or in upstream Potato's layout.")
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="File to write (default: stdout).")
-def export(config_path: Path, output: Path | None) -> None:
-    """Write every label as JSON lines: user, id, schema, label, source."""
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="File to write (default: stdout); with --upstream-format, the folder (default: "
+                   "output_annotation_dir/exports/FORMAT).")
+@click.option("--upstream-format", type=click.Choice(["jsonl", "json", "csv", "tsv"]), default=None,
+              help="Write annotations.FORMAT as upstream Potato exports it (one record per annotator and item).")
+def export(config_path: Path, output: Path | None, upstream_format: str | None) -> None:
+    """Write every label as JSON lines: user, id, schema, label, source. With --upstream-format, write
+    upstream Potato's export instead, for scripts that read its output."""
     config = _load(config_path)
     from potato.db import Database
     from potato.labels import LabelStore
 
     store = LabelStore(Database(config.database_path))
+    if upstream_format:
+        from potato import upstream_export
+
+        fmt = upstream_export.export_format(upstream_format)
+        path, records = upstream_export.write(config, store.iter_labels(), fmt,
+                                              output or upstream_export.default_folder(config, fmt))
+        click.echo(f"Exported {records} annotation record(s) to {path}", err=True)
+        return
     out: Any = output.open("w", encoding="utf-8") if output else sys.stdout
     count = 0
     try:

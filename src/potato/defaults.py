@@ -56,3 +56,5 @@ ACKNOWLEDGE_MIN_CHARS = 12
 """Shortest ``validation.acknowledge`` entry that may match a warning (R7)."""
 SESSION_LIFETIME_DAYS = 30
 """How long an annotator stays signed in (upstream Potato's ``session_lifetime_days``)."""
+AUTO_EXPORT_INTERVAL_S = 60
+"""How often the upstream-layout export files are rewritten when labels changed (upstream's default)."""

@@ -6,6 +6,7 @@ sliders, page keys) and checks what an admin or an annotator would see.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -79,11 +80,6 @@ def test_an_upstream_example_config_is_valid_and_keeps_its_label_mappings() -> N
     )
     assert report.config.port == 9001
     assert "server_name: unknown key, ignored (did you mean 'server'?)" in messages(report.warnings)
-
-
-def test_output_annotation_format_is_named_as_not_honoured_yet() -> None:
-    assert ("output_annotation_format: is not honoured yet: annotations are kept in the server's database; "
-            "potato export writes them as JSON lines") in messages(report_of(upstream()).warnings)
 
 
 def test_likert_select_slider_and_number_schemes_build() -> None:
@@ -484,3 +480,50 @@ def test_a_hidden_question_is_not_stored_and_not_required(make_app: Callable[...
     # Back to "No" (from an API client that sends only that answer): the stored follow-ups go.
     answer = client.post("/api/label", json={"id": "r000", "go": "stay", "labels": {"contains_pii": "No"}}).get_json()
     assert answer["item"]["labels"] == {"contains_pii": "No"}
+
+
+# --- upstream's export layout -------------------------------------------------------------------
+
+EVERY_KIND = [
+    {"annotation_type": "radio", "name": "sentiment", "labels": ["positive", "negative"]},
+    {"annotation_type": "multiselect", "name": "aspects", "labels": ["price", "quality"]},
+    {"annotation_type": "likert", "name": "helpful", "size": 5, "min_label": "no", "max_label": "yes"},
+    {"annotation_type": "text", "name": "note"},
+    {"annotation_type": "slider", "name": "stars", "min_value": 0, "max_value": 10, "starting_value": 5},
+    {"annotation_type": "number", "name": "count"},
+    {"annotation_type": "select", "name": "topic", "labels": ["a", "b"]},
+]
+ANSWERS = {"sentiment": "positive", "aspects": ["price", "quality"], "helpful": "4", "note": "fine, thanks",
+           "stars": 6, "count": 2.5, "topic": "b"}
+
+
+def test_output_annotation_format_is_upstreams_export_format() -> None:
+    assert report_of(upstream()).config.export_formats == ("jsonl",)  # json means jsonl upstream
+    both = report_of(upstream(export_annotation_format=["csv", "jsonl"])).config
+    assert both.export_formats == ("jsonl", "csv")
+    assert messages(report_of(upstream(export_annotation_format="coco")).errors) == [
+        "export_annotation_format: 'export_annotation_format: coco' is a Potato feature this server does not "
+        "support: exports in formats other than jsonl, csv and tsv (CoNLL, COCO, Hugging Face...); remove it or "
+        "run that project on upstream Potato"]
+
+
+def test_every_kind_of_answer_in_upstreams_layout(make_app: Callable[..., Any], tmp_path: Path) -> None:
+    client = make_app(annotation_schemes=EVERY_KIND, output_annotation_format="csv")
+    client.post("/login", data={"name": "alice"})
+    assert client.post("/api/label", json={"id": "r000", "labels": ANSWERS}).status_code == 200
+    exporter = client.application.extensions["potato.autoexport"]
+    assert exporter.write_if_changed() and not exporter.write_if_changed()  # nothing new the second time
+    out = client.application.extensions["potato"].config.output_annotation_dir / "exports" / "csv" / "annotations.csv"
+    assert out.read_text(encoding="utf-8").splitlines() == [
+        "instance_id,user_id,sentiment.positive,aspects.price,aspects.quality,helpful.4,note.text_box,stars.slider,"
+        "count.number,topic.select-one",
+        "r000,alice,positive,price,quality,4,\"fine, thanks\",6,2.5,b",
+    ]
+    result = CliRunner().invoke(cli, ["export", str(client.application.extensions["potato"].config.path),
+                                      "--upstream-format", "json", "-o", str(tmp_path / "x")])
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "x" / "annotations.jsonl").read_text(encoding="utf-8"))
+    assert record == {"instance_id": "r000", "user_id": "alice", "spans": {}, "links": {}, "labels": {
+        "sentiment": {"positive": "positive"}, "aspects": {"price": "price", "quality": "quality"},
+        "helpful": {"4": "4"}, "note": {"text_box": "fine, thanks"}, "stars": {"slider": "6"},
+        "count": {"number": "2.5"}, "topic": {"select-one": "b"}}}

@@ -26,6 +26,7 @@ from potato.config._checks import (
 )
 from potato.config.schema import Access, Assignment, DisplayField, Page
 from potato.config.upstream import unsupported_message
+from potato.upstream_export import FORMATS, export_format
 
 KEYS = (
     "user_config", "require_password", "login", "session_lifetime_days",
@@ -33,7 +34,7 @@ KEYS = (
     "hide_navbar", "jumping_to_id_disabled", "alert_time_each_instance", "completion_code",
     "port", "host", "server", "site_dir", "random_seed", "output_annotation_format",
     "assignment_strategy", "max_annotations_per_user", "max_annotations_per_item", "num_annotators_per_item",
-    "instance_display",
+    "instance_display", "export_annotation_format", "auto_export_interval",
 )
 """Top-level keys read here."""
 
@@ -95,6 +96,8 @@ TABLE: Mapping[str, Check] = {
     "host": text(),
     "random_seed": integer(),
     "output_annotation_format": choice(("json", "jsonl", "csv", "tsv"), "output_annotation_format"),
+    "export_annotation_format": anything,
+    "auto_export_interval": integer(1, 86400),
     "assignment_strategy": anything,
     "max_annotations_per_user": anything,
     "max_annotations_per_item": anything,
@@ -175,10 +178,9 @@ def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | Non
         return None
     if "debug" in server:
         findings.warn("server.debug", "is ignored; set debug: true at the top level for this server's debug mode")
-    if values.get("output_annotation_format"):
-        findings.warn("output_annotation_format",
-                      "is not honoured yet: annotations are kept in the server's database; "
-                      "potato export writes them as JSON lines")
+    formats = _export_formats(values, findings)
+    if formats is None:
+        return None
     return {
         "access": Access(allow_all_users=allow_all, users=users if not allow_all else (),
                          require_password=require_password, url_argument=url_argument,
@@ -197,6 +199,8 @@ def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | Non
         "host": values.get("host", server.get("host")),
         "port": values.get("port", server.get("port")),
         "assignment": assignment,
+        "export_formats": formats,
+        "auto_export_interval": values.get("auto_export_interval", defaults.AUTO_EXPORT_INTERVAL_S),
     }
 
 
@@ -260,6 +264,26 @@ def _instance_display(value: object, findings: Findings) -> tuple[tuple[DisplayF
     if problems or len(fields) != len(raw_fields):
         return None
     return tuple(fields), horizontal
+
+
+def _export_formats(values: dict[str, Any], findings: Findings) -> tuple[str, ...] | None:
+    """Upstream reads ``output_annotation_format`` as its export format (``json`` is ``jsonl``), and
+    ``export_annotation_format`` as one format or a list; this server writes jsonl, csv and tsv."""
+    wanted: list[str] = []
+    if values.get("output_annotation_format"):
+        wanted.append(export_format(values["output_annotation_format"]))
+    raw = values.get("export_annotation_format")
+    for i, name in enumerate(raw if isinstance(raw, list) else [] if raw is None else [raw]):
+        at = "export_annotation_format" + (f"[{i}]" if isinstance(raw, list) else "")
+        if not isinstance(name, str) or export_format(name) not in FORMATS:
+            if isinstance(name, str) and name.strip():
+                findings.error(at, unsupported_message(f"export_annotation_format: {name}", "exports in formats "
+                               "other than jsonl, csv and tsv (CoNLL, COCO, Hugging Face...)"))
+            else:
+                findings.error(at, f"must be one of {', '.join(FORMATS)}, got {show(name)}")
+            return None
+        wanted.append(export_format(name))
+    return tuple(dict.fromkeys(wanted))
 
 
 def _site_dir(value: object, findings: Findings) -> bool:

@@ -364,6 +364,10 @@ class Config:
     port: int | None = None
     """Where ``potato start`` listens when its -p/--host flags are not given."""
     assignment: Assignment = field(default_factory=Assignment)
+    export_formats: tuple[str, ...] = ()
+    """Formats (jsonl, csv, tsv) the server keeps written under output_annotation_dir/exports/, as
+    upstream Potato does for ``output_annotation_format`` / ``export_annotation_format``."""
+    auto_export_interval: int = defaults.AUTO_EXPORT_INTERVAL_S
 
     def scheme(self, name: str) -> Scheme | None:
         for s in self.annotation_schemes:

@@ -11,7 +11,7 @@ from flask import Flask, jsonify, request
 
 from potato.config.schema import Config
 from potato.db import disk_full
-from potato.server import admin, annotate, health, project, security
+from potato.server import admin, annotate, autoexport, health, project, security
 from potato.server.jsonio import StrictJSONProvider
 from potato.server.training import blueprint as training_server
 
@@ -33,6 +33,7 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
         app.config.update(overrides)
     proj = project.Project.open(config)
     project.init_app(app, proj)
+    autoexport.init_app(app, proj)
     security.init_app(app, proj)
     health.init_app(app)
     annotate.init_app(app)
@@ -70,4 +71,5 @@ def close_app(app: Flask) -> None:
     dispatcher = app.extensions.get("potato.dispatcher")
     if dispatcher is not None:
         dispatcher.stop()
+    autoexport.stop(app)
     app.extensions["potato"].db.close()

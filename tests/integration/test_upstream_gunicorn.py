@@ -1,12 +1,14 @@
-"""Issue 12 under gunicorn (3 workers): a per-item cap holds when annotators sign in all at once.
+"""Issue 12 under gunicorn (3 workers): upstream Potato's assignment caps and export files.
 
 Each item's place is handed out inside a write transaction; here 30 annotators race through three
-worker processes for the places of 10 items that take one annotator each.
+worker processes for the places of 10 items that take one annotator each. The export files that
+``output_annotation_format`` asks for are kept written by one of the workers.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -50,5 +52,24 @@ def test_thirty_annotators_racing_never_share_an_item_capped_at_one(make_project
         assert len(got) == 30 and sorted(items) == [f"r{i:03d}" for i in range(10)]  # each item once
         labels = requests.get(srv.url + "/admin/api/labels", headers={"X-API-Key": ADMIN_KEY}).json()
         assert labels["count"] == 10
+    finally:
+        srv.stop()
+
+
+def test_the_export_files_follow_the_labels(make_project: Callable[..., Path]) -> None:
+    config = make_project(output_annotation_format="tsv", export_annotation_format="jsonl", auto_export_interval=1)
+    srv = ServerProcess(config).start()
+    try:
+        s = requests.Session()
+        s.post(srv.url + "/login", data={"name": "alice"}, allow_redirects=False)
+        s.post(srv.url + "/api/label", json={"id": "r001", "labels": {"sentiment": "negative", "aspects": ["price"]}})
+        tsv = config.parent / "annotation_output" / "exports" / "tsv" / "annotations.tsv"
+        expected = ["instance_id\tuser_id\tsentiment.negative\taspects.price", "r001\talice\tnegative\tprice"]
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (tsv.exists() and tsv.read_text().splitlines() == expected):
+            time.sleep(0.2)
+        assert tsv.read_text().splitlines() == expected
+        assert (tsv.parent.parent / "jsonl" / "annotations.jsonl").exists()
+        assert "could not write" not in srv.output()
     finally:
         srv.stop()

@@ -40,6 +40,8 @@ def _text(value: Any) -> str:
 
 def upstream_labels(scheme: Scheme | None, value: Any) -> dict[str, str]:
     """One stored answer as upstream's ``{label_name: value}`` (pure)."""
+    if isinstance(value, dict):  # a text scheme's boxes, by label
+        return {str(k): _text(v) for k, v in value.items()}
     if scheme is not None and scheme.annotation_type in _FIXED_NAME:
         return {_FIXED_NAME[scheme.annotation_type]: _text(value)}
     if isinstance(value, list):

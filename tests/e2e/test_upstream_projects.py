@@ -136,6 +136,27 @@ def test_display_logic_shows_follow_up_questions(serve: Callable[..., ServerProc
     assert labels_of(srv, "ivy") == {("r000", "contains_pii"): "No"}
 
 
+def test_the_new_widgets_fit_a_phone_and_text_boxes_save(serve: Callable[..., ServerProcess], page: Any) -> None:
+    schemes = [*UPSTREAM_SCHEMES, {"annotation_type": "text", "name": "qa", "labels": ["question", "answer"]},
+               {"annotation_type": "select", "name": "topic", "labels": ["price", "quality"]}]
+    srv = serve(annotation_schemes=schemes, instance_display={"layout": {"direction": "horizontal"}, "fields": [
+        {"key": "text", "type": "text", "label": "Review"}, {"key": "id", "type": "text", "label": "Reference"}]})
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(srv.url + "/")
+    page.fill("#name", "mo")
+    page.press("#name", "Enter")
+    page.wait_for_selector("#item-id:text('r000')")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing sticks out sideways
+    page.keyboard.press("3")
+    page.fill("textarea[data-label=question]", "Is it loud?")
+    page.fill("textarea[data-label=answer]", "Very.")
+    page.select_option("select[name=topic]", "quality")
+    page.click("#save-next")
+    page.wait_for_selector("#item-id:text('r001')")
+    assert labels_of(srv, "mo") == {("r000", "helpful"): "3", ("r000", "qa"): {"question": "Is it loud?", "answer": "Very."},
+                                    ("r000", "topic"): "quality"}
+
+
 def test_a_password_project_registers_and_signs_in(serve: Callable[..., ServerProcess], page: Any) -> None:
     srv = serve(require_password=True, user_config={"allow_all_users": False, "users": ["ana", "ben"]})
     page.goto(srv.url + "/")

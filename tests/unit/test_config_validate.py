@@ -383,10 +383,9 @@ def test_scheme_names_are_unique() -> None:
             'e.g. labels: ["positive", "negative"]'),
         ),
         (
-            {"annotation_type": "text", "name": "s", "labels": ["a"]},
-            ("annotation_schemes[0].labels: 'labels' is a Potato feature this server does not support: one text "
-             "box per label in a text scheme; remove it or run that project on upstream Potato (or make one text "
-             "scheme per box)"),
+            {"annotation_type": "slider", "name": "s", "min_value": 0, "max_value": 9, "labels": ["a"]},
+            ("annotation_schemes[0].labels: a slider scheme takes no labels (annotators pick a number); remove "
+             "labels, or use annotation_type: radio or likert"),
         ),
         (
             {"annotation_type": "radio", "name": "s", "labels": ["a", "b", "a"]},

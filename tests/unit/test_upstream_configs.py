@@ -527,3 +527,21 @@ def test_every_kind_of_answer_in_upstreams_layout(make_app: Callable[..., Any], 
         "sentiment": {"positive": "positive"}, "aspects": {"price": "price", "quality": "quality"},
         "helpful": {"4": "4"}, "note": {"text_box": "fine, thanks"}, "stars": {"slider": "6"},
         "count": {"number": "2.5"}, "topic": {"select-one": "b"}}}
+
+
+def test_a_text_scheme_with_labels_has_a_box_per_label(make_app: Callable[..., Any]) -> None:
+    client = make_app(annotation_schemes=[{"annotation_type": "text", "name": "qa", "labels": ["question", "answer"],
+                                           "textarea": {"on": False}}], output_annotation_format="jsonl")
+    client.post("/login", data={"name": "alice"})
+    page = client.get("/annotate").get_data(as_text=True)
+    assert page.count('data-label="question"') == 1 and page.count('data-label="answer"') == 1
+    saved = client.post("/api/label", json={"id": "r000", "go": "stay",
+                                            "labels": {"qa": {"question": "Why?", "answer": ""}}}).get_json()
+    assert saved["item"]["labels"] == {"qa": {"question": "Why?"}}
+    bad = client.post("/api/label", json={"id": "r000", "labels": {"qa": {"reason": "x"}}})
+    assert bad.status_code == 400 and "by box: question, answer" in bad.get_json()["error"]
+    client.application.extensions["potato.autoexport"].write_if_changed()
+    out = client.application.extensions["potato"].config.output_annotation_dir / "exports" / "jsonl"
+    assert json.loads((out / "annotations.jsonl").read_text())["labels"] == {"qa": {"question": "Why?"}}
+    cleared = client.post("/api/label", json={"id": "r000", "go": "stay", "labels": {"qa": {"question": ""}}})
+    assert cleared.get_json()["item"]["labels"] == {}

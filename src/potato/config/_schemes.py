@@ -206,8 +206,7 @@ def _type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any])
     elif kind in ("radio", "multiselect", "select", "likert"):
         problems += _options(kind, raw.get("labels"), values)
     elif raw.get("labels") not in (None, []) and kind == "text":
-        problems.append((".labels", unsupported_message("labels", "one text box per label in a text scheme") +
-                         " (or make one text scheme per box)"))
+        problems += _options("multiselect", raw.get("labels"), values)  # one box per label, at least one
     elif raw.get("labels") not in (None, []):
         problems.append((".labels", f"a {kind} scheme takes no labels (annotators pick a number); remove labels, "
                                     "or use annotation_type: radio or likert"))
@@ -344,7 +343,7 @@ def _assign_keys(built: list[dict[str, Any]], findings: Findings) -> dict[tuple[
                 keys[(index, option.name)] = option.key
     number = 1
     for index, values in enumerate(built):
-        if not values.get("sequential_key_binding", True) or values["annotation_type"] == "select":
+        if not values.get("sequential_key_binding", True) or values["annotation_type"] in ("select", "text"):
             continue
         for option in values.get("options", ()):
             if (index, option.name) in keys:

@@ -100,10 +100,15 @@ class Scheme:
             )
         if self.annotation_type in NUMERIC_TYPES:
             return self._accepts_number(value)
+        if self.labels:  # a text scheme with labels has a box per label: {label: text}
+            return (isinstance(value, dict) and bool(value) and all(k in self.labels for k in value)
+                    and all(isinstance(v, str) and len(v) <= self.max_length for v in value.values()))
         return isinstance(value, str) and len(value) <= self.max_length
 
     def valid_answers(self) -> str:
         """What this scheme takes, for an error message (pure)."""
+        if self.labels and self.annotation_type is SchemeType.TEXT:
+            return f"an object of texts of at most {self.max_length} characters by box: {', '.join(self.labels)}"
         if self.labels:
             return ", ".join(self.labels)
         if self.annotation_type in NUMERIC_TYPES:

@@ -233,7 +233,13 @@ _ITEM_PROPERTIES: Mapping[str, Check] = {"id_key": text(), "text_key": text()}
 def _check_item_properties(raw: object, findings: Findings) -> ItemProperties | None:
     if raw is None:
         return ItemProperties()
+    upstream_only = {"category_key": "assigning items to annotators by category",
+                     "kwargs": "extra item fields passed to custom displays"}
     try:
+        if isinstance(raw, dict):
+            for key in [k for k in raw if k in upstream_only]:
+                findings.error(f"item_properties.{key}", unsupported_message(key, upstream_only[key]))
+            raw = {k: v for k, v in raw.items() if k not in upstream_only}
         values = section(_ITEM_PROPERTIES, "item_properties", '{id_key: "id", text_key: "text"}')(raw)
     except Invalid as bad:
         findings.errors_at("item_properties", bad.problems)

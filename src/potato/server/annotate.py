@@ -41,6 +41,8 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
         if scheme is None:
             valid = ", ".join(s.name for s in config.annotation_schemes)
             problems.append(f"unknown schema '{name}' (valid: {valid})")
+        elif isinstance(value, dict) and scheme.labels and not any(value.values()):
+            clear.append(scheme.name)  # every box of a several-box text scheme emptied
         elif value is None or value == "" or value == []:
             clear.append(scheme.name)
         elif isinstance(value, str) and not scheme.labels and len(value) > scheme.max_length:
@@ -49,7 +51,7 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
         elif not scheme.accepts(value):
             problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {scheme.valid_answers()})")
         else:
-            store[scheme.name] = value
+            store[scheme.name] = {k: v for k, v in value.items() if v} if isinstance(value, dict) else value
     if problems:
         return store, clear, problems
     merged = {k: v for k, v in (stored or {}).items() if k not in clear}

@@ -79,6 +79,10 @@
       fs.dataset.touched = has ? "1" : "";
       var out = fs.querySelector(".slider-value");
       if (out) out.textContent = has ? String(value) : "not set";
+    } else if (type === "text" && fs.querySelector("[data-multi]")) {
+      fs.querySelectorAll("[data-label]").forEach(function (box) {
+        box.value = (value && typeof value === "object" && value[box.dataset.label]) || "";
+      });
     } else if (type === "text" || type === "select") {
       field(fs).value = value || "";
     } else {
@@ -96,6 +100,13 @@
       // An untouched slider is no answer: its resting place is not the annotator's choice.
       if (input.value === "" || (type === "slider" && !fs.dataset.touched)) return null;
       return Number(input.value);
+    }
+    if (type === "text" && fs.querySelector("[data-multi]")) {
+      var boxes = {}, any = false;
+      fs.querySelectorAll("[data-label]").forEach(function (box) {
+        if (box.value) { boxes[box.dataset.label] = box.value; any = true; }
+      });
+      return any ? boxes : null;
     }
     if (type === "text" || type === "select") return field(fs).value;
     if (type === "multiselect") {

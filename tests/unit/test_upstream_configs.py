@@ -545,3 +545,12 @@ def test_a_text_scheme_with_labels_has_a_box_per_label(make_app: Callable[..., A
     assert json.loads((out / "annotations.jsonl").read_text())["labels"] == {"qa": {"question": "Why?"}}
     cleared = client.post("/api/label", json={"id": "r000", "go": "stay", "labels": {"qa": {"question": ""}}})
     assert cleared.get_json()["item"]["labels"] == {}
+
+
+def test_data_files_in_upstreams_dict_form() -> None:
+    config = report_of(upstream(data_files=[{"path": "data/a.json"}, {"path": "data/b.csv", "encoding": "UTF-8"},
+                                            "data/c.jsonl"])).config
+    assert [p.name for p in config.data_files] == ["a.json", "b.csv", "c.jsonl"]
+    assert messages(report_of(upstream(data_files=["data/a.json", {"path": "data/b.csv", "encoding": "latin-1"}])).errors) == [
+        "data_files[1]: is read as latin-1, and this server reads items as UTF-8; convert the file (e.g. iconv -f "
+        "latin-1 -t utf-8) and list its path"]

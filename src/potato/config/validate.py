@@ -156,6 +156,19 @@ def _data_files(value: object) -> tuple[str, ...]:
     """``data_files``: a list of files; one file as a plain string is accepted too."""
     if isinstance(value, str):
         return (text()(value),)
+    if isinstance(value, list):  # upstream's {path, encoding} entries: UTF-8 ones are plain paths here
+        problems = []
+        for i, entry in enumerate(value):
+            if isinstance(entry, dict) and "path" in entry:
+                encoding = str(entry.get("encoding", "utf-8")).lower().replace("_", "-")
+                if encoding in ("utf-8", "utf8", "utf-8-sig"):
+                    value = [*value[:i], entry["path"], *value[i + 1:]]
+                else:
+                    problems.append((f"[{i}]", f"is read as {entry.get('encoding')}, and this server reads items as "
+                                               "UTF-8; convert the file (e.g. iconv -f " + str(entry.get("encoding")) +
+                                               " -t utf-8) and list its path"))
+        if problems:
+            raise Invalid(problems=problems)
     files: tuple[str, ...] = text_list('["data/reviews.json"]')(value)
     if not files:
         raise Invalid('is empty; list at least one item file, e.g. data_files: ["data/reviews.json"]')

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -127,6 +128,12 @@ def is_unicode_text(value: str) -> bool:
     return True
 
 
+MEDIA_TAG = re.compile(r"<\s*(video|audio|img|embed|iframe|object|source)\b", re.IGNORECASE)
+"""Upstream Potato renders item text as HTML, and its media projects put <video> or <embed> tags in
+it; this server shows text as text (no markup runs in annotators' browsers), so such an item would
+show its tags instead of its media."""
+
+
 def load_items(files: Sequence[Path], id_key: str = "id", text_key: str = "text") -> ItemSet:
     """Read every data file; raise DataError naming the file and line of the first bad record."""
     items: list[Item] = []
@@ -159,6 +166,13 @@ def load_items(files: Sequence[Path], id_key: str = "id", text_key: str = "text"
                     f"{where}: missing text key '{text_key}'. Add it, or set item_properties.text_key "
                     "to the key that holds the text."
                 )
+            media = MEDIA_TAG.search(text) if isinstance(text, str) else None
+            if media:
+                raise DataError(
+                    f"{where}: the text holds an HTML <{media.group(1).lower()}> tag. Upstream Potato shows item "
+                    "text as HTML (images, video, embedded pages); this server shows it as text, so annotators "
+                    "would see the tag, not the media. Put the text itself in the file, or run this project on "
+                    "upstream Potato.")
             seen[item_id] = where
             items.append(Item(id=item_id, text=str(text), data=record))
     if not items:

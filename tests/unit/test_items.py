@@ -91,3 +91,12 @@ def test_a_lone_surrogate_in_an_id_is_named_with_its_record(tmp_path: Path) -> N
     path.write_text('[{"id": "ok", "text": "x"}, {"id": "\\ud800", "text": "y"}]')
     with pytest.raises(DataError, match=r"items.json \(record 2\): the id holds a lone surrogate"):
         load_items([path])
+
+
+def test_item_text_holding_media_tags_is_refused(tmp_path: Path) -> None:
+    """Upstream Potato renders item text as HTML; a <video> item here would show its tag (issue 12)."""
+    path = tmp_path / "items.jsonl"
+    path.write_text('{"id": "1", "text": "a <3 b"}\n{"id": "2", "text": "<video width=\\"320\\"><source src=\\"1.mp4\\"></video>"}\n')
+    with pytest.raises(DataError) as err:
+        load_items([path])
+    assert str(err.value).startswith(f"{path}:2: the text holds an HTML <video> tag.")

@@ -143,7 +143,8 @@ def _assignment(values: dict[str, Any], findings: Findings) -> Assignment | None
 
 
 def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | None:
-    """The values for :class:`Config` (``access``, ``page``, ``host``, ``port``, ``random_seed``), or None."""
+    """The values for :class:`Config` (``access``, ``page``, ``host``, ``port``, ``assignment``,
+    ``export_formats``, ``auto_export_interval``), or None when any of these keys is wrong."""
     simple = {k: v for k, v in raw.items() if k in TABLE}
     values, problems = check_keys(simple, TABLE, "the config")
     findings.errors_at("", problems)

@@ -149,3 +149,46 @@ def test_clients_that_send_headers_slowly_do_not_stop_the_server(server: ServerP
         stop.set()
         for sock in slow:
             sock.close()
+
+
+def test_clients_that_send_bodies_slowly_do_not_stop_the_server(server: ServerProcess) -> None:
+    """Slow bodies held a thread each after the headers had been collected without one: 60 clients
+    sending a sign-in body a byte a second would have held all 24 threads. Bodies up to 1 MB are now
+    collected in the event loop too; a client that then sends the rest gets its answer as usual."""
+    import socket
+    import threading
+
+    body = b"name=slow-body-client"
+    head = (b"POST /login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+    slow = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(60)]
+    stop = threading.Event()
+
+    def drip() -> None:
+        sent = 0
+        while not stop.is_set() and sent < 5:
+            for sock in slow:
+                try:
+                    sock.send(body[sent:sent + 1])
+                except OSError:
+                    pass
+            sent += 1
+            stop.wait(1.0)
+
+    for sock in slow:
+        sock.send(head)
+    dripping = threading.Thread(target=drip, daemon=True)
+    dripping.start()
+    try:
+        for _ in range(3):
+            assert requests.get(server.url + "/healthz", timeout=10).json()["ok"] is True
+            session = requests.Session()
+            assert session.post(server.url + "/login", data={"name": "kim"}, allow_redirects=False).status_code == 302
+        dripping.join(30)  # five bytes each, a second apart
+        slow[0].send(body[5:])  # the rest of the body: the request is answered like any other
+        slow[0].settimeout(15)
+        assert slow[0].recv(64).startswith(b"HTTP/1.1 302")
+    finally:
+        stop.set()
+        for sock in slow:
+            sock.close()

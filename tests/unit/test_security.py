@@ -141,3 +141,18 @@ def test_mass_sign_ins_from_one_address_are_throttled(make_app: Callable[..., An
 def test_the_favicon_is_served(make_app: Callable[..., Any]) -> None:
     response = make_app().test_client().get("/favicon.ico")
     assert response.status_code == 200 and response.headers["Content-Type"] == "image/svg+xml"
+
+
+def test_which_bodies_the_event_loop_collects() -> None:
+    """A slow body must not hold a thread (issue 11); chunked, 100-continue and large ones still go to
+    their thread as they are."""
+    from potato.server.gunicorn_worker import BODY_PREREAD_MAX, body_wanted
+
+    head = b"POST /api/label HTTP/1.1\r\nHost: x\r\nContent-Length: 120\r\n\r\n{\"id\""
+    assert body_wanted(head) == 120
+    assert body_wanted(head.replace(b"Content-Length", b"content-LENGTH")) == 120
+    assert body_wanted(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") == 0
+    assert body_wanted(head.replace(b"120", str(BODY_PREREAD_MAX + 1).encode())) == 0
+    assert body_wanted(head.replace(b"Host: x", b"Expect: 100-continue")) == 0
+    assert body_wanted(head.replace(b"Host: x", b"Transfer-Encoding: chunked")) == 0
+    assert body_wanted(b"POST / HTTP/1.1\r\nX-Content-Length: 5\r\n\r\n") == 0  # only the real header counts

@@ -6,7 +6,8 @@ arrive, and that thread then waits for the rest of the headers. Forty clients se
 every two seconds (slowloris) held all 24 threads of a default server, and it stopped answering. Here
 the worker's own event loop collects the headers of every connection, however many and however slow,
 without a thread, and closes one that has not sent them within ``HEAD_TIMEOUT_S`` (nginx's
-client_header_timeout does the same). Threads serve only complete requests: annotators' labels and
+client_header_timeout does the same). Bodies of up to a megabyte (all an annotator sends) are collected
+the same way, within ``BODY_TIMEOUT_S``. Threads serve only complete requests: annotators' labels and
 agents' long polls (which the server caps itself) are untouched.
 
 This builds on the worker's internals (``enqueue_req``, ``murder_keepalived``, its poller); with a
@@ -16,6 +17,7 @@ gunicorn that lacks them :func:`worker_class` falls back to plain ``gthread``.
 from __future__ import annotations
 
 import os
+import re
 import selectors
 import time
 from functools import partial
@@ -27,7 +29,26 @@ HEAD_TIMEOUT_S = 10.0
 """Seconds a client has to send a request's headers (the request line and every header line)."""
 HEAD_MAX = 64 * 1024
 """Headers larger than this go to the parser as they are, which refuses them (431/400)."""
+BODY_PREREAD_MAX = 1024 * 1024
+"""Bodies up to this size (every annotator's request: the annotator routes' limit) are collected in
+the event loop too; larger ones (an admin's predictions upload) are read by their thread."""
+BODY_TIMEOUT_S = 30.0
+"""Seconds, after the headers, a client has to send a body of up to BODY_PREREAD_MAX."""
 END = b"\r\n\r\n"
+_LENGTH = re.compile(rb"\r\ncontent-length[ \t]*:[ \t]*(\d{1,12})[ \t]*\r\n", re.IGNORECASE)
+_HANDED_OVER = re.compile(rb"\r\n(?:transfer-encoding|expect)[ \t]*:", re.IGNORECASE)
+
+
+def body_wanted(head: bytes) -> int:
+    """Bytes of body to collect after a complete header block (pure): its Content-Length when that is
+    at most BODY_PREREAD_MAX, else 0 (a chunked body, an ``Expect: 100-continue`` client waiting for
+    the server's go-ahead, a large upload: their threads read those)."""
+    block = head[:head.index(END) + 2] if END in head else head
+    if _HANDED_OVER.search(block):
+        return 0
+    found = _LENGTH.search(block)
+    length = int(found.group(1)) if found else 0
+    return length if length <= BODY_PREREAD_MAX else 0
 TIMEOUT_RESPONSE = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
 
 
@@ -38,6 +59,7 @@ class HeadFirstWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no 
 
     def enqueue_req(self, conn: TConn) -> None:
         held = conn.parser.unreader.buf.getvalue() if conn.parser is not None else b""
+        conn.potato_body_deadline = None
         if END in held or conn.cfg.is_ssl or getattr(conn, "is_http2", False):
             super().enqueue_req(conn)  # a pipelined request is complete already; TLS reads in the thread
             return
@@ -58,8 +80,17 @@ class HeadFirstWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no 
             return
         buf += data
         held = conn.parser.unreader.buf.getvalue() if conn.parser is not None else b""
-        if END not in held + buf and len(buf) < HEAD_MAX:
+        whole = held + buf
+        if END not in whole and len(buf) < HEAD_MAX:
             return
+        if END in whole:
+            # A slow body would hold a thread as slow headers did: collect small bodies here as well.
+            body_end = whole.index(END) + len(END) + body_wanted(whole)
+            if len(whole) < body_end:
+                if not getattr(conn, "potato_body_deadline", None):
+                    conn.potato_body_deadline = True
+                    self.heads[conn] = (buf, time.monotonic() + BODY_TIMEOUT_S)
+                return
         self.poller.unregister(conn.sock)
         del self.heads[conn]
         conn.sock.setblocking(True)

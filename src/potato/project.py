@@ -56,3 +56,12 @@ def sync_items(db: Database, items: ItemSet) -> None:
         tx.execute("DELETE FROM items")
         tx.executemany("INSERT INTO items (position, id) VALUES (?, ?)", enumerate(items.ids))
         tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('items_digest', ?)", (digest,))
+        # Annotators' queues keep the items that are still there, in their order, numbered afresh.
+        kept: dict[str, list[tuple[str, float]]] = {}
+        for user, item_id, at in tx.execute("SELECT user, item_id, assigned_at FROM assignments ORDER BY user, seq"):
+            if item_id in items:
+                kept.setdefault(user, []).append((item_id, at))
+        tx.execute("DELETE FROM assignments")
+        tx.executemany("INSERT INTO assignments (user, seq, item_id, assigned_at) VALUES (?, ?, ?, ?)",
+                       [(user, seq, item_id, at) for user, queue in kept.items()
+                        for seq, (item_id, at) in enumerate(queue)])

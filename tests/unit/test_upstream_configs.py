@@ -554,3 +554,25 @@ def test_data_files_in_upstreams_dict_form() -> None:
     assert messages(report_of(upstream(data_files=["data/a.json", {"path": "data/b.csv", "encoding": "latin-1"}])).errors) == [
         "data_files[1]: is read as latin-1, and this server reads items as UTF-8; convert the file (e.g. iconv -f "
         "latin-1 -t utf-8) and list its path"]
+
+
+def test_queues_survive_a_data_file_that_lost_items(make_project: Callable[..., Path]) -> None:
+    path = make_project(n_items=6, max_annotations_per_user=3)
+    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+    client = app.test_client()
+    client.name = "ana"
+    assert _walk(client, 2) == ["r000", "r001"]  # and r002 was handed to her next
+    close_app(app)
+    data = path.parent / "data" / "reviews.json"
+    data.write_text(json.dumps([i for i in json.loads(data.read_text()) if i["id"] != "r001"]))
+    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+    try:
+        client = app.test_client()
+        client.post("/login", data={"name": "ana"})
+        assert client.get("/annotate").status_code == 200
+        assert [client.get(f"/api/item/{n}").get_json()["item"]["id"] for n in (1, 2)] == ["r000", "r002"]
+        stranger = app.test_client()
+        stranger.post("/login", data={"name": "bo"})
+        assert stranger.get("/api/move?go=next").status_code == 200  # bo gets items of his own
+    finally:
+        close_app(app)

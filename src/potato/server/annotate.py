@@ -277,7 +277,12 @@ def move() -> Any:
         current = int(request.args.get("from", "0"))
     except ValueError:
         return jsonify(error="'from' must be an item position."), 400
-    current = max(0, min(current, project.queue.size(user) - 1))
+    if project.queue.size(user) == 0:
+        _start_position(project, user)  # an API client's first request: its first item is assigned here
+    size = project.queue.size(user)
+    if size == 0:
+        return jsonify(error="No items left for you: every item has all the annotators it needs."), 409
+    current = max(0, min(current, size - 1))
     target, note = _move(project, user, current, request.args.get("go", "next"))
     return jsonify(item=item_payload(project, user, target), note=note)
 

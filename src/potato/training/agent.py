@@ -223,7 +223,8 @@ class Agent:
         archive = job_dir / "bundle.tar.gz"
         try:
             if not archive.exists():
-                client.download_bundle(run_id, archive, size, sha, progress, self.console.say, self.sleep)
+                client.download_bundle(run_id, archive, size, sha, progress, self.console.say, self.sleep,
+                                       keep_trying_s=self.give_up_after_s, clock=self.clock)
             extract_archive(archive, job_dir / "bundle")
         except (Unreachable, BundleCorrupt, UnsafeArchive, ProtocolError, OSError) as exc:
             message = f"The agent on {self.host} could not get the run's bundle: {exc}"

@@ -221,28 +221,33 @@ class Client:
     def download_bundle(self, run_id: str, dest: Path, size: int, sha256: str,
                         progress: Callable[[int, int], None] = lambda done, total: None,
                         say: Callable[[str], None] = lambda text: None,
-                        sleep: Callable[[float], None] = time.sleep) -> None:
+                        sleep: Callable[[float], None] = time.sleep,
+                        keep_trying_s: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
         """Download the run's bundle to ``dest``, resuming a broken transfer with ``Range`` where it
-        stopped, up to :data:`BUNDLE_TRIES` tries; the sha256 is checked before ``dest`` exists."""
+        stopped: at least :data:`BUNDLE_TRIES` tries, and for ``keep_trying_s`` seconds (the agent's
+        patience with an absent server: a server restarted mid-download must not fail the run). The
+        sha256 is checked before ``dest`` exists."""
         part = dest.with_name(dest.name + ".part")
-        for attempt in range(BUNDLE_TRIES):
+        until, attempt = clock() + keep_trying_s, 0
+        while True:
             have = part.stat().st_size if part.exists() else 0
             if have > size:
                 part.unlink()
                 have = 0
-            if have == size:
+            if have == size or (attempt >= BUNDLE_TRIES and clock() >= until):
                 break
+            attempt += 1
             try:
                 self._fetch_range(run_id, part, have, size, progress)
             except Unreachable as exc:
-                if attempt + 1 == BUNDLE_TRIES:
+                if attempt >= BUNDLE_TRIES and clock() >= until:
                     raise
                 got = part.stat().st_size if part.exists() else 0
                 say(f"the bundle download broke off at {got} of {size} bytes ({exc}); resuming")
-                sleep(backoff_delay(attempt, base=0.5, cap=5.0))
+                sleep(backoff_delay(attempt - 1, base=0.5, cap=5.0))
         got = part.stat().st_size if part.exists() else 0
         if got != size:
-            raise Unreachable(f"the bundle download stopped at {got} of {size} bytes after {BUNDLE_TRIES} tries")
+            raise Unreachable(f"the bundle download stopped at {got} of {size} bytes after {attempt} tries")
         digest = hashlib.sha256()
         with part.open("rb") as fh:
             for chunk in iter(lambda: fh.read(CHUNK), b""):

@@ -241,3 +241,38 @@ def test_the_worker_sees_an_allow_list_of_the_environment_not_the_servers_secret
     passed = worker_env(None, base, pass_env=["HF_TOKEN", "POTATO_ADMIN_API_KEY"])
     assert passed["HF_TOKEN"] == "hf_secret"  # named by the admin: passed on
     assert "POTATO_ADMIN_API_KEY" not in passed  # Potato's own: never, whoever names it
+
+
+def test_a_bundle_download_waits_out_a_server_restart(tmp_path: Any) -> None:
+    """The server was killed mid-download and back 3 s later: five quick tries (~2 s) failed the run
+    (test_a_local_run_outlives_a_server_crash, once in three CI runs). The download now keeps trying
+    as long as the agent's patience with an absent server lasts."""
+    import hashlib
+    from pathlib import Path
+
+    from potato.training import protocol
+
+    data = b"x" * 1000
+    clock = Clock()
+
+    class Flaky(protocol.Client):  # type: ignore[misc]
+        def __init__(self) -> None:
+            pass
+
+        def _fetch_range(self, run_id: str, part: Path, have: int, size: int, progress: Any) -> None:
+            if clock.now < 30:
+                raise Unreachable("connection refused")
+            part.write_bytes(data)
+
+    def sleep(seconds: float) -> None:
+        clock.now += seconds
+
+    said: list[str] = []
+    dest = Path(tmp_path) / "bundle.tar.gz"
+    Flaky().download_bundle("r1", dest, len(data), hashlib.sha256(data).hexdigest(), say=said.append, sleep=sleep,
+                            keep_trying_s=300, clock=clock)
+    assert dest.read_bytes() == data and len(said) > protocol.BUNDLE_TRIES
+    with pytest.raises(Unreachable):  # and gives up once that patience is spent
+        clock.now = 0.0
+        Flaky().download_bundle("r1", Path(tmp_path) / "b2", len(data), "0" * 64, sleep=sleep,
+                                keep_trying_s=10, clock=clock)

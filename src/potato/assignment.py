@@ -20,7 +20,7 @@ from typing import Callable, Protocol
 from potato.config.schema import Assignment
 from potato.db import Database
 from potato.items import Item, ItemSet
-from potato.labels import LabelStore
+from potato.labels import LabelStore, first_wrapping
 
 
 class Queue(Protocol):
@@ -128,14 +128,9 @@ class Assigned:
         return int(row[0])
 
     def next_unlabelled(self, user: str, start: int, backwards: bool = False) -> int | None:
-        sql = ("SELECT seq FROM assignments a WHERE a.user = ? AND seq {cmp} ? AND NOT EXISTS "
+        sql = ("SELECT seq FROM assignments a WHERE a.user = :user AND seq {cmp} :start AND NOT EXISTS "
                "(SELECT 1 FROM labels l WHERE l.user = a.user AND l.item_id = a.item_id) ORDER BY seq {order} LIMIT 1")
-        order = "DESC" if backwards else "ASC"
-        for cmp in (("<=", ">") if backwards else (">=", "<")):
-            row = self.db.conn.execute(sql.format(cmp=cmp, order=order), (user, start)).fetchone()
-            if row is not None:
-                return int(row[0])
-        return None
+        return first_wrapping(self.db.conn, sql, {"start": start, "user": user}, backwards)
 
     def extend(self, user: str) -> bool:
         with self.db.transaction() as conn:

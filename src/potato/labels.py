@@ -127,15 +127,10 @@ class LabelStore:
         the first gap: no per-request list of the user's labels (bench/annotators.py).
         """
         sql = (
-            "SELECT position FROM items i WHERE position {cmp} ? AND NOT EXISTS "
-            "(SELECT 1 FROM labels l WHERE l.user = ? AND l.item_id = i.id) ORDER BY position {order} LIMIT 1"
+            "SELECT position FROM items i WHERE position {cmp} :start AND NOT EXISTS "
+            "(SELECT 1 FROM labels l WHERE l.user = :user AND l.item_id = i.id) ORDER BY position {order} LIMIT 1"
         )
-        order = "DESC" if backwards else "ASC"
-        for cmp in (("<=", ">") if backwards else (">=", "<")):
-            row = self.db.conn.execute(sql.format(cmp=cmp, order=order), (start, user)).fetchone()
-            if row is not None:
-                return int(row[0])
-        return None
+        return first_wrapping(self.db.conn, sql, {"start": start, "user": user}, backwards)
 
     def iter_labels(self, user: str | None = None, schema: str | None = None) -> Iterator[Label]:
         sql = "SELECT * FROM labels"
@@ -167,6 +162,20 @@ class LabelStore:
             """
         ).fetchall()
         return [dict(row) for row in rows]
+
+
+def first_wrapping(conn: Any, sql: str, params: Mapping[str, Any], backwards: bool) -> int | None:
+    """The first position ``sql`` finds from ``:start`` on (or back), wrapping around once.
+
+    ``sql`` holds ``{cmp}`` and ``{order}`` for the direction; it is run for the part from the start
+    to the end, then, if nothing was found, for the part before the start.
+    """
+    order = "DESC" if backwards else "ASC"
+    for cmp in (("<=", ">") if backwards else (">=", "<")):
+        row = conn.execute(sql.format(cmp=cmp, order=order), params).fetchone()
+        if row is not None:
+            return int(row[0])
+    return None
 
 
 def values_by_schema(labels: Mapping[str, Label]) -> dict[str, Any]:

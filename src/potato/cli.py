@@ -146,8 +146,12 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None) 
         from potato import upstream_export
 
         fmt = upstream_export.export_format(upstream_format)
-        path, records = upstream_export.write(config, store.iter_labels(), fmt,
-                                              output or upstream_export.default_folder(config, fmt))
+        folder = output or upstream_export.default_folder(config, fmt)
+        try:
+            path, records = upstream_export.write(config, store.iter_labels(), fmt, folder)
+        except OSError as exc:
+            raise PotatoError(f"Cannot write the export into {folder} ({exc.strerror or exc}). With "
+                              "--upstream-format, -o names a folder: pick one you can write to.") from None
         click.echo(f"Exported {records} annotation record(s) to {path}", err=True)
         return
     out: Any = output.open("w", encoding="utf-8") if output else sys.stdout

@@ -576,3 +576,11 @@ def test_queues_survive_a_data_file_that_lost_items(make_project: Callable[..., 
         assert stranger.get("/api/move?go=next").status_code == 200  # bo gets items of his own
     finally:
         close_app(app)
+
+
+def test_export_into_a_file_instead_of_a_folder_says_so(make_project: Callable[..., Path], tmp_path: Path) -> None:
+    taken = tmp_path / "not-a-folder"
+    taken.write_text("x")
+    result = CliRunner().invoke(cli, ["export", str(make_project()), "--upstream-format", "csv", "-o", str(taken)])
+    assert result.exit_code != 0 and "-o names a folder: pick one you can write to" in str(result.exception)
+    assert taken.read_text() == "x"  # nothing lost

@@ -3,7 +3,8 @@
 Upstream keeps each answer as ``labels[schema][label_name] = value``, with the names its page
 gives each kind of input: a radio or multiselect label is its own name and value, a likert point
 its number (``"4": "4"``), a text box ``text_box``, a slider ``slider``, a number ``number``, a
-drop-down ``select-one``; values are text. Its exporter writes one record per (annotator, item)
+drop-down ``select-one``, a scheme's free-text box ``free_response`` (next to the scheme's own
+labels); values are text. Its exporter writes one record per (annotator, item)
 as ``annotations.jsonl`` (``instance_id``, ``user_id``, ``labels``, ``spans``, ``links``), or a
 ``.csv`` / ``.tsv`` with a ``schema.label_name`` column per answer. Upstream reads
 ``output_annotation_format`` as that export's format (``json`` meaning ``jsonl``) and writes it
@@ -19,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from potato.config.schema import Config, Scheme, SchemeType
+from potato.config.schema import FREE_RESPONSE, Config, Scheme, SchemeType
 from potato.labels import Label
 
 FORMATS = ("jsonl", "csv", "tsv")
@@ -64,7 +65,11 @@ def records(config: Config, labels: Iterable[Label]) -> Iterator[dict[str, Any]]
             if current is not None:
                 yield done(current)
             current = {"instance_id": lab.item_id, "user_id": lab.user, "labels": {}, "spans": {}, "links": {}}
-        current["labels"][lab.schema] = upstream_labels(config.scheme(lab.schema), lab.value)
+        scheme = config.scheme(lab.schema)
+        if scheme is not None and scheme.free_response_of:
+            current["labels"].setdefault(scheme.free_response_of, {})[FREE_RESPONSE] = _text(lab.value)
+        else:
+            current["labels"].setdefault(lab.schema, {}).update(upstream_labels(scheme, lab.value))
     if current is not None:
         yield done(current)
 

@@ -136,6 +136,32 @@ def test_display_logic_shows_follow_up_questions(serve: Callable[..., ServerProc
     assert labels_of(srv, "ivy") == {("r000", "contains_pii"): "No"}
 
 
+def test_a_free_response_box_is_typed_into_and_asked_with_its_scheme(serve: Callable[..., ServerProcess],
+                                                                   page: Any) -> None:
+    from tests.unit.test_upstream_configs import FREE
+
+    srv = serve(annotation_schemes=FREE[:2])  # one one-line box: Enter in it would submit the form
+    page.goto(srv.url + "/")
+    page.fill("#name", "joe")
+    page.press("#name", "Enter")
+    page.wait_for_selector("#item-id:text('r000')")
+    box = "fieldset[data-schema='pii_types:free_response']"
+    assert page.is_hidden(box)
+    page.keyboard.press("1")  # Yes: the types question and its box are asked
+    assert page.is_visible(box) and page.inner_text(box + " legend") == "Something else:"
+    page.click(box + " input")
+    page.keyboard.type("a phone number 1")  # keys typed into the box are text, not label picks
+    page.keyboard.press("Enter")  # Enter in the box neither reloads the page nor loses the text
+    assert page.input_value(box + " input") == "a phone number 1" and page.inner_text("#item-id") == "r000"
+    page.click("#save-next")
+    page.wait_for_selector("#item-id:text('r001')")
+    assert labels_of(srv, "joe") == {("r000", "contains_pii"): "Yes",
+                                     ("r000", "pii_types:free_response"): "a phone number 1"}
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_selector("#item-id:text('r000')")
+    assert page.input_value(box + " input") == "a phone number 1"
+
+
 def test_the_new_widgets_fit_a_phone_and_text_boxes_save(serve: Callable[..., ServerProcess], page: Any) -> None:
     schemes = [*UPSTREAM_SCHEMES, {"annotation_type": "text", "name": "qa", "labels": ["question", "answer"]},
                {"annotation_type": "select", "name": "topic", "labels": ["price", "quality"]}]

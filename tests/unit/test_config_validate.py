@@ -350,7 +350,7 @@ def test_scheme_unknown_key_is_an_error() -> None:
         "annotation_schemes[0].lables: unknown key for an annotation scheme (did you mean 'labels'?). "
         "Valid keys: annotation_type, name, description, labels, max_length, sequential_key_binding, "
         "label_requirement, horizontal, layout, textarea, multiline, single_line, text_box_single_line, rows, "
-        "placeholder, size, min_label, max_label, min_value, max_value, min, max, starting_value, step, display_logic"
+        "placeholder, size, min_label, max_label, min_value, max_value, min, max, starting_value, step, display_logic, has_free_response"
     )
 
 

@@ -123,9 +123,12 @@ def test_likert_select_slider_and_number_schemes_build() -> None:
     ({"annotation_type": "span", "name": "x", "labels": ["a", "b"]},
      "annotation_schemes[0].annotation_type: 'span' is a Potato feature this server does not support: marking "
      "spans of the text; remove it or run that project on upstream Potato"),
-    ({"annotation_type": "radio", "name": "x", "labels": ["a", "b"], "has_free_response": True},
-     "annotation_schemes[0].has_free_response: 'has_free_response' is a Potato feature this server does not "
-     "support: a free-text \"other\" answer next to the labels; remove it or run that project on upstream Potato"),
+    ({"annotation_type": "likert", "name": "x", "size": 5, "min_label": "a", "max_label": "b",
+      "has_free_response": True},
+     "annotation_schemes[0].has_free_response: applies to radio and multiselect schemes only; remove it from this "
+     "likert scheme"),
+    ({"annotation_type": "radio", "name": "x", "labels": ["a", "b"], "has_free_response": {"prompt": "Other"}},
+     "annotation_schemes[0].has_free_response.prompt: unknown key for has_free_response. Valid keys: instruction"),
 ])
 def test_scheme_problems_name_the_key_and_the_fix(scheme: dict[str, Any], message: str) -> None:
     assert messages(report_of(upstream(annotation_schemes=[scheme])).errors) == [message]
@@ -527,6 +530,53 @@ def test_every_kind_of_answer_in_upstreams_layout(make_app: Callable[..., Any], 
         "sentiment": {"positive": "positive"}, "aspects": {"price": "price", "quality": "quality"},
         "helpful": {"4": "4"}, "note": {"text_box": "fine, thanks"}, "stars": {"slider": "6"},
         "count": {"number": "2.5"}, "topic": {"select-one": "b"}}}
+
+
+FREE = [
+    {"annotation_type": "radio", "name": "contains_pii", "labels": ["Yes", "No"]},
+    {"annotation_type": "multiselect", "name": "pii_types", "labels": ["Name", "Email"],
+     "has_free_response": {"instruction": "Something else:"},
+     "display_logic": {"show_when": [{"schema": "contains_pii", "operator": "equals", "value": "Yes"}]}},
+    {"annotation_type": "radio", "name": "tone", "labels": ["calm", "angry"], "has_free_response": True},
+]
+
+
+def test_has_free_response_adds_a_box_asked_with_its_scheme() -> None:
+    schemes = {s.name: s for s in report_of(upstream(annotation_schemes=FREE)).config.annotation_schemes}
+    assert list(schemes) == ["contains_pii", "pii_types", "pii_types:free_response", "tone", "tone:free_response"]
+    box = schemes["pii_types:free_response"]
+    assert (box.annotation_type, box.description, box.free_response_of) == (SchemeType.TEXT, "Something else:",
+                                                                             "pii_types")
+    assert box.display_logic == schemes["pii_types"].display_logic and not box.required
+    assert schemes["tone:free_response"].description == "Other (please specify)"
+    assert schemes["tone"].training_type == "radio" and box.training_type is None  # trainers see the labels only
+    off = report_of(upstream(annotation_schemes=[dict(FREE[2], has_free_response=False)])).config
+    assert [s.name for s in off.annotation_schemes] == ["tone"]
+    taken = report_of(upstream(annotation_schemes=FREE + [{"annotation_type": "text", "name": "tone:free_response"}]))
+    assert messages(taken.errors) == [
+        "annotation_schemes[2].has_free_response: its box is stored as 'tone:free_response', which is already the "
+        "name of another scheme; rename that scheme"]
+
+
+def test_a_free_response_is_stored_shown_and_exported_next_to_its_labels(make_app: Callable[..., Any]) -> None:
+    client = make_app(annotation_schemes=FREE, output_annotation_format="jsonl")
+    client.post("/login", data={"name": "alice"})
+    page = client.get("/annotate").get_data(as_text=True)
+    assert page.count('class="scheme free-response"') == 2 and page.count("<fieldset") == 5
+    assert re.search(r'data-schema="pii_types:free_response" data-type="text"\s+data-logic=', page)
+    saved = client.post("/api/label", json={"id": "r000", "go": "stay", "labels": {
+        "contains_pii": "Yes", "pii_types": ["Email"], "pii_types:free_response": "a phone number",
+        "tone": "calm", "tone:free_response": ""}}).get_json()
+    assert saved["item"]["labels"] == {"contains_pii": "Yes", "pii_types": ["Email"],
+                                       "pii_types:free_response": "a phone number", "tone": "calm"}
+    client.application.extensions["potato.autoexport"].write_if_changed()
+    out = client.application.extensions["potato"].config.output_annotation_dir / "exports" / "jsonl"
+    assert json.loads((out / "annotations.jsonl").read_text())["labels"] == {
+        "contains_pii": {"Yes": "Yes"}, "pii_types": {"Email": "Email", "free_response": "a phone number"},
+        "tone": {"calm": "calm"}}
+    # "No": the types question was not asked, and neither was its box.
+    hidden = client.post("/api/label", json={"id": "r000", "go": "stay", "labels": {"contains_pii": "No"}}).get_json()
+    assert hidden["item"]["labels"] == {"contains_pii": "No", "tone": "calm"}
 
 
 def test_a_text_scheme_with_labels_has_a_box_per_label(make_app: Callable[..., Any]) -> None:

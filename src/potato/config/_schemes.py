@@ -29,7 +29,14 @@ from potato.config._checks import (
     text,
 )
 from potato.conditions import NEEDS_NO_VALUE, NEEDS_NUMBER, NEEDS_RANGE, OPERATORS, Condition, DisplayLogic
-from potato.config.schema import NUMERIC_TYPES, LabelOption, Scheme, SchemeType
+from potato.config.schema import (
+    FREE_RESPONSE_INSTRUCTION,
+    NUMERIC_TYPES,
+    LabelOption,
+    Scheme,
+    SchemeType,
+    free_response_name,
+)
 from potato.config.upstream import SCHEME_KEYS, SCHEME_TYPES, unsupported_message
 
 SCHEME_TYPE_NAMES = tuple(t.value for t in SchemeType)
@@ -75,6 +82,7 @@ _SCHEME_KEYS: Mapping[str, Check] = {
     "starting_value": number(-float(2**31), open_low=False),
     "step": number(0, open_low=True),
     "display_logic": anything,
+    "has_free_response": anything,
 }
 
 _EXAMPLE = "{annotation_type: radio, name: sentiment, labels: [positive, negative]}"
@@ -115,9 +123,27 @@ def check_schemes(raw: object, findings: Findings) -> tuple[Scheme, ...] | None:
             if logic is None:
                 keys = None
             values["display_logic_checked"] = logic
+    for index, values in enumerate(built):
+        if values.get("free_response") and free_response_name(values["name"]) in names:
+            findings.error(f"annotation_schemes[{index}].has_free_response",
+                           f"its box is stored as {show(free_response_name(values['name']))}, which is already "
+                           "the name of another scheme; rename that scheme")
+            keys = None
     if keys is None:
         return None
-    return tuple(_scheme(values, index, keys) for index, values in enumerate(built))
+    schemes: list[Scheme] = []
+    for index, values in enumerate(built):
+        schemes.append(_scheme(values, index, keys))
+        if values.get("free_response"):
+            schemes.append(_free_response_box(schemes[-1], values["free_response"]))
+    return tuple(schemes)
+
+
+def _free_response_box(parent: Scheme, instruction: str) -> Scheme:
+    """The text scheme behind a radio or multiselect scheme's free-text box: asked with it (the same
+    display_logic), never required, and shown on the page inside it."""
+    return Scheme(annotation_type=SchemeType.TEXT, name=free_response_name(parent.name), description=instruction,
+                  multiline=False, display_logic=parent.display_logic, free_response_of=parent.name)
 
 
 def scheme_types(raw: object) -> dict[str, str | None]:
@@ -178,6 +204,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "min_value": ("slider", "number"), "max_value": ("slider", "number"), "min": ("number",), "max": ("number",),
     "starting_value": ("slider",), "step": ("slider", "number"),
     "horizontal": ("radio", "multiselect", "likert"), "sequential_key_binding": ("radio", "multiselect", "likert"),
+    "has_free_response": ("radio", "multiselect"),
 }
 
 
@@ -192,6 +219,11 @@ def _type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any])
             values["required"] = _label_requirement(values.pop("label_requirement"))
         except Invalid as bad:
             problems += [(".label_requirement" + sub, detail) for sub, detail in bad.problems]
+    if "has_free_response" in values and kind in ("radio", "multiselect"):
+        try:
+            values["free_response"] = _free_response(values.pop("has_free_response"))
+        except Invalid as bad:
+            problems += [(".has_free_response" + sub, detail) for sub, detail in bad.problems]
     if "layout" in values:
         layout = values.pop("layout")
         if not isinstance(layout, dict):
@@ -215,6 +247,17 @@ def _type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any])
     if kind in ("slider", "number"):
         problems += _bounds(kind, values)
     return problems
+
+
+def _free_response(value: object) -> str:
+    """Upstream's ``has_free_response: true`` or ``{instruction: ...}``: the box's prompt, "" for none."""
+    if isinstance(value, bool):
+        return FREE_RESPONSE_INSTRUCTION if value else ""
+    raw = mapping(value, "true, or {instruction: \"Other (please specify)\"}")
+    values, problems = check_keys(raw, {"instruction": text()}, "has_free_response")
+    if problems:
+        raise Invalid(problems=problems)
+    return str(values.get("instruction", FREE_RESPONSE_INSTRUCTION))
 
 
 def _label_requirement(value: object) -> bool:

@@ -31,6 +31,16 @@ CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT
 """One label of a fixed list: what trainers learn as classes, whatever the page draws."""
 NUMERIC_TYPES = frozenset({SchemeType.SLIDER, SchemeType.NUMBER})
 
+FREE_RESPONSE = "free_response"
+"""Upstream's label name for the free-text box that ``has_free_response`` adds to a scheme."""
+FREE_RESPONSE_INSTRUCTION = "Other (please specify)"
+
+
+def free_response_name(scheme: str) -> str:
+    """The stored name of ``scheme``'s free-text box: an answer of its own, so the scheme's labels
+    stay one class (or one set) for the trainers."""
+    return f"{scheme}:{FREE_RESPONSE}"
+
 
 @dataclass(frozen=True)
 class LabelOption:
@@ -75,6 +85,8 @@ class Scheme:
     starting_value: float | None = None
     display_logic: DisplayLogic | None = None
     """Shown only for some answers to other schemes; None: always shown."""
+    free_response_of: str = ""
+    """The radio or multiselect scheme whose "Other (please specify)" box this text scheme is."""
 
     def shown_for(self, answers: Mapping[str, object]) -> bool:
         return self.display_logic is None or self.display_logic.shows(answers)

@@ -166,7 +166,6 @@ TOP_LEVEL: Mapping[str, Feature] = {
 """Top-level keys of upstream Potato this server does not honour."""
 
 SCHEME_KEYS: Mapping[str, Feature] = {
-    "has_free_response": _e("a free-text \"other\" answer next to the labels"),
     "turn_level": _e("one answer per turn of a dialogue"),
     "turn_binding": _e("one answer per turn of a dialogue"),
     "session_level": _e("one answer per session instead of per item"),

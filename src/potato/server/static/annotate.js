@@ -254,6 +254,8 @@
     var btn = fs.querySelector(".s-accept");
     if (btn) btn.addEventListener("click", acceptSuggestions);
   });
+  // Enter in a one-line box would submit the answers form (a page reload that drops them): it stays text.
+  $("answers").addEventListener("submit", function (ev) { ev.preventDefault(); });
   $("save-next").addEventListener("click", function () { saveAndGo("next"); });
   $("prev").addEventListener("click", function () { saveAndGo("prev"); });
   $("next-unlabelled").addEventListener("click", function () { saveAndGo("next_unlabelled"); });

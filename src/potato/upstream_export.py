@@ -90,8 +90,8 @@ def render(fmt: str, rows: list[dict[str, Any]]) -> str:
                 out[column] = value
         flat.append(out)
     buffer = io.StringIO(newline="")
-    writer = csv.DictWriter(buffer, fieldnames=columns, delimiter="\t" if fmt == "tsv" else ",",
-                            lineterminator="\n")
+    # Lines end in \r\n, as upstream's exporter (the csv module's default) writes them.
+    writer = csv.DictWriter(buffer, fieldnames=columns, delimiter="\t" if fmt == "tsv" else ",")
     writer.writeheader()
     writer.writerows(flat)
     return buffer.getvalue()

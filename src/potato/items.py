@@ -134,6 +134,20 @@ it; this server shows text as text (no markup runs in annotators' browsers), so 
 show its tags instead of its media."""
 
 
+def shown_text(value: Any) -> str:
+    """An item's text as annotators read it and trainers learn it, for each shape upstream Potato
+    shows: a list (dialogue turns, a pair to compare) as lettered lines "A. ...", "B. ..." as its
+    default ``list_as_text`` does; an object as indented JSON; a number as itself (pure)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(f"{chr(ord('A') + i)}. {v if isinstance(v, str) else shown_text(v)}"
+                         for i, v in enumerate(value))
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    return str(value)
+
+
 def load_items(files: Sequence[Path], id_key: str = "id", text_key: str = "text") -> ItemSet:
     """Read every data file; raise DataError naming the file and line of the first bad record."""
     items: list[Item] = []
@@ -152,21 +166,21 @@ def load_items(files: Sequence[Path], id_key: str = "id", text_key: str = "text"
             if isinstance(raw_id, (dict, list, bool)):
                 raise DataError(f"{where}: id '{id_key}' must be a string or number, not {raw_id!r}.")
             item_id = str(raw_id)
-            text = record.get(text_key)
-            for what, value in (("id", item_id), ("text", text)):
-                if isinstance(value, str) and not is_unicode_text(value):
-                    raise DataError(f"{where}: the {what} holds a lone surrogate (e.g. \\ud800), which is not "
-                                    "Unicode text. Fix the escape in the file.")
             if item_id in seen:
                 raise DataError(
                     f"{where}: duplicate id '{item_id}' (first at {seen[item_id]}). Ids must be unique."
                 )
-            if text is None:
+            if record.get(text_key) is None:
                 raise DataError(
                     f"{where}: missing text key '{text_key}'. Add it, or set item_properties.text_key "
                     "to the key that holds the text."
                 )
-            media = MEDIA_TAG.search(text) if isinstance(text, str) else None
+            text = shown_text(record[text_key])
+            for what, value in (("id", item_id), ("text", text)):
+                if not is_unicode_text(value):
+                    raise DataError(f"{where}: the {what} holds a lone surrogate (e.g. \\ud800), which is not "
+                                    "Unicode text. Fix the escape in the file.")
+            media = MEDIA_TAG.search(text)
             if media:
                 raise DataError(
                     f"{where}: the text holds an HTML <{media.group(1).lower()}> tag. Upstream Potato shows item "
@@ -174,7 +188,7 @@ def load_items(files: Sequence[Path], id_key: str = "id", text_key: str = "text"
                     "would see the tag, not the media. Put the text itself in the file, or run this project on "
                     "upstream Potato.")
             seen[item_id] = where
-            items.append(Item(id=item_id, text=str(text), data=record))
+            items.append(Item(id=item_id, text=text, data=record))
     if not items:
         raise DataError(f"No items in {', '.join(map(str, files))}. Add items to the data files.")
     return ItemSet(items)

@@ -79,7 +79,9 @@ def test_an_upstream_example_config_is_valid_and_keeps_its_label_mappings() -> N
         LabelOption("neutral", tooltip="Neither", key="1"),
     )
     assert report.config.port == 9001
-    assert "server_name: unknown key, ignored (did you mean 'server'?)" in messages(report.warnings)
+    # Upstream's docs call server_name the browser title's name (its code never reads it): named, not a typo.
+    assert [w.path for w in report.warnings] == ["server_name"]
+    assert "a display name for the browser title" in report.warnings[0].message
 
 
 def test_likert_select_slider_and_number_schemes_build() -> None:
@@ -604,6 +606,28 @@ def test_data_files_in_upstreams_dict_form() -> None:
     assert messages(report_of(upstream(data_files=["data/a.json", {"path": "data/b.csv", "encoding": "latin-1"}])).errors) == [
         "data_files[1]: is read as latin-1, and this server reads items as UTF-8; convert the file (e.g. iconv -f "
         "latin-1 -t utf-8) and list its path"]
+
+
+def test_item_texts_in_upstreams_other_shapes_are_shown_as_upstream_shows_them(tmp_path: Path) -> None:
+    from potato.items import load_items
+
+    data = tmp_path / "items.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in [
+        {"id": "d1", "text": ["A: Hi, can I return this?", "B: Within 30 days, yes."]},  # a dialogue
+        {"id": "d2", "text": {"question": "Is it safe?", "answer": "Yes"}},
+        {"id": 3, "text": 42},
+        {"id": "d4", "text": ["fine", ["<img src=x>"]]},
+    ]) + "\n", encoding="utf-8")
+    with pytest.raises(Exception, match=r"items.jsonl:4: the text holds an HTML <img> tag"):
+        load_items([data])
+    data.write_text("\n".join(data.read_text().splitlines()[:3]) + "\n", encoding="utf-8")
+    items = load_items([data])
+    assert [i.text for i in items] == ["A. A: Hi, can I return this?\nB. B: Within 30 days, yes.",
+                                       '{\n  "question": "Is it safe?",\n  "answer": "Yes"\n}', "42"]
+    assert messages(report_of(upstream(list_as_text={"text_list_prefix_type": "number"})).warnings)[1:] == [
+        "list_as_text: 'list_as_text' is a Potato feature this server does not support: other layouts of an item "
+        "text that is a list (this server shows its entries as lines A., B., C., upstream's default); remove it or "
+        "run that project on upstream Potato"]
 
 
 def test_queues_survive_a_data_file_that_lost_items(make_project: Callable[..., Path]) -> None:

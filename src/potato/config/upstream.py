@@ -39,6 +39,7 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "crowdsourcing": _e("crowdsourcing-panel integration (worker ids, completion redirects)"),
     "sessions": _e("named annotation sessions that group annotators"),
     "rooms": _e("live rooms where annotators work together"),
+    "server_name": _w("a display name for the browser title (these pages are titled with annotation_task_name)"),
     "persist_sessions": _w("keeping upstream's in-memory sessions across restarts (sessions here always persist)"),
     # what annotators are shown or asked
     "phases": _e("a multi-page study flow (consent, instructions, training, annotation, post-study)"),
@@ -100,7 +101,8 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "spectrogram": _e("audio spectrograms"),
     "default_video_fps": _e("video annotation settings"),
     "format_handling": _e("rendering PDFs, spreadsheets or markup in items"),
-    "list_as_text": _e("showing list-valued fields as text"),
+    "list_as_text": _w("other layouts of an item text that is a list (this server shows its entries as "
+                       "lines A., B., C., upstream's default)"),
     "highlight_linebreaks": _w("marking line breaks in the item text"),
     "keyword_highlights_file": _e("highlighting keywords in the item text"),
     "keyword_highlight_settings": _e("highlighting keywords in the item text"),

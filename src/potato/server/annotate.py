@@ -13,6 +13,7 @@ from flask import Blueprint, Flask, current_app, jsonify, redirect, render_templ
 
 from potato.accounts import AccountError, Accounts
 from potato.config.schema import Config
+from potato.items import shown_text
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.project import Project, current_project
@@ -99,10 +100,8 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
 
 
 def field_text(value: Any) -> str:
-    """An item field as the page shows it: text as it is, numbers and lists as JSON, missing as empty."""
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    """An item field as the page shows it: as the item's own text is shown, missing as empty."""
+    return "" if value is None else shown_text(value)
 
 
 def _start_position(project: Project, user: str) -> int:

@@ -116,7 +116,7 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
     elif suffix in (".csv", ".tsv"):
         yield from csv_rows(path, text, "\t" if suffix == ".tsv" else ",")
     else:
-        raise DataError(f"{path}: unsupported data file type '{suffix}'. Use .json, .jsonl or .csv.")
+        raise DataError(f"{path}: unsupported data file type '{suffix}'. Use .json, .jsonl, .csv or .tsv.")
 
 
 def is_unicode_text(value: str) -> bool:

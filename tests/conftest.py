@@ -70,6 +70,7 @@ def make_project(tmp_path: Path) -> Callable[..., Path]:
         raw.update(overrides)
         path = root / "config.yaml"
         path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+        path.chmod(0o600)  # it holds the admin key: as docs/security.md asks, the server user's alone
         return path
 
     return _make

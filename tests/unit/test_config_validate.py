@@ -1208,3 +1208,17 @@ def test_max_length_belongs_to_text_schemes() -> None:
     raw["annotation_schemes"].pop()
     report = validate(raw, CONFIG)
     assert report.config is not None and report.config.annotation_schemes[0].max_length == 200
+
+
+def test_a_config_others_can_read_warns_when_it_holds_the_admin_key(make_project: Any) -> None:
+    # Issue 11: the config holds admin_api_key; an 0644 file gives it to every account on the machine.
+    path = make_project()
+    assert not [w for w in load_report(path).warnings if "can read it" in w.message]  # 0600: quiet
+    path.chmod(0o644)
+    assert [w.message for w in load_report(path).warnings if "can read it" in w.message] == [
+        f"admin_api_key: config.yaml holds the admin key, and other accounts on this machine can read it (mode "
+        f"0644); make the file yours alone: chmod 600 {path}"]
+    raw = yaml.safe_load(path.read_text())
+    del raw["admin_api_key"]
+    path.write_text(yaml.safe_dump(raw))
+    assert not [w for w in load_report(path).warnings if "can read it" in w.message]  # no key, nothing to hide

@@ -8,6 +8,7 @@ Callers that print warnings at start (R6) take them from :func:`load_report`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Union
 
@@ -53,7 +54,11 @@ def load_report(path: PathLike) -> Report:
         # PyYAML lets these escape: an integer over Python's 4300-digit limit, nesting too deep to parse.
         what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         return _failed(source, f"{source}: cannot be read as YAML: {what}; simplify the file")
-    return validate(raw, Path(path))
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except OSError:
+        mode = None
+    return validate(raw, Path(path), mode)
 
 
 def _yaml_message(source: str, exc: yaml.MarkedYAMLError) -> str:

@@ -75,8 +75,9 @@ _REQUIRED = {
 _DEVICE_HELP = "valid devices: auto, cpu, mps, cuda, cuda:N (e.g. cuda:1)"
 
 
-def validate(raw: object, config_path: Path) -> Report:
-    """Check ``raw`` (what ``yaml.safe_load`` returned) and build the typed config if it is valid."""
+def validate(raw: object, config_path: Path, file_mode: int | None = None) -> Report:
+    """Check ``raw`` (what ``yaml.safe_load`` returned) and build the typed config if it is valid;
+    ``file_mode`` is the config file's ``st_mode`` where it was read from a file."""
     path = Path(config_path)
     findings = Findings()
     if not isinstance(raw, dict):
@@ -87,7 +88,7 @@ def validate(raw: object, config_path: Path) -> Report:
             f"data_files: [...], annotation_schemes: [...]); {what}",
         )
         return Report(None, findings.errors, findings.warnings, [], source=str(config_path))
-    config, backend_names = _check_config(raw, path, findings)
+    config, backend_names = _check_config(raw, path, findings, file_mode)
     entries = _acknowledge_entries(raw.get("validation"), findings)
     remaining, acknowledged = apply_acknowledge(entries, findings.warnings, backend_names)
     return Report(
@@ -99,7 +100,8 @@ def validate(raw: object, config_path: Path) -> Report:
     )
 
 
-def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings) -> tuple[Config | None, list[str]]:
+def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
+                  file_mode: int | None = None) -> tuple[Config | None, list[str]]:
     """All top-level checks; the config (None if anything failed) and the declared backend names."""
     _warn_unknown_top_level(raw, findings)
     simple = {k: v for k, v in raw.items() if k in _TOP_TABLE}
@@ -116,6 +118,10 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings) -> 
         )
     elif isinstance(values.get("admin_api_key"), str):
         _warn_weak_key(values["admin_api_key"], findings)
+        if file_mode is not None and file_mode & 0o044:
+            findings.warn("admin_api_key", f"{path.name} holds the admin key, and other accounts on this machine can "
+                                           f"read it (mode {file_mode & 0o777:04o}); make the file yours alone: "
+                                           f"chmod 600 {path}")
     page = page_keys.check(raw, findings)
     schemes = check_schemes(raw.get("annotation_schemes"), findings)
     scheme_types = training_types(raw.get("annotation_schemes"))

@@ -609,6 +609,7 @@ def test_data_files_in_upstreams_dict_form() -> None:
 
 
 def test_item_texts_in_upstreams_other_shapes_are_shown_as_upstream_shows_them(tmp_path: Path) -> None:
+    from potato.errors import DataError
     from potato.items import load_items
 
     data = tmp_path / "items.jsonl"
@@ -618,7 +619,7 @@ def test_item_texts_in_upstreams_other_shapes_are_shown_as_upstream_shows_them(t
         {"id": 3, "text": 42},
         {"id": "d4", "text": ["fine", ["<img src=x>"]]},
     ]) + "\n", encoding="utf-8")
-    with pytest.raises(Exception, match=r"items.jsonl:4: the text holds an HTML <img> tag"):
+    with pytest.raises(DataError, match=r"items.jsonl:4: the text holds an HTML <img> tag"):
         load_items([data])
     data.write_text("\n".join(data.read_text().splitlines()[:3]) + "\n", encoding="utf-8")
     items = load_items([data])

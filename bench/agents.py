@@ -39,6 +39,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import quick  # bench/quick.py: --quick, the sizes CI runs
+
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -573,7 +575,7 @@ def main() -> None:
                    help="CPU window of the 404 baseline at the agents' request rate (default 15)")
     g = parser.add_argument_group("4: warm agent vs local")
     g.add_argument("--warm-rounds", type=int, default=10, help="runs on each backend; medians (default 10)")
-    args = parser.parse_args()
+    args = quick.parse(parser, {"items": 2000, "rounds": 2, "agents": 10, "agent_seconds": 2.0, "agent_warmup": 1.0, "idle_seconds": 2.0, "annotators": 2, "annotate_seconds": 2.0, "latency_rounds": 1, "floor_seconds": 2.0, "warm_rounds": 2})
     sections = {int(s) for s in args.sections.split(",") if s.strip()}
     extra = [f"--{k}={v}" for k, v in (("workers", args.workers), ("threads", args.threads)) if v is not None]
     print(f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}; server: potato start "

@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
+import quick  # bench/quick.py: --quick, the sizes CI runs
+
 import yaml
 
 if TYPE_CHECKING:
@@ -702,7 +704,7 @@ def parse_args() -> argparse.Namespace:
                              f"created (python3 -m venv, pip install) when it lacks it "
                              f"(default bench/.potato-{REF_VERSION})")
     parser.add_argument("--no-ref", action="store_true", help=f"skip the {REF_VERSION} peer")
-    return parser.parse_args()
+    return quick.parse(parser, {"seconds": 2.0, "annotators": "1,5", "items": 500, "no_ref": True})
 
 
 def ref_venv_or_none(args: argparse.Namespace) -> Path | None:

@@ -31,9 +31,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import quick  # bench/quick.py: --quick, the sizes CI runs
+
 import yaml
 
-from potato.server.training.local import worker_env
+from potato.training.supervise import worker_env
 from potato.server.training.dispatcher import IDLE_POLL_S
 
 KEY = "bench-admin-key-0123456789"
@@ -135,7 +137,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="runs per measurement; medians (default 5)")
     parser.add_argument("--items", type=int, default=40, help="items in the project and bundle (default 40)")
-    args = parser.parse_args()
+    args = quick.parse(parser, {"rounds": 2})
     with tempfile.TemporaryDirectory(prefix="potato-bench-ov-") as tmp_name:
         tmp = Path(tmp_name)
         server, url = start_server(make_project(tmp / "project", args.items), tmp / "server.log")

@@ -26,6 +26,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import quick  # bench/quick.py: --quick, the sizes CI runs
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import annotators as ann  # noqa: E402  (bench/annotators.py: project and server start)
 
@@ -115,7 +117,7 @@ def main() -> None:
     parser.add_argument("--probes", type=int, default=10, help="probes per phase (default 10)")
     parser.add_argument("--timeout", type=float, default=8.0, help="a probe slower than this failed (default 8 s)")
     parser.add_argument("--stock", action="store_true", help="also measure the stock gthread worker")
-    args = parser.parse_args()
+    args = quick.parse(parser, {"slow": 20, "drip": 0.5, "probes": 3})
     print(f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}; probe = GET /healthz + POST /login")
     measure(args, stock=False)
     if args.stock:

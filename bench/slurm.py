@@ -35,6 +35,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import quick  # bench/quick.py: --quick, the sizes CI runs
+
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -197,7 +199,7 @@ def main() -> None:
     parser.add_argument("--poll", type=float, default=2.0, help="the backend's poll_interval_s (default 2)")
     parser.add_argument("--sleep", type=float, default=8.0, help="seconds each noop run trains (default 8)")
     parser.add_argument("--remote-dir", default="~/potato-bench-slurm")
-    args = parser.parse_args()
+    args = quick.parse(parser, {"rounds": 1, "sleep": 1.0, "poll": 1.0})
     if not args.remote_dir.startswith("~/") or any(c in args.remote_dir for c in " '\"$`\\;&|"):
         raise SystemExit("--remote-dir must be a plain path under ~/")
     start_cluster()

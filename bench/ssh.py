@@ -40,6 +40,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import quick  # bench/quick.py: --quick, the sizes CI runs
+
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -384,7 +386,7 @@ def main() -> None:
                         help="1-2: log and print every ssh command the server runs (a wrapper on its PATH)")
     parser.add_argument("--workers", type=int, default=None, help="gunicorn workers (default: potato's)")
     parser.add_argument("--threads", type=int, default=None, help="threads per worker (default: potato's)")
-    args = parser.parse_args()
+    args = quick.parse(parser, {"rounds": 2, "cold_rounds": 1, "artifact_mb": 5, "copy_rounds": 1})
     sections = {int(s) for s in args.sections.split(",") if s.strip()}
     extra = [f"--{k}={v}" for k, v in (("workers", args.workers), ("threads", args.threads)) if v is not None]
     if not args.remote_dir.startswith("~/") or any(c in args.remote_dir for c in " '\"$`\\;&|"):

@@ -28,10 +28,12 @@ import time
 import warnings
 from pathlib import Path
 
+import quick  # bench/quick.py: --quick, the sizes CI runs
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.unit.training.tinybert
 os.environ.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error")
 
-from potato.server.training.local import worker_env  # noqa: E402
+from potato.training.supervise import worker_env  # noqa: E402
 from tests.unit.training.jobdirs import SENTIMENT, job_json, write_bundle  # noqa: E402
 from tests.unit.training.tinybert import build_tiny_bert, synthetic_reviews  # noqa: E402
 
@@ -184,7 +186,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=2, help="alternating ours/bare rounds per part (default 2)")
     p.add_argument("--texts", type=int, default=100_000, help="sklearn texts (default 100000)")
     p.add_argument("--skip", choices=("hf", "sklearn"), help="leave one part out")
-    a = p.parse_args()
+    a = quick.parse(p, {"samples": 32, "rounds": 1, "texts": 2000})
     print(f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f} at start")
     with tempfile.TemporaryDirectory(prefix="potato-bench-tr-") as tmp:
         if a.skip != "hf":

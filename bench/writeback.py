@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import quick  # bench/quick.py: --quick, the sizes CI runs
+
 import yaml
 
 from potato.config import load_config
@@ -103,7 +105,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--items", type=int, default=100_000, help="items and predictions (default 100000)")
     parser.add_argument("--repeats", type=int, default=3, help="alternating rounds; best of each (default 3)")
-    args = parser.parse_args()
+    args = quick.parse(parser, {"items": 2000, "repeats": 1})
     with tempfile.TemporaryDirectory(prefix="potato-bench-wb-") as tmp:
         root = Path(tmp)
         began = time.perf_counter()

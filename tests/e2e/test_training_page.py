@@ -130,7 +130,7 @@ def test_the_form_shows_labels_warns_about_few_asks_for_params_and_counts_sugges
         assert summary.startswith("Labelled items: sentiment: ") and "positive" in summary
         assert page.is_visible("#label-warning") and "Few labels" in page.inner_text("#label-warning")
         page.select_option("#trainer", "hf-text-classification")
-        assert page.is_visible("input[data-param=base_model]")  # required: shown, not folded away
+        assert page.is_visible("input[data-param=base_model]")  # shown, not folded away
         page.select_option("#trainer", "noop")
         page.click("#params-optional summary")
         page.fill("input[data-param=sleep_s]", "0.5")

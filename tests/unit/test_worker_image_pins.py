@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import urllib.request
@@ -23,7 +24,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-CONSTRAINTS = Path(__file__).resolve().parents[2] / "images" / "worker-cuda" / "constraints.txt"
+ROOT = Path(__file__).resolve().parents[2]
+CONSTRAINTS = ROOT / "images" / "worker-cuda" / "constraints.txt"
 LINUX = {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64", "python_version": "3.11"}
 
 
@@ -118,3 +120,13 @@ def test_every_package_the_image_installs_is_pinned_exactly() -> None:
         spec = str(req.specifier)
         assert spec.startswith("==") and "," not in spec, f"{name} is not pinned to one version: {req}"
     assert {"torch", "transformers", "peft", "accelerate", "scikit-learn", "nvidia-cuda-nvrtc"} <= set(pins())
+
+
+def test_the_agent_image_trains_the_scikit_learn_the_worker_image_pins() -> None:
+    """The slim agent image carries the default trainer's package, at the worker image's pin, so a
+    run gets the same scikit-learn in either image (issue 19)."""
+    dockerfile = (ROOT / "images" / "agent" / "Dockerfile").read_text()
+    arg = re.search(r"^ARG SKLEARN_VERSION=(\S+)$", dockerfile, re.M)
+    assert arg, "images/agent/Dockerfile has no ARG SKLEARN_VERSION"
+    assert f"=={arg.group(1)}" == str(pins()["scikit-learn"].specifier)
+    assert '"scikit-learn==${SKLEARN_VERSION}"' in dockerfile

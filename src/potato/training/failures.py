@@ -28,6 +28,10 @@ class BadJob(WorkerError):
     reason = Reason.BAD_JOB
 
 
+class ModelNotFound(BadJob):
+    """The trainer's base model is neither on the machine nor downloadable from it (no network)."""
+
+
 class NoLabels(WorkerError):
     """A schema has no labelled training item, so there is nothing to learn from."""
 
@@ -52,6 +56,33 @@ def pip_name(module: str) -> str:
     return PIP_NAMES.get(top, top)
 
 
+IMAGE_FILE = "/etc/potato-image"
+"""Written by Potato's container images: the image's name, so a fix never says ``pip install``
+inside a container (what is installed there is gone when the container stops)."""
+
+GPU_MODULES = frozenset({"torch", "transformers", "peft", "accelerate", "tokenizers", "safetensors"})
+"""What the GPU trainers import: the potato-worker-cuda image has them, the slim agent image does not."""
+
+
+def image_name(path: str = IMAGE_FILE) -> str | None:
+    """The Potato image this process runs in (its first line), or None outside one."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.readline().strip() or None
+    except OSError:
+        return None
+
+
+def image_fix(image: str, module: str) -> str:
+    """What to do when a Potato image lacks ``module``: another image, never a pip install in it."""
+    top = module.split(".", 1)[0]
+    if top in GPU_MODULES and image != "potato-worker-cuda":
+        return (f"the image {image} has the CPU trainers only; run the agent on the GPU image instead "
+                "(potato-agent built with --build-arg BASE_IMAGE=potato-worker-cuda, see docs/containers.md)")
+    return (f"the image {image} does not include it; build an image FROM {image} that installs "
+            f"{pip_name(module)} (a package installed in a running container is gone when it stops)")
+
+
 class TrainerImportError(WorkerError):
     """SPEC E4: the interpreter that runs the worker lacks a package the trainer needs."""
 
@@ -59,11 +90,16 @@ class TrainerImportError(WorkerError):
     reason = Reason.IMPORT
 
     def __init__(self, trainer: str, error: ImportError, requires: Sequence[str] = (),
-                 python: str | None = None) -> None:
+                 python: str | None = None, image: str | None = None) -> None:
         self.trainer = trainer
         self.missing: str | None = error.name if isinstance(error, ModuleNotFoundError) else None
         exe = python or sys.executable or "python3"
-        if self.missing:
+        image = image if image is not None else image_name()
+        if self.missing and image:
+            fix = f"no module named '{self.missing.split('.', 1)[0]}'; {image_fix(image, self.missing)}"
+        elif image:
+            fix = f"{error}; {image_fix(image, (requires or ('its packages',))[0])}"
+        elif self.missing:
             fix = (f"no module named '{self.missing.split('.', 1)[0]}'; install it in the interpreter that runs "
                    f"the worker ({exe} -m pip install {pip_name(self.missing)})")
         else:

@@ -105,6 +105,24 @@ def test_a_missing_base_model_fails_clearly(tmp_path: Path) -> None:
                                  "copy the model there or name a Hugging Face Hub model")
 
 
+def test_the_default_base_model_without_network_or_cache_says_both_fixes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tutorial's request names no base_model, so the default is fetched from the Hub; where the
+    worker can neither reach it nor find it cached, the run says so (issue 19)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))
+    job_dir = reviews_job(tmp_path / "job", {})
+    assert run_job(job_dir) == 2
+    result = read_result(job_dir)
+    assert (result["status"], result["reason"]) == ("failed", "bad_job")
+    assert result["message"].startswith(
+        "base_model distilbert-base-uncased is not in this machine's Hugging Face cache and could not be "
+        "downloaded (")
+    assert result["message"].endswith(
+        "); give the worker network access to huggingface.co, or copy the model folder to this machine and "
+        "set params.base_model to its path")
+
+
 def test_schema_folder_names_are_safe_and_unique() -> None:
     from potato.training.trainers.hf_text import folder_name
 

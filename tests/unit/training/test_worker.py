@@ -191,6 +191,23 @@ def test_missing_package_is_e4(tmp_path: Path) -> None:
     )
 
 
+def test_a_package_missing_in_one_of_our_images_names_the_image_that_has_it() -> None:
+    """Inside a container a pip install is gone when it stops: the fix names an image instead (issue 19)."""
+    from potato.training.failures import TrainerImportError, image_name
+
+    missing_torch = ModuleNotFoundError("No module named 'torch'", name="torch")
+    message = str(TrainerImportError("hf-text-classification", missing_torch, image="potato-agent"))
+    assert message == (
+        "Trainer 'hf-text-classification' could not be imported: no module named 'torch'; the image potato-agent "
+        "has the CPU trainers only; run the agent on the GPU image instead (potato-agent built with "
+        "--build-arg BASE_IMAGE=potato-worker-cuda, see docs/containers.md)")
+    missing_other = ModuleNotFoundError("No module named 'sklearn'", name="sklearn")
+    message = str(TrainerImportError("sklearn-text-classification", missing_other, image="potato-worker-cuda"))
+    assert "pip install" not in message
+    assert "build an image FROM potato-worker-cuda that installs scikit-learn" in message
+    assert image_name("/nonexistent/potato-image") is None
+
+
 def test_broken_package_is_e4(tmp_path: Path) -> None:
     """A transformers that fails to import (here: a stand-in on PYTHONPATH that raises ImportError)."""
     fake = tmp_path / "fake"

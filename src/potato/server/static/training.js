@@ -39,7 +39,7 @@
 
   // -- The start form and the Check button ---------------------------------------------------
 
-  // Each trainer's declared parameters as fields: the required ones shown, the rest folded away.
+  // Each trainer's declared parameters as fields: the required and the commonly set ones shown, the rest folded away.
   function showTrainer() {
     var opt = $("trainer").options[$("trainer").selectedIndex];
     setText($("trainer-description"), opt ? opt.dataset.description : "");
@@ -63,7 +63,7 @@
       row.appendChild(title);
       row.appendChild(input);
       row.appendChild(help);
-      (p.required ? required : fields).appendChild(row);
+      (p.required || p.shown ? required : fields).appendChild(row);
     });
     optional.hidden = !fields.childNodes.length;
   }

@@ -137,7 +137,9 @@ def form_params(trainer: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         params.pop("source_predictions", None)
         params = {"source_run": "the id of a succeeded run of this server to recalibrate (default: the newest)",
                   **params}
-    return {name: {"help": text, "required": text.endswith("(required)")} for name, text in params.items()}
+    shown = set(trainer.get("shown") or ())
+    return {name: {"help": text, "required": text.endswith("(required)"), "shown": name in shown}
+            for name, text in params.items()}
 
 
 def label_counts(project: Project) -> dict[str, dict[str, int]]:

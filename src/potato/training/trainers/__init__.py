@@ -44,6 +44,8 @@ class TrainerInfo:
     uses_device: bool
     params: dict[str, str]
     """parameter name -> help text (with its default)."""
+    shown: tuple[str, ...] = ()
+    """Parameters the form shows unfolded: the required ones and those most runs set."""
 
 
 def get_trainer(name: str) -> type[Trainer]:
@@ -66,6 +68,7 @@ def available_trainers() -> list[TrainerInfo]:
             key: f"{p.help} (default: {p.default!r})" if not p.required else f"{p.help} (required)"
             for key, p in cls.params.items()
         }
+        shown = tuple(key for key, p in cls.params.items() if p.required or p.shown)
         out.append(TrainerInfo(name, cls.description, tuple(cls.requires), bool(cls.local_only),
-                               bool(cls.uses_device), params))
+                               bool(cls.uses_device), params, shown))
     return out

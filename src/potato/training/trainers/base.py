@@ -86,6 +86,8 @@ class Param:
     required: bool = False
     choices: tuple[Any, ...] = ()
     minimum: float | None = None
+    shown: bool = False
+    """Shown on the start form beside the required ones, not folded away (a default most runs change)."""
 
     def check(self, trainer: str, name: str, value: Any) -> Any:
         """``value`` if it fits, else :class:`BadJob` naming the parameter and what it accepts."""

@@ -4,7 +4,7 @@ torch, transformers (and peft for LoRA) are imported inside functions, so this m
 library only and Python 3.8 safe, and a missing package is reported as SPEC E4.
 
 ``base_model`` is a local folder (works offline) or a Hugging Face Hub name such as
-``distilbert-base-uncased``; a hub name needs network access from wherever the worker runs (or a
+``distilbert-base-uncased`` (the default); a hub name needs network access from wherever the worker runs (or a
 filled hub cache there, with ``HF_HUB_OFFLINE=1``). This trainer never changes those settings.
 
 One model per schema: ``AutoModelForSequenceClassification`` with a fresh head of the schema's
@@ -30,7 +30,7 @@ import warnings
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
-from potato.training.failures import BadJob
+from potato.training.failures import BadJob, ModelNotFound
 from potato.training.results import Label
 from potato.training.trainers.base import (
     Example,
@@ -47,6 +47,9 @@ from potato.training.trainers.base import (
 
 log = logging.getLogger(__name__)
 
+DEFAULT_BASE_MODEL = "distilbert-base-uncased"
+"""What a run fine-tunes when its request names no ``base_model``: small (66M parameters), English, and
+the model the docs' examples use, so a request without params is accepted as written."""
 DEFAULT_LR_FULL = 5e-5
 DEFAULT_LR_LORA = 2e-3
 
@@ -115,8 +118,8 @@ class HfTextTrainer(Trainer):
     requires = ("torch", "transformers", "peft")
     uses_device = True
     params: ClassVar[Mapping[str, Param]] = {
-        "base_model": Param(None, (str,), "local model folder or Hugging Face Hub name (a hub name needs network)",
-                            required=True),
+        "base_model": Param(DEFAULT_BASE_MODEL, (str,), "local model folder or Hugging Face Hub name (a hub name "
+                            f"needs network or a filled hub cache; default {DEFAULT_BASE_MODEL})", shown=True),
         "lora": Param(False, (bool,), "train a LoRA adapter (peft) instead of every weight"),
         "lora_r": Param(8, (int,), "LoRA rank", minimum=1),
         "epochs": Param(3, (int,), "passes over the training items", minimum=1),
@@ -149,6 +152,21 @@ class HfTextTrainer(Trainer):
                          "Hugging Face Hub model")
         return str(folder)
 
+    @contextlib.contextmanager
+    def _model_available(self) -> Iterator[None]:
+        """A hub name that is neither cached here nor downloadable: say which of the two fixes applies."""
+        try:
+            yield
+        except OSError as exc:
+            base = str(self.ctx.params["base_model"])
+            if base.startswith(("/", ".", "~")):
+                raise
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelNotFound(
+                f"base_model {base} is not in this machine's Hugging Face cache and could not be downloaded "
+                f"({first}); give the worker network access to huggingface.co, or copy the model folder to "
+                "this machine and set params.base_model to its path") from None
+
     @property
     def learning_rate(self) -> float:
         lr = self.ctx.params["learning_rate"]
@@ -159,7 +177,8 @@ class HfTextTrainer(Trainer):
     def _load_tokenizer(self) -> Any:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(self.base_model)
+        with self._model_available():
+            tokenizer = AutoTokenizer.from_pretrained(self.base_model)
         if tokenizer.pad_token is None:  # GPT-style tokenizers have none; padding needs one
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         return tokenizer
@@ -168,14 +187,15 @@ class HfTextTrainer(Trainer):
                     prior: Sequence[float] | None = None) -> Any:
         from transformers import AutoModelForSequenceClassification
 
-        model = AutoModelForSequenceClassification.from_pretrained(
-            self.base_model,
-            num_labels=len(labels),
-            id2label=dict(enumerate(labels)),
-            label2id={label: i for i, label in enumerate(labels)},
-            problem_type="multi_label_classification" if multiselect else "single_label_classification",
-            ignore_mismatched_sizes=True,  # a base model fine-tuned on other labels gets a fresh head
-        )
+        with self._model_available():
+            model = AutoModelForSequenceClassification.from_pretrained(
+                self.base_model,
+                num_labels=len(labels),
+                id2label=dict(enumerate(labels)),
+                label2id={label: i for i, label in enumerate(labels)},
+                problem_type="multi_label_classification" if multiselect else "single_label_classification",
+                ignore_mismatched_sizes=True,  # a base model fine-tuned on other labels gets a fresh head
+            )
         if model.config.pad_token_id is None:
             model.config.pad_token_id = self.tokenizer.pad_token_id
         if prior is not None:

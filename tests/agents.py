@@ -20,11 +20,16 @@ from pathlib import Path
 from tests.servers import free_port
 
 
-def register(config_path: Path, backend: str) -> tuple[str, str]:
+def token_in(register_output: str) -> str:
+    """The token in ``potato training register``'s output: the first non-empty line after the first."""
+    return next(line.strip() for line in register_output.splitlines()[1:] if line.strip())
+
+
+def register(config_path: Path, backend: str, *extra: str) -> tuple[str, str]:
     """``potato training register``: (its whole output, the token)."""
-    out = subprocess.run([sys.executable, "-m", "potato", "training", "register", backend, str(config_path)],
+    out = subprocess.run([sys.executable, "-m", "potato", "training", "register", backend, str(config_path), *extra],
                          capture_output=True, text=True, timeout=60, check=True)
-    return out.stdout, out.stdout.splitlines()[1].strip()
+    return out.stdout, token_in(out.stdout)
 
 
 class AgentProcess:

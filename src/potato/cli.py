@@ -7,14 +7,18 @@ import logging
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import click
 
 from potato import __version__, defaults
-from potato.config import format_report, load_report, report_to_json
-from potato.config.schema import Config
 from potato.errors import ConfigError, PotatoError
+
+if TYPE_CHECKING:  # the config modules load on use: `potato training agent` needs none of them
+    from potato.config.schema import Config
+
+SERVER_PYTHON = (3, 9)
+"""The annotation server needs Flask 3.1, which needs Python 3.9; the agent and worker run on 3.8."""
 
 log = logging.getLogger("potato")
 
@@ -32,6 +36,8 @@ def _setup_logging(verbose: bool = False) -> None:
 
 def _load(config_path: Path) -> Config:
     """Load for a command that acts on the project: errors stop it, warnings are printed (R5, R6)."""
+    from potato.config import load_report
+
     report = load_report(config_path)
     if report.errors or report.config is None:
         raise ConfigError([issue.message for issue in report.errors], str(config_path))
@@ -54,6 +60,8 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def validate(config_path: Path, strict: bool, as_json: bool) -> None:
     """Check CONFIG and report every problem with its key path and fix."""
+    from potato.config import format_report, load_report, report_to_json
+
     report = load_report(config_path)
     if report.config is not None:  # the data files too: what `start` would refuse, validate says first
         from dataclasses import replace
@@ -75,6 +83,17 @@ def validate(config_path: Path, strict: bool, as_json: bool) -> None:
     sys.exit(1 if failed else 0)
 
 
+def server_python_check(version: Sequence[int]) -> None:
+    """Refuse ``potato start`` on a Python the server cannot run on, saying which one it needs."""
+    if tuple(version[:2]) < SERVER_PYTHON:
+        have = ".".join(str(v) for v in version[:3])
+        need = ".".join(str(v) for v in SERVER_PYTHON)
+        raise PotatoError(
+            f"The annotation server needs Python {need} or newer; this is Python {have}. Install Potato under "
+            f"Python {need}+ for `potato start` (python{need} -m pip install 'potato-annotation[server]'). On this "
+            "Python, `potato training agent` and the training worker run as they are.")
+
+
 @cli.command(short_help="Start the annotation server.")
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
 @click.option("-p", "--port", default=None, type=click.IntRange(1, 65535), envvar="POTATO_PORT",
@@ -84,8 +103,13 @@ def validate(config_path: Path, strict: bool, as_json: bool) -> None:
 @click.option("--dev", is_flag=True, help="Use Flask's development server instead of gunicorn.")
 @click.option("--workers", default=3, show_default=True, type=click.IntRange(1, 64), help="gunicorn worker processes.")
 @click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 256), help="Threads per worker.")
-def start(config_path: Path, port: int | None, host: str | None, dev: bool, workers: int, threads: int) -> None:
+@click.option("--public-url", default=None, metavar="URL",
+              help="The address training machines reach this server under, for `potato training register` "
+                   "(default: the config's server.public_url, else this host and port).")
+def start(config_path: Path, port: int | None, host: str | None, dev: bool, workers: int, threads: int,
+          public_url: str | None) -> None:
     """Start the annotation server for CONFIG (refuses to start on config errors)."""
+    server_python_check(tuple(sys.version_info[:3]))
     _setup_logging()
     config = _load(config_path)
     # The flag wins over the config (port, or server: {host, port}, as upstream Potato writes them).
@@ -96,6 +120,11 @@ def start(config_path: Path, port: int | None, host: str | None, dev: bool, work
     problem = port_problem(host, port)
     if problem:
         raise PotatoError(problem)
+    public_url = _public_url_option(public_url) or config.public_url
+    from potato.db import Database
+    from potato.server.training.registration import record_address
+
+    record_address(Database(config.database_path), public_url, host, port)
     from potato.server import create_app
     from potato.server.training.blueprint import start_dispatcher, stop_dispatcher
 
@@ -225,17 +254,35 @@ def training_check(backend: str, config_path: Path, as_json: bool) -> None:
     sys.exit(0 if report.ok else 1)
 
 
+def _public_url_option(value: str | None) -> str | None:
+    """--public-url / --server-url checked as server.public_url is."""
+    if value is None:
+        return None
+    from potato.config._checks import Invalid
+    from potato.config._page import check_public_url
+
+    try:
+        return check_public_url(value)
+    except Invalid as bad:
+        raise click.BadParameter(bad.problems[0][1]) from None
+
+
 @training.command("register", short_help="Issue the token an agent backend needs.")
 @click.argument("backend")
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
-@click.option("--server-url", default=None, help="This server's address as the training machine reaches it "
-              f"(default http://<this host>:{defaults.PORT}).")
-def training_register(backend: str, config_path: Path, server_url: str | None) -> None:
-    """Issue the token an agent for BACKEND needs; registering again replaces the old token."""
-    import socket
-
+@click.option("--server-url", "--public-url", "server_url", default=None, metavar="URL",
+              help="This server's address as the training machine reaches it (default: server.public_url, else "
+                   "the address the server last started on).")
+@click.option("--extra", default="train-sklearn", show_default=True,
+              type=click.Choice(["train-sklearn", "train-text", "none"]),
+              help="The trainer packages the printed pip command installs with Potato (train-text: "
+                   "hf-text-classification's torch, transformers, peft).")
+def training_register(backend: str, config_path: Path, server_url: str | None, extra: str) -> None:
+    """Issue the token an agent for BACKEND needs; registering again replaces the old token. Prints the
+    commands for the training machine: install this server's own Potato, then start the agent."""
     from potato.config.schema import AgentBackend
     from potato.db import Database
+    from potato.server.training.registration import recorded_address, register_text, server_address, this_host
     from potato.server.training.tokens import BackendTokens
 
     config = _load(config_path)
@@ -244,13 +291,11 @@ def training_register(backend: str, config_path: Path, server_url: str | None) -
     if not isinstance(backends.get(backend), AgentBackend):
         raise PotatoError(f"Backend {backend!r} is not an agent backend in {config_path}. Agent backends: "
                           f"{', '.join(agents) or 'none (add one with type: agent under model_training.backends)'}.")
-    token = BackendTokens(Database(config.database_path)).issue(backend)
-    url = server_url or f"http://{socket.getfqdn()}:{defaults.PORT}"
-    click.echo(f"Token for backend '{backend}' (shown once; registering again replaces it):")
-    click.echo(token)
-    click.echo("On the training machine:")
-    click.echo(f"  export POTATO_TRAINING_TOKEN={token}")
-    click.echo(f"  potato training agent --server {url} --backend {backend}")
+    db = Database(config.database_path)
+    address = server_address(_public_url_option(server_url), config.public_url, recorded_address(db),
+                             config.host, config.port, this_host())
+    token = BackendTokens(db).issue(backend)
+    click.echo(register_text(backend, token, address, None if extra == "none" else extra))
 
 
 @training.command("agent", short_help="Run jobs for an agent backend on this machine.", context_settings={"ignore_unknown_options": True, "allow_extra_args": True,

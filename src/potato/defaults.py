@@ -58,3 +58,5 @@ SESSION_LIFETIME_DAYS = 30
 """How long an annotator stays signed in (upstream Potato's ``session_lifetime_days``)."""
 AUTO_EXPORT_INTERVAL_S = 60
 """How often the upstream-layout export files are rewritten when labels changed (upstream's default)."""
+AGENT_MIN_VERSION = "2.14.0"
+"""Oldest agent version this server's protocol serves; an older one is told the command that updates it."""

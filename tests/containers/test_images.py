@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 import pytest
 import requests
 
-from tests.agents import register
+from tests.agents import register, token_in
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_agent import wait_until
 from tests.integration.test_training_local import TERMINAL, start, wait
@@ -264,7 +264,7 @@ def test_the_compose_file_runs_the_server_and_then_an_agent_that_trains(tmp_path
         assert requests.post(f"{url}/admin/api/labels", headers=headers,
                              json={"user": "gold", "labels": labels}).status_code == 200
         registered = run("exec", "-T", "server", "potato", "training", "register", "lab", "/project/config.yaml")
-        token = registered.stdout.splitlines()[1].strip()
+        token = token_in(registered.stdout)
         run("--profile", "agent", "up", "-d", "agent", POTATO_TRAINING_TOKEN=token)
         made = requests.post(f"{url}/admin/training/api/runs", headers=headers,
                              json={"trainer": "noop", "schemas": ["sentiment"], "backend": "lab"})

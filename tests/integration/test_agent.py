@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from potato.training.protocol import Client, Forbidden, TooLarge
-from tests.agents import AgentProcess, Proxy, register
+from tests.agents import AgentProcess, Proxy, register, token_in
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_training_local import TERMINAL, label_all, start, wait
 from tests.servers import ServerProcess
@@ -107,14 +107,35 @@ def wait_until(check: Callable[[], bool], timeout: float = 30.0, what: str = "co
 
 
 def test_register_prints_the_token_once_with_the_commands_to_run(make_setup: Callable[..., Setup]) -> None:
+    """The tutorial's layout (R32), with the command that installs this server's own Potato first, and
+    the address the server really serves on: it was started on another port than 8000 (issue 19)."""
     s = make_setup()
-    lines = s.register_output.splitlines()
-    assert lines[0] == "Token for backend 'lab' (shown once; registering again replaces it):"
-    assert lines[1] == s.token and len(s.token) >= 40
-    assert lines[2] == "On the training machine:"
-    assert lines[3].strip() == f"export POTATO_TRAINING_TOKEN={s.token}"
-    assert lines[4].strip().startswith("potato training agent --server http://")
-    assert lines[4].strip().endswith(":8000 --backend lab")
+    assert s.token and len(s.token) >= 40
+    output, token = register(s.config_path, "lab")  # after the server started: its host and port
+    assert token != s.token
+    assert output.splitlines() == [
+        "Token for backend 'lab' (shown once; registering again replaces it):",
+        "",
+        f"  {token}",
+        "",
+        "On the training machine:",
+        "",
+        f'  pip install "potato-annotation[train-sklearn] @ http://127.0.0.1:{s.server.port}/training/agent/v1/'
+        'package/potato_annotation-2.14.0-py3-none-any.whl"',
+        f"  export POTATO_TRAINING_TOKEN={token}",
+        f"  potato training agent --server http://127.0.0.1:{s.server.port} --backend lab",
+        "",
+        "note: by the server's last start, the server listens on 127.0.0.1 only, which no other machine reaches; "
+        "start it with --host 0.0.0.0, or set server.public_url in the config (or --server-url here) to the "
+        "address the training machine reaches it under",
+    ]
+    public, _ = register(s.config_path, "lab", "--public-url", "https://annotate.example.org/", "--extra", "none")
+    assert public.splitlines()[6:] == [
+        '  pip install "potato-annotation @ https://annotate.example.org/training/agent/v1/package/'
+        'potato_annotation-2.14.0-py3-none-any.whl"',
+        f"  export POTATO_TRAINING_TOKEN={token_in(public)}",
+        "  potato training agent --server https://annotate.example.org --backend lab",
+    ]
 
 
 def test_a_run_on_an_agent_scores_writes_back_and_keeps_its_model_there(make_setup: Callable[..., Setup]) -> None:

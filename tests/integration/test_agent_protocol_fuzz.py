@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 
 from potato.server.training.agent_api import RETRY_AFTER_S
+from tests.agents import token_in
 from tests.conftest import ADMIN_KEY, truth
 from tests.servers import ServerProcess
 
@@ -128,7 +129,7 @@ class Live:
 def register(config_path: Path) -> str:
     out = subprocess.run([sys.executable, "-m", "potato", "training", "register", "lab", str(config_path)],
                          capture_output=True, text=True, check=True, timeout=60)
-    return out.stdout.splitlines()[1].strip()
+    return token_in(out.stdout)
 
 
 @pytest.fixture

@@ -1222,3 +1222,18 @@ def test_a_config_others_can_read_warns_when_it_holds_the_admin_key(make_project
     del raw["admin_api_key"]
     path.write_text(yaml.safe_dump(raw))
     assert not [w for w in load_report(path).warnings if "can read it" in w.message]  # no key, nothing to hide
+
+
+def test_server_public_url_is_the_address_agents_are_told() -> None:
+    """server.public_url: what `potato training register` prints when agents reach the server under
+    another name than it binds (a proxy, a DNS name) (issue 19)."""
+    raw = minimal()
+    raw["server"] = {"public_url": "https://annotate.example.org/potato/"}
+    report = validate(raw, CONFIG)
+    assert report.config is not None and report.config.public_url == "https://annotate.example.org/potato"
+    for bad, says in (("annotate.example.org", "must be an http:// or https:// address"),
+                      ("https://me:pw@annotate.example.org", "without credentials"),
+                      ("https://annotate.example.org:99999", "has a bad port")):
+        raw["server"] = {"public_url": bad}
+        message = only_error(raw)
+        assert message.startswith("server.public_url: ") and says in message, message

@@ -51,6 +51,21 @@ def _url(value: object) -> str | None:
     return url
 
 
+def check_public_url(value: object) -> str:
+    """The address agents and annotators reach this server under (a proxy's, a DNS name)."""
+    url: str = text()(value)
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in range
+    except ValueError:
+        raise Invalid(f"has a bad port: {show(url)}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise Invalid(f"must be an http:// or https:// address such as https://annotate.example.org, got {show(url)}")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise Invalid(f"must be a plain address, without credentials, query or fragment, got {show(url)}")
+    return url.rstrip("/")
+
+
 def _user_name(value: object) -> str:
     if isinstance(value, dict):
         raise Invalid("must be a name; this server keeps passwords itself (annotators choose one when "
@@ -79,7 +94,8 @@ def _users(value: object) -> tuple[str, ...]:
 _USER_CONFIG: Mapping[str, Check] = {"allow_all_users": boolean, "users": _users}
 _LOGIN: Mapping[str, Check] = {"type": choice(("url_direct", "password", "open", "standard"), "login type"),
                                "url_argument": text()}
-_SERVER: Mapping[str, Check] = {"host": text(), "port": integer(1, 65535), "debug": boolean}
+_SERVER: Mapping[str, Check] = {"host": text(), "port": integer(1, 65535), "debug": boolean,
+                                "public_url": check_public_url}
 
 TABLE: Mapping[str, Check] = {
     "require_password": boolean,
@@ -143,7 +159,7 @@ def _assignment(values: dict[str, Any], findings: Findings) -> Assignment | None
 
 
 def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | None:
-    """The values for :class:`Config` (``access``, ``page``, ``host``, ``port``, ``assignment``,
+    """The values for :class:`Config` (``access``, ``page``, ``host``, ``port``, ``public_url``, ``assignment``,
     ``export_formats``, ``auto_export_interval``), or None when any of these keys is wrong."""
     simple = {k: v for k, v in raw.items() if k in TABLE}
     values, problems = check_keys(simple, TABLE, "the config")
@@ -199,6 +215,7 @@ def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | Non
         ),
         "host": values.get("host", server.get("host")),
         "port": values.get("port", server.get("port")),
+        "public_url": server.get("public_url"),
         "assignment": assignment,
         "export_formats": formats,
         "auto_export_interval": values.get("auto_export_interval", defaults.AUTO_EXPORT_INTERVAL_S),

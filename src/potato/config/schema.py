@@ -380,6 +380,9 @@ class Config:
     host: str | None = None
     port: int | None = None
     """Where ``potato start`` listens when its -p/--host flags are not given."""
+    public_url: str | None = None
+    """``server.public_url``: the address training machines reach this server under, for the commands
+    ``potato training register`` prints (a reverse proxy's https address, a DNS name)."""
     assignment: Assignment = field(default_factory=Assignment)
     export_formats: tuple[str, ...] = ()
     """Formats (jsonl, csv, tsv) the server keeps written under output_annotation_dir/exports/, as

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Tuple, Union
 from urllib.parse import quote, urlsplit
 
+import potato
+
 PREFIX = "/training/agent/v1"
 BUNDLE_TRIES = 5
 """Tries to download a bundle, each resuming where the last stopped (R36)."""
@@ -142,7 +144,7 @@ class Client:
     def _send(self, method: str, path: str, body: Body = None, headers: Optional[Mapping[str, str]] = None,
               timeout: Optional[float] = None) -> Tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         conn = self.endpoint.connection(timeout or self.timeout)
-        head = {"Authorization": f"Bearer {self.token}", "User-Agent": "potato-agent"}
+        head = {"Authorization": f"Bearer {self.token}", "User-Agent": f"potato-agent/{potato.__version__}"}
         head.update(headers or {})
         try:
             conn.request(method, self.endpoint.base + PREFIX + path, body=body, headers=head)

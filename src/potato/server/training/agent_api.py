@@ -12,6 +12,7 @@ That keeps annotators' requests served however many idle agents there are (bench
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -24,7 +25,10 @@ from typing import Any, NoReturn, Optional, Tuple
 
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, make_response, request, send_file
 
+import potato
+from potato import defaults
 from potato.config.schema import AgentBackend, SlurmBackend, SshBackend
+from potato.server.training import package
 from potato.server.project import Project, current_project
 from potato.server.training.recorder import RunRecorder, RunLog, prepare_bundle
 from potato.server.training.runs import Run, RunState, RunStore
@@ -115,6 +119,9 @@ def jobs_next() -> Any:
                    f"`{register_command(backend)}` and start the agent with the token it prints.", "token_unknown")
     raw_agent = body.get("agent")
     agent: dict[str, Any] = raw_agent if isinstance(raw_agent, dict) else {}
+    too_old = agent_too_old(agent.get("version"), request.url_root)
+    if too_old:
+        _fail(426, too_old, "agent_too_old")
     agent_id = str(agent.get("id") or "")[:64] or "unnamed"
     host = str(agent.get("host") or request.remote_addr or "unknown")[:255]
     tokens = _tokens()
@@ -141,6 +148,56 @@ def jobs_next() -> Any:
         if holding:
             slots.release()
         tokens.seen(backend, None)
+
+
+def version_tuple(text: str) -> Tuple[int, ...]:
+    """``"2.14.0"`` -> (2, 14, 0); a suffix such as ``rc1`` or ``.dev3`` ends the numbers."""
+    numbers = []
+    for part in text.split("."):
+        digits = "".join(itertools.takewhile(str.isdigit, part))
+        if not digits:
+            break
+        numbers.append(int(digits))
+        if digits != part:
+            break
+    return tuple(numbers)
+
+
+def agent_too_old(version: object, server_url: str) -> Optional[str]:
+    """The answer for an agent whose version the protocol cannot serve, naming the command that
+    updates it; None for a current one and for agents that send no version (other people's)."""
+    if not isinstance(version, str) or not version_tuple(version):
+        return None
+    if version_tuple(version) >= version_tuple(defaults.AGENT_MIN_VERSION):
+        return None
+    return (f"This agent is Potato {version[:40]}; this server runs Potato {potato.__version__} and needs an agent "
+            f"of {defaults.AGENT_MIN_VERSION} or newer. Update it on the training machine with "
+            f"`{package.install_command(server_url, None)}`, then start the agent again.")
+
+
+# -- the package: the exact Potato this server runs, for agents to install ----------------------
+
+@bp.get("/package/")
+def package_index() -> Any:
+    """What to install: the version, the wheel's URL and the pip command (no token needed)."""
+    url = request.url_root
+    return jsonify(version=potato.__version__, wheel=package.wheel_name(), url=package.wheel_url(url),
+                   install=package.install_command(url, None))
+
+
+@bp.get("/package/<name>")
+def package_wheel(name: str) -> Any:
+    if name != package.wheel_name():
+        _fail(404, f"This server hands out {package.wheel_name()} (Potato {potato.__version__}), not {name[:120]}; "
+                   f"GET {package.ROUTE}/ says what to install.", "no_such_package")
+    try:
+        data = package.wheel_bytes()
+    except package.PackageUnavailable as exc:
+        _fail(503, str(exc), "package_unavailable")
+    return Response(data, mimetype="application/zip", headers={
+        "Content-Disposition": f"attachment; filename={name}",
+        "Cache-Control": "no-cache",  # the same name may carry other bytes after an upgrade of the server
+    })
 
 
 def _clean_agent(agent: dict[str, Any]) -> dict[str, Any]:

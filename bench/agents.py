@@ -413,7 +413,9 @@ def cpu_window(pgid: int, seconds: float) -> float:
 
 def http_floor(port: int, pgid: int, rate: float, seconds: float) -> tuple[float, int]:
     """The server's CPU (% of one core) for ``rate`` requests/s of a route that does nothing (404),
-    each on a fresh connection as the agent's client makes them; (cpu %, requests)."""
+    each on a fresh connection as the agent's client makes them; (cpu %, requests). No answers to
+    match (a window shorter than one long poll, as with --quick): one request a second."""
+    rate = rate if rate > 0 else 1.0
     before, began, sent = ann.group_cpu_s(pgid), time.monotonic(), 0
     while time.monotonic() - began < seconds:
         ann.call(ann.Conn("127.0.0.1", port, timeout=30), "GET", "/bench-no-such-page", None, {})
@@ -468,8 +470,9 @@ def section_idle_agents(config: Path, extra: list[str], token: str, args: argpar
           f"connected={agents[0]['connected'] if agents else '?'}")
     per_req = 10 * (busy - idle) / rate if rate else float("nan")  # ms of CPU per answer
     per_404 = 10 * (floor - idle) / rate if rate else float("nan")
+    share = per_req / per_404 if per_404 else float("nan")
     print(f"server CPU with {args.agents} idle agents {busy:.1f} % of one core (idle {idle:.1f} %; per answer "
-          f"{per_req:.1f} ms of CPU, a 404 {per_404:.1f} ms: agents/404 {per_req / per_404:.2f}); target < "
+          f"{per_req:.1f} ms of CPU, a 404 {per_404:.1f} ms: agents/404 {share:.2f}); target < "
           f"{TARGET_CPU:g} %: {verdict(busy < TARGET_CPU)}")
     p99_alone, p99_both = ann.percentile_ms(alone.latencies, 0.99), ann.percentile_ms(both.latencies, 0.99)
     ratio = p99_both / p99_alone if p99_alone else float("nan")

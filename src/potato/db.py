@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
 
+from potato.errors import DatabaseTooNew
+
 # Each entry moves the schema one version up; never edit an entry that has shipped.
 MIGRATIONS: list[str] = [
     """
@@ -191,6 +193,11 @@ def connect(path: Path) -> sqlite3.Connection:
             pass
     # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a commit is exactly where we say.
     conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+    # Before any pragma or migration: a database from a newer release is refused, not modified.
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        conn.close()
+        raise DatabaseTooNew(str(path), version, len(MIGRATIONS))
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")

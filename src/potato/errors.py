@@ -42,3 +42,13 @@ class LabelImportError(PotatoError):
 
 class TrainingError(PotatoError):
     """A training request cannot be served (unknown trainer, schema or backend)."""
+
+
+class DatabaseTooNew(PotatoError):
+    """The project database was written by a newer Potato; this one leaves it untouched."""
+
+    def __init__(self, path: str, version: int, known: int) -> None:
+        super().__init__(
+            f"{path} was written by a newer Potato (database schema {version}; this Potato knows up to {known}), so "
+            "this one does not open it and has not changed it. Upgrade Potato (pip install -U potato-annotation) "
+            "or start the newer version again.")

@@ -1,0 +1,31 @@
+"""Every benchmark under bench/ runs in its quick mode, so none can break unseen (issue 19: bench/trainers.py
+no longer imported, and nothing ran it). Their figures are not asserted: a benchmark is not a timed test;
+what is checked is that each one runs to its end and prints its summary."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+BENCHMARKS = sorted(p.stem for p in BENCH.glob("*.py") if p.stem != "quick")
+
+
+def test_every_benchmark_is_here() -> None:
+    assert set(BENCHMARKS) >= {"agents", "annotators", "run_overhead", "slowloris", "slurm", "ssh", "trainers",
+                               "writeback"}
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_the_benchmark_runs_in_its_quick_mode(name: str) -> None:
+    done = subprocess.run([sys.executable, str(BENCH / f"{name}.py"), "--quick"], cwd=BENCH.parent,
+                          capture_output=True, text=True, timeout=900)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:]
+    assert "Traceback" not in output, output[-4000:]
+    assert done.stdout.strip(), "it printed nothing"

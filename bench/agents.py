@@ -98,10 +98,10 @@ def make_project(root: Path, n_items: int, chars: int) -> Path:
 
 
 def register(config: Path) -> str:
-    """``potato training register lab CONFIG``: the token is the 2nd line it prints."""
+    """``potato training register lab CONFIG``: the token is the first line it prints after its first."""
     out = subprocess.run([sys.executable, "-m", "potato", "training", "register", BACKEND, str(config)],
                          check=True, capture_output=True, text=True).stdout
-    return out.splitlines()[1].strip()
+    return next(line.strip() for line in out.splitlines()[1:] if line.strip())
 
 
 def agent_info(agent_id: str) -> dict[str, Any]:

@@ -40,3 +40,12 @@ def test_the_apptainer_image_uses_the_docker_image_s_recipe() -> None:
     definition = (ROOT / "images/worker-cuda/apptainer.def").read_text()
     assert "sh /src/images/install.sh /src /src/images/constraints.txt" in definition
     assert "install.sh" in (ROOT / "images/worker-cuda/Dockerfile").read_text()
+
+
+@pytest.mark.parametrize("name", DOCKERFILES)
+def test_each_image_is_labelled_with_the_packages_version(name: str) -> None:
+    """One number (issue 19): scripts/containers passes it as VERSION; the default says the same."""
+    import potato
+
+    assert f"ARG VERSION={potato.__version__}" in instructions(ROOT / name)
+    assert '--build-arg "VERSION=$version"' in (ROOT / "scripts" / "containers").read_text()

@@ -169,3 +169,19 @@ def test_import_labels_csv_with_an_unclosed_quote_names_its_line(config_path: Pa
     proc = potato("import-labels", config_path, path, "--user", "gold")
     assert proc.returncode == 1 and f"{path}:3: a quoted field that starts on this line is never closed" in proc.stderr
     assert _stored(config_path) == []
+
+
+def test_the_agent_command_imports_nothing_of_the_server() -> None:
+    """`potato training agent` runs on a Python 3.8 machine without Flask (issue 19): it must not import
+    it, nor the config modules (YAML) the server's commands load."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nsys.argv = ['potato', 'training', 'agent', '--help']\nfrom potato.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('flask', 'werkzeug', 'jinja2', 'yaml', "
+            "'gunicorn') or m.startswith(('potato.server', 'potato.config'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert "--server" in out.stdout

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Iterator
 import pytest
 import requests
 
+import potato
 from potato.training.protocol import Client, Forbidden, TooLarge
 from tests.agents import AgentProcess, Proxy, register, token_in
 from tests.conftest import ADMIN_KEY
@@ -136,6 +137,28 @@ def test_register_prints_the_token_once_with_the_commands_to_run(make_setup: Cal
         f"  export POTATO_TRAINING_TOKEN={token_in(public)}",
         "  potato training agent --server https://annotate.example.org --backend lab",
     ]
+
+
+def test_an_agent_too_old_for_the_protocol_is_told_the_command_that_updates_it(
+        make_setup: Callable[..., Setup]) -> None:
+    """Every poll carries the agent's version (issue 19); one the server cannot serve gets 426 with the
+    pip command of the server's own package, and no job."""
+    from potato.training.protocol import ProtocolError
+
+    s = make_setup()
+    label_all(s.server, 20)
+    run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab")
+    client = Client(s.server.url, s.token)
+    with pytest.raises(ProtocolError) as info:
+        client.next_job("lab", {"id": "old", "version": "2.12.1"}, 0)
+    assert (info.value.status, info.value.code) == (426, "agent_too_old")
+    assert str(info.value).startswith("This agent is Potato 2.12.1; this server runs Potato ")
+    wheel = requests.get(f"{s.server.url}/training/agent/v1/package/", timeout=10).json()
+    assert f'`pip install "potato-annotation @ {wheel["url"]}"`' in str(info.value)
+    assert requests.get(wheel["url"], timeout=30).status_code == 200
+    assert wait(s.server, run["id"], {"queued"}, timeout=5)["state"] == "queued"  # not handed to it
+    job, _ = client.next_job("lab", {"id": "current", "version": potato.__version__}, 0)
+    assert job is not None and job["run_id"] == run["id"]
 
 
 def test_a_run_on_an_agent_scores_writes_back_and_keeps_its_model_there(make_setup: Callable[..., Setup]) -> None:

@@ -29,6 +29,9 @@ def test_the_address_is_the_flag_then_public_url_then_where_the_server_last_star
         "https://b.example/potato"
     assert server_address(None, None, ("https://c.example", "0.0.0.0", 8732), None, None, "vm.lab").url == \
         "https://c.example"
+    # The running server's --public-url wins over the config's (it may have been started with both).
+    assert server_address(None, "https://b.example", ("https://c.example", "0.0.0.0", 8732), None, None,
+                          "vm.lab").url == "https://c.example"
     # Started with -p 8732 --host 0.0.0.0: this machine's name and the port it serves on, not 8000.
     assert server_address(None, None, recorded, "127.0.0.1", 9000, "vm.lab") == Address("http://vm.lab:8732")
     assert server_address(None, None, ("", "10.0.0.5", 8001), None, None, "vm.lab") == Address("http://10.0.0.5:8001")

@@ -30,17 +30,18 @@ class Address:
 
 def server_address(flag: str | None, public_url: str | None, recorded: tuple[str, str, int] | None,
                    config_host: str | None, config_port: int | None, fqdn: str) -> Address:
-    """The URL for the agent command, first of: the ``--server-url`` flag, ``server.public_url``, the
-    public URL or host and port the server last started with, the config's host and port.
+    """The URL for the agent command, first of: the ``--server-url`` flag, the public URL the server
+    last started with (its ``--public-url``, else the config's then), ``server.public_url``, the host
+    and port it last started on, the config's host and port.
 
     A server bound to all addresses is reached under this machine's name (``fqdn``); one bound to
     loopback only cannot be reached from elsewhere, which the note says with the fix."""
     if flag:
         return Address(flag.rstrip("/"))
-    if public_url:
-        return Address(public_url.rstrip("/"))
     if recorded and recorded[0]:
         return Address(recorded[0].rstrip("/"))
+    if public_url:
+        return Address(public_url.rstrip("/"))
     if recorded:
         host, port, source = recorded[1], recorded[2], "the server's last start"
     else:

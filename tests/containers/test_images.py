@@ -134,6 +134,34 @@ def test_the_agent_image_completes_a_run_with_only_the_token_and_the_address(
         srv.stop()
 
 
+def test_a_gpu_trainer_on_the_slim_agent_image_names_the_image_that_has_it(
+        make_project: Callable[..., Path], containers: list[str]) -> None:
+    """The agent image trains the CPU trainers; a run of hf-text-classification there fails saying
+    which image to use, never advising a pip install inside the container (issue 19)."""
+    srv = ServerProcess(make_project(model_training={
+        "enabled": True, "grace_seconds": 2, "backends": {"lab": {"type": "agent"}}})).start()
+    try:
+        from tests.integration.test_training_local import label_all
+
+        label_all(srv, 20)
+        _, token = register(srv.config_path, "lab")
+        name = f"potato-agent-hf-{srv.port}"
+        containers.append(name)
+        env = dict(os.environ, POTATO_TRAINING_TOKEN=token)
+        subprocess.run([DOCKER, "run", "-d", "--name", name, "--network", "host", "-e", "POTATO_TRAINING_TOKEN",
+                        f"potato-agent:{TAG}", "--server", srv.url, "--backend", "lab", "--once"],
+                       env=env, check=True, capture_output=True, timeout=60)
+        run = start(srv, trainer="hf-text-classification", schemas=["sentiment"], backend="lab")
+        done = wait(srv, run["id"], TERMINAL, timeout=90)
+        assert (done["state"], done["reason"]) == ("failed", "import"), done
+        assert done["message"] == (
+            "Trainer 'hf-text-classification' could not be imported: no module named 'torch'; the image potato-agent "
+            "has the CPU trainers only; run the agent on the GPU image instead (potato-agent built with "
+            "--build-arg BASE_IMAGE=potato-worker-cuda, see docs/containers.md)")
+    finally:
+        srv.stop()
+
+
 def test_the_worker_image_trains_a_bundle(tmp_path: Path) -> None:
     job = review_job(tmp_path / "job", "sklearn-text-classification")
     for path in [job, *job.rglob("*")]:

@@ -124,10 +124,11 @@ def test_the_pulled_agent_trains_from_a_namespace_that_reaches_only_the_server(
         label_all(srv, 30)
         _, token = register(config, "lab")
         # As docs/containers.md runs it (the token from the environment), with no network but the test's link.
+        # It keeps running after the job, as there: when its namespace goes, the link goes with it.
         env = dict(os.environ, DOCKER_HOST=PULL_HOST, POTATO_TRAINING_TOKEN=token)
         started = subprocess.run([DOCKER, "run", "-d", "--name", name, "--network", "none", "-e",
                                   "POTATO_TRAINING_TOKEN", images["potato-agent"], "--server", srv.url,
-                                  "--backend", "lab", "--once"], env=env, capture_output=True, text=True, timeout=120)
+                                  "--backend", "lab"], env=env, capture_output=True, text=True, timeout=120)
         assert started.returncode == 0, started.stderr
         pid = pulled("inspect", "-f", "{{.State.Pid}}", name).stdout.strip()
         netns = ["nsenter", "-t", pid, "-n"]

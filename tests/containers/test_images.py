@@ -162,6 +162,38 @@ def test_a_gpu_trainer_on_the_slim_agent_image_names_the_image_that_has_it(
         srv.stop()
 
 
+def test_the_gpu_agent_built_on_the_worker_image_trains_hf_text_classification(
+        make_project: Callable[..., Path], containers: list[str], tmp_path: Path) -> None:
+    """The GPU variant, built as docs/containers.md says (the agent's Dockerfile on the worker image):
+    hf-text-classification trains in it (CI's worker image has the CPU torch; a small BERT made here
+    stands in for a model on the machine, mounted read-only)."""
+    from tests.integration.test_training_local import label_all
+    from tests.unit.training.tinybert import build_tiny_bert
+
+    srv = ServerProcess(make_project(model_training={
+        "enabled": True, "grace_seconds": 2, "backends": {"lab": {"type": "agent"}}})).start()
+    try:
+        label_all(srv, 40)
+        texts = [item["text"] for item in json.loads((srv.config_path.parent / "data" / "reviews.json").read_text())]
+        bert = build_tiny_bert(tmp_path / "bert", texts)
+        for path in [bert, *bert.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        _, token = register(srv.config_path, "lab")
+        name = f"potato-agent-gpu-{srv.port}"
+        containers.append(name)
+        env = dict(os.environ, POTATO_TRAINING_TOKEN=token)
+        subprocess.run([DOCKER, "run", "-d", "--name", name, "--network", "host", "-e", "POTATO_TRAINING_TOKEN",
+                        "-v", f"{bert}:/models/bert:ro", f"potato-agent-gpu:{TAG}", "--server", srv.url,
+                        "--backend", "lab", "--once"], env=env, check=True, capture_output=True, timeout=60)
+        run = start(srv, trainer="hf-text-classification", schemas=["sentiment"], backend="lab",
+                    params={"base_model": "/models/bert", "epochs": 1, "batch_size": 16, "max_length": 32})
+        done = wait(srv, run["id"], TERMINAL, timeout=300)
+        assert done["state"] == "succeeded", (done, docker("logs", name, check=False).stdout)
+        assert "holdout_accuracy" in done["metrics"]
+    finally:
+        srv.stop()
+
+
 def test_the_worker_image_trains_a_bundle(tmp_path: Path) -> None:
     job = review_job(tmp_path / "job", "sklearn-text-classification")
     for path in [job, *job.rglob("*")]:

@@ -132,10 +132,12 @@ def test_the_pulled_agent_trains_from_a_namespace_that_reaches_only_the_server(
         assert started.returncode == 0, started.stderr
         pid = pulled("inspect", "-f", "{{.State.Pid}}", name).stdout.strip()
         netns = ["nsenter", "-t", pid, "-n"]
+        # The filter goes on before the link comes up: a connection already open when conntrack starts
+        # would look new to it, and its answers would be dropped.
         run("ip", "link", "set", there, "netns", pid)
+        subprocess.run([*netns, "nft", "-f", "-"], input=INBOUND_FILTER, text=True, check=True, timeout=30)
         run(*netns, "ip", "addr", "add", f"{address[:-1]}2/30", "dev", there)
         run(*netns, "ip", "link", "set", there, "up")
-        subprocess.run([*netns, "nft", "-f", "-"], input=INBOUND_FILTER, text=True, check=True, timeout=30)
 
         # Only the link's /30 is routed: any other address is unreachable from inside.
         routes = run(*netns, "ip", "route").stdout

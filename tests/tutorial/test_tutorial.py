@@ -10,7 +10,8 @@ cluster, a fresh Python 3.8 venv set up by the printed commands as the machine b
 What is substituted, and why (nothing else is):
 - the hosts: gpu.example.org and login.cluster.example.org are the rig's sshd (127.0.0.1 with its
   port, user and key, which the tutorial says pass as -p, -l and -i);
-- the interpreters and folders that exist there (the tutorial's /opt/conda and /shared do not),
+- the interpreters and folders that exist there (the tutorial's /opt/conda and /shared do not; the
+  ssh backend gets a remote_dir of its own, so its first run copies the code as the tutorial's does),
   and no `gres: gpu:1` or `module load` on a cluster without GPUs or environment modules;
 - the admin key: the example's `change-me` makes `--strict` fail on purpose (anyone would try it);
 - http://localhost:8000: the server runs on a free port.
@@ -89,9 +90,9 @@ def rig_config(raw: dict[str, Any], cluster: Cluster, key: str) -> dict[str, Any
     raw["admin_api_key"] = key
     backends = raw["model_training"]["backends"]
     gpu = backends["gpu-server"]
-    assert (gpu["host"], gpu["python"]) == ("gpu.example.org", "/opt/conda/bin/python3")
+    assert (gpu["host"], gpu["python"], gpu.get("remote_dir")) == ("gpu.example.org", "/opt/conda/bin/python3", None)
     gpu.update(host=login.host, port=login.port, user=login.user, identity_file=login.identity_file,
-               python=login.python)
+               python=login.python, remote_dir="~/potato-tutorial-ssh")
     slurm = backends["cluster"]
     assert (slurm["host"], slurm["job_python"], slurm["gres"], slurm["prelude"]) == (
         "login.cluster.example.org", "/shared/envs/train/bin/python", "gpu:1", ["module load cuda/12.4"])
@@ -119,7 +120,7 @@ def test_the_tutorial_from_the_config_to_a_run_on_every_backend(
     shutil.copytree(ROOT / "examples" / "reviews" / "data", project / "data")
     key = ADMIN_KEY  # a real key in place of the example's change-me
     env = potato_env(tmp_path)
-    cluster.run("rm -rf ~/potato-tutorial")
+    cluster.run("rm -rf ~/potato-tutorial ~/potato-tutorial-ssh")
 
     # -- "Die Projektkonfiguration": the config, as the tutorial writes it ------------------------
     config_text = block('annotation_task_name: "Review Sentiment"', "      queue_timeout_s: 3600")
@@ -181,6 +182,26 @@ def test_the_tutorial_from_the_config_to_a_run_on_every_backend(
         as_json = sh("potato training check gpu-server config.yaml --json", project, env, timeout=120)
         assert json.loads(as_json.stdout)["ok"] is False and as_json.returncode == 1
 
+        # -- "Schritte eines ssh-Laufs": the step lines and the log's Python, on a run the host can train
+        # (noop needs the standard library only, which is all this host has).
+        host = cluster.login.host
+        on_ssh = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu-server")
+        assert wait(srv, on_ssh["id"], TERMINAL, timeout=240)["state"] == "succeeded"
+        ssh_log = run_log(srv, on_ssh["id"])
+        for step in (quoted("copying Potato's code to gpu.example.org"), quoted("waiting for the agent on gpu.example.org")):
+            assert step.replace("gpu.example.org", host) in ssh_log, ssh_log
+        assert "Python 3." in ssh_log and f" on {host} (" in ssh_log  # "nennt das Python des Hosts"
+
+        # -- "Schritte eines SLURM-Laufs": submitted with sbatch, each queue state in the log ---------
+        on_slurm = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 4})
+        assert wait(srv, on_slurm["id"], TERMINAL, timeout=240)["state"] == "succeeded"
+        slurm_log = run_log(srv, on_slurm["id"])
+        submitted = re.search(r"Submitted SLURM job (\d+)", slurm_log)
+        assert submitted and quoted("Submitted SLURM job"), slurm_log
+        example = quoted("SLURM job 4242: PENDING (Priority)")
+        assert example.split(":")[0].replace("4242", submitted.group(1)) + ": RUNNING on " in slurm_log, slurm_log
+        assert quoted("RUNNING on node07")
+
         # -- "Der Check-Befehl für ein SLURM-Backend" ----------------------------------------------
         slurm_check = sh(line("potato training check cluster config.yaml"), project, env, timeout=120)
         assert slurm_check.returncode == 0, slurm_check.stdout + slurm_check.stderr
@@ -232,7 +253,7 @@ def test_the_tutorial_from_the_config_to_a_run_on_every_backend(
             except subprocess.TimeoutExpired:
                 os.killpg(machine_agent.pid, signal.SIGKILL)
         srv.stop()
-        cluster.run("scancel -u trainer; rm -rf ~/potato-tutorial")
+        cluster.run("scancel -u trainer; rm -rf ~/potato-tutorial ~/potato-tutorial-ssh")
 
 
 def label_all_reviews(srv: ServerProcess, key: str, project: Path) -> None:
@@ -246,6 +267,13 @@ def label_all_reviews(srv: ServerProcess, key: str, project: Path) -> None:
     r = requests.post(srv.url + "/admin/api/labels", json={"user": "gold", "labels": labels},
                       headers={"X-API-Key": key}, timeout=30)
     assert r.status_code == 200, r.text
+
+
+def run_log(srv: ServerProcess, run_id: str) -> str:
+    answer = requests.get(f"{srv.url}/admin/training/api/runs/{run_id}/log", headers={"X-API-Key": ADMIN_KEY},
+                          timeout=30)
+    assert answer.status_code == 200, answer.text
+    return answer.text
 
 
 def subsequence(wanted: list[str], got: list[str]) -> bool:

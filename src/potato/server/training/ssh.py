@@ -100,6 +100,13 @@ class SshRun(threading.Thread):
         self.recorder.log.write(text)
 
     def step(self, text: str) -> None:
+        """A new phase: the run's step line, and a ``step:`` line in run.log as the agent's phases get,
+        so the log keeps every phase the page showed."""
+        self.store.update(self.run_.id, step=text)
+        self.say(f"step: {text}")
+
+    def progress(self, text: str) -> None:
+        """The step line within a phase (how much has arrived): not logged, it changes every second."""
         self.store.update(self.run_.id, step=text)
 
     def ssh(self, command: str, stdin: bytes | None = None, timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
@@ -312,7 +319,7 @@ class SshRun(threading.Thread):
         target = self.run_dir / "artifacts"
 
         def progress(got: int, total: int) -> None:
-            self.step(f"copying the model from {b.host}: {got / 1e6:.0f} of {max(total, got) / 1e6:.0f} MB")
+            self.progress(f"copying the model from {b.host}: {got / 1e6:.0f} of {max(total, got) / 1e6:.0f} MB")
 
         try:
             copied = receive(self.target.argv(command), target, b.host, progress, self.clock,

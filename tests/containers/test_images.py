@@ -34,8 +34,10 @@ pytestmark = [pytest.mark.containers,
 H = {"X-API-Key": ADMIN_KEY}
 
 
-def docker(*args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    out = subprocess.run([DOCKER, *args], capture_output=True, text=True, timeout=timeout)
+def docker(*args: str, check: bool = True, timeout: float = 300, host: str = "") -> subprocess.CompletedProcess[str]:
+    """The docker CLI on this suite's engine, or on the engine at ``host`` (a DOCKER_HOST)."""
+    env = dict(os.environ, DOCKER_HOST=host) if host else None
+    out = subprocess.run([DOCKER, *args], capture_output=True, text=True, timeout=timeout, env=env)
     if check and out.returncode != 0:
         raise AssertionError(f"docker {' '.join(args)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     return out
@@ -53,6 +55,17 @@ def containers() -> Iterator[list[str]]:
     yield names
     for name in names:
         docker("rm", "-f", name, check=False)
+
+
+def agent_container(name: str, image: str, server_url: str, token: str, *options: str, once: bool = True,
+                    host: str = "") -> None:
+    """``docker run -d IMAGE --server URL --backend lab`` as docs/containers.md runs the agent: the token
+    passed on from this environment by name (``-e POTATO_TRAINING_TOKEN``), never on the command line."""
+    env = dict(os.environ, POTATO_TRAINING_TOKEN=token, **({"DOCKER_HOST": host} if host else {}))
+    started = subprocess.run([DOCKER, "run", "-d", "--name", name, *options, "-e", "POTATO_TRAINING_TOKEN", image,
+                              "--server", server_url, "--backend", "lab", *(["--once"] if once else [])],
+                             env=env, capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stderr
 
 
 def project_copy(tmp_path: Path) -> Path:
@@ -117,10 +130,7 @@ def test_the_agent_image_completes_a_run_with_only_the_token_and_the_address(
         _, token = register(srv.config_path, "lab")
         name = f"potato-agent-test-{srv.port}"
         containers.append(name)
-        env = dict(os.environ, POTATO_TRAINING_TOKEN=token)
-        subprocess.run([DOCKER, "run", "-d", "--name", name, "--network", "host", "-e", "POTATO_TRAINING_TOKEN",
-                        f"potato-agent:{TAG}", "--server", srv.url, "--backend", "lab", "--once"],
-                       env=env, check=True, capture_output=True, timeout=60)
+        agent_container(name, f"potato-agent:{TAG}", srv.url, token, "--network", "host")
         run = start(srv, trainer="noop", schemas=["sentiment"], backend="lab")
         done = wait(srv, run["id"], TERMINAL, timeout=90)
         logs = docker("logs", name).stdout
@@ -147,10 +157,7 @@ def test_a_gpu_trainer_on_the_slim_agent_image_names_the_image_that_has_it(
         _, token = register(srv.config_path, "lab")
         name = f"potato-agent-hf-{srv.port}"
         containers.append(name)
-        env = dict(os.environ, POTATO_TRAINING_TOKEN=token)
-        subprocess.run([DOCKER, "run", "-d", "--name", name, "--network", "host", "-e", "POTATO_TRAINING_TOKEN",
-                        f"potato-agent:{TAG}", "--server", srv.url, "--backend", "lab", "--once"],
-                       env=env, check=True, capture_output=True, timeout=60)
+        agent_container(name, f"potato-agent:{TAG}", srv.url, token, "--network", "host")
         run = start(srv, trainer="hf-text-classification", schemas=["sentiment"], backend="lab")
         done = wait(srv, run["id"], TERMINAL, timeout=90)
         assert (done["state"], done["reason"]) == ("failed", "import"), done
@@ -181,10 +188,8 @@ def test_the_gpu_agent_built_on_the_worker_image_trains_hf_text_classification(
         _, token = register(srv.config_path, "lab")
         name = f"potato-agent-gpu-{srv.port}"
         containers.append(name)
-        env = dict(os.environ, POTATO_TRAINING_TOKEN=token)
-        subprocess.run([DOCKER, "run", "-d", "--name", name, "--network", "host", "-e", "POTATO_TRAINING_TOKEN",
-                        "-v", f"{bert}:/models/bert:ro", f"potato-agent-gpu:{TAG}", "--server", srv.url,
-                        "--backend", "lab", "--once"], env=env, check=True, capture_output=True, timeout=60)
+        agent_container(name, f"potato-agent-gpu:{TAG}", srv.url, token, "--network", "host",
+                        "-v", f"{bert}:/models/bert:ro")
         run = start(srv, trainer="hf-text-classification", schemas=["sentiment"], backend="lab",
                     params={"base_model": "/models/bert", "epochs": 1, "batch_size": 16, "max_length": 32})
         done = wait(srv, run["id"], TERMINAL, timeout=300)

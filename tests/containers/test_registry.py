@@ -23,9 +23,9 @@ import requests
 
 import potato
 from tests.agents import register
-from tests.containers.test_images import DOCKER, H, project_copy
-from tests.integration.test_agent import wait_until
+from tests.containers.test_images import H, agent_container, docker, project_copy
 from tests.integration.test_training_local import TERMINAL, label_all, start, wait
+from tests.machines import answers
 from tests.servers import ServerProcess, free_port
 
 REGISTRY = os.environ.get("POTATO_REGISTRY", "")
@@ -44,11 +44,7 @@ INBOUND_FILTER = """table inet potato_agent {
 
 def pulled(*args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """docker on the second engine (the host that pulls)."""
-    out = subprocess.run([DOCKER, *args], capture_output=True, text=True, timeout=timeout,
-                         env=dict(os.environ, DOCKER_HOST=PULL_HOST))
-    if check and out.returncode != 0:
-        raise AssertionError(f"docker {' '.join(args)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
-    return out
+    return docker(*args, check=check, timeout=timeout, host=PULL_HOST)
 
 
 def image(name: str) -> str:
@@ -103,7 +99,7 @@ def test_the_pulled_server_serves_the_example_as_the_docs_run_it(images: dict[st
     try:
         pulled("run", "-d", "--name", name, "--network", "host", "-e", f"POTATO_PORT={port}", "-v",
                f"{project}:/project", images["potato-server"])
-        wait_until(lambda: _status(f"http://127.0.0.1:{port}/healthz") == 200, timeout=90, what="the pulled server")
+        answers(f"http://127.0.0.1:{port}/healthz", timeout=90)
         assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()["version"] == VERSION
     finally:
         pulled("rm", "-f", name, check=False)
@@ -123,13 +119,9 @@ def test_the_pulled_agent_trains_from_a_namespace_that_reaches_only_the_server(
     try:
         label_all(srv, 30)
         _, token = register(config, "lab")
-        # As docs/containers.md runs it (the token from the environment), with no network but the test's link.
-        # It keeps running after the job, as there: when its namespace goes, the link goes with it.
-        env = dict(os.environ, DOCKER_HOST=PULL_HOST, POTATO_TRAINING_TOKEN=token)
-        started = subprocess.run([DOCKER, "run", "-d", "--name", name, "--network", "none", "-e",
-                                  "POTATO_TRAINING_TOKEN", images["potato-agent"], "--server", srv.url,
-                                  "--backend", "lab"], env=env, capture_output=True, text=True, timeout=120)
-        assert started.returncode == 0, started.stderr
+        # As docs/containers.md runs it, with no network but the test's link. It keeps running after the
+        # job, as there: when its namespace goes, the link goes with it.
+        agent_container(name, images["potato-agent"], srv.url, token, "--network", "none", once=False, host=PULL_HOST)
         pid = pulled("inspect", "-f", "{{.State.Pid}}", name).stdout.strip()
         netns = ["nsenter", "-t", pid, "-n"]
         # The filter goes on before the link comes up: a connection already open when conntrack starts
@@ -167,10 +159,3 @@ def test_the_pulled_agent_trains_from_a_namespace_that_reaches_only_the_server(
     finally:
         pulled("rm", "-f", name, check=False)
         srv.stop()
-
-
-def _status(url: str) -> int:
-    try:
-        return requests.get(url, timeout=2).status_code
-    except requests.RequestException:
-        return 0

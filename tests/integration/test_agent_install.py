@@ -10,9 +10,7 @@ trains the default trainer there, and the server's run succeeds with its predict
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 from typing import Callable
@@ -25,21 +23,10 @@ from tests.agents import register
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_agent import agent_config
 from tests.integration.test_training_local import TERMINAL, label_all, start, wait
+from tests.machines import PYTHON38, Machine, stop
 from tests.servers import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-PYTHON38 = sorted(Path("/root/.pyenv/versions").glob("3.8.*/bin/python3.8"))
-
-
-def machine_env(home: Path, venv: Path) -> dict[str, str]:
-    """A login on the training machine: its own HOME, the venv first on PATH, none of our variables."""
-    keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "PIP_CERT", "PIP_FIND_LINKS", "PIP_DEFAULT_TIMEOUT",
-            "PIP_DISABLE_PIP_VERSION_CHECK", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "SSL_CERT_FILE")
-    env = {k: v for k, v in os.environ.items() if k in keep}
-    env.update(HOME=str(home), PATH=f"{venv / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}", VIRTUAL_ENV=str(venv))
-    return env
-
 
 @pytest.fixture(scope="module")
 def python38() -> Path:
@@ -53,12 +40,7 @@ def test_a_python_3_8_machine_installs_and_connects_an_agent_with_the_printed_co
     config_path = make_project(40, **agent_config())
     srv = ServerProcess(config_path).start()
     agent: subprocess.Popen[bytes] | None = None
-    machine = tmp_path / "training-machine"
-    home = machine / "home"
-    home.mkdir(parents=True)
-    venv = machine / "venv"
-    subprocess.run([str(python38), "-m", "venv", str(venv)], check=True, timeout=120)
-    env = machine_env(home, venv)
+    machine = Machine.make(tmp_path / "training-machine", python38)
     try:
         label_all(srv, 30)
         output, token = register(config_path, "lab")
@@ -69,30 +51,24 @@ def test_a_python_3_8_machine_installs_and_connects_an_agent_with_the_printed_co
         assert run_agent == f"potato training agent --server {srv.url} --backend lab"
 
         # 1. The install line, as printed: this server's Potato, of exactly its version.
-        done = subprocess.run(["bash", "-c", install], cwd=machine, env=env, capture_output=True, text=True,
-                              timeout=600)
+        done = machine.sh(install, timeout=600)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        version = subprocess.run(["potato", "--version"], cwd=machine, env=env, capture_output=True, text=True,
-                                 timeout=60)
+        version = machine.sh("potato --version", timeout=60)
         assert version.stdout.strip() == f"potato, version {potato.__version__}"
-        shown = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "show", "flask"], cwd=machine, env=env,
-                               capture_output=True, text=True, timeout=60)
+        shown = machine.sh("python -m pip show flask", timeout=60)
         assert shown.returncode != 0, "Flask was installed on Python 3.8, where the server cannot run anyway"
 
         # The server itself does not run there, and says which Python it needs.
-        refused = subprocess.run(["potato", "start", str(config_path)], cwd=machine, env=env, capture_output=True,
-                                 text=True, timeout=60)
+        refused = machine.sh(f"potato start {config_path}", timeout=60)
         assert refused.returncode == 1
         assert refused.stderr.startswith("Error: The annotation server needs Python 3.9 or newer; this is Python 3.8.")
 
         # 2. The next two lines, as printed: the agent connects and trains the default trainer there.
-        with (machine / "agent.out").open("wb") as log:
-            agent = subprocess.Popen(["bash", "-c", f"{export}\nexec {run_agent} --workdir {machine / 'work'}"],
-                                     cwd=machine, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        agent = machine.start(f"{export}\nexec {run_agent} --workdir {machine.root / 'work'}\n",
+                              machine.root / "agent.out")
         run = start(srv, schemas=["sentiment"], backend="lab")  # no trainer named: the default one
         finished = wait(srv, run["id"], TERMINAL, timeout=180)
-        agent_out = (machine / "agent.out").read_text(errors="replace")
+        agent_out = (machine.root / "agent.out").read_text(errors="replace")
         assert finished["state"] == "succeeded", (finished, agent_out)
         assert finished["trainer"] == "sklearn-text-classification"
         assert "Python 3.8." in agent_out
@@ -104,11 +80,6 @@ def test_a_python_3_8_machine_installs_and_connects_an_agent_with_the_printed_co
         assert agents.status_code == 200 and f'"version": "{potato.__version__}"' in agents.text.replace('":"', '": "')
         assert token not in agent_out
     finally:
-        if agent is not None and agent.poll() is None:
-            os.killpg(agent.pid, signal.SIGTERM)
-            try:
-                agent.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(agent.pid, signal.SIGKILL)
+        stop(agent)
         srv.stop()
-        shutil.rmtree(machine / "work", ignore_errors=True)
+        shutil.rmtree(machine.root / "work", ignore_errors=True)

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -30,14 +28,13 @@ import requests
 import potato
 from tests.agents import register
 from tests.integration.test_agent import agent_config
-from tests.integration.test_agent_install import machine_env
 from tests.integration.test_training_local import TERMINAL, label_all, start, wait
+from tests.machines import PYENV, Machine, answers, stop
 from tests.servers import ServerProcess, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-PYENV = Path("/root/.pyenv/versions")
 PUBLIC_INDEX = "https://pypi.org/simple/"
 
 
@@ -72,12 +69,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(100):
-            try:
-                if requests.get(url + "/health", timeout=1).ok:
-                    break
-            except requests.RequestException:
-                time.sleep(0.1)
+        answers(url + "/health")
         # Uploads are open on this loopback index; twine still needs a name and password (none is a secret).
         env = dict(os.environ, TWINE_USERNAME="ci", TWINE_PASSWORD="ci", TWINE_NON_INTERACTIVE="1")
         uploaded = subprocess.run([sys.executable, "-m", "twine", "upload", "--repository-url", url + "/",
@@ -88,80 +80,61 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         assert f"potato_annotation-{potato.__version__}-py3-none-any.whl" in listed
         yield f"{url}/simple/"
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(30)
+        stop(server)
 
 
-def fresh_machine(tmp_path: Path, python: Path, index_url: str) -> tuple[Path, dict[str, str]]:
+def fresh_machine(tmp_path: Path, python: Path, index_url: str) -> Machine:
     """A venv of ``python`` with its own HOME, pip pointed at our index in front of the public one."""
-    machine = tmp_path / f"machine-{python.name}"
-    (machine / "home").mkdir(parents=True)
-    venv = machine / "venv"
-    subprocess.run([str(python), "-m", "venv", str(venv)], check=True, timeout=120)
-    env = machine_env(machine / "home", venv)
-    env.update(PIP_INDEX_URL=index_url, PIP_EXTRA_INDEX_URL=PUBLIC_INDEX)
-    return machine, env
+    machine = Machine.make(tmp_path / f"machine-{python.name}", python)
+    machine.env.update(PIP_INDEX_URL=index_url, PIP_EXTRA_INDEX_URL=PUBLIC_INDEX)
+    return machine
 
 
-def sh(line: str, machine: Path, env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", line], cwd=machine, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def assert_ours(machine: Path, env: dict[str, str]) -> None:
-    shown = sh("potato --version && potato training --help", machine, env, 60)
+def assert_ours(machine: Machine) -> None:
+    shown = machine.sh("potato --version && potato training --help", 60)
     assert shown.returncode == 0, shown.stdout + shown.stderr
     assert shown.stdout.startswith(f"potato, version {potato.__version__}\n") and "agent" in shown.stdout
 
 
 def test_the_training_machine_on_python_3_8_installs_this_potato_from_the_index_and_trains(
         index: str, tmp_path: Path, make_project: Callable[..., Path]) -> None:
-    machine, env = fresh_machine(tmp_path, pyenv_python("3.8"), index)
-    done = sh('pip install "potato-annotation[train-sklearn]"', machine, env)
+    machine = fresh_machine(tmp_path, pyenv_python("3.8"), index)
+    done = machine.sh('pip install "potato-annotation[train-sklearn]"')
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert_ours(machine, env)
-    assert sh("python -m pip show flask", machine, env, 60).returncode != 0
+    assert_ours(machine)
+    assert machine.sh("python -m pip show flask", 60).returncode != 0
     config_path = make_project(40, **agent_config())
     srv = ServerProcess(config_path).start()
     agent = None
     try:
         label_all(srv, 30)
         _, token = register(config_path, "lab")
-        env["POTATO_TRAINING_TOKEN"] = token
-        with (machine / "agent.out").open("wb") as out:
-            agent = subprocess.Popen(["potato", "training", "agent", "--server", srv.url, "--backend", "lab",
-                                      "--once", "--workdir", str(machine / "work")], cwd=machine, env=env,
-                                     stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        agent = machine.start(f"export POTATO_TRAINING_TOKEN={token}\n"
+                              f"exec potato training agent --server {srv.url} --backend lab --once "
+                              f"--workdir {machine.root / 'work'}\n", machine.root / "agent.out")
         run = start(srv, schemas=["sentiment"], backend="lab")
         finished = wait(srv, run["id"], TERMINAL, timeout=180)
-        assert finished["state"] == "succeeded", (finished, (machine / "agent.out").read_text(errors="replace"))
+        assert finished["state"] == "succeeded", (finished, (machine.root / "agent.out").read_text(errors="replace"))
         agent.wait(60)
         assert agent.returncode == 0
     finally:
-        if agent is not None and agent.poll() is None:
-            os.killpg(agent.pid, signal.SIGKILL)
+        stop(agent)
         srv.stop()
 
 
 def test_the_server_on_the_newest_python_installs_from_the_index_and_serves(index: str, tmp_path: Path) -> None:
-    machine, env = fresh_machine(tmp_path, newest_python(), index)
-    done = sh('pip install "potato-annotation[server]"', machine, env)
+    machine = fresh_machine(tmp_path, newest_python(), index)
+    done = machine.sh('pip install "potato-annotation[server]"')
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert_ours(machine, env)
-    project = machine / "reviews"
+    assert_ours(machine)
+    project = machine.root / "reviews"
     shutil.copytree(ROOT / "examples" / "reviews", project, ignore=shutil.ignore_patterns("annotation_output"))
     (project / "config.yaml").chmod(0o600)
     port = free_port()
-    with (machine / "server.out").open("wb") as out:
-        server = subprocess.Popen(["potato", "start", "config.yaml", "-p", str(port)], cwd=project, env=env,
-                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    server = machine.start(f"cd {project}\nexec potato start config.yaml -p {port}\n", machine.root / "server.out")
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            try:
-                if requests.get(url + "/healthz", timeout=1).ok:
-                    break
-            except requests.RequestException:
-                time.sleep(0.1)
+        answers(url + "/healthz")
         annotator = requests.Session()
         assert annotator.post(url + "/login", data={"name": "first-annotator"}, timeout=10).ok
         page = annotator.get(url + "/annotate", timeout=10)
@@ -171,20 +144,18 @@ def test_the_server_on_the_newest_python_installs_from_the_index_and_serves(inde
         assert requests.get(wheel["url"], timeout=30).status_code == 200  # it hands its agents what it runs
         assert requests.get(url + "/admin/training/api/runs", headers={"X-API-Key": "change-me"}, timeout=10).ok
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(60)
+        stop(server, 60)
 
 
 def test_the_tutorials_train_text_line_installs_this_potato_with_the_hf_trainers_packages(
         index: str, tmp_path: Path) -> None:
-    machine, env = fresh_machine(tmp_path, pyenv_python("3.11"), index)
+    machine = fresh_machine(tmp_path, pyenv_python("3.11"), index)
     # A CPU-only machine pins the CPU torch build (this disk has it); the command is the tutorial's.
-    (machine / "cpu-torch.txt").write_text("torch==2.13.0\n")
-    env["PIP_CONSTRAINT"] = str(machine / "cpu-torch.txt")
-    done = sh('pip install "potato-annotation[train-text]"', machine, env, timeout=1500)
+    (machine.root / "cpu-torch.txt").write_text("torch==2.13.0\n")
+    machine.env["PIP_CONSTRAINT"] = str(machine.root / "cpu-torch.txt")
+    done = machine.sh('pip install "potato-annotation[train-text]"', timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert_ours(machine, env)
-    imports = sh("python -c \"from potato.training.trainers import get_trainer; "
-                 "get_trainer('hf-text-classification').check_imports({'lora': True}); print('ok')\"",
-                 machine, env, 300)
+    assert_ours(machine)
+    imports = machine.sh("python -c \"from potato.training.trainers import get_trainer; "
+                         "get_trainer('hf-text-classification').check_imports({'lora': True}); print('ok')\"", 300)
     assert imports.stdout.strip() == "ok", imports.stdout + imports.stderr

@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,9 +32,9 @@ import pytest
 import requests
 import yaml
 
-from tests.integration.test_agent_install import PYTHON38, machine_env
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.machines import PYTHON38, Machine, stop
 from tests.servers import ServerProcess
 from tests.slurmcluster import SLURM_CONF, Cluster, start_cluster
 
@@ -226,32 +225,22 @@ def test_the_tutorial_from_the_config_to_a_run_on_every_backend(
         # The machine behind NAT: Python 3.8, nothing of ours; the printed lines, as printed.
         if not PYTHON38:
             pytest.skip("no Python 3.8 for the training machine")
-        machine = tmp_path / "workstation"
-        (machine / "home").mkdir(parents=True)
-        subprocess.run([str(PYTHON38[-1]), "-m", "venv", str(machine / "venv")], check=True, timeout=120)
-        menv = machine_env(machine / "home", machine / "venv")
-        done = sh(install, machine, menv, timeout=600)
+        machine = Machine.make(tmp_path / "workstation", PYTHON38[-1])
+        done = machine.sh(install, timeout=600)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         export = line("export POTATO_TRAINING_TOKEN=<the token>").replace("<the token>", token)
         agent_line = line("potato training agent --server https://annotate.example.org --backend lab-workstation")
         agent_line = agent_line.replace("https://annotate.example.org", srv.url)
-        with (machine / "agent.out").open("wb") as out:
-            machine_agent = subprocess.Popen(["bash", "-c", f"{export}\nexec {agent_line} --workdir {machine / 'w'}"],
-                                             cwd=machine, env=menv, stdout=out, stderr=subprocess.STDOUT,
-                                             start_new_session=True)
+        machine_agent = machine.start(f"{export}\nexec {agent_line} --workdir {machine.root / 'w'}\n",
+                                      machine.root / "agent.out")
         run = start(srv, schemas=["sentiment"], backend="lab-workstation")
         finished = wait(srv, run["id"], TERMINAL, timeout=240)
-        assert finished["state"] == "succeeded", (finished, (machine / "agent.out").read_text(errors="replace"))
+        assert finished["state"] == "succeeded", (finished, (machine.root / "agent.out").read_text(errors="replace"))
         after = sh(quoted("potato training check lab-workstation config.yaml"), project, env)
         assert after.returncode == 0 and "last_seen: " in after.stdout and "never" not in after.stdout, after.stdout
-        assert token not in after.stdout + (machine / "agent.out").read_text(errors="replace")
+        assert token not in after.stdout + (machine.root / "agent.out").read_text(errors="replace")
     finally:
-        if machine_agent is not None and machine_agent.poll() is None:
-            os.killpg(machine_agent.pid, signal.SIGTERM)
-            try:
-                machine_agent.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(machine_agent.pid, signal.SIGKILL)
+        stop(machine_agent)
         srv.stop()
         cluster.run("scancel -u trainer; rm -rf ~/potato-tutorial ~/potato-tutorial-ssh")
 

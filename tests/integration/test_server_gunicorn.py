@@ -11,6 +11,7 @@ import requests
 
 from tests.conftest import ADMIN_KEY
 from tests.servers import ServerProcess
+from tests.faults.matrix import fault
 
 pytestmark = pytest.mark.integration
 
@@ -45,6 +46,10 @@ def test_wrong_or_missing_key_gets_401(server: ServerProcess, headers: dict) -> 
         assert requests.get(server.url + route, headers=headers).status_code == 401
 
 
+@fault("Annotators and the server",
+       "kill -9 of the server right after labels were acknowledged",
+       "Every acknowledged label is on disk; the annotator resumes at the next item",
+       "Nothing; the labels are there after the restart")
 def test_kill_9_right_after_ack_loses_nothing(make_project: Callable[..., Path]) -> None:
     config_path = make_project()
     srv = ServerProcess(config_path).start()
@@ -116,6 +121,10 @@ def test_two_projects_of_one_account_run_side_by_side_without_a_shared_control_s
             srv.stop()
 
 
+@fault("Annotators and the server",
+       "Many clients send their headers a line at a time (slowloris)",
+       "The event loop collects headers without a thread; 408 after 10 s",
+       "Annotators are served as usual")
 def test_clients_that_send_headers_slowly_do_not_stop_the_server(server: ServerProcess) -> None:
     """Slowloris: 40 connections sending a header line every 2 s held every thread (24) of a default
     server, and it answered no one. Now the headers are collected without a thread, and a client

@@ -12,6 +12,7 @@ import yaml
 from potato.config import load_config
 from potato.server import close_app, create_app
 from tests.conftest import ADMIN_KEY
+from tests.faults.matrix import fault
 
 APPS: list[Any] = []
 
@@ -144,8 +145,8 @@ def test_the_favicon_is_served(make_app: Callable[..., Any]) -> None:
 
 
 def test_which_bodies_the_event_loop_collects() -> None:
-    """A slow body must not hold a thread (issue 11); chunked, 100-continue and large ones still go to
-    their thread as they are."""
+    """A slow body must not hold a thread (issue 11): bodies with a Content-Length up to 1 MB are
+    collected by length; chunked, 100-continue and large ones are decided apart (issue 20)."""
     from potato.server.gunicorn_worker import BODY_PREREAD_MAX, body_wanted
 
     head = b"POST /api/label HTTP/1.1\r\nHost: x\r\nContent-Length: 120\r\n\r\n{\"id\""
@@ -156,3 +157,238 @@ def test_which_bodies_the_event_loop_collects() -> None:
     assert body_wanted(head.replace(b"Host: x", b"Expect: 100-continue")) == 0
     assert body_wanted(head.replace(b"Host: x", b"Transfer-Encoding: chunked")) == 0
     assert body_wanted(b"POST / HTTP/1.1\r\nX-Content-Length: 5\r\n\r\n") == 0  # only the real header counts
+
+
+# -- issue 20: a black-box probe under gunicorn ------------------------------------------------------
+
+HOSTILE_NEXT = [
+    "//evil.example/phish", "/\\evil.example", "/\t/evil.example/phish", "/\r\n/evil.example", "\r\n",
+    "/admin\r\nSet-Cookie: x=1", "https://evil.example/", "javascript:alert(1)", "evil.example", "",
+    " //evil.example", "/\u3000/evil.example", "/\u00e9v\u00efl", "\uff0f\uff0fevil.example", "/ /evil.example",
+    "/%0a", "/\x00/evil.example", "/\x7f", None, ["/admin"],
+]
+
+
+@pytest.mark.parametrize("target", HOSTILE_NEXT)
+def test_a_sign_in_follows_only_paths_on_this_server(target: Any) -> None:
+    from potato.server.security import safe_next
+
+    expected = "/admin/" if target != "/%0a" else "/%0a"  # an encoded line break is a path, not a break
+    assert safe_next(target, "/admin/") == expected
+
+
+@pytest.mark.parametrize("target", ["/admin/training?x=1", "/admin/", "/admin/api/progress", "/admin/training#runs"])
+def test_a_sign_in_keeps_the_page_it_was_asked_from(target: str) -> None:
+    from potato.server.security import safe_next
+
+    assert safe_next(target, "/admin/") == target
+
+
+@pytest.mark.parametrize("query", ["/%09/evil.example/phish", "/%0d%0a/evil.example", "%0d%0aLocation:%20//x",
+                                   "/%5C/evil.example", "/%0A", "https:%2F%2Fevil.example"])
+@fault("Annotators and the server",
+       "A phishing link: /admin/login?next=/%09/evil.example (or //, /\\, a scheme, CR/LF)",
+       "After the sign-in the browser goes to /admin/ instead",
+       "The admin page; never another site, never a 500")
+def test_the_admin_sign_in_never_sends_the_browser_to_another_site(make_app: Callable[..., Any], query: str) -> None:
+    """The probe: ?next=/%09/evil.example/phish redirected to //evil.example/phish (browsers drop the
+    tab), and an encoded line break was a 500."""
+    client = make_app().test_client()
+    response = client.post(f"/admin/login?next={query}", data={"key": ADMIN_KEY})
+    assert response.status_code == 302
+    assert response.headers["Location"] == "/admin/"
+
+
+def test_the_admin_sign_in_returns_to_the_page_that_asked(make_app: Callable[..., Any]) -> None:
+    client = make_app().test_client()
+    response = client.post("/admin/login?next=/admin/training%3Fx%3D1", data={"key": ADMIN_KEY})
+    assert response.status_code == 302 and response.headers["Location"] == "/admin/training?x=1"
+
+
+def _all_at_once(count: int, send: Callable[[int], int]) -> list[int]:
+    """``send(i)`` from ``count`` threads released together; their status codes."""
+    import threading
+
+    barrier = threading.Barrier(count)
+    codes: list[int] = []
+    lock = threading.Lock()
+
+    def one(i: int) -> None:
+        barrier.wait()
+        code = send(i)
+        with lock:
+            codes.append(code)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    return codes
+
+
+@fault("Tokens and secrets",
+       "200 wrong admin keys sent in parallel from one address",
+       "Counted and checked in one transaction: exactly 10 are tried",
+       "429 with Retry-After for the rest")
+def test_parallel_wrong_admin_keys_get_exactly_the_limit_tried(make_app: Callable[..., Any]) -> None:
+    """The probe: 200 wrong keys at once from one address got 40 answers 401 where the limit is 10.
+    Here 60 at once, through the header and the sign-in form, half to each of two apps on one project
+    folder (as two gunicorn workers: two connections to one database file)."""
+    apps = [make_app(), make_app()]
+
+    def send(i: int) -> int:
+        client = apps[i % 2].test_client()
+        if i % 3:
+            return int(client.get("/admin/api/progress", headers={"X-API-Key": f"guess-{i}"}).status_code)
+        return int(client.post("/admin/login", data={"key": f"guess-{i}"}).status_code)
+
+    codes = _all_at_once(60, send)
+    assert codes.count(401) == 10 and codes.count(429) == 50
+    right = apps[0].test_client().get("/admin/api/progress", headers={"X-API-Key": ADMIN_KEY})
+    assert right.status_code == 429  # locked out, right key or not
+
+
+def test_parallel_sign_ins_and_wrong_passwords_stop_at_their_limits(
+        make_app: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same race on the annotators' throttles, with limits made small for the test."""
+    from potato.server import annotate, security
+
+    monkeypatch.setattr(annotate, "LOGINS", security.Limit("login", 12, 60.0))
+    monkeypatch.setattr(annotate, "PASSWORD_FAILURES", security.Limit("password", 4, 60.0))
+    app = make_app()
+    codes = _all_at_once(30, lambda i: int(app.test_client().post("/login", json={"name": f"bot{i}"}).status_code))
+    assert codes.count(200) == 12 and codes.count(429) == 18
+
+    guarded = make_app(require_password=True)
+    made = guarded.test_client().post("/login", json={"name": "alice", "password": "correct horse",
+                                                       "action": "register"}, environ_base={"REMOTE_ADDR": "10.0.0.9"})
+    assert made.status_code == 200
+    codes = _all_at_once(12, lambda i: int(guarded.test_client().post(
+        "/login", json={"name": "alice", "password": f"guess {i:04d}"},
+        environ_base={"REMOTE_ADDR": "10.0.0.10"}).status_code))
+    assert codes.count(401) == 4 and codes.count(429) == 8
+
+
+def _head(request_line: str, *fields: str) -> bytes:
+    return ("\r\n".join([request_line, "Host: x", *fields]) + "\r\n\r\n").encode()
+
+
+@pytest.mark.parametrize(("head", "kind"), [
+    (_head("GET /healthz HTTP/1.1"), "none"),
+    (_head("POST /api/label HTTP/1.1", "Content-Length: 120"), "collect"),
+    (_head("POST /login HTTP/1.1", "Content-Length: 0"), "none"),
+    (_head("POST /login HTTP/1.1", "Transfer-Encoding: chunked"), "chunked"),
+    (_head("POST /login HTTP/1.1", "Content-Length: 2000000"), "too_large"),
+    (_head("POST /admin/login HTTP/1.1", "Content-Length: 2000000", "X-API-Key: k"), "too_large"),
+    (_head("POST /training/agent/v1/jobs/next HTTP/1.1", "Authorization: Bearer t", "Transfer-Encoding: chunked"),
+     "chunked"),
+    (_head("PUT /training/agent/v1/runs/r1/predictions HTTP/1.1", "Authorization: Bearer t",
+           "Content-Length: 50000000"), "upload"),
+    (_head("PUT /training/agent/v1/runs/r1/predictions?x=1 HTTP/1.1", "authorization: bearer t",
+           "Transfer-Encoding: chunked"), "upload"),
+    (_head("PUT /training/agent/v1/runs/r1/predictions HTTP/1.1", "Content-Length: 50000000"), "too_large"),
+    (_head("PUT /training/agent/v1/runs/r1/predictions HTTP/1.1", "Authorization: Basic x",
+           "Content-Length: 50000000"), "too_large"),
+    (_head("POST /training/agent/v1/runs/r1/events HTTP/1.1", "Authorization: Bearer t",
+           "Content-Length: 5000000"), "upload"),
+    (_head("POST /admin/api/labels HTTP/1.1", "X-API-Key: k", "Content-Length: 5000000"), "upload"),
+    (_head("POST http://x/admin/api/labels HTTP/1.1", "X-API-Key: k", "Content-Length: 5000000"), "upload"),
+    (_head("POST /admin/api/labels HTTP/1.1", "Cookie: s=1", "Content-Length: 5000000"), "too_large"),
+    (_head("POST /admin/api/labels/../../login HTTP/1.1", "X-API-Key: k", "Content-Length: 5000000"), "too_large"),
+    (_head("POST /login HTTP/1.1", "Content-Length: 5", "Content-Length: 5"), "bad"),
+    (_head("POST /login HTTP/1.1", "Content-Length: 5", "Transfer-Encoding: chunked"), "bad"),
+    (_head("POST /login HTTP/1.1", "Transfer-Encoding: gzip"), "bad"),
+    (_head("POST /login HTTP/1.0", "Transfer-Encoding: chunked"), "bad"),
+    (_head("POST /login HTTP/1.1", "Content-Length: -1"), "bad"),
+    (_head("POST /login HTTP/1.1", "Content-Length: 1e3"), "bad"),
+])
+def test_the_headers_decide_what_happens_to_a_body(head: bytes, kind: str) -> None:
+    """Issue 20: no thread waits on a body the server has not decided to take; only the upload routes,
+    with their credentials in the headers, get one before a large or chunked body is in."""
+    from potato.server.gunicorn_worker import plan_body
+
+    assert plan_body(head).kind.value == kind
+
+
+def test_a_client_waiting_for_100_continue_is_answered_by_the_event_loop() -> None:
+    from potato.server.gunicorn_worker import plan_body, strip_expect
+
+    head = _head("POST /login HTTP/1.1", "Expect: 100-continue", "Content-Length: 9")
+    plan = plan_body(head)
+    assert plan.kind.value == "collect" and plan.length == 9 and plan.expects_continue
+    assert strip_expect(head) == _head("POST /login HTTP/1.1", "Content-Length: 9")
+    assert not plan_body(head.replace(b"HTTP/1.1", b"HTTP/1.0")).expects_continue  # 1.0: ignored
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    (b"5\r\nhello\r\n0\r\n\r\n", (15, True)),
+    (b"5;ext=1\r\nhello\r\n0\r\nTrailer: x\r\n\r\nGET / HTTP/1.1", (33, True)),
+    (b"5\r\nhel", (0, False)),
+    (b"5\r\nhello\r\n3\r\nab", (10, False)),
+    (b"5\r\nhello\r\n0\r\n", (10, False)),
+    (b"", (0, False)),
+])
+def test_chunked_bodies_are_collected_by_their_framing(body: bytes, expected: tuple[int, bool]) -> None:
+    from potato.server.gunicorn_worker import chunked_end
+
+    assert chunked_end(body) == expected
+    if expected[1]:  # resumable: feeding it byte by byte ends at the same place
+        pos, done = 0, False
+        for end in range(len(body) + 1):
+            pos, done = chunked_end(body[:end], pos)
+            if done:
+                break
+        assert (pos, done) == expected
+
+
+@pytest.mark.parametrize("body", [b"zz\r\n", b"5\r\nhelloXX", b"-1\r\n", b"9" * 5000, b"0\r\n" + b"T: x\r\n" * 1000])
+def test_bad_chunk_framing_is_refused(body: bytes) -> None:
+    from potato.server.gunicorn_worker import chunked_end
+
+    with pytest.raises(ValueError):
+        chunked_end(body)
+
+
+def test_a_thread_reading_a_body_stops_at_its_deadline() -> None:
+    """Between bytes at most the body timeout; overall, the timeout plus a second per BODY_MIN_RATE."""
+    import socket
+
+    from potato.server.gunicorn_worker import PacedSocket, body_timeout, read_deadline
+    from potato.server.security import SlowBody
+
+    assert read_deadline(100.0, 32 * 1024, 30.0, 16 * 1024) == 132.0
+    assert body_timeout({"POTATO_BODY_TIMEOUT_S": "2.5"}) == 2.5
+    assert body_timeout({"POTATO_BODY_TIMEOUT_S": "nan"}) == body_timeout({}) == 30.0
+    now = [0.0]
+    ours, theirs = socket.socketpair()
+    try:
+        paced = PacedSocket(ours, 0.2, 1024, clock=lambda: now[0])
+        theirs.send(b"x" * 1024)
+        assert paced.recv(4096) == b"x" * 1024 and not paced.expired
+        with pytest.raises(SlowBody, match="no byte"):  # nothing more comes: the idle limit
+            paced.recv(4096)
+        paced = PacedSocket(ours, 0.2, 1024, clock=lambda: now[0])
+        theirs.send(b"y")
+        assert paced.recv(1) == b"y"
+        now[0] = 1.3  # 0.2 s + 1 byte at 1 KB/s: long past
+        with pytest.raises(SlowBody, match="slower than"):
+            paced.recv(1)
+        assert paced.expired and isinstance(SlowBody(), TimeoutError)  # gunicorn's drain treats it as one
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_a_slow_body_is_a_408_whichever_read_noticed_it(make_app: Callable[..., Any]) -> None:
+    from werkzeug.exceptions import ClientDisconnected
+
+    from potato.server.security import SlowBody, body_too_slow
+
+    with make_app().test_request_context():
+        assert body_too_slow(SlowBody("no byte for 30 s")).status_code == 408
+        wrapped = ClientDisconnected()  # werkzeug's report of a read that raised
+        wrapped.__context__ = SlowBody("no byte for 30 s")
+        response = body_too_slow(wrapped)
+        assert response.status_code == 408 and "too slowly" in response.get_json()["error"]
+        assert body_too_slow(ClientDisconnected()).code == 400  # a real disconnect stays what it was

@@ -14,7 +14,8 @@ from potato.label_import import Entry, check_entries, compare
 from potato.labels import LabelSource, LabelStore
 from potato.server.auth import admin_required, clean_user_name, key_matches
 from potato.server.project import current_project
-from potato.server.security import ADMIN_KEY_FAILURES, admin_sessions, client_addr, end_admin_session, throttle
+from potato.server.security import (ADMIN_KEY_FAILURES, admin_sessions, client_addr, end_admin_session, safe_next,
+                                     throttle)
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
@@ -24,22 +25,18 @@ def login() -> Any:
     project = current_project()
     error = None
     if request.method == "POST":
-        guard, addr = throttle(current_app), client_addr()
-        wait = guard.retry_after(ADMIN_KEY_FAILURES, addr)
-        if wait is not None:
-            error = f"Too many wrong keys from your address; try again in {wait} seconds."
-            page = render_template("admin_login.html", title=project.config.annotation_task_name, error=error)
-            return page, 429, {"Retry-After": str(wait)}
         key = request.form.get("key")
-        if key_matches(key, project.config.admin_api_key) and key is not None:
+        attempt = throttle(current_app).take(ADMIN_KEY_FAILURES, client_addr(),
+                                             counts=lambda: not key_matches(key, project.config.admin_api_key))
+        if attempt.wait is not None:
+            error = f"Too many wrong keys from your address; try again in {attempt.wait} seconds."
+            page = render_template("admin_login.html", title=project.config.annotation_task_name, error=error)
+            return page, 429, {"Retry-After": str(attempt.wait)}
+        if not attempt.counted and key is not None:
             session["admin_session"] = admin_sessions(current_app).open(key)
             session.permanent = True
-            target = request.args.get("next", "")
-            # Only same-site paths: an open redirect would let a link phish the key form.
-            if not target.startswith("/") or target.startswith("//"):
-                target = url_for("admin.dashboard")
-            return redirect(target)
-        guard.note(ADMIN_KEY_FAILURES, addr)
+            # Only this server's paths: an open redirect would let a link phish the key form.
+            return redirect(safe_next(request.args.get("next"), url_for("admin.dashboard")))
         error = "That is not the admin key (admin_api_key in the project config)."
     return render_template("admin_login.html", title=project.config.annotation_task_name, error=error), (
         401 if error else 200

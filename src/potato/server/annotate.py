@@ -149,28 +149,32 @@ def _sign_in(raw: object, password: str | None, register: bool) -> Any:
     project = current_project()
     access = project.config.access
     guard, addr = throttle(current_app), client_addr()
-    wait = guard.retry_after(LOGINS, addr)
-    if wait is not None:
-        return too_many(wait, "sign-ins")
     name = clean_user_name(raw) if isinstance(raw, str) else None
+    # One step each: the count and the record are one transaction, so parallel sign-ins cannot
+    # all see the last free place (a locked-out address gets 429 whatever it sends).
+    signing_in = guard.take(LOGINS, addr, counts=lambda: name is not None)
+    if signing_in.wait is not None:
+        return too_many(signing_in.wait, "sign-ins")
     if name is None:
         return _refuse("Enter a name of 1 to 64 printable characters.", 400)
-    guard.note(LOGINS, addr)
     if not access.may_sign_in(name):
         return _refuse(f"{name!r} is not on this study's list of annotators. Check the spelling, or ask the "
                        "study's admin to add you.", 403, name)
     if access.require_password:
         if password is None:
             return _refuse("This study needs a password: enter your name and password.", 400, name)
-        wait = guard.retry_after(PASSWORD_FAILURES, addr)
+        wait = guard.wait(PASSWORD_FAILURES, addr)
         if wait is not None:
             return too_many(wait, "wrong passwords")
         accounts = Accounts(project.db)
         try:
             (accounts.register if register else accounts.check)(name, password)
         except AccountError as refused:
-            if not register:
-                guard.note(PASSWORD_FAILURES, addr)
+            # Hashing takes too long to do inside the transaction: a wrong password takes its place
+            # after the check, and the 21st in a burst gets 429, like those after it.
+            failed = None if register else guard.take(PASSWORD_FAILURES, addr)
+            if failed is not None and failed.wait is not None:
+                return too_many(failed.wait, "wrong passwords")
             return _refuse(str(refused), 400 if register else 401, name)
     session.pop("user", None)  # an admin signed in in the same browser stays signed in
     session["user"] = name

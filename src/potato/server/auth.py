@@ -45,13 +45,14 @@ def admin_required(view: F) -> F:
         config = current_project().config
         given = request.headers.get("X-API-Key")
         if given is not None:
-            guard, addr = throttle(current_app), client_addr()
-            wait = guard.retry_after(ADMIN_KEY_FAILURES, addr)
-            if wait is not None:
-                return too_many(wait, "wrong admin keys")
-            if key_matches(given, config.admin_api_key):
+            # One step: a locked-out address gets 429 before its key is compared; a wrong key is
+            # counted in the same transaction that found a free place for it.
+            attempt = throttle(current_app).take(ADMIN_KEY_FAILURES, client_addr(),
+                                                 counts=lambda: not key_matches(given, config.admin_api_key))
+            if attempt.wait is not None:
+                return too_many(attempt.wait, "wrong admin keys")
+            if not attempt.counted:
                 return view(*args, **kwargs)
-            guard.note(ADMIN_KEY_FAILURES, addr)
             return jsonify(error="The X-API-Key header does not hold the project's admin_api_key."), 401
         # R21: a debug server trusts loopback; `potato validate` warns when that meets ssh training.
         if admin_session_valid() or (config.debug and _is_loopback(request.remote_addr)):

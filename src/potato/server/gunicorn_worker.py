@@ -1,125 +1,511 @@
-"""gunicorn's threaded worker, except that a thread gets a connection only once its request headers
-have all arrived.
+"""gunicorn's threaded worker, except that a thread gets a connection only once its request has
+arrived, and then only with a deadline on whatever it still reads.
 
 The stock ``gthread`` worker hands a connection to one of its threads as soon as the first bytes
-arrive, and that thread then waits for the rest of the headers. Forty clients sending a header line
-every two seconds (slowloris) held all 24 threads of a default server, and it stopped answering. Here
-the worker's own event loop collects the headers of every connection, however many and however slow,
-without a thread, and closes one that has not sent them within ``HEAD_TIMEOUT_S`` (nginx's
-client_header_timeout does the same). Bodies of up to a megabyte (all an annotator sends) are collected
-the same way, within ``BODY_TIMEOUT_S``. Threads serve only complete requests: annotators' labels and
-agents' long polls (which the server caps itself) are untouched.
+arrive, and that thread then waits for the rest of the headers and the body. Forty clients sending a
+header line every two seconds (slowloris) held all 24 threads of a default server, and it stopped
+answering; 100 clients sending a body a byte a second did the same (issue 20). Here the worker's own
+event loop collects the headers of every connection, however many and however slow, without a
+thread, and closes one that has not sent them within ``HEAD_TIMEOUT_S`` (nginx's
+client_header_timeout does the same). Then the headers decide, before any thread waits on a body
+(:func:`plan_body`):
 
-This builds on the worker's internals (``enqueue_req``, ``murder_keepalived``, its poller); with a
-gunicorn that lacks them :func:`worker_class` falls back to plain ``gthread``.
+- a body of up to ``BODY_PREREAD_MAX`` (all an annotator or an agent's report sends), by
+  Content-Length or chunked, is collected by the event loop too, within ``BODY_TIMEOUT_S``; a client
+  that waits for ``100 Continue`` gets it from the event loop. Small chunked bodies are collected, not
+  refused: requests chunks a generator body, Go's net/http a reader of unknown length;
+- a larger or chunked body goes to a thread before it has arrived only on the upload routes (an
+  agent's predictions and reports with its bearer token, the admin label import with
+  ``X-API-Key``), and only while fewer than a quarter of the threads read one (else ``503`` with
+  ``Retry-After``);
+- any other larger body is a ``413`` (ambiguous framing a ``400``) from the event loop, no thread.
+
+Whatever a thread still reads from its client has a deadline (:class:`PacedSocket`):
+``BODY_TIMEOUT_S`` without a byte, or on average less than ``BODY_MIN_RATE`` after the first
+``BODY_TIMEOUT_S``, and the request ends with ``408``. A connection the server ends is wound down by
+its thread (:func:`wind_down`), not by the event loop, which gunicorn's graceful close would hold for
+seconds while a slow client still sends.
+
+This builds on the worker's internals (``enqueue_req``, ``handle``, ``murder_keepalived``, its
+poller, the parser's unreader); with a gunicorn that lacks them :func:`worker_class` falls back to
+plain ``gthread``. TLS connections (``certfile``) are read by their threads as in ``gthread``.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import selectors
+import socket
+import threading
 import time
+from dataclasses import dataclass
+from enum import Enum
 from functools import partial
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from gunicorn.workers.gthread import TConn, ThreadWorker
+
+from potato.server import stopping
+
+from potato.server.security import SlowBody
 
 HEAD_TIMEOUT_S = 10.0
 """Seconds a client has to send a request's headers (the request line and every header line)."""
 HEAD_MAX = 64 * 1024
-"""Headers larger than this go to the parser as they are, which refuses them (431/400)."""
+"""Headers larger than this are refused (431) without a thread."""
 BODY_PREREAD_MAX = 1024 * 1024
 """Bodies up to this size (every annotator's request: the annotator routes' limit) are collected in
-the event loop too; larger ones (an admin's predictions upload) are read by their thread."""
+the event loop; larger ones go to a thread on the upload routes only."""
 BODY_TIMEOUT_S = 30.0
-"""Seconds, after the headers, a client has to send a body of up to BODY_PREREAD_MAX."""
+"""Seconds, after the headers, a client has to send a body of up to BODY_PREREAD_MAX; and the longest
+a thread waits for the next bytes of an upload. ``POTATO_BODY_TIMEOUT_S`` sets it (tests)."""
+BODY_MIN_RATE = 16 * 1024
+"""Bytes per second an upload must average after its first BODY_TIMEOUT_S (a slow link does 100 KB/s)."""
+UPLOAD_THREADS_SHARE = 4
+"""At most one thread in this many reads an upload's body at a time; other uploads get 503."""
+UPLOAD_RETRY_S = 10
+"""The ``Retry-After`` of that 503."""
+LINGER_S = 2.0
+"""After an answer that refuses a body, how long the event loop reads and drops what the client still
+sends, so that closing does not reset the connection before the client has read the answer."""
+LINGER_MAX = 4 * 1024 * 1024
+"""...and at most this much (a client that sent a few megabytes before reading still reads the answer)."""
 END = b"\r\n\r\n"
-_LENGTH = re.compile(rb"\r\ncontent-length[ \t]*:[ \t]*(\d{1,12})[ \t]*\r\n", re.IGNORECASE)
-_HANDED_OVER = re.compile(rb"\r\n(?:transfer-encoding|expect)[ \t]*:", re.IGNORECASE)
+_CHUNK_LINE_MAX = 4096
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,15}")
+_TOKEN = re.compile(r"bearer[ \t]+\S", re.IGNORECASE)
+
+
+class Body(str, Enum):
+    """What the event loop does with a request's body, decided from its headers."""
+
+    NONE = "none"
+    """No body: the request goes to a thread."""
+    COLLECT = "collect"
+    """Content-Length up to BODY_PREREAD_MAX: collected here, then a thread."""
+    CHUNKED = "chunked"
+    """Chunked: collected here up to BODY_PREREAD_MAX (a larger one is a 413), then a thread."""
+    UPLOAD = "upload"
+    """Larger or chunked, on an upload route with its credentials in the headers: a paced thread reads it."""
+    TOO_LARGE = "too_large"
+    """Larger than BODY_PREREAD_MAX where no route takes that: 413, no thread."""
+    BAD = "bad"
+    """Framing the server will not guess at (two lengths, a length and chunked, a coding other than
+    chunked, chunked in HTTP/1.0): 400, no thread (gunicorn's parser refuses these too)."""
+
+
+@dataclass(frozen=True)
+class BodyPlan:
+    kind: Body
+    length: int = 0
+    """COLLECT: the body's bytes."""
+    expects_continue: bool = False
+    """The client waits for ``100 Continue`` before it sends the body (HTTP/1.1 only)."""
+
+
+@dataclass(frozen=True)
+class UploadRoute:
+    method: str
+    path: re.Pattern[str]
+    credential: Callable[[Mapping[str, list[str]]], bool]
+    """Whether the headers carry what the route's view checks first (present, not yet valid)."""
+
+
+def _bearer(fields: Mapping[str, list[str]]) -> bool:
+    return any(_TOKEN.match(value) for value in fields.get("authorization", []))
+
+
+def _api_key(fields: Mapping[str, list[str]]) -> bool:
+    return any(value for value in fields.get("x-api-key", []))
+
+
+UPLOAD_ROUTES = (
+    UploadRoute("PUT", re.compile(r"/training/agent/v1/runs/[^/?]+/predictions"), _bearer),
+    UploadRoute("POST", re.compile(r"/training/agent/v1/runs/[^/?]+/(?:events|result)"), _bearer),
+    UploadRoute("POST", re.compile(r"/admin/api/labels"), _api_key),
+)
+"""The only routes that take bodies over BODY_PREREAD_MAX (``max_predictions_mb``; an agent's report
+batch; ``POST /admin/api/labels`` under the app's 64 MB). Each view checks its token or key before it
+reads the body, so an impostor holds a thread only until its 401."""
+
+
+def parse_head(head: bytes) -> tuple[str, str, str, dict[str, list[str]]]:
+    """Method, path (without query), version and header fields (lower-case name -> values) of a
+    complete header block (pure). Lines that are not fields are left to gunicorn's parser."""
+    lines = head[:head.index(END)].decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    method, target, version = parts if len(parts) == 3 else ("", "", "")
+    if "://" in target.split("?", 1)[0]:  # absolute-form: http://host/path
+        target = "/" + target.split("://", 1)[1].partition("/")[2]
+    fields: dict[str, list[str]] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(name.strip().lower(), []).append(value.strip(" \t"))
+    return method, target.split("?", 1)[0], version, fields
+
+
+def upload_route(method: str, path: str, fields: Mapping[str, list[str]]) -> bool:
+    """Whether this request may send a large or chunked body to a thread (pure)."""
+    return any(route.method == method and route.path.fullmatch(path) and route.credential(fields)
+               for route in UPLOAD_ROUTES)
+
+
+def plan_body(head: bytes) -> BodyPlan:
+    """What to do with the body of the request whose complete header block starts ``head`` (pure)."""
+    method, path, version, fields = parse_head(head)
+    lengths, codings = fields.get("content-length", []), fields.get("transfer-encoding", [])
+    expects = version == "HTTP/1.1" and any(v.lower() == "100-continue" for v in fields.get("expect", []))
+    if codings:
+        if lengths or len(codings) > 1 or codings[0].lower() != "chunked" or version != "HTTP/1.1":
+            return BodyPlan(Body.BAD)
+        if upload_route(method, path, fields):
+            return BodyPlan(Body.UPLOAD)
+        return BodyPlan(Body.CHUNKED, expects_continue=expects)
+    if not lengths:
+        return BodyPlan(Body.NONE)
+    if len(lengths) > 1 or not lengths[0].isdigit() or len(lengths[0]) > 15:
+        return BodyPlan(Body.BAD)
+    length = int(lengths[0])
+    if length == 0:
+        return BodyPlan(Body.NONE)
+    if length <= BODY_PREREAD_MAX:
+        return BodyPlan(Body.COLLECT, length, expects)
+    return BodyPlan(Body.UPLOAD if upload_route(method, path, fields) else Body.TOO_LARGE, length)
 
 
 def body_wanted(head: bytes) -> int:
-    """Bytes of body to collect after a complete header block (pure): its Content-Length when that is
-    at most BODY_PREREAD_MAX, else 0 (a chunked body, an ``Expect: 100-continue`` client waiting for
-    the server's go-ahead, a large upload: their threads read those)."""
-    block = head[:head.index(END) + 2] if END in head else head
-    if _HANDED_OVER.search(block):
-        return 0
-    found = _LENGTH.search(block)
-    length = int(found.group(1)) if found else 0
-    return length if length <= BODY_PREREAD_MAX else 0
-TIMEOUT_RESPONSE = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    """Bytes of body the event loop collects by Content-Length right after a complete header block
+    (pure): 0 for no body, a chunked or too large one, and for a client that waits for ``100
+    Continue`` (it is sent the go-ahead first)."""
+    plan = plan_body(head)
+    return plan.length if plan.kind is Body.COLLECT and not plan.expects_continue else 0
+
+
+def chunked_end(body: bytes | bytearray, pos: int = 0) -> tuple[int, bool]:
+    """Scan a chunked body from ``pos``, the start of a chunk's size line (pure). Returns where the
+    scan stopped and whether the body is complete: then that is its end, trailers included; else the
+    start of the first chunk not yet all there, to resume from. Raises ValueError on bad framing."""
+    while True:
+        eol = body.find(b"\r\n", pos, pos + _CHUNK_LINE_MAX + 2)
+        if eol < 0:
+            if len(body) - pos > _CHUNK_LINE_MAX:
+                raise ValueError("chunk size line too long")
+            return pos, False
+        size_text = bytes(body[pos:eol]).split(b";", 1)[0].rstrip(b" \t")
+        if not _CHUNK_SIZE.fullmatch(size_text):
+            raise ValueError(f"bad chunk size {size_text[:20]!r}")
+        size = int(size_text, 16)
+        if size == 0:  # the last chunk, then trailer lines up to an empty one (4 KB in all)
+            line, limit = eol + 2, eol + 2 + _CHUNK_LINE_MAX
+            while True:
+                end = body.find(b"\r\n", line, limit)
+                if end < 0:
+                    if len(body) >= limit:
+                        raise ValueError("trailers longer than 4 KB")
+                    return pos, False
+                if end == line:
+                    return end + 2, True
+                line = end + 2
+        data_end = eol + 2 + size
+        if len(body) < data_end + 2:
+            return pos, False
+        if body[data_end:data_end + 2] != b"\r\n":
+            raise ValueError("chunk data not followed by CRLF")
+        pos = data_end + 2
+
+
+def strip_expect(head: bytes) -> bytes:
+    """The header block without its ``Expect`` fields (pure): the event loop has answered them."""
+    return re.sub(rb"\r\nexpect[ \t]*:[^\r\n]*", b"", head[:head.index(END)], flags=re.IGNORECASE) + END
+
+
+def read_deadline(started: float, received: int, timeout_s: float, min_rate: float) -> float:
+    """When a thread stops waiting for a body (pure): ``timeout_s`` after it began to read, plus one
+    second for every ``min_rate`` bytes that have arrived."""
+    return started + timeout_s + received / min_rate
+
+
+def answer(status: int, reason: str, message: str = "", retry_after: int | None = None) -> bytes:
+    """A complete response from the event loop, which then closes the connection (pure)."""
+    body = json.dumps({"error": message}).encode() if message else b""
+    head = [f"HTTP/1.1 {status} {reason}", "Connection: close", f"Content-Length: {len(body)}"]
+    if body:
+        head.append("Content-Type: application/json")
+    if retry_after is not None:
+        head.append(f"Retry-After: {retry_after}")
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+TIMEOUT_RESPONSE = answer(408, "Request Timeout")
+TOO_LARGE_RESPONSE = answer(413, "Content Too Large", f"The request is larger than this route takes "
+                            f"({BODY_PREREAD_MAX // 1024} KB); nothing was stored.")
+BAD_FRAMING_RESPONSE = answer(400, "Bad Request", "The request's Content-Length or Transfer-Encoding is "
+                              "ambiguous; send one Content-Length, or Transfer-Encoding: chunked alone.")
+HEAD_TOO_LARGE_RESPONSE = answer(431, "Request Header Fields Too Large")
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+def body_timeout(environ: Mapping[str, str]) -> float:
+    """BODY_TIMEOUT_S, or ``POTATO_BODY_TIMEOUT_S`` when set to a positive number (pure)."""
+    try:
+        value = float(environ.get("POTATO_BODY_TIMEOUT_S", ""))
+    except ValueError:
+        return BODY_TIMEOUT_S
+    return value if math.isfinite(value) and value > 0 else BODY_TIMEOUT_S
+
+
+class PacedSocket:
+    """A client socket as its request's thread reads it: every ``recv`` waits at most ``timeout_s``
+    and ends the body at its :func:`read_deadline`, raising :class:`SlowBody` (the app answers 408)."""
+
+    def __init__(self, sock: socket.socket, timeout_s: float, min_rate: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.sock = sock
+        self.timeout_s = timeout_s
+        self.min_rate = min_rate
+        self.clock = clock
+        self.started = clock()
+        self.received = 0
+        self.expired = False
+        self._cap: float | None = None  # set by gunicorn's own bounded drain
+
+    def recv(self, size: int) -> bytes:
+        left = read_deadline(self.started, self.received, self.timeout_s, self.min_rate) - self.clock()
+        if left <= 0:
+            self.expired = True
+            raise SlowBody(f"the request's body arrived slower than {self.min_rate // 1024} KB/s")
+        self.sock.settimeout(min(left, self.timeout_s, self._cap if self._cap is not None else left))
+        try:
+            data = self.sock.recv(size)
+        except socket.timeout:
+            self.expired = True
+            raise SlowBody(f"no byte of the request's body for {self.timeout_s:g} s") from None
+        finally:
+            self.sock.settimeout(None)
+        self.received += len(data)
+        return data
+
+    def settimeout(self, value: float | None) -> None:
+        self._cap = value
+
+    def gettimeout(self) -> float | None:
+        return self._cap
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)
+
+
+def wind_down(sock: socket.socket) -> None:
+    """End a connection from its thread: half-close, read and drop what the client still sends
+    (``LINGER_S``, ``LINGER_MAX``: time to read the answer before a close with unread bytes resets
+    the connection), then shut it both ways. gunicorn's own graceful close, which follows on the
+    event loop, then finds nothing to wait for."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        deadline, dropped = time.monotonic() + LINGER_S, 0
+        while dropped < LINGER_MAX and deadline > time.monotonic():
+            sock.settimeout(deadline - time.monotonic())
+            data = sock.recv(65536)
+            if not data:
+                break
+            dropped += len(data)
+    except OSError:
+        pass  # reset, gone or still sending at the deadline: either way the connection ends now
+    finally:
+        try:
+            sock.settimeout(None)
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already reset by the client: nothing left to shut
+
+
+class _Pending:
+    """A connection whose request the event loop is still collecting."""
+
+    __slots__ = ("buf", "deadline", "searched", "plan", "body_at", "scan", "lingering")
+
+    def __init__(self, deadline: float) -> None:
+        self.buf = bytearray()
+        self.deadline = deadline
+        self.searched = 0
+        self.plan: BodyPlan | None = None
+        self.body_at = 0
+        self.scan = 0
+        self.lingering = -1  # while collecting; after a refusal, the bytes dropped since
 
 
 class HeadFirstWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no type hints
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        stopping.requested.set()  # waiting long polls answer now instead of holding the shutdown
+        super().handle_exit(sig, frame)
+
     def init_process(self) -> None:
-        self.heads: dict[TConn, tuple[bytearray, float]] = {}
+        self.heads: dict[TConn, _Pending] = {}
+        self.body_timeout_s = body_timeout(os.environ)
+        self.upload_max = max(1, self.cfg.threads // UPLOAD_THREADS_SHARE)
+        self.uploads = 0
+        self.uploads_lock = threading.Lock()
         super().init_process()
 
     def enqueue_req(self, conn: TConn) -> None:
-        held = conn.parser.unreader.buf.getvalue() if conn.parser is not None else b""
-        conn.potato_body_deadline = None
-        if END in held or conn.cfg.is_ssl or getattr(conn, "is_http2", False):
-            super().enqueue_req(conn)  # a pipelined request is complete already; TLS reads in the thread
+        if conn.cfg.is_ssl or getattr(conn, "is_http2", False):
+            super().enqueue_req(conn)  # TLS reads in the thread
             return
         conn.sock.setblocking(False)
-        self.heads[conn] = (bytearray(), time.monotonic() + HEAD_TIMEOUT_S)
+        pending = _Pending(time.monotonic() + HEAD_TIMEOUT_S)
+        if conn.parser is not None:  # bytes a keep-alive request read ahead: the next request's start
+            pending.buf += conn.parser.unreader.take_buffered()
+        self.heads[conn] = pending
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_head_readable, conn))
+        if pending.buf:
+            self.advance(conn, pending)
 
     def on_head_readable(self, conn: TConn, client: Any) -> None:
-        buf, _ = self.heads[conn]
+        pending = self.heads[conn]
         try:
             data = conn.sock.recv(65536)
         except BlockingIOError:
             return
         except OSError:
             data = b""
+        if pending.lingering >= 0:  # refused: drop what still comes, then close
+            pending.lingering += len(data)
+            if not data or pending.lingering > LINGER_MAX:
+                self.drop(conn)
+            return
         if not data:  # the client went away before its request was complete
             self.drop(conn)
             return
-        buf += data
-        held = conn.parser.unreader.buf.getvalue() if conn.parser is not None else b""
-        whole = held + buf
-        if END not in whole and len(buf) < HEAD_MAX:
-            return
-        if END in whole:
-            # A slow body would hold a thread as slow headers did: collect small bodies here as well.
-            body_end = whole.index(END) + len(END) + body_wanted(whole)
-            if len(whole) < body_end:
-                if not getattr(conn, "potato_body_deadline", None):
-                    conn.potato_body_deadline = True
-                    self.heads[conn] = (buf, time.monotonic() + BODY_TIMEOUT_S)
+        pending.buf += data
+        self.advance(conn, pending)
+
+    def advance(self, conn: TConn, pending: _Pending) -> None:
+        """Decide from the headers once they are in, then hand the request over, refuse it, or wait."""
+        buf = pending.buf
+        if pending.plan is None:
+            end = buf.find(END, pending.searched)
+            if end < 0:
+                pending.searched = max(0, len(buf) - 3)
+                if len(buf) >= HEAD_MAX:
+                    self.refuse(conn, HEAD_TOO_LARGE_RESPONSE)
                 return
+            head = bytes(buf[:end + len(END)])
+            plan = plan_body(head)
+            if plan.kind is Body.BAD:
+                self.refuse(conn, BAD_FRAMING_RESPONSE)
+                return
+            if plan.kind is Body.TOO_LARGE:
+                self.refuse(conn, TOO_LARGE_RESPONSE)
+                return
+            if plan.kind is Body.UPLOAD:
+                with self.uploads_lock:
+                    free = self.uploads < self.upload_max
+                    if free:
+                        self.uploads += 1
+                if not free:
+                    self.refuse(conn, answer(503, "Service Unavailable", "The server is reading as many uploads "
+                                             "as it reads at once; send it again later.", UPLOAD_RETRY_S))
+                    return
+                conn.potato_upload = True
+            if plan.expects_continue:  # the event loop gives the go-ahead; the thread must not repeat it
+                stripped = strip_expect(head)
+                buf[:len(head)] = stripped
+                head = stripped
+                if len(buf) == len(head):
+                    self.send(conn, CONTINUE)
+            pending.plan, pending.body_at, pending.scan = plan, len(head), len(head)
+            pending.deadline = time.monotonic() + self.body_timeout_s
+        kind = pending.plan.kind
+        if kind is Body.COLLECT and len(buf) < pending.body_at + pending.plan.length:
+            return
+        if kind is Body.CHUNKED:
+            try:
+                pending.scan, done = chunked_end(buf, pending.scan)
+            except ValueError:
+                self.refuse(conn, BAD_FRAMING_RESPONSE)
+                return
+            if (pending.scan if done else len(buf)) - pending.body_at > BODY_PREREAD_MAX:
+                self.refuse(conn, TOO_LARGE_RESPONSE)
+                return
+            if not done:
+                return
+        self.hand_over(conn, pending)
+
+    def hand_over(self, conn: TConn, pending: _Pending) -> None:
         self.poller.unregister(conn.sock)
         del self.heads[conn]
         conn.sock.setblocking(True)
         conn.init()  # the HTTP/1 parser (no I/O without TLS or h2c prior knowledge, see worker_class)
-        unreader = conn.parser.unreader
-        unreader.unread(unreader.take_buffered() + bytes(buf))
+        conn.parser.unreader.unread(bytes(pending.buf))
         conn.data_ready = True
+        conn.potato_paced = True
         super().enqueue_req(conn)
 
-    def drop(self, conn: TConn, answer: bytes = b"") -> None:
+    def handle(self, conn: TConn) -> Any:
+        """The thread's part: gunicorn's, reading through a :class:`PacedSocket`; a connection that
+        ends is closed here, so the event loop never lingers on it."""
+        if not getattr(conn, "potato_paced", False):
+            return super().handle(conn)
+        conn.potato_paced = False
+        upload, conn.potato_upload = getattr(conn, "potato_upload", False), False
+        unreader = conn.parser.unreader
+        paced = unreader.sock = PacedSocket(conn.sock, self.body_timeout_s, BODY_MIN_RATE)
+        try:
+            keep = super().handle(conn)
+        finally:
+            unreader.sock = conn.sock
+            if upload:
+                with self.uploads_lock:
+                    self.uploads -= 1
+        if keep and not paced.expired:
+            return keep
+        wind_down(conn.sock)  # a 408 (paced.expired) ends the connection too
+        return False
+
+    def send(self, conn: TConn, data: bytes) -> None:
+        try:
+            conn.sock.send(data)
+        except OSError:
+            pass
+
+    def refuse(self, conn: TConn, response: bytes) -> None:
+        """Answer from the event loop, then drop what the client still sends for a moment and close."""
+        pending = self.heads[conn]
+        self.send(conn, response)
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            self.drop(conn)
+            return
+        pending.lingering, pending.deadline = 0, time.monotonic() + LINGER_S
+        pending.buf = bytearray()
+
+    def drop(self, conn: TConn, response: bytes = b"") -> None:
         self.heads.pop(conn, None)
         try:
             self.poller.unregister(conn.sock)
         except (KeyError, ValueError, OSError):
             pass
-        if answer:
-            try:
-                conn.sock.send(answer)
-            except OSError:
-                pass
+        if response:
+            self.send(conn, response)
         self.nr_conns -= 1
         conn.close()
 
     def murder_keepalived(self, force: bool = False) -> None:
         super().murder_keepalived(force)
         now = time.monotonic()
-        for conn, (_, deadline) in list(self.heads.items()):
-            if force or deadline <= now:
-                self.drop(conn, TIMEOUT_RESPONSE)
+        for conn, pending in list(self.heads.items()):
+            if force:
+                self.drop(conn, b"" if pending.lingering >= 0 else TIMEOUT_RESPONSE)
+            elif pending.deadline <= now:
+                if pending.lingering >= 0:
+                    self.drop(conn)
+                else:
+                    self.refuse(conn, TIMEOUT_RESPONSE)  # headers or body not in time
 
 
 def worker_class(cfg_http2_cleartext: str | None = None) -> str:
@@ -127,7 +513,7 @@ def worker_class(cfg_http2_cleartext: str | None = None) -> str:
     (``POTATO_STOCK_GTHREAD=1`` picks the stock one, for bench/slowloris.py's comparison)."""
     if os.environ.get("POTATO_STOCK_GTHREAD") == "1":
         return "gthread"
-    needed = ("enqueue_req", "murder_keepalived", "finish_request")
+    needed = ("enqueue_req", "murder_keepalived", "finish_request", "handle")
     if all(hasattr(ThreadWorker, name) for name in needed) and hasattr(TConn, "init") \
             and "data_ready" in TConn.__init__.__code__.co_names and cfg_http2_cleartext in (None, "off"):
         return f"{__name__}.HeadFirstWorker"

@@ -1,7 +1,8 @@
 """What the server does for every request, whichever blueprint serves it: headers that keep its pages
 out of other sites' frames and scripts, a same-origin check on writes a browser makes with the
-session cookie, throttles on failed admin keys and on logins per client address, and admin sessions
-the server can end (docs/security.md says what it promises).
+session cookie, throttles on failed admin keys and on logins per client address, sign-ins that send
+the browser on only to this server's own pages, a 408 for a body that arrives too slowly, and admin
+sessions the server can end (docs/security.md says what it promises).
 
 The cookie-authenticated paths are the browser's; the ``X-API-Key`` header and the agents' bearer
 tokens are not sent by a browser on its own, so requests carrying them skip the origin check.
@@ -14,13 +15,15 @@ import hmac
 import logging
 import math
 import secrets
+import sqlite3
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from flask import Flask, Response, jsonify, request, session
 from flask.sessions import SecureCookieSessionInterface
+from werkzeug.exceptions import ClientDisconnected
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from potato.db import Database
@@ -55,27 +58,78 @@ LOGINS = Limit("login", 120, 60.0)
 making thousands of users does not get far."""
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """What :meth:`Throttle.take` made of one attempt."""
+
+    wait: int | None = None
+    """Seconds the address must wait: it had used up the limit, and the attempt was not tried."""
+    counted: bool = False
+    """The attempt was recorded and counts against the limit."""
+
+
+def retry_seconds(oldest_at: float, window_s: float, now: float) -> int:
+    """Seconds until the oldest event still in the window leaves it (pure; at least 1)."""
+    return max(1, math.ceil(oldest_at + window_s - now))
+
+
 class Throttle:
-    """Counts events per (kind, address) in the database, so every gunicorn worker sees them all."""
+    """Counts events per (kind, address) in the database, so every gunicorn worker sees them all.
+
+    Counting and recording are one write transaction (:meth:`take`): two threads, or two worker
+    processes, can never both see the last free place. Reading the count and recording the event
+    in two steps let 200 parallel guesses through as 40 tried keys instead of 10 (issue 20).
+    """
 
     def __init__(self, db: Database, clock: Any = time.time) -> None:
         self.db = db
         self.clock = clock
 
-    def retry_after(self, limit: Limit, addr: str) -> int | None:
-        """Seconds until ``addr`` may try again; None when it is under the limit."""
+    def wait(self, limit: Limit, addr: str) -> int | None:
+        """Seconds until ``addr`` may try again; None when it is under the limit. A look only: what
+        counts goes through :meth:`take`."""
         now = self.clock()
-        rows = self.db.conn.execute(
+        rows = self._recent(self.db.conn, limit, addr, now)
+        return retry_seconds(rows[-1][0], limit.window_s, now) if len(rows) >= limit.count else None
+
+    def take(self, limit: Limit, addr: str, counts: Callable[[], bool] | None = None) -> Attempt:
+        """One atomic step: when ``addr`` has used up ``limit``, refuse (``wait``) without calling
+        ``counts``; otherwise record the attempt, unless ``counts`` says it does not count (a right
+        admin key, a sign-in with an unusable name). ``counts`` runs inside the database's write
+        lock, so it must be quick: a key comparison, not a password hash."""
+        now = self.clock()
+        with self.db.transaction() as conn:
+            rows = self._recent(conn, limit, addr, now)
+            if len(rows) >= limit.count:
+                return Attempt(wait=retry_seconds(rows[-1][0], limit.window_s, now))
+            if counts is not None and not counts():
+                return Attempt()
+            conn.execute("INSERT INTO throttle (kind, addr, at) VALUES (?, ?, ?)", (limit.kind, addr, now))
+            conn.execute("DELETE FROM throttle WHERE kind = ? AND at < ?", (limit.kind, now - limit.window_s))
+        return Attempt(counted=True)
+
+    @staticmethod
+    def _recent(conn: sqlite3.Connection, limit: Limit, addr: str, now: float) -> list[Any]:
+        """The newest events of ``addr`` within the window, at most as many as the limit."""
+        return conn.execute(
             "SELECT at FROM throttle WHERE kind = ? AND addr = ? AND at > ? ORDER BY at DESC LIMIT ?",
             (limit.kind, addr, now - limit.window_s, limit.count)).fetchall()
-        if len(rows) < limit.count:
-            return None
-        return max(1, math.ceil(rows[-1][0] + limit.window_s - now))
 
-    def note(self, limit: Limit, addr: str) -> None:
-        now = self.clock()
-        self.db.write([("INSERT INTO throttle (kind, addr, at) VALUES (?, ?, ?)", (limit.kind, addr, now)),
-                       ("DELETE FROM throttle WHERE kind = ? AND at < ?", (limit.kind, now - limit.window_s))])
+
+class SlowBody(TimeoutError):
+    """A request's body did not arrive in time (raised by the gunicorn worker's reads; the app
+    answers 408). A TimeoutError, so gunicorn's own reads treat it as the timeout it is."""
+
+
+def body_too_slow(exc: Exception) -> Any:
+    """408 for a body that stopped arriving or arrived too slowly; werkzeug reports a failed read
+    as ClientDisconnected (400), with the SlowBody as its context."""
+    if not isinstance(exc, SlowBody) and not isinstance(exc.__context__, SlowBody):
+        return exc
+    response = jsonify(error=f"The request's body arrived too slowly ({exc.__context__ or exc}); nothing "
+                             "was stored. Send it again.")
+    response.status_code = 408  # the worker closes the connection
+    return response
 
 
 def too_many(seconds: int, what: str) -> Response:
@@ -136,6 +190,20 @@ def throttle(app: Flask) -> Throttle:
 
 # -- the request checks -----------------------------------------------------------------------------
 
+def safe_next(target: object, fallback: str) -> str:
+    """Where a sign-in may send the browser next (pure): ``target`` when it is a path on this server,
+    else ``fallback``. Browsers drop tabs and line breaks from a URL and read ``\\`` as ``/``, so
+    ``/\\t/evil.example`` and ``/\\evil.example`` are ``//evil.example``, another site; a line break
+    in a ``Location`` header cannot even be sent. So: printable ASCII only (no space, no control
+    character, no backslash), one leading ``/`` and not two, no scheme and no host."""
+    if not isinstance(target, str) or not target.startswith("/") or target.startswith("//"):
+        return fallback
+    if any(not "!" <= char <= "~" or char == "\\" for char in target):
+        return fallback
+    parts = urlsplit(target)
+    return target if not parts.scheme and not parts.netloc else fallback
+
+
 def same_origin() -> bool:
     """A browser says where a write comes from (Origin, else Referer); it must be this server's own
     host and port. A request naming neither is not a browser's form or script, so it passes."""
@@ -193,6 +261,8 @@ def init_app(app: Flask, project: Project) -> None:
     secret = app.secret_key if isinstance(app.secret_key, bytes) else str(app.secret_key).encode()
     app.extensions["potato.admin_sessions"] = AdminSessions(project.db, secret)
     app.extensions["potato.throttle"] = Throttle(project.db)
+    app.register_error_handler(SlowBody, body_too_slow)
+    app.register_error_handler(ClientDisconnected, body_too_slow)
     app.before_request(check_origin)
     app.after_request(add_headers)
 

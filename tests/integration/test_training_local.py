@@ -3,6 +3,8 @@ writeback (C5), holdout score (C6), restart recovery."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator
@@ -12,6 +14,7 @@ import requests
 
 from tests.conftest import ADMIN_KEY, truth
 from tests.servers import ServerProcess
+from tests.faults.matrix import fault
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}
@@ -126,6 +129,10 @@ def test_bad_requests(server: ServerProcess) -> None:
     assert requests.post(url, json={"trainer": "noop"}).status_code == 401
 
 
+@fault("Runs and their processes",
+       "kill -9 of the whole server during a local run, then a restart",
+       "The local agent is its own process: the worker goes on, the agent retries its reports, the run finishes",
+       "The run succeeds after the restart; no event twice")
 def test_a_local_run_outlives_a_server_crash(make_project: Callable[..., Path]) -> None:
     """The local agent is its own process: kill -9 of the whole server loses neither the running
     run nor the queued one (DESIGN: a server restart loses no run)."""
@@ -195,6 +202,10 @@ def _worker_alive(job_dir: Path) -> bool:
     return False
 
 
+@fault("Runs and their processes",
+       "The server is stopped (SIGTERM) during a local run and started again",
+       "The run goes on without it and is recorded once the server is back",
+       "The run succeeds")
 def test_a_local_run_goes_on_while_the_server_is_stopped(make_project: Callable[..., Path]) -> None:
     """Stopping the server leaves the worker running; its agent retries, and once the server is
     back the run finishes with every event the worker wrote meanwhile."""
@@ -242,6 +253,147 @@ def test_the_local_worker_sees_none_of_the_servers_secrets_but_what_pass_env_nam
         assert b"HF_TOKEN=hf-token-for-the-test" in environ
         assert b"aws-secret-for-the-test" not in environ and b"admin-key-for-the-test" not in environ
         assert b"PATH=" in environ and b"HOME=" in environ
+        assert wait(srv, run["id"], TERMINAL, timeout=60)["state"] == "succeeded"
+    finally:
+        srv.stop()
+
+
+# -- issue 20: the local agent and its worker on the server's machine ------------------------------
+
+def _job_dir(config_path: Path, run_id: str) -> Path:
+    return config_path.parent / "annotation_output" / "training" / "agent" / "jobs" / run_id
+
+
+def _started_worker(job_dir: Path, timeout: float = 30) -> tuple[int, str]:
+    """The run's worker (pid, start time), from the pid file its agent wrote: this test's own process."""
+    from tests.unit.training.test_lifeline import process_start
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            pid = int((job_dir / "worker.pid").read_text())
+        except (OSError, ValueError):
+            time.sleep(0.1)
+            continue
+        start = process_start(pid)
+        if start is not None and b"potato.training.worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return pid, start
+        time.sleep(0.1)
+    raise AssertionError(f"no worker for {job_dir.name} within {timeout} s")
+
+
+def _parent(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2:].split()[1])
+
+
+@fault("Runs and their processes",
+       "kill -9 of the local backend's agent while its worker trains",
+       "The worker ends with it (its lifeline closes); the run fails; the next run never shares the machine with an orphan",
+       "The run fails saying its agent ended; the next run succeeds")
+def test_kill_9_of_the_local_agent_ends_its_worker_and_the_next_run_runs_alone(
+        make_project: Callable[..., Path]) -> None:
+    """The agent's lifeline: SIGKILL of the agent must not leave its worker training (PPID 1) beside the
+    next run's worker."""
+    from tests.unit.training.test_lifeline import process_start
+
+    config_path = make_project(**training_config())
+    srv = ServerProcess(config_path).start()
+    orphan: tuple[int, str] | None = None
+    try:
+        label_all(srv, 10)
+        first = start(srv, trainer="noop", schemas=["sentiment"], params={"sleep_s": 300})
+        wait(srv, first["id"], {"running"})
+        first_worker = _started_worker(_job_dir(config_path, first["id"]))
+        agent = _parent(first_worker[0])
+        cmdline = Path(f"/proc/{agent}/cmdline").read_bytes().split(b"\0")
+        assert b"potato.training.agent" in cmdline and first["id"].encode() in cmdline
+        second = start(srv, trainer="noop", schemas=["sentiment"], params={"sleep_s": 2})
+        os.kill(agent, signal.SIGKILL)
+        orphan = first_worker
+        second_worker: tuple[int, str] | None = None
+        deadline = time.monotonic() + 90
+        while True:
+            state = requests.get(f"{srv.url}/admin/training/api/runs/{second['id']}", headers=H).json()["state"]
+            if second_worker is None and (_job_dir(config_path, second["id"]) / "worker.pid").exists():
+                second_worker = _started_worker(_job_dir(config_path, second["id"]))
+            alive = [w for w in (first_worker, second_worker) if w is not None and process_start(w[0]) == w[1]]
+            assert len(alive) <= 1, "the killed agent's worker still trains beside the next run's"
+            if state in TERMINAL:
+                break
+            assert time.monotonic() < deadline, f"run stuck in {state}"
+            time.sleep(0.1)
+        assert state == "succeeded"
+        assert process_start(first_worker[0]) != first_worker[1]
+        assert wait(srv, first["id"], TERMINAL, timeout=30)["state"] == "failed"
+        events = (_job_dir(config_path, first["id"]) / "events.jsonl").read_text()
+        assert "The agent that started this worker ended" in events
+    finally:
+        srv.stop()
+        if orphan is not None and process_start(orphan[0]) == orphan[1]:
+            os.killpg(orphan[0], signal.SIGKILL)  # ours (pid and start time): never left behind by a failure
+
+
+@fault("Tokens and secrets",
+       "Another account on the machine that trains (local backend) looks into the job folder",
+       "The job folder is 0700 and its files 0600",
+       "Nothing to read")
+def test_a_local_run_leaves_only_private_files_on_the_training_host(make_project: Callable[..., Path]) -> None:
+    """The bundle, its extraction and the logs hold items, labels and annotators' names: folders 0700,
+    files 0600, even when the server runs with umask 022 (the job dir is looked at during the run: the
+    server removes a local run's job dir once it has the result; the worker's own outputs are checked
+    in tests/unit/training/test_lifeline.py)."""
+    config_path = make_project(**training_config())
+    old = os.umask(0o022)
+    try:
+        srv = ServerProcess(config_path).start()
+    finally:
+        os.umask(old)
+    try:
+        label_all(srv, 10)
+        run = start(srv, trainer="noop", schemas=["sentiment"], params={"sleep_s": 4})
+        job_dir = _job_dir(config_path, run["id"])
+        _started_worker(job_dir)
+        deadline = time.monotonic() + 30
+        while not (job_dir / "events.jsonl").exists() or "training on" not in (job_dir / "events.jsonl").read_text():
+            assert time.monotonic() < deadline, "the worker never started training"
+            time.sleep(0.1)
+        paths = [job_dir.parent, job_dir, *job_dir.rglob("*")]
+        names = {p.name for p in paths}
+        assert {"bundle.tar.gz", "bundle", "items.jsonl", "labels.jsonl", "worker.out", "events.jsonl"} <= names
+        loose = {str(p.relative_to(job_dir.parent)): oct(p.stat().st_mode & 0o777) for p in paths
+                 if p.stat().st_mode & 0o077}
+        assert loose == {}
+        assert wait(srv, run["id"], TERMINAL)["state"] == "succeeded"
+    finally:
+        srv.stop()
+
+
+@fault("Tokens and secrets",
+       "The server's environment holds cloud keys and HF_TOKEN; someone reads the local agent's and worker's /proc/<pid>/environ",
+       "Only the allow-list and the pass_env names reach them",
+       "No secret of the server's")
+def test_the_local_agent_carries_none_of_the_servers_secrets(make_project: Callable[..., Path],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent gets the worker's allow-list too, plus the pass_env names it hands on to its worker."""
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-for-the-test")
+    monkeypatch.setenv("HF_TOKEN", "hf-token-for-the-test")
+    monkeypatch.setenv("POTATO_ADMIN_API_KEY", "admin-key-for-the-test")
+    monkeypatch.setenv("LAB_DATA_TOKEN", "passed-on-for-the-test")
+    config_path = make_project(**training_config(pass_env=["LAB_DATA_TOKEN"]))
+    srv = ServerProcess(config_path).start()
+    try:
+        label_all(srv, 10)
+        run = start(srv, trainer="noop", schemas=["sentiment"], params={"sleep_s": 4})
+        worker, _ = _started_worker(_job_dir(config_path, run["id"]))
+        agent = _parent(worker)
+        assert b"potato.training.agent" in Path(f"/proc/{agent}/cmdline").read_bytes()
+        for pid in (agent, worker):
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            assert b"hf-token-for-the-test" not in environ and b"aws-secret-for-the-test" not in environ
+            assert b"admin-key-for-the-test" not in environ
+            assert b"LAB_DATA_TOKEN=passed-on-for-the-test" in environ
+            assert b"PATH=" in environ and b"HOME=" in environ
         assert wait(srv, run["id"], TERMINAL, timeout=60)["state"] == "succeeded"
     finally:
         srv.stop()

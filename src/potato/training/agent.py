@@ -179,8 +179,7 @@ class Agent:
 
     def run_job(self, job: Dict[str, Any], client: Client) -> None:
         run_id = str(job["run_id"])
-        job_dir = self.workdir / "jobs" / run_id
-        job_dir.mkdir(parents=True, exist_ok=True)
+        job_dir = private_dir(private_dir(self.workdir / "jobs") / run_id)
         reporter = Reporter(client, run_id, self.console, self.give_up_after_s, self.clock)
         self.reporter = reporter
         self.busy = True
@@ -367,6 +366,20 @@ class Interrupted(BaseException):
     blocking long poll swallows it."""
 
 
+PRIVATE_UMASK = 0o077
+"""What the agent and its workers write is the user's only: bundles hold every item, label and
+annotator's name, and the training host's folders are often readable by every account there."""
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` as a folder only its owner can enter, made (0700) or tightened if it was there with wider
+    modes (made by a clean-up, an older version or a server-side ``mkdir -p``)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)
+    return path
+
+
 def _stop(reason: Reason, message: str) -> Stop:
     """A stop that needs no SIGKILL: nothing was started."""
     return Stop(reason, message, 0.0)
@@ -467,6 +480,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    os.umask(PRIVATE_UMASK)  # before any file: the bundle, its extraction, worker.out, job.sh
     args = parser().parse_args(argv)
     console = Console()
     try:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import shlex
 from typing import Any, List, Mapping, Optional, Sequence, Union
 
+from potato.training.supervise import LIFELINE_FLAG
+
 RUNTIMES = ("apptainer", "docker")
 
 
@@ -27,18 +29,20 @@ Word = Union[str, Shell]
 
 def worker_argv(box: Mapping[str, Any], job_dir: str, code_dir: str, shared_dir: str,
                 user: Optional[Word] = None, gpus: Optional[Word] = None, name: Optional[str] = None,
-                env: Optional[Mapping[str, str]] = None) -> List[Word]:
+                env: Optional[Mapping[str, str]] = None, lifeline: bool = False) -> List[Word]:
     """``apptainer exec`` or ``docker run`` of the worker for one job dir.
 
     ``gpus``: the GPUs for the run (``"0,1"``; empty or None: none for docker, all that apptainer's
     ``--nv`` shows). ``user``: docker's ``--user`` (files in the job dir stay the caller's).
     ``name``: docker's ``--name``, so a cold stop can ``docker kill`` it. A :class:`Shell` ``gpus`` means
     "the job's ``$CUDA_VISIBLE_DEVICES``, when set" (a SLURM job learns its GPUs only on the node).
+    ``lifeline``: the caller's stdin is the worker's lifeline (``--lifeline-stdin``): docker gets
+    ``-i`` to forward it into the container (end of file included); apptainer's process inherits it.
     """
     runtime, image = box.get("runtime"), str(box.get("image"))
     options = [str(o) for o in box.get("options") or []]
     variables = {"PYTHONPATH": code_dir, "PYTHONUNBUFFERED": "1", **(env or {})}
-    inner = ["python3", "-m", "potato.training.worker", job_dir]
+    inner = ["python3", "-m", "potato.training.worker", *([LIFELINE_FLAG] if lifeline else []), job_dir]
     if runtime == "apptainer":
         argv: List[Word] = ["apptainer", "exec", "--nv", "--cleanenv"]
         for key, value in variables.items():
@@ -50,6 +54,8 @@ def worker_argv(box: Mapping[str, Any], job_dir: str, code_dir: str, shared_dir:
         return argv + ["--bind", f"{shared_dir}:{shared_dir}", "--pwd", job_dir, *options, image, *inner]
     if runtime == "docker":
         argv = ["docker", "run", "--rm", "--init"]
+        if lifeline:
+            argv.append("-i")
         if name:
             argv += ["--name", name]
         if user:

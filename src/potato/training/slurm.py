@@ -153,10 +153,12 @@ def job_script(settings: SlurmSettings, run_id: str, python: str, job_dir: str, 
         "#!/bin/bash",
         f"# Potato training run {run_id}: written by the agent and submitted with sbatch.",
         "# The agent on the login node follows events.jsonl here; exit_code says how the worker ended.",
+        "umask 077  # the job's files (labels, annotators' names, predictions) are this user's only",
     ]
     if settings.prelude:
         lines.append("# prelude (from the backend's settings)")
         lines.extend(settings.prelude)
+        lines.append("umask 077  # again: a prelude that sources a profile may have widened it")
     lines += [
         f"cd {q(job_dir)} || exit 1",
         f'export PYTHONPATH={q(code_dir)}"${{PYTHONPATH:+:$PYTHONPATH}}"',

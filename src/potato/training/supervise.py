@@ -85,30 +85,47 @@ WORKER_ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "PYTORCH_", "OMP_", "
 runtimes' own settings (``DOCKER_HOST``, ``APPTAINER_BINDPATH``) for a worker in an image."""
 
 
-def worker_env(num_threads: Optional[int], base: Optional[Mapping[str, str]] = None,
-               extra_paths: Optional[List[str]] = None, pass_env: Sequence[str] = ()) -> Dict[str, str]:
-    """The worker's environment: an allow-list of the agent's (:data:`WORKER_ENV`) and the names in
-    ``pass_env``, our code first on PYTHONPATH, thread caps when configured (R16); never Potato's own
-    variables (the agent's token, the server's admin key)."""
-    source = os.environ if base is None else base
+def allowed_env(source: Mapping[str, str], pass_env: Sequence[str] = (),
+                extra_paths: Optional[List[str]] = None) -> Dict[str, str]:
+    """The allow-list (:data:`WORKER_ENV`, :data:`WORKER_ENV_PREFIXES`, thread variables) of ``source``
+    plus the names in ``pass_env``, ``extra_paths`` first on PYTHONPATH, unbuffered output; never
+    Potato's own variables (an agent's token, the server's admin key). The one definition of what a
+    training process sees: the worker's environment, and the local agent's (which must carry the
+    ``pass_env`` names to hand them on, and nothing else of the server's)."""
     keep = set(WORKER_ENV) | set(THREAD_VARIABLES) | set(pass_env)
-    env = {k: v for k, v in source.items() if k in keep or k.startswith(WORKER_ENV_PREFIXES)}
+    env = {k: v for k, v in source.items()
+           if (k in keep or k.startswith(WORKER_ENV_PREFIXES)) and not k.startswith("POTATO_")}
     paths = list(extra_paths or []) + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if paths:
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def worker_env(num_threads: Optional[int], base: Optional[Mapping[str, str]] = None,
+               extra_paths: Optional[List[str]] = None, pass_env: Sequence[str] = ()) -> Dict[str, str]:
+    """The worker's environment: :func:`allowed_env` of the agent's, thread caps when configured (R16)."""
+    env = allowed_env(os.environ if base is None else base, pass_env, extra_paths)
     env.setdefault("TRANSFORMERS_VERBOSITY", "error")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     apply_thread_limit(num_threads, env)
-    for name in list(env):
-        if name.startswith("POTATO_"):
-            del env[name]
     return env
+
+
+LIFELINE_FLAG = "--lifeline-stdin"
+"""The worker's option (``potato.training.worker.LIFELINE_FLAG``) saying that its stdin is a
+lifeline: end of file there means its agent has ended."""
 
 
 class WorkerProcess:
     """The worker as a subprocess in its own process group (a session of its own), so that a
-    Ctrl-C at the agent's terminal does not reach it and a stop reaches its children too."""
+    Ctrl-C at the agent's terminal does not reach it and a stop reaches its children too.
+
+    Its stdin is a lifeline: a pipe whose write end only this agent holds and never writes to.
+    However the agent ends (``kill -9`` included), the kernel closes that end, the worker reads end
+    of file and stops itself as a warm stop would: never two workers at once, no orphan holding a
+    GPU. Through ``docker run -i`` and ``apptainer exec`` the pipe reaches the worker too.
+    """
 
     def __init__(self, job_dir: Path, proc: "subprocess.Popen[bytes]", container: Optional[str] = None) -> None:
         self.job_dir = job_dir
@@ -124,7 +141,7 @@ class WorkerProcess:
         image, the job's folder ``shared_dir`` mounted at its own path and this agent's code first
         on its ``PYTHONPATH``. The GPUs are the ``CUDA_VISIBLE_DEVICES`` the agent was given."""
         env = worker_env(num_threads, extra_paths=[code_root()], pass_env=pass_env)
-        argv: List[str] = [python, "-m", "potato.training.worker", str(job_dir)]
+        argv: List[str] = [python, "-m", "potato.training.worker", LIFELINE_FLAG, str(job_dir)]
         name = None
         if container:
             from potato.training.containers import worker_argv
@@ -134,11 +151,13 @@ class WorkerProcess:
             apply_thread_limit(num_threads, threads)
             argv = [str(w) for w in worker_argv(
                 container, str(job_dir), code_root(), str(shared_dir or job_dir), user=f"{os.getuid()}:{os.getgid()}",
-                gpus=os.environ.get("CUDA_VISIBLE_DEVICES") or None, name=name, env=threads)]
+                gpus=os.environ.get("CUDA_VISIBLE_DEVICES") or None, name=name, env=threads, lifeline=True)]
         out = open(str(job_dir / "worker.out"), "ab")
         try:
-            proc = subprocess.Popen(argv, cwd=str(job_dir), env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+            # stdin=PIPE: the lifeline. Its write end is non-inheritable and close_fds holds, so no
+            # other child of the agent keeps it open after the agent is gone.
+            proc = subprocess.Popen(argv, cwd=str(job_dir), env=env, stdin=subprocess.PIPE, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
         finally:
             out.close()
         (job_dir / PID_FILE).write_text(str(proc.pid))
@@ -149,7 +168,19 @@ class WorkerProcess:
         return self.proc.pid
 
     def poll(self) -> Optional[int]:
-        return self.proc.poll()
+        code = self.proc.poll()
+        if code is not None:
+            self._drop_lifeline()
+        return code
+
+    def _drop_lifeline(self) -> None:
+        """Close the lifeline once the worker has ended (a polling agent runs many workers)."""
+        stdin = self.proc.stdin
+        if stdin is not None and not stdin.closed:
+            try:
+                stdin.close()
+            except OSError:
+                pass  # a pipe nobody reads any more: closing is all that was wanted
 
     def _signal(self, sig: int) -> None:
         try:
@@ -175,6 +206,8 @@ class WorkerProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass  # unkillable (D state): poll() keeps saying so and the loop still ends it
+        else:
+            self._drop_lifeline()
 
     def ended_by(self) -> Optional["Stop"]:
         """Nothing but the worker itself ends a worker process (a SLURM job can be ended by SLURM)."""

@@ -52,6 +52,15 @@ Signals: the first SIGTERM (or SIGINT) is a warm stop: a flag the trainer checks
 cancelled result. The second is a cold stop: result.json and exit_code are written at once and
 the process exits 143 (see :func:`_on_signal_factory` for why).
 
+Lifeline: with ``--lifeline-stdin`` (how an agent starts it) stdin is a pipe whose write end only
+the agent holds. End of file there means the agent has ended, however it ended (``kill -9``
+included): the worker says so and stops itself as the agent would have stopped it (SIGTERM to its
+process group, SIGKILL after ``grace_seconds``), so no orphan goes on training beside the next run.
+Started by hand (a terminal or /dev/null on stdin, no option), the worker ignores its stdin.
+
+Files: the worker sets umask 077 first, so everything it writes is its user's only (the items,
+labels and annotators' names are in the bundle, the predictions and the result).
+
 Limits and device, applied before the trainer (and numpy or torch) is imported: ``num_threads``
 sets OMP/MKL/OPENBLAS (and similar) thread counts and torch's; ``max_ram_mb`` bounds the data
 memory (``RLIMIT_DATA``, :mod:`potato.training.limits` says why not RLIMIT_AS), and hitting it is
@@ -69,10 +78,12 @@ import math
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO, Any, Callable, Sequence
 
+from potato import defaults
 from potato.training import labels as labelling
 from potato.training.devices import DeviceProbe, describe_device, probe_devices, resolve_device
 from potato.training.events import EventWriter, make_event
@@ -100,7 +111,11 @@ from potato.training.trainers.base import Prediction, TrainContext, Trainer
 
 log = logging.getLogger("potato.training.worker")
 
-USAGE = "usage: python -m potato.training.worker JOB_DIR\n"
+LIFELINE_FLAG = "--lifeline-stdin"
+"""Stdin is a lifeline: end of file there means the agent that started this worker has ended."""
+USAGE = f"usage: python -m potato.training.worker [{LIFELINE_FLAG}] JOB_DIR\n"
+PRIVATE_UMASK = 0o077
+"""Files and folders the worker writes are its user's only: the job holds annotators' labels and names."""
 
 
 class StopFlag:
@@ -108,6 +123,8 @@ class StopFlag:
 
     def __init__(self) -> None:
         self.count = 0
+        self.cause: str | None = None
+        """Why the worker stopped itself (its agent ended), for result.json; None for a SIGTERM."""
 
     def __call__(self) -> bool:
         return self.count > 0
@@ -296,7 +313,8 @@ def run_job(job_dir: Path, stop: StopFlag | None = None, result: Result | None =
         code = int(ExitCode.OK)
         events.step("finished")
     except Cancelled:
-        _fail(result, RunStatus.CANCELLED, Reason.CANCELLED, "Cancelled (SIGTERM) before the run finished")
+        _fail(result, RunStatus.CANCELLED, Reason.CANCELLED,
+              getattr(stop, "cause", None) or "Cancelled (SIGTERM) before the run finished")
         code = int(ExitCode.CANCELLED)
     except KeyboardInterrupt:
         _fail(result, RunStatus.CANCELLED, Reason.CANCELLED, "Cancelled (interrupted) before the run finished")
@@ -388,17 +406,79 @@ def _cold_stop(job_dir: Path, result: Result, started: float) -> None:
     result.message = "Stopped at once by a second SIGTERM; the run's files may be incomplete"
     result.duration_s = time.monotonic() - started
     try:
-        line = json.dumps(make_event("log", level="warning", text=result.message)) + "\n"
-        fd = os.open(str(job_dir / EVENTS_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line.encode("utf-8"))
-        finally:
-            os.close(fd)
+        _append_event(job_dir, make_event("log", level="warning", text=result.message))
         write_result(job_dir, result)
         write_exit_code(job_dir, int(ExitCode.CANCELLED))
     except OSError as exc:
         os.write(2, f"potato worker: cold stop could not write its files: {exc}\n".encode())
     os._exit(int(ExitCode.CANCELLED))
+
+
+def _append_event(job_dir: Path, event: dict[str, Any]) -> None:
+    """One event line with plain os calls: a single append, whole between the EventWriter's own lines,
+    for code that runs beside the main flow (a signal handler, the lifeline thread)."""
+    line = json.dumps(event) + "\n"
+    fd = os.open(str(job_dir / EVENTS_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def grace_seconds(job_dir: Path) -> float:
+    """The job's ``grace_seconds``, or the default when job.json is missing or has no valid value."""
+    try:
+        value = json.loads((job_dir / BUNDLE_DIR / "job.json").read_text(encoding="utf-8")).get("grace_seconds")
+    except (OSError, ValueError, AttributeError):
+        value = None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        return float(defaults.GRACE_SECONDS)
+    return float(value)
+
+
+def agent_ended_message(grace: float) -> str:
+    return (f"The agent that started this worker ended (its lifeline, the worker's stdin, closed); the worker "
+            f"stops itself: SIGTERM, then SIGKILL in {grace:g} s if it has not stopped.")
+
+
+def _signal_own(sig: int) -> None:
+    """``sig`` to this worker's process group when it leads one (its children too, as the agent's stop
+    would), else (in a container runtime's group) to this process only: the runtime forwards what it
+    gets, and a forwarded second SIGTERM would be a cold stop."""
+    try:
+        if os.getpgrp() == os.getpid():
+            os.killpg(os.getpid(), sig)
+        else:
+            os.kill(os.getpid(), sig)
+    except OSError as exc:
+        log.error("could not send signal %d to the worker itself: %s", sig, exc)
+
+
+def watch_lifeline(fd: int, stop: StopFlag, job_dir: Path, signal_own: Callable[[int], None] = _signal_own,
+                   sleep: Callable[[float], None] = time.sleep) -> None:
+    """Read ``fd`` until end of file (the agent never writes to it), then stop as a warm stop would."""
+    while True:
+        try:
+            if not os.read(fd, 65536):
+                break
+        except InterruptedError:
+            continue
+        except OSError as exc:
+            log.warning("the lifeline (stdin) cannot be read (%s); the worker cannot tell when its agent ends", exc)
+            return
+    grace = grace_seconds(job_dir)
+    message = agent_ended_message(grace)
+    log.warning("%s", message)
+    try:
+        _append_event(job_dir, make_event("log", level="warning", text=message))
+    except OSError as exc:
+        log.warning("could not write the agent-ended event: %s", exc)
+    stop.cause = "The agent that started this worker ended before the run finished; the worker stopped itself"
+    if not stop():  # a SIGTERM from the agent already came: a second one would be a cold stop
+        signal_own(signal.SIGTERM)
+    sleep(grace)
+    log.error("the worker did not stop within %g s of its agent's end; SIGKILL", grace)
+    signal_own(signal.SIGKILL)
 
 
 def _setup_logging(job_dir: Path) -> tuple[logging.Handler, IO[str]]:
@@ -419,7 +499,10 @@ def _setup_logging(job_dir: Path) -> tuple[logging.Handler, IO[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    os.umask(PRIVATE_UMASK)  # before any file: stderr.log, events, predictions, result, artifacts
     args = list(sys.argv[1:] if argv is None else argv)
+    lifeline = LIFELINE_FLAG in args
+    args = [a for a in args if a != LIFELINE_FLAG]
     if len(args) != 1 or args[0] in ("-h", "--help"):
         sys.stderr.write(USAGE)
         return int(ExitCode.BAD_JOB)
@@ -434,6 +517,8 @@ def main(argv: list[str] | None = None) -> int:
     on_signal = _on_signal_factory(stop, job_dir, result, time.monotonic())
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if lifeline:
+        threading.Thread(target=watch_lifeline, args=(0, stop, job_dir), name="potato-lifeline", daemon=True).start()
     try:
         return run_job(job_dir, stop, result)
     finally:

@@ -91,6 +91,18 @@ def test_job_script_writes_exit_code_when_the_worker_could_not(tmp_path: Path) -
     assert not (tmp_path / "pwned").exists() and not (job.parent / "pwned").exists()
 
 
+def test_job_script_makes_the_job_s_files_private_whatever_the_node_s_umask(tmp_path: Path) -> None:
+    """Shared storage is read by every account of the cluster: what the job writes is the user's only."""
+    old = os.umask(0o022)  # a compute node's usual default, inherited by the script
+    try:
+        job, code = _run_script(tmp_path, "echo '{}' > predictions.jsonl; mkdir artifacts; exit 3")
+    finally:
+        os.umask(old)
+    assert code == 3
+    written = [job / "predictions.jsonl", job / "artifacts", job / "worker.out", job / "exit_code"]
+    assert {p.name: oct(p.stat().st_mode & 0o077) for p in written} == {p.name: "0o0" for p in written}
+
+
 def test_job_script_keeps_the_workers_own_exit_code(tmp_path: Path) -> None:
     job, code = _run_script(tmp_path, 'echo 0 > exit_code; exit 3')
     assert code == 3 and (job / "exit_code").read_text() == "0\n"

@@ -14,29 +14,28 @@ from pathlib import Path
 from typing import Sequence
 
 from potato.training.codefiles import code_root
+from potato.training.supervise import allowed_env
 
 AGENT_OUT = "agent.out"
 
 
-def agent_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The server's environment without Potato's secrets; our source first on PYTHONPATH."""
-    env = {k: v for k, v in (os.environ if base is None else base).items() if not k.startswith("POTATO_")}
-    paths = [code_root()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+def agent_env(pass_env: Sequence[str] = (), base: dict[str, str] | None = None) -> dict[str, str]:
+    """The agent's environment: the worker's allow-list of the server's (``supervise.allowed_env``) plus the
+    ``pass_env`` names, which the agent hands on to its worker; our source first on PYTHONPATH. The rest
+    (cloud keys, HF_TOKEN, the admin key) stays with the server: the agent needs none of it."""
+    return allowed_env(os.environ if base is None else base, pass_env, extra_paths=[code_root()])
 
 
 def start_agent(server_url: str, run_id: str, token: str, workdir: Path, run_dir: Path,
                 python: str = sys.executable, pass_env: Sequence[str] = ()) -> subprocess.Popen[bytes]:
-    """The agent for one local run. Its worker sees an allow-list of the server's environment plus
-    ``model_training.pass_env`` (the agent itself needs the rest: it is Potato)."""
-    workdir.mkdir(parents=True, exist_ok=True)
+    """The agent for one local run. It and its worker see an allow-list of the server's environment plus
+    ``model_training.pass_env``."""
+    workdir.mkdir(mode=0o700, parents=True, exist_ok=True)  # the agent makes jobs/<run> 0700 inside
     cmd = [python, "-m", "potato.training.agent", "--server", server_url, "--backend", "local",
            "--run", run_id, "--token-stdin", "--workdir", str(workdir), *(f"--pass-env={n}" for n in pass_env)]
     with (run_dir / AGENT_OUT).open("ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, cwd=str(workdir),
-                                env=agent_env(), start_new_session=True)
+                                env=agent_env(pass_env), start_new_session=True)
     stdin = proc.stdin
     if stdin is not None:  # always, with stdin=PIPE
         stdin.write(token.encode("ascii") + b"\n")

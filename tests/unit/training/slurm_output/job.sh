@@ -1,9 +1,11 @@
 #!/bin/bash
 # Potato training run 20261201-101500-ab12: written by the agent and submitted with sbatch.
 # The agent on the login node follows events.jsonl here; exit_code says how the worker ended.
+umask 077  # the job's files (labels, annotators' names, predictions) are this user's only
 # prelude (from the backend's settings)
 module load cuda/12.4
 source /shared/envs/torch/bin/activate
+umask 077  # again: a prelude that sources a profile may have widened it
 cd '/shared/it'"'"'s here/jobs/20261201-101500-ab12' || exit 1
 export PYTHONPATH='/shared/it'"'"'s here/code/cf2aaf2eb49ec971'"${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1

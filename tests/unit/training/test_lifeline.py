@@ -1,0 +1,193 @@
+"""The worker ends with its agent, however the agent ends (issue 20): its stdin is a lifeline pipe
+that only the agent holds. A stand-in agent (a child process that starts the worker exactly as the
+agent does, with ``WorkerProcess.start``) is killed with SIGKILL; the worker must notice, say so
+and be gone. Only processes these tests started are looked at."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from potato.training import supervise, worker
+from potato.training.containers import worker_argv
+from tests.unit.training.jobdirs import read_exit_code, read_jsonl, read_result, review_job, worker_env
+from tests.faults.matrix import fault
+
+STAND_IN_AGENT = """
+import sys, time
+from pathlib import Path
+from potato.training.supervise import WorkerProcess
+proc = WorkerProcess.start(Path(sys.argv[1]), sys.executable)
+print(proc.pid, flush=True)
+time.sleep(600)
+"""
+AGENT_ENDED = "The agent that started this worker ended"
+
+
+def process_start(pid: int) -> str | None:
+    """The process's start time (field 22 of /proc/PID/stat), None when it is gone or a zombie: with its
+    pid this names one process, never a later one that got the same pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def wait_gone(pid: int, start: str, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process_start(pid) != start:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def wait_for_event(job_dir: Path, text: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    path = job_dir / "events.jsonl"
+    while time.monotonic() < deadline:
+        if path.exists() and any(text in str(e.get("text", "")) for e in read_jsonl(path)):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no event with {text!r} within {timeout} s")
+
+
+@pytest.fixture
+def stand_in_agent() -> Iterator[Any]:
+    """Starts the stand-in agent for a job dir; returns (agent process, worker pid, worker start time)."""
+    started: list[tuple[subprocess.Popen[bytes], int, str]] = []
+
+    def start(job_dir: Path) -> tuple[subprocess.Popen[bytes], int, str]:
+        agent = subprocess.Popen([sys.executable, "-c", STAND_IN_AGENT, str(job_dir)], env=worker_env(),
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        assert agent.stdout is not None
+        pid = int(agent.stdout.readline())
+        start_time = process_start(pid)
+        assert start_time is not None
+        assert b"potato.training.worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        started.append((agent, pid, start_time))
+        return agent, pid, start_time
+
+    yield start
+    for agent, pid, start_time in started:  # whatever a failed test left: ours only, by pid and start time
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        if agent.stdout is not None:
+            agent.stdout.close()
+        if process_start(pid) == start_time:
+            os.killpg(pid, signal.SIGKILL)
+
+
+def test_the_worker_stops_itself_when_its_agent_is_killed(tmp_path: Path, stand_in_agent: Any) -> None:
+    job_dir = review_job(tmp_path / "jobs" / "r1", "noop", params={"sleep_s": 300}, num_threads=1)
+    agent, pid, start = stand_in_agent(job_dir)
+    wait_for_event(job_dir, "training on")  # in the trainer's fit
+    agent.send_signal(signal.SIGKILL)
+    agent.wait()
+    assert wait_gone(pid, start), "the worker outlived its agent"
+    # A warm stop: the run's files are final, and say why it stopped.
+    assert read_exit_code(job_dir) == 143
+    result = read_result(job_dir)
+    assert result["status"] == "cancelled" and "agent that started this worker ended" in result["message"]
+    warnings = [e["text"] for e in read_jsonl(job_dir / "events.jsonl") if e.get("level") == "warning"]
+    assert any(AGENT_ENDED in text and "SIGTERM" in text for text in warnings), warnings
+    assert AGENT_ENDED in (job_dir / "stderr.log").read_text()
+
+
+@fault("Runs and their processes",
+       "The agent dies and its worker ignores SIGTERM",
+       "The worker kills itself grace_seconds later",
+       "Nothing keeps running")
+def test_a_worker_that_ignores_sigterm_is_killed_grace_seconds_after_its_agent(tmp_path: Path,
+                                                                              stand_in_agent: Any) -> None:
+    job_dir = review_job(tmp_path / "jobs" / "r2", "noop", params={"sleep_s": 300, "ignore_term": True},
+                         num_threads=1, grace_seconds=1)
+    agent, pid, start = stand_in_agent(job_dir)
+    wait_for_event(job_dir, "ignoring SIGTERM")
+    agent.send_signal(signal.SIGKILL)
+    agent.wait()
+    assert wait_gone(pid, start), "the worker outlived its agent"
+    assert not (job_dir / "exit_code").exists()  # SIGKILL: nothing written, as for the agent's own cold stop
+    assert any(AGENT_ENDED in str(e.get("text")) and "SIGKILL in 1 s" in str(e.get("text"))
+               for e in read_jsonl(job_dir / "events.jsonl"))
+
+
+def test_a_worker_started_by_hand_ignores_its_stdin(tmp_path: Path) -> None:
+    """No lifeline option: /dev/null (end of file at once) or a terminal on stdin means nothing."""
+    job_dir = review_job(tmp_path, "noop", params={"sleep_s": 1.0}, num_threads=1)
+    proc = subprocess.run([sys.executable, "-m", "potato.training.worker", str(job_dir)], env=worker_env(),
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert read_result(job_dir)["status"] == "succeeded"
+    assert AGENT_ENDED not in (job_dir / "events.jsonl").read_text()
+
+
+def test_a_supervised_worker_that_ends_leaves_no_lifeline_open(tmp_path: Path) -> None:
+    job_dir = review_job(tmp_path, "noop", num_threads=1)
+    proc = supervise.WorkerProcess.start(job_dir)
+    ending = supervise.Supervisor(proc, lambda events: None, grace_seconds=5).run()
+    assert ending.exit_code == 0, (job_dir / "worker.out").read_text()
+    assert proc.proc.stdin is not None and proc.proc.stdin.closed
+
+
+def test_the_lifeline_reaches_a_worker_in_a_container() -> None:
+    docker = worker_argv({"runtime": "docker", "image": "img", "options": []}, "/s/jobs/r1", "/s/code", "/s",
+                         lifeline=True)
+    assert docker[:5] == ["docker", "run", "--rm", "--init", "-i"]  # -i: stdin (and its end) into the container
+    assert docker[-3:] == ["potato.training.worker", "--lifeline-stdin", "/s/jobs/r1"]
+    apptainer = worker_argv({"runtime": "apptainer", "image": "i.sif", "options": []}, "/s/jobs/r1", "/s/code", "/s",
+                            lifeline=True)
+    assert apptainer[-3:] == ["potato.training.worker", "--lifeline-stdin", "/s/jobs/r1"]  # stdin is inherited
+    assert supervise.LIFELINE_FLAG == worker.LIFELINE_FLAG
+
+
+def test_worker_files_are_private_under_a_permissive_umask(tmp_path: Path) -> None:
+    """Another account on the training host must not read items, labels or predictions (issue 20)."""
+    job_dir = review_job(tmp_path / "job", "noop", num_threads=1)
+    job_dir.chmod(0o700)  # as the agent makes it
+    wrote_before = {p for p in job_dir.rglob("*")}
+    proc = subprocess.run(["/bin/sh", "-c", 'umask 022; exec "$0" -m potato.training.worker "$1"', sys.executable,
+                           str(job_dir)], env=worker_env(), capture_output=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    written = {p for p in job_dir.rglob("*")} - wrote_before
+    assert {"result.json", "predictions.jsonl", "events.jsonl", "stderr.log", "exit_code", "artifacts"} <= {
+        p.name for p in written}
+    loose = {str(p.relative_to(job_dir)): oct(p.stat().st_mode & 0o777) for p in written if p.stat().st_mode & 0o077}
+    assert loose == {}
+
+
+def test_the_agent_tightens_a_job_folder_that_was_there_with_wider_modes(tmp_path: Path) -> None:
+    from potato.training.agent import private_dir
+
+    jobs = tmp_path / "workdir" / "jobs"
+    (jobs / "r1").mkdir(parents=True)
+    jobs.chmod(0o755)
+    (jobs / "r1").chmod(0o755)
+    made = private_dir(private_dir(jobs) / "r1")
+    assert made == jobs / "r1"
+    assert jobs.stat().st_mode & 0o777 == 0o700 and made.stat().st_mode & 0o777 == 0o700
+    fresh = private_dir(tmp_path / "elsewhere" / "jobs" / "r2")
+    assert fresh.stat().st_mode & 0o777 == 0o700
+
+
+def test_the_agent_makes_everything_it_writes_private(tmp_path: Path) -> None:
+    """The agent's entry point sets umask 077 first (the bundle it downloads, worker.out, job.sh); here
+    it cannot reach its server, gives up at once, and says what its umask then is."""
+    token = tmp_path / "token"
+    token.write_text("t" * 40)
+    script = ("import os, sys; os.umask(0o022); from potato.training import agent; "
+              "code = agent.main(sys.argv[1:]); print('umask', oct(os.umask(0)), code)")
+    proc = subprocess.run([sys.executable, "-c", script, "--server", "http://127.0.0.1:9", "--backend", "b", "--run",
+                           "r1", "--token-file", str(token), "--workdir", str(tmp_path / "w"), "--give-up-after", "0"],
+                          env=worker_env(), capture_output=True, timeout=60, check=False)
+    assert proc.stdout.decode().split()[-3:] == ["umask", "0o77", "1"], proc.stderr.decode()

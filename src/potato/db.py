@@ -141,6 +141,15 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX assignments_item ON assignments (item_id);
     """,
+    # What a run's reports have written (events.jsonl's length, so a report cut short is undone
+    # before the next one), its write allowance, and the job hand-over an agent must confirm.
+    """
+    ALTER TABLE runs ADD COLUMN events_bytes INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN write_allowance REAL;
+    ALTER TABLE runs ADD COLUMN write_at REAL;
+    ALTER TABLE runs ADD COLUMN issued_at REAL;
+    ALTER TABLE runs ADD COLUMN confirmed INTEGER NOT NULL DEFAULT 1;
+    """,
 ]
 
 

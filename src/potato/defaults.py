@@ -24,8 +24,17 @@ HEARTBEAT_TIMEOUT_S = 120
 MAX_PREDICTIONS_MB = 512
 """Largest predictions upload the server accepts; above it, 413 (R36)."""
 
+MAX_RUN_LOG_MB = 100
+"""What one run's events.jsonl, run.log and agent.log may hold together on the server."""
+
+DISK_RESERVE_MB = 256
+"""Free disk space (under output_annotation_dir) that training writes may not use: annotators' labels may."""
+
 MAX_ARTIFACT_MB = 2048
 """Model files larger than this stay on the remote host (R20)."""
+
+MAX_ARTIFACTS_TOTAL_MB = 8192
+"""A run's model files that together pass this stay on the remote host, all of them (R20)."""
 
 MIN_FREE_GPU_MB = 2000
 """``gpus: auto`` needs a GPU with this much free memory (R15)."""

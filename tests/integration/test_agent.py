@@ -16,8 +16,10 @@ import requests
 
 import potato
 from potato.training.protocol import Client, Forbidden, TooLarge
+from tests import procs
 from tests.agents import AgentProcess, Proxy, register, token_in
 from tests.conftest import ADMIN_KEY
+from tests.faults.matrix import fault
 from tests.integration.test_training_local import TERMINAL, label_all, start, wait
 from tests.servers import ServerProcess
 
@@ -248,6 +250,9 @@ def test_cancel_reaches_the_agent_and_a_worker_ignoring_term_is_killed(make_setu
     agent.wait_for(f"waiting for jobs on lab at {s.server.url}")  # and it waits for the next job
 
 
+@fault("The agent and its reports", "The agent hangs (SIGSTOP) during a run on the agent backend",
+       "After heartbeat_timeout_s the run fails; woken up, the agent hears the run is over and stops its worker",
+       "'No word from the agent on lab for 3 seconds', with the agent's last lines in agent.log")
 def test_heartbeat_timeout_fails_a_run_whose_agent_went_silent(make_setup: Callable[..., Setup]) -> None:
     s = make_setup(heartbeat_timeout_s=3)
     label_all(s.server, 10)
@@ -267,6 +272,9 @@ def test_heartbeat_timeout_fails_a_run_whose_agent_went_silent(make_setup: Calla
     wait_until(lambda: not worker_pids(str(s.root)), what="the worker to be stopped")
 
 
+@fault("The agent and its reports", "The network between agent and server is cut for longer than the agent's patience (300 s; 3 s in the test, a proxy that stops forwarding)",
+       "The agent stops its worker and keeps running, waiting for the server",
+       "The agent's output: 'could not reach the server for 3 s and stopped the run itself'")
 def test_an_agent_cut_off_from_the_server_stops_the_run_itself(make_setup: Callable[..., Setup]) -> None:
     s = make_setup()
     label_all(s.server, 10)
@@ -281,6 +289,9 @@ def test_an_agent_cut_off_from_the_server_stops_the_run_itself(make_setup: Calla
     assert requests.get(f"{s.server.url}/admin/training/api/runs/{run['id']}", headers=H).json()["state"] == "running"
 
 
+@fault("The agent and its reports", "The bundle download breaks off mid-file",
+       "The agent resumes it where it stopped (Range) and checks its SHA-256 before extracting",
+       "The run succeeds; the agent's output names the break and the resume")
 def test_a_bundle_download_cut_mid_file_resumes_and_is_verified(make_setup: Callable[..., Setup]) -> None:
     s = make_setup(n_items=3000)
     label_all(s.server, 40)
@@ -297,6 +308,9 @@ def test_a_bundle_download_cut_mid_file_resumes_and_is_verified(make_setup: Call
     assert done["bundle_sha256"] and done["metrics"]["n_train"] >= 1
 
 
+@fault("Tokens and secrets", "A backend token is used again after the backend was registered again (token replay)",
+       "Refused (401 token_replaced); the agent holding it exits naming the command that issues a new one",
+       "The agent's output: 'was replaced' and `potato training register lab config.yaml`")
 def test_registering_again_locks_out_the_old_token(make_setup: Callable[..., Setup]) -> None:
     s = make_setup()
     agent = s.agent()
@@ -323,6 +337,9 @@ def _claim(s: Setup) -> tuple[str, str]:
     return r.json()["run_id"], r.json()["run_token"]
 
 
+@fault("The agent and its reports", "A predictions upload over max_predictions_mb",
+       "413 before it is stored; the run fails; its events, log and the project's labels stay as they were",
+       "The run's message names max_predictions_mb and how to raise it", "the oversized upload")
 def test_a_refused_predictions_upload_fails_the_run_and_keeps_what_it_had(make_setup: Callable[..., Setup],
                                                                          tmp_path: Path) -> None:
     s = make_setup()
@@ -350,6 +367,8 @@ def test_a_refused_predictions_upload_fails_the_run_and_keeps_what_it_had(make_s
     assert requests.get(f"{s.server.url}/admin/api/labels?user=gold", headers=H).json()["labels"] == labels_before
 
 
+@fault("Tokens and secrets", "Another run's token, or none, on a run's routes",
+       "403 (another run's token) or 401 on every route; nothing recorded", "The agent's error names the rule")
 def test_a_run_token_opens_only_its_own_run(make_setup: Callable[..., Setup]) -> None:
     s = make_setup()
     label_all(s.server, 10)
@@ -372,6 +391,9 @@ def test_a_run_token_opens_only_its_own_run(make_setup: Callable[..., Setup]) ->
     assert Client(s.server.url, second_token).events(second_id, 0, [], []) == {"cancel": False}
 
 
+@fault("Runs and their processes", "kill -9 of the whole server (gunicorn) during a run on the agent backend, then a restart",
+       "The agent retries its reports until the server is back; the run finishes; no event twice",
+       "The agent's output: 'cannot reach the server', then 'reached the server again'; the run succeeds")
 def test_a_server_restart_mid_run_loses_nothing(make_setup: Callable[..., Setup]) -> None:
     s = make_setup()
     label_all(s.server, 10)
@@ -391,6 +413,8 @@ def test_a_server_restart_mid_run_loses_nothing(make_setup: Callable[..., Setup]
     assert agent.wait_exit(30) == 0
 
 
+@fault("Runs and their processes", "Two agents poll one backend when a run is queued",
+       "Exactly one gets the run", "One agent's output names the run")
 def test_two_agents_on_one_backend_never_share_a_run(make_setup: Callable[..., Setup]) -> None:
     s = make_setup()
     label_all(s.server, 10)
@@ -415,27 +439,28 @@ def test_ctrl_c_stops_the_worker_and_reports_the_run_cancelled(make_setup: Calla
     assert not worker_pids(str(s.root))
 
 
+@fault("Tokens and secrets", "Anyone reading the command lines, worker environments, logs and run files of an agent-backend and a local run",
+       "Finds no backend token: it travels in the environment of the agent only, and the database keeps hashes",
+       "Nothing to see")
 def test_the_token_appears_in_no_command_line_environment_log_or_run_file(make_setup: Callable[..., Setup]) -> None:
     s = make_setup()
     label_all(s.server, 10)
-    s.agent()
+    agent = s.agent()
     run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 3})
     wait_until(lambda: bool(worker_pids(str(s.root))), what="the worker")
     local = start(s.server, trainer="noop", schemas=["sentiment"], backend="local", params={"sleep_s": 3})
     secrets = [s.token.encode()]
     seen_workers = 0
     deadline = time.monotonic() + 60
+    assert s.server.proc is not None
     while time.monotonic() < deadline:
-        for proc in Path("/proc").glob("[0-9]*"):
-            try:
-                cmdline = (proc / "cmdline").read_bytes()
-            except OSError:
-                continue
+        # This test's processes only: the server (and the local agent and worker it starts) and the agent.
+        for pid in procs.descendants(s.server.proc.pid, agent.pid):
+            cmdline = b"\0".join(procs.cmdline(pid))
             assert not any(t in cmdline for t in secrets), f"token on the command line of {cmdline!r}"
             if b"potato.training.worker" in cmdline:
-                try:
-                    environ = (proc / "environ").read_bytes()
-                except OSError:  # it ended between the two reads
+                environ = procs.environ(pid)
+                if not environ:  # it ended between the two reads
                     continue
                 assert b"POTATO_TRAINING_TOKEN" not in environ and not any(t in environ for t in secrets)
                 seen_workers += 1

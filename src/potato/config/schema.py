@@ -288,6 +288,8 @@ class ModelTraining:
     max_wall_seconds: int | None = None
     grace_seconds: int = defaults.GRACE_SECONDS
     max_predictions_mb: int = defaults.MAX_PREDICTIONS_MB
+    max_run_log_mb: int = defaults.MAX_RUN_LOG_MB
+    disk_reserve_mb: int = defaults.DISK_RESERVE_MB
     holdout_fraction: float = defaults.HOLDOUT_FRACTION
     trainer_params: dict[str, dict[str, object]] = field(default_factory=dict)
     writeback: Writeback = field(default_factory=Writeback)

@@ -6,6 +6,7 @@ Remote-safe: standard library only, Python 3.8.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -30,6 +31,22 @@ FLUSH_S = 0.25
 """Events wait at most this long to be sent together."""
 MAX_BATCH = 500
 """Events per report; a backlog after an outage goes in several reports."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unicode_text(value: Any) -> Any:
+    """``value`` with every lone surrogate replaced by U+FFFD. A file name that is not UTF-8 reaches
+    Python as surrogates (surrogateescape); the server refuses text that is not Unicode, so a worker
+    logging one would have every report refused."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {unicode_text(k): unicode_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unicode_text(v) for v in value]
+    return value
 
 
 class Console:
@@ -136,7 +153,7 @@ class Reporter:
         batch = self.pending[:MAX_BATCH]
         lines = self.console.take()
         try:
-            reply = self.client.events(self.run_id, self.seq, batch, lines)
+            reply = self.client.events(self.run_id, self.seq, unicode_text(batch), unicode_text(lines))
         except Unreachable as exc:
             self.console.give_back(lines)
             if self.failures == 0:
@@ -150,9 +167,15 @@ class Reporter:
             self.console.say(f"the server no longer takes reports for run {self.run_id}: {exc}")
             return True
         except ProtocolError as exc:
-            # A report the server refuses as malformed would be refused again: drop it, say so.
+            # A report the server refuses as malformed would be refused again: drop it, say so. The
+            # server recorded none of it, so the next report takes the same numbers.
             self.console.say(f"the server refused a report ({exc.status}: {exc}); dropping {len(batch)} events")
-            reply = {}
+            if self.failures:
+                self.console.say("reached the server again")
+            self.failures = 0
+            self.last_contact = self.clock()
+            del self.pending[:len(batch)]
+            return True
         if self.failures:
             self.console.say("reached the server again")
         self.failures = 0

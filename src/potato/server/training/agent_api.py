@@ -13,7 +13,6 @@ That keeps annotators' requests served however many idle agents there are (bench
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
 import random
@@ -28,9 +27,11 @@ from flask import Blueprint, Flask, Response, abort, current_app, jsonify, make_
 import potato
 from potato import defaults
 from potato.config.schema import AgentBackend, SlurmBackend, SshBackend
-from potato.server.training import package
+from potato.server import stopping
+from potato.server.jsonio import strict_loads
+from potato.server.training import package, quota
 from potato.server.project import Project, current_project
-from potato.server.training.recorder import RunRecorder, RunLog, prepare_bundle
+from potato.server.training.recorder import RunLog, RunRecorder, SeqGap, WriteRateExceeded, prepare_bundle
 from potato.server.training.runs import Run, RunState, RunStore
 from potato.server.training.tokens import BackendTokens, Verdict, new_token, same_hash, token_hash
 from potato.training.results import Reason
@@ -48,7 +49,8 @@ RETRY_AFTER_S = (10, 30)
 """Seconds (range, jittered) an agent is told to wait when no thread is free to hold its poll."""
 MAX_EVENTS = 5000
 MAX_SEQ = 2**53
-"""Largest event number: far beyond any run, and exact in every JSON reader and in SQLite."""
+"""Events a run may number (``seq`` + batch length at most this): far beyond any run, and exact in
+every JSON reader and in SQLite."""
 UPLOAD_CHUNK = 1 << 20
 PREDICTIONS_UPLOAD = "predictions.upload.jsonl"
 
@@ -75,19 +77,16 @@ def _tokens() -> BackendTokens:
     return tokens
 
 
-def _no_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _body() -> dict[str, Any]:
-    """The request's JSON object. ``NaN`` and ``Infinity`` (which Python's json reads) are refused:
-    stored, they would break every JSON reader of the run afterwards."""
+    """The request's JSON object, read as strictly as every other route's (jsonio): ``NaN`` and
+    ``Infinity``, lone surrogates (text SQLite and UTF-8 files refuse) and deep nesting are 400s,
+    before anything is recorded or a token is looked up."""
     try:
-        body = json.loads(request.get_data(cache=False) or b"null", parse_constant=_no_constant)
-    except ValueError:
-        body = None
+        body = strict_loads(request.get_data(cache=False) or b"null")
+    except ValueError as exc:  # BadJson, JSONDecodeError and UnicodeDecodeError alike
+        _fail(400, f"Send a JSON object (Content-Type: application/json): {str(exc)[:200]}.", "bad_request")
     if not isinstance(body, dict):
-        _fail(400, "Send a JSON object (Content-Type: application/json; no NaN or Infinity).", "bad_request")
+        _fail(400, "Send a JSON object (Content-Type: application/json).", "bad_request")
     return body
 
 
@@ -141,7 +140,7 @@ def jobs_next() -> Any:
             claimed = _claim(project, store, backend, agent_id, host)
             if claimed is not None:
                 return _job_reply(project, store, *claimed)
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or stopping.requested.is_set():
                 return Response(status=204)
             time.sleep(min(LONG_POLL_CHECK_S, max(0.0, deadline - time.monotonic())))
     finally:
@@ -218,9 +217,14 @@ def _claim(project: Project, store: RunStore, backend: str, agent_id: str, host:
     if run is None:
         return None
     try:
-        return issue_run(project, store, run, f"sending the bundle to {host}",
-                         f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
-                         f"backend {backend} (agent on {host})")
+        issued = issue_run(project, store, run, f"sending the bundle to {host}",
+                           f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
+                           f"backend {backend} (agent on {host})")
+        store.issued(run.id, time.time())  # the agent's first use of the run token confirms it has the job
+        return issued
+    except quota.DiskReserve as exc:
+        RunRecorder(project, store, run).fail(Reason.ERROR, str(exc))
+        return None
     except Exception as exc:  # a bundle that cannot be built fails this run, not the agent's poll
         log.exception("run %s: the bundle could not be built", run.id)
         RunRecorder(project, store, run).fail(Reason.ERROR, f"The run could not start: {exc}")
@@ -273,9 +277,8 @@ def _run_for_token(run_id: str) -> Run:
     token = _bearer()
     store = _store()
     run = store.get(run_id)
-    if run is not None and same_hash(run.token_hash, token):
-        store.update(run.id, last_seen=time.time())
-        return run
+    if run is not None and same_hash(run.token_hash, token) and store.confirm(run.id, token_hash(token), time.time()):
+        return store.get(run.id) or run
     if store.by_token_hash(token_hash(token)) is not None:
         _fail(403, "This run token belongs to another run; a run token opens its own run's routes only.",
               "wrong_run")
@@ -326,21 +329,29 @@ def run_events(run_id: str) -> Any:
     run = _run_for_token(run_id)
     body = _body()
     seq, events, lines = body.get("seq", 0), body.get("events", []), body.get("log", [])
-    if (not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= MAX_SEQ or not isinstance(events, list)
+    if (not isinstance(seq, int) or isinstance(seq, bool) or not isinstance(events, list)
+            or not 0 <= seq <= MAX_SEQ - len(events)
             or len(events) > MAX_EVENTS or not all(isinstance(e, dict) for e in events)
             or not isinstance(lines, list) or not all(isinstance(x, str) for x in lines)):
-        _fail(400, f'Send {{"seq": <index of the first event, 0 to 2^53>, "events": [objects, at most '
-                   f'{MAX_EVENTS}], "log": [lines]}}.', "bad_request")
+        _fail(400, f'Send {{"seq": <index of the first event: 0, then the count already sent; seq plus the batch '
+                   f'at most 2^53>, "events": [objects, at most {MAX_EVENTS}], "log": [lines]}}.', "bad_request")
     if run.state.terminal:
         _ended(run)
     project = current_project()
-    recorder = RunRecorder(project, _store(), run)
-    recorder.agent_log(lines)
-    fresh = events[max(0, run.events_seen - seq):]  # a resent batch (its reply was lost) is not recorded twice
-    recorder.events(fresh)
-    if seq + len(events) > run.events_seen:
-        _store().update(run.id, events_seen=seq + len(events))
-    return jsonify(cancel_reply(project, _store().get(run.id) or run))
+    store = _store()
+    recorder = RunRecorder(project, store, run)
+    try:
+        recorder.report(seq, events, lines, time.time())
+    except SeqGap as exc:
+        _fail(400, str(exc), "seq_gap")
+    except WriteRateExceeded as exc:
+        response = make_response(jsonify(error=str(exc), code="too_fast"), 429)
+        response.headers["Retry-After"] = str(exc.wait)
+        abort(response)
+    except quota.DiskReserve as exc:
+        recorder.fail(Reason.ERROR, str(exc))
+        _fail(507, str(exc), "disk_reserve")
+    return jsonify(cancel_reply(project, store.get(run.id) or run))
 
 
 @bp.put("/runs/<run_id>/predictions")
@@ -366,6 +377,17 @@ def run_predictions(run_id: str) -> Any:
     length = request.content_length
     if length is not None and length > limit:
         too_large(f"{length / 1e6:.1f} MB")
+    reserve_mb = project.config.model_training.disk_reserve_mb
+
+    def into_reserve(incoming: int) -> None:
+        try:
+            quota.check_reserve(run_dir, incoming, reserve_mb)
+        except quota.DiskReserve as exc:
+            part.unlink(missing_ok=True)
+            RunRecorder(project, _store(), run).fail(Reason.ERROR, str(exc))
+            _fail(507, str(exc), "disk_reserve")
+
+    into_reserve(length or 0)
     request.max_content_length = None  # bounded here, by the project's own limit
     written = 0
     with part.open("wb") as out:
@@ -378,6 +400,8 @@ def run_predictions(run_id: str) -> Any:
             if written > limit:
                 out.close()
                 too_large(f"over {limit_mb} MB")
+            if length is None and written % (64 * UPLOAD_CHUNK) < len(chunk):
+                into_reserve(64 * UPLOAD_CHUNK)  # a body of unknown length: look again every 64 MB
             out.write(chunk)
         out.flush()
         os.fsync(out.fileno())
@@ -438,6 +462,14 @@ def local_job_dir(project: Project, run: Run) -> Path:
 
 def local_workdir(project: Project) -> Path:
     return project.config.training_dir / "agent"
+
+
+@bp.errorhandler(500)
+def internal_error(exc: Exception) -> Any:
+    """An agent reads JSON, never an HTML page: an unexpected failure says so and what to do."""
+    log.error("agent protocol: %s %s failed: %s", request.method, request.path, exc)
+    return jsonify(error="The server failed on this request (its log says why); send it again later.",
+                   code="server_error"), 500
 
 
 def init_app(app: Flask, long_poll_slots: int) -> None:

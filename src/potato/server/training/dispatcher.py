@@ -238,7 +238,10 @@ class Dispatcher:
             verdict = judge(run, now, limits_for(self.project, backend), self._agent_alive(run))
             if verdict is None:
                 continue
-            if verdict.action is Action.STOP:
+            if verdict.action is Action.REQUEUE:
+                if self.store.requeue_unconfirmed(run.id):
+                    RunRecorder(self.project, self.store, run).log.write(verdict.message)
+            elif verdict.action is Action.STOP:
                 RunRecorder(self.project, self.store, run).log.write(
                     f"The run passed max_wall_seconds ({self.project.config.model_training.max_wall_seconds} s); "
                     "telling its agent to stop the worker.")

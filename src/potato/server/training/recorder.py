@@ -6,18 +6,23 @@ reports, through :class:`RunRecorder`. :func:`outcome` (what an ending means) is
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 import shutil
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from potato.project import Project
+from potato.server.training import quota
 from potato.server.training.bundle import BundleInfo, build_bundle, job_spec
 from potato.server.training.runs import Reason, Run, RunState, RunStore
-from potato.server.training.writeback import write_back
-from potato.training.supervise import Stop
+from potato.server.training.writeback import withdraw, write_back
+from potato.training.supervise import Stop, wall_limit_message
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +37,13 @@ class RunLog:
         self.clock = clock
 
     def write(self, text: str) -> None:
-        stamp = time.strftime("%H:%M:%S", time.localtime(self.clock()))
         with self.path.open("a", encoding="utf-8") as fh:
-            for line in text.splitlines() or [""]:
-                fh.write(f"{stamp} {line}\n")
+            fh.write(self.render(text))
+
+    def render(self, text: str) -> str:
+        """The lines ``write`` appends for ``text``, stamped with the clock's time."""
+        stamp = time.strftime("%H:%M:%S", time.localtime(self.clock()))
+        return "".join(f"{stamp} {line}\n" for line in text.splitlines() or [""])
 
 
 def event_line(event: dict[str, Any]) -> str | None:
@@ -77,6 +85,21 @@ def outcome(exit_code: int | None, result: dict[str, Any] | None, stop: Stop | N
     return RunState.FAILED, Reason.ERROR.value, f"The worker exited with {exit_code} and no result; see run.log."
 
 
+def requested_stop(run: Run, max_wall_seconds: int | None) -> Stop:
+    """The Stop a run's cancel request stands for: an admin's cancel, or the wall-time limit."""
+    if run.stop_reason == Reason.TIMEOUT.value:
+        return Stop(Reason.TIMEOUT, wall_limit_message(max_wall_seconds or 0), 0.0)
+    return Stop(Reason.CANCELLED, "Cancelled by an admin.", 0.0)
+
+
+class RunStopped(Exception):
+    """The run was asked to stop while its results were being saved: they were not kept."""
+
+    def __init__(self, state: RunState, reason: str | None, message: str | None) -> None:
+        super().__init__(message)
+        self.state, self.reason, self.message = state, reason, message
+
+
 def _numbers(metrics: object) -> dict[str, float]:
     """The metrics a run keeps: named numbers only (a report from an agent is input like any other)."""
     if not isinstance(metrics, dict):
@@ -85,9 +108,80 @@ def _numbers(metrics: object) -> dict[str, float]:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300}
 
 
+MAX_SEQ_GAP = 5000
+"""Events a report may skip (a batch the agent dropped after the server refused it); a larger jump
+in ``seq`` is refused, so one wrong number cannot make the server ignore the rest of the run."""
+
+
+class SeqGap(ValueError):
+    """A report whose ``seq`` is far past the events the server has."""
+
+
+class WriteRateExceeded(Exception):
+    """A report over the run's write rate: nothing of it was stored; send it again after ``wait`` s."""
+
+    def __init__(self, wait: int) -> None:
+        super().__init__(quota.rate_message())
+        self.wait = wait
+
+
+@dataclass
+class Report:
+    """What one events report adds, rendered before anything is written (pure)."""
+
+    events_text: str = ""
+    run_lines: list[str] = field(default_factory=list)
+    agent_text: str = ""
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.events_text.encode("utf-8")) + sum(len(x.encode("utf-8")) + 10 for x in self.run_lines) \
+            + len(self.agent_text.encode("utf-8"))
+
+
+def render_report(events: list[dict[str, Any]], lines: list[str]) -> Report:
+    """The text a report adds to events.jsonl, run.log and agent.log, and the run fields it sets."""
+    report = Report()
+    texts = []
+    for event in events:
+        texts.append(json.dumps(event, ensure_ascii=False) + "\n")
+        line = event_line(event)
+        if line:
+            report.run_lines.append(line)
+        if event.get("type") == "step":
+            report.fields["step"] = str(event.get("text", ""))[:500]
+        elif event.get("type") == "progress":
+            frac = progress_fraction(event)
+            if frac is not None:
+                report.fields["progress"] = frac
+    report.events_text = "".join(texts)
+    report.agent_text = "".join(str(line).replace("\n", " ") + "\n" for line in lines)
+    return report
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """One report of a run at a time, across gunicorn's processes (a resend can race its original)."""
+    fd = os.open(str(run_dir), os.O_RDONLY)  # the folder itself: no lock file among the run's files
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 def prepare_bundle(project: Project, store: RunStore, run: Run, runlog: RunLog) -> BundleInfo:
     """Write the run's bundle and record its sha256: what any backend ships to its worker."""
     mt = project.config.model_training
+    quota.check_reserve(store.run_dir(run.id), 0, mt.disk_reserve_mb)
     job = job_spec(project.config, run.id, run.trainer, run.schemas, run.params, local=run.backend == "local")
     info = build_bundle(store.run_dir(run.id) / "bundle.tar.gz", job, project.items,
                         list(project.labels.iter_labels()), mt.holdout_fraction)
@@ -113,25 +207,61 @@ class RunRecorder:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.log = RunLog(self.run_dir / "run.log", clock)
 
-    def events(self, events: list[dict[str, Any]]) -> None:
-        """Append a batch of worker events and update the run's step line and progress."""
-        if not events:
+    def report(self, seq: int, events: list[dict[str, Any]], lines: list[str], now: float) -> None:
+        """Record one report of the run's agent: its new events (numbered from ``seq``) and its own
+        log lines, whole or not at all, and exactly once.
+
+        A resent report (its reply was lost) adds nothing it already added. events.jsonl's length is
+        recorded with the count, so a report cut short by a crash or a full disk is cut off the file
+        before the next one is appended. Raises :class:`SeqGap`, :class:`WriteRateExceeded` (nothing
+        stored) and :class:`quota.DiskReserve` (nothing stored; the caller stops the run).
+        """
+        mt = self.project.config.model_training
+        with run_lock(self.run_dir):
+            run = self.store.get(self.run.id) or self.run
+            if seq > run.events_seen + MAX_SEQ_GAP:
+                raise SeqGap(f"seq {seq} is more than {MAX_SEQ_GAP} past the {run.events_seen} events this run has; "
+                             f"number events from 0 and send the next batch with seq {run.events_seen}.")
+            fresh = events[max(0, run.events_seen - seq):]
+            resent = bool(events) and not fresh
+            report = render_report(fresh, [] if resent else lines)
+            if seq > run.events_seen:
+                report.run_lines.insert(0, f"Events {run.events_seen} to {seq - 1} never arrived (the agent skipped "
+                                           "them); the run goes on.")
+            bucket = quota.Bucket(run.write_allowance, run.write_at or now) if run.write_allowance is not None \
+                else quota.Bucket.full(now)
+            bucket, wait = bucket.take(report.size, now)
+            if wait is not None:
+                self._note_once(".rate_noted", quota.rate_message())
+                raise WriteRateExceeded(wait)
+            quota.check_reserve(self.run_dir, report.size, mt.disk_reserve_mb)
+            events_path = self.run_dir / "events.jsonl"
+            used = run.events_bytes + _size(self.run_dir / "run.log") + _size(self.run_dir / "agent.log")
+            if quota.over_budget(used, report.size, mt.max_run_log_mb):
+                self._note_once(".log_capped", quota.budget_message(mt.max_run_log_mb))
+                report = Report(fields=report.fields)
+            events_bytes = run.events_bytes
+            if report.events_text:
+                with events_path.open("ab") as out:
+                    if out.seek(0, os.SEEK_END) > run.events_bytes:
+                        out.truncate(run.events_bytes)  # a report cut short after the last recorded one
+                    out.write(report.events_text.encode("utf-8"))
+                    events_bytes = out.tell()
+            if report.run_lines:
+                self.log.write("\n".join(report.run_lines))
+            if report.agent_text:
+                with (self.run_dir / "agent.log").open("a", encoding="utf-8") as fh:
+                    fh.write(report.agent_text)
+            self.store.update(run.id, events_seen=max(run.events_seen, seq + len(events)), events_bytes=events_bytes,
+                              write_allowance=bucket.allowance, write_at=bucket.at, **report.fields)
+
+    def _note_once(self, marker: str, text: str) -> None:
+        """A line in run.log the first time a limit applies to this run (a marker file remembers)."""
+        try:
+            os.close(os.open(str(self.run_dir / marker), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
             return
-        fields: dict[str, Any] = {}
-        with (self.run_dir / "events.jsonl").open("a", encoding="utf-8") as out:
-            for event in events:
-                out.write(json.dumps(event) + "\n")
-                line = event_line(event)
-                if line:
-                    self.log.write(line)
-                if event.get("type") == "step":
-                    fields["step"] = str(event.get("text", ""))
-                elif event.get("type") == "progress":
-                    frac = progress_fraction(event)
-                    if frac is not None:
-                        fields["progress"] = frac
-        if fields:
-            self.store.update(self.run.id, **fields)
+        self.log.write(text)
 
     def finish(self, exit_code: int | None, result: dict[str, Any] | None, stop: Stop | None,
                predictions: Path | None, artifacts: Path | None, hold_copying: bool = False) -> RunState:
@@ -140,6 +270,9 @@ class RunRecorder:
         ``hold_copying``: the model files are still to be copied from the host (ssh); the run stays
         ``copying`` and whoever copies them ends it.
         """
+        current = self.store.get(self.run.id)
+        if stop is None and current is not None and current.cancel_requested:
+            stop = requested_stop(current, self.project.config.model_training.max_wall_seconds)
         state, reason, message = outcome(exit_code, result, stop)
         metrics = _numbers((result or {}).get("metrics"))
         device = (result or {}).get("device")
@@ -147,9 +280,14 @@ class RunRecorder:
         if state is RunState.SUCCEEDED:
             if not self.store.move(self.run.id, RunState.COPYING, step="saving predictions and model files"):
                 current = self.store.get(self.run.id)
+                if current is not None and not current.state.terminal and current.cancel_requested:
+                    return self.finish(exit_code, result, requested_stop(
+                        current, self.project.config.model_training.max_wall_seconds), None, None)
                 return current.state if current else RunState.FAILED  # ended meanwhile (cancel, timeout)
             try:
                 metrics.update(self._keep(predictions, artifacts, metrics.get("holdout_accuracy")))
+            except RunStopped as stopped:
+                state, reason, message = stopped.state, stopped.reason, stopped.message
             except Exception as exc:  # a failed save fails this run, not the dispatcher
                 log.exception("run %s: results could not be saved", self.run.id)
                 state, reason, message = RunState.FAILED, Reason.ERROR.value, f"Saving the results failed: {exc}"
@@ -159,16 +297,28 @@ class RunRecorder:
             return RunState.COPYING
         step = {RunState.SUCCEEDED: "done", RunState.CANCELLED: "cancelled"}.get(state, "failed")
         self.log.write(f"Run {state.value}" + (f" ({reason}): {message}" if message else "."))
-        self.store.move(self.run.id, state, reason=reason, message=message, step=step, metrics=metrics,
-                        device=device, progress=1.0 if state is RunState.SUCCEEDED else None)
+        moved = self.store.move(self.run.id, state, reason=reason, message=message, step=step, metrics=metrics,
+                                device=device, progress=1.0 if state is RunState.SUCCEEDED else None)
+        current = self.store.get(self.run.id)
+        if not moved and current is not None and not current.state.terminal and current.cancel_requested:
+            stop = requested_stop(current, self.project.config.model_training.max_wall_seconds)
+            self.fail(stop.reason, stop.message)  # asked to stop at the last moment: the stop wins
+            return RunState.CANCELLED if stop.reason is Reason.CANCELLED else RunState.FAILED
         return state
 
     def fail(self, reason: Reason, message: str) -> bool:
-        """End the run as failed (or cancelled, for a cancel); False if it had already ended."""
+        """End the run as failed (or cancelled, for a cancel); False if it had already ended.
+
+        A run stopped while its model files were being copied had already written its suggestions:
+        they are withdrawn, so only a run that succeeded is ever shown to annotators.
+        """
         state = RunState.CANCELLED if reason is Reason.CANCELLED else RunState.FAILED
         moved = self.store.move(self.run.id, state, reason=reason.value, message=message, step=state.value)
         if moved:
             self.log.write(f"Run {state.value} ({reason.value}): {message}")
+            withdrawn = withdraw(self.project, self.run.id)
+            if withdrawn:
+                self.log.write(f"Its {withdrawn} suggestions were withdrawn; annotators see the previous run's, if any.")
         return moved
 
     def agent_log(self, lines: list[str]) -> None:
@@ -193,6 +343,11 @@ class RunRecorder:
         if not kept.exists():
             return {}
         stats = write_back(self.project, self.run, kept, score)
+        if stats.stopped:
+            current = self.store.get(self.run.id) or self.run
+            stop = requested_stop(current, self.project.config.model_training.max_wall_seconds)
+            state, reason, message = outcome(None, None, stop)
+            raise RunStopped(state, reason, message)
         self.log.write(f"Writeback: {stats.written} suggestions for {', '.join(stats.schemas) or 'no schema'} "
                        f"({stats.below_confidence} below min_confidence, {stats.skipped_unlabelled} unlabelled skipped"
                        f", {stats.invalid} invalid)")

@@ -92,6 +92,15 @@ class Run:
     """The run token's hash; never in ``to_json``."""
     stop_reason: str | None = None
     """Why a stop was asked for (``cancelled`` or ``timeout``), sent to the agent with the cancel."""
+    events_bytes: int = 0
+    """The length of events.jsonl after the last report recorded (a longer file holds a cut-short one)."""
+    write_allowance: float | None = None
+    write_at: float | None = None
+    """The run's write-rate bucket (quota.Bucket), shared by every gunicorn worker."""
+    issued_at: float | None = None
+    confirmed: bool = True
+    """False from the moment a job is handed to an agent until that agent first uses the run's token:
+    a job whose reply went to an agent that had just stopped goes back to the queue (watchdog)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -148,6 +157,11 @@ def _row_to_run(row: Any) -> Run:
         cancel_at=row["cancel_at"],
         stop_reason=row["stop_reason"],
         token_hash=row["token_hash"],
+        events_bytes=row["events_bytes"],
+        write_allowance=row["write_allowance"],
+        write_at=row["write_at"],
+        issued_at=row["issued_at"],
+        confirmed=bool(row["confirmed"]),
     )
 
 
@@ -192,10 +206,16 @@ class RunStore:
 
     def move(self, run_id: str, dst: RunState, *, reason: str | None = None, message: str | None = None,
              **fields: Any) -> bool:
-        """Move a run to ``dst`` if that is legal from its current state; False if it was not."""
+        """Move a run to ``dst`` if that is legal from its current state; False if it was not.
+
+        A run someone asked to stop never moves towards success (``copying``, ``succeeded``): an
+        admin's cancel is final, whatever the agent reports after it.
+        """
         with self.db.transaction() as conn:
-            row = conn.execute("SELECT state FROM runs WHERE id = ?", (run_id,)).fetchone()
+            row = conn.execute("SELECT state, cancel_requested FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None or not can_move(RunState(row["state"]), dst):
+                return False
+            if row["cancel_requested"] and dst in (RunState.COPYING, RunState.SUCCEEDED):
                 return False
             now = time.time()
             values: dict[str, Any] = {"state": dst.value}
@@ -262,6 +282,33 @@ class RunStore:
             run_id = row["id"]
         return self.get(run_id)
 
+    def issued(self, run_id: str, now: float) -> None:
+        """The job was handed to an agent that has yet to confirm it (see :meth:`confirm`)."""
+        self.update(run_id, issued_at=now, confirmed=False)
+
+    def confirm(self, run_id: str, token_hash: str, now: float) -> bool:
+        """The run's agent used its token: it has the job (and this is a heartbeat). False when the
+        token is not (or no longer) this run's, in the same statement, so a run given back to the
+        queue cannot be confirmed by the agent it was taken from."""
+        with self.db.transaction() as conn:
+            cursor = conn.execute("UPDATE runs SET confirmed = 1, last_seen = ? WHERE id = ? AND token_hash = ?",
+                                  (now, run_id, token_hash))
+            return cursor.rowcount == 1
+
+    def requeue_unconfirmed(self, run_id: str) -> bool:
+        """Give a handed-out job that its agent never confirmed back to the queue, with a new token to
+        come (the old one opens nothing); False if it was confirmed or ended meanwhile."""
+        with self.db.transaction() as conn:
+            cursor = conn.execute(
+                "UPDATE runs SET state = ?, token_hash = NULL, agent_id = NULL, agent_host = NULL, agent_pid = NULL, "
+                "last_seen = NULL, issued_at = NULL, confirmed = 1, events_seen = 0, events_bytes = 0, "
+                "step = ? WHERE id = ? AND state = ? AND confirmed = 0 AND cancel_requested = 0",
+                (RunState.QUEUED.value, "waiting in the queue", run_id, RunState.RUNNING.value))
+            moved = cursor.rowcount == 1
+        if moved:
+            Wakeup(self.runs_dir.parent / WAKE_FILE).ring()
+        return moved
+
     def by_token_hash(self, token_hash: str) -> Run | None:
         row = self.db.conn.execute("SELECT * FROM runs WHERE token_hash = ?", (token_hash,)).fetchone()
         return _row_to_run(row) if row else None
@@ -287,4 +334,5 @@ _COLUMNS = {
     "trainer", "schemas", "backend", "state", "params", "reason", "message", "step", "progress", "metrics",
     "started_at", "finished_at", "cancel_requested", "bundle_sha256", "artifact_uri", "device", "trigger",
     "token_hash", "agent_id", "agent_host", "agent_pid", "last_seen", "events_seen", "cancel_at", "stop_reason",
+    "events_bytes", "write_allowance", "write_at", "issued_at", "confirmed",
 }

@@ -15,6 +15,10 @@ from potato.training.results import Reason
 CANCEL_SLACK_S = 2.0
 """After a cancel's ``grace_seconds``, the agent's own report (with the worker's last words) gets
 this long to arrive before the server ends the run without it."""
+JOB_CONFIRM_S = 20.0
+"""An agent that was sent a job must use the run's token (fetch the bundle, report) within this long,
+or the job goes back to the queue: the reply may have gone to an agent that had just stopped, whose
+long poll was still open."""
 
 
 class Action(str, Enum):
@@ -22,6 +26,8 @@ class Action(str, Enum):
     """End the run now, with the verdict's reason and message."""
     STOP = "stop"
     """Ask the agent to stop the worker (the reply to its next report says so)."""
+    REQUEUE = "requeue"
+    """Put a job its agent never confirmed back in the queue, for the next agent that asks."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,12 @@ def queue_timeout_message(backend: str, seconds: float) -> str:
             f"{backend}` with the token from `potato training register {backend} config.yaml`.")
 
 
+def unconfirmed_message(run: Run, seconds: float) -> str:
+    return (f"The agent on {run.agent_host or 'an unknown host'} was sent this job but did not fetch it within "
+            f"{seconds:g} s (it may have stopped just as the job was sent); the run is back in the queue for the "
+            "next agent that asks.")
+
+
 def judge(run: Run, now: float, limits: Limits, agent_alive: bool | None = None) -> Verdict | None:
     """The verdict on ``run`` now, or None to leave it be.
 
@@ -64,6 +76,11 @@ def judge(run: Run, now: float, limits: Limits, agent_alive: bool | None = None)
             return Verdict(Action.FAIL, Reason.QUEUE_TIMEOUT, queue_timeout_message(run.backend, limits.queue_timeout_s))
         return None
     if run.state not in ACTIVE:
+        return None
+    if run.state is RunState.RUNNING and not run.confirmed and run.issued_at is not None and not run.cancel_requested:
+        # Until its agent confirms the job, the hand-over decides, not the heartbeat.
+        if now - run.issued_at > JOB_CONFIRM_S:
+            return Verdict(Action.REQUEUE, Reason.AGENT_LOST, unconfirmed_message(run, JOB_CONFIRM_S))
         return None
     if run.cancel_requested and run.cancel_at is not None and now - run.cancel_at > limits.grace_seconds + CANCEL_SLACK_S:
         if run.stop_reason == Reason.TIMEOUT.value:

@@ -15,6 +15,7 @@ from typing import Any, Iterator, Mapping
 
 from potato.config.schema import Scheme, Writeback
 from potato.project import Project
+from potato.server.jsonio import strict_loads
 from potato.server.training.runs import Run
 
 
@@ -25,6 +26,8 @@ class WritebackStats:
     below_confidence: int = 0
     skipped_unlabelled: int = 0
     invalid: int = 0
+    stopped: bool = False
+    """The run was asked to stop before its suggestions were stored: nothing was written."""
 
 
 def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str], item_ids: set[str],
@@ -56,14 +59,17 @@ def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str],
 
 
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    row = {}
-                yield row if isinstance(row, dict) else {}
+    """Each line's object; a line that is not one (not JSON, not UTF-8, nested past the parser's
+    depth) is an empty row, which :func:`select` counts as invalid like any other bad line."""
+    with path.open("rb") as fh:
+        for raw in fh:
+            if not raw.strip():
+                continue
+            try:
+                row = strict_loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError):  # UnicodeDecodeError and BadJson are ValueErrors
+                row = {}
+            yield row if isinstance(row, dict) else {}
 
 
 def write_back(project: Project, run: Run, predictions: Path, score: float | None) -> WritebackStats:
@@ -80,6 +86,10 @@ def write_back(project: Project, run: Run, predictions: Path, score: float | Non
     schemes = {s.name: s for s in project.config.annotation_schemes}
     rows = select(_read_jsonl(predictions), wb, set(run.schemas), set(project.items.ids), labelled, stats, schemes)
     with project.db.transaction() as tx:
+        asked = tx.execute("SELECT cancel_requested FROM runs WHERE id = ?", (run.id,)).fetchone()
+        if asked is not None and asked[0]:
+            stats.stopped = True  # an admin's cancel is final: nothing of this run is shown
+            return stats
         tx.executemany(
             "INSERT OR REPLACE INTO suggestions (run_id, item_id, schema, label, confidence) VALUES (?, ?, ?, ?, ?)",
             ((run.id, *row) for row in rows),
@@ -90,6 +100,29 @@ def write_back(project: Project, run: Run, predictions: Path, score: float | Non
                 (f"writeback:{schema}", json.dumps({"run_id": run.id, "trainer": run.trainer, "score": score})),
             )
     return stats
+
+
+def withdraw(project: Project, run_id: str) -> int:
+    """Take back a run's suggestions (it was stopped after writing them); where it was the shown
+    run, the newest earlier succeeded run with suggestions for that schema is shown again. Returns
+    how many suggestions were removed."""
+    with project.db.transaction() as tx:
+        removed = tx.execute("DELETE FROM suggestions WHERE run_id = ?", (run_id,)).rowcount
+        for key, value in tx.execute("SELECT key, value FROM meta WHERE key LIKE 'writeback:%'").fetchall():
+            if json.loads(value).get("run_id") != run_id:
+                continue
+            schema = key.split(":", 1)[1]
+            previous = tx.execute(
+                "SELECT r.id, r.trainer, r.metrics FROM runs r WHERE r.state = 'succeeded' AND r.id != ? AND EXISTS "
+                "(SELECT 1 FROM suggestions s WHERE s.run_id = r.id AND s.schema = ?) "
+                "ORDER BY r.finished_at DESC LIMIT 1", (run_id, schema)).fetchone()
+            if previous is None:
+                tx.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                score = json.loads(previous[2] or "{}").get("holdout_accuracy")
+                tx.execute("UPDATE meta SET value = ? WHERE key = ?",
+                           (json.dumps({"run_id": previous[0], "trainer": previous[1], "score": score}), key))
+    return removed
 
 
 def shown_runs(project: Project) -> dict[str, dict[str, Any]]:

@@ -49,6 +49,18 @@ KEEP_CONNECTION_S = 60
 """How long an ssh backend's connection stays open after a run or check, so the next one starts
 without a new login; then it closes (0: close it when the run ends)."""
 
+SSH_STEP_TIMEOUT_S = 120
+"""Deadline of one short remote step over ssh (the probe, a check's command, writing a file, clean-up)."""
+
+SSH_CODE_PUSH_TIMEOUT_S = 300
+"""Deadline of copying Potato's code (well under a MB) to an ssh host or login node."""
+
+SSH_VENV_TIMEOUT_S = 3600
+"""Deadline of building a backend's packages venv (pip may download torch)."""
+
+NVIDIA_SMI_TIMEOUT_S = 20
+"""How long the probe waits for nvidia-smi on a host before it kills it and lists no GPUs."""
+
 SLURM_POLL_INTERVAL_S = 10.0
 """Cadence of ``squeue`` calls for a SLURM job (R27)."""
 

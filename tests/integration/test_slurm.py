@@ -25,6 +25,7 @@ from tests.integration.test_ssh import _session_pid, log_of
 from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.servers import ServerProcess
 from tests.slurmcluster import SLURM_CONF, Cluster, start_cluster
+from tests.faults.matrix import fault
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}
@@ -120,6 +121,10 @@ def test_cancel_sends_term_to_the_job_then_plain_scancel(
                what="the job to leave the queue")
 
 
+@fault("SLURM clusters",
+       "scancel of the run's job from outside Potato (real cluster)",
+       "The run fails with the scheduler's reason",
+       "'SLURM job <id> ended before the worker finished: it was cancelled outside Potato'")
 def test_a_job_slurm_cancels_from_outside_fails_the_run_with_that_reason(
         cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
     srv = make_server(slurm_config(cluster))
@@ -133,6 +138,10 @@ def test_a_job_slurm_cancels_from_outside_fails_the_run_with_that_reason(
                                       "outside Potato (scancel).")
 
 
+@fault("SLURM clusters",
+       "The job passes its memory limit (real cluster)",
+       "SLURM kills it; the run fails saying out of memory",
+       "The scheduler's reason, out of memory")
 def test_a_job_over_its_memory_is_killed_and_the_run_says_out_of_memory(
         cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
     srv = make_server(slurm_config(cluster, mem="100M"))
@@ -145,6 +154,10 @@ def test_a_job_over_its_memory_is_killed_and_the_run_says_out_of_memory(
 
 
 @pytest.mark.slow
+@fault("SLURM clusters",
+       "The job reaches its time limit (real cluster)",
+       "The run fails with the tutorial's message",
+       "'SLURM job <id> ended before the worker finished: it reached its time limit.'")
 def test_a_job_at_its_time_limit_fails_the_run_with_the_tutorial_s_message(
         cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
     """SLURM rounds a limit up to whole minutes: this takes about 70 s."""
@@ -157,6 +170,10 @@ def test_a_job_at_its_time_limit_fails_the_run_with_the_tutorial_s_message(
     assert "It had time: 1; raise time" in done["message"]
 
 
+@fault("SLURM clusters",
+       "The ssh session to the login node is killed during a run",
+       "The agent cancels its job, so the GPU is freed; the run fails naming the host",
+       "The run fails; the job is gone from the queue")
 def test_a_broken_ssh_session_to_the_login_node_cancels_the_job(
         cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
     srv = make_server(slurm_config(cluster))
@@ -244,6 +261,10 @@ def standin(tmp_path: Path) -> Dict[str, str]:
     (slurm_standin.preempt, "preempted", "it was preempted by a job with a higher priority."),
     (slurm_standin.fail_node, "node_lost", "its node failed (standin-node)."),
 ])
+@fault("SLURM clusters",
+       "Preemption and node failure (a stand-in scheduler: a real one cannot be made to show them cheaply)",
+       "The run fails with the scheduler's reason",
+       "'it was preempted' / 'its node failed'")
 def test_preemption_and_node_failure_fail_the_run_with_the_scheduler_s_reason(
         standin: Dict[str, str], fault: Callable[[Path, str], None], reason: str, words: str,
         cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
@@ -302,6 +323,10 @@ def test_a_hand_started_agent_on_the_login_node_submits_to_slurm(
     assert f"export PYTHONPATH={code[0]}" in cluster.run(f"cat ~/shared/jobs/{run['id']}/job.sh").stdout
 
 
+@fault("Runs and their processes",
+       "kill -9 of the server during a SLURM run, then a restart",
+       "The session, agent and job go on; the restarted server takes the run up",
+       "The run succeeds")
 def test_a_server_restart_during_a_slurm_run_loses_nothing(
         cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
     """kill -9 of the server leaves the ssh session, the agent and the job; the restarted server

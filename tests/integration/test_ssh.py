@@ -13,11 +13,13 @@ from typing import Any, Callable, Dict
 import pytest
 import requests
 
+from tests import procs
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_agent import wait_until, worker_pids
 from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.servers import ServerProcess
 from tests.sshd import SshHost, start_sshd
+from tests.faults.matrix import fault
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}
@@ -102,22 +104,29 @@ def test_the_connection_closes_keep_connection_s_after_the_run(
     wait_until(lambda: not _masters(srv), timeout=15, what="the idle connection to close")
 
 
+@fault("Tokens and secrets",
+       "Someone reads the command lines and environments of an ssh run, on the server and on the host",
+       "The run token reaches the agent on stdin; no process of the run has it in its arguments, the worker has no POTATO_ variable",
+       "Nothing to see")
 def test_the_run_token_is_on_no_command_line_and_not_in_the_remote_worker(
         sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
     srv = make_server(ssh_config(sshd, env={"RUN_LABEL": "set-by-the-backend"}))
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"sleep_s": 4})
     wait_until(lambda: bool(worker_pids(run["id"])), timeout=60, what="the remote worker")
     agents = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
+    # This test's processes only: the server's (its ssh clients) and, on the host, those of this run
+    # (the agent has --run <id>, the worker its job dir), never another suite's or person's.
+    assert srv.proc is not None
+    own = procs.descendants(srv.proc.pid) + [p for p in procs.descendants(1)
+                                             if any(run["id"].encode() in a for a in procs.cmdline(p))]
+    for pid in sorted(set(own)):
+        cmdline = procs.cmdline(pid)
+        assert not any(len(arg) >= 40 and b"/" not in arg and b"=" not in arg for arg in cmdline), cmdline
         if b"potato.training.agent" in cmdline and b"--session" in cmdline:
             agents.append(cmdline)
-            assert b"--token-stdin" in cmdline and not any(len(arg) >= 40 and b"/" not in arg for arg in cmdline)
+            assert b"--token-stdin" in cmdline
         if b"potato.training.worker" in cmdline:
-            environ = (proc / "environ").read_bytes()
+            environ = procs.environ(pid)
             assert b"POTATO_" not in environ
             assert b"CUDA_VISIBLE_DEVICES=" in environ  # the GPU choice reached the worker (none: the CPU)
             assert b"RUN_LABEL=set-by-the-backend" in environ  # the backend's env is the run's
@@ -138,6 +147,10 @@ def test_cancel_reaches_the_remote_worker_and_kill_follows_term(
     wait_until(lambda: not worker_pids(run["id"]), timeout=20, what="the remote worker to be gone")
 
 
+@fault("ssh hosts",
+       "The ssh session carrying a run's agent is killed",
+       "The run fails naming the host; the agent on the host stops the worker, so the GPU is free",
+       "'The ssh session to <host> ended during the run'")
 def test_a_broken_ssh_session_fails_the_run_and_stops_the_remote_worker(
         sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
     srv = make_server(ssh_config(sshd))
@@ -177,6 +190,11 @@ def test_keep_remote_and_fetch_artifacts_false_leave_the_files_on_the_host(
     assert not (srv.config_path.parent / "annotation_output" / "training" / "runs" / run["id"] / "artifacts").exists()
 
 
+@fault("ssh hosts",
+       "A model file over max_artifact_mb",
+       "It stays on the host; the rest comes back",
+       "run.log names the file and its size",
+       lost="only that file is not copied (it stays on the host)")
 def test_files_over_max_artifact_mb_stay_on_the_host_and_are_named(
         sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
     srv = make_server(ssh_config(sshd, max_artifact_mb=1))
@@ -291,6 +309,10 @@ def _remote_agent_pid(run_id: str) -> int:
     raise AssertionError("no remote agent for the run")
 
 
+@fault("ssh hosts",
+       "The agent on the host hangs (SIGSTOP)",
+       "After heartbeat_timeout_s the run fails and the session is closed; awake again, the agent stops its worker",
+       "'No word from the agent on gpu for 3 seconds'")
 def test_a_silent_remote_agent_fails_the_run_after_heartbeat_timeout(
         sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
     srv = make_server(ssh_config(sshd, heartbeat_timeout_s=3))
@@ -334,6 +356,10 @@ def test_packages_build_a_venv_once_that_sees_the_hosts_own_packages(
     assert "(reused)" in log_of(srv, second["id"]) and "pip: " not in log_of(srv, second["id"])
 
 
+@fault("ssh hosts",
+       "A socket folder left on the host by a crashed run",
+       "The next run's probe clears it and the run starts",
+       "Nothing; the run succeeds")
 def test_a_stale_socket_left_by_a_crashed_run_is_cleared(sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
     stale = "/tmp/potato-20200101-000000-dead-0badc0de"
     made = sshd.run(f"mkdir -m 700 {stale} && python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
@@ -346,6 +372,10 @@ def test_a_stale_socket_left_by_a_crashed_run_is_cleared(sshd: SshHost, make_ser
     assert sshd.run(f"test -e {stale}").returncode == 1
 
 
+@fault("Runs and their processes",
+       "kill -9 of the server during an ssh run, then a restart",
+       "The ssh session runs apart from the server; the restarted server takes the run up again and copies the model back",
+       "The run succeeds")
 def test_a_server_restart_during_an_ssh_run_loses_nothing(
         sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
     """The ssh client runs apart from the server: kill -9 of the server leaves the session, the

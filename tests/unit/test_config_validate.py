@@ -647,7 +647,7 @@ def test_misspelt_python_stops_with_did_you_mean() -> None:
     assert errors(report) == [
         ("model_training.backends.gpu-server.pyhton: unknown key for an ssh backend (did you mean 'python'?). "
         "Valid keys: type, description, host, user, port, identity_file, python, packages, gpus, "
-        "min_free_gpu_mb, num_threads, remote_dir, max_artifact_mb, fetch_artifacts, keep_remote, keep_connection_s, "
+        "min_free_gpu_mb, num_threads, remote_dir, max_artifact_mb, max_artifacts_total_mb, fetch_artifacts, keep_remote, keep_connection_s, "
         "heartbeat_timeout_s, env, container")
     ]
     issue = report.errors[0]
@@ -660,7 +660,7 @@ def test_unknown_slurm_key_lists_slurm_keys() -> None:
     assert message == (
         "model_training.backends.cluster.partiton: unknown key for a slurm backend (did you mean 'partition'?). "
         "Valid keys: type, description, host, user, port, identity_file, python, min_free_gpu_mb, num_threads, "
-        "remote_dir, max_artifact_mb, fetch_artifacts, keep_remote, keep_connection_s, heartbeat_timeout_s, env, container, "
+        "remote_dir, max_artifact_mb, max_artifacts_total_mb, fetch_artifacts, keep_remote, keep_connection_s, heartbeat_timeout_s, env, container, "
         "job_python, prelude, partition, account, qos, gres, time, mem, cpus_per_task, constraint, "
         "extra_sbatch_args, poll_interval_s"
     )

@@ -189,6 +189,7 @@ _REMOTE_REST: dict[str, Check] = {
     "num_threads": integer(1),
     "remote_dir": text(),
     "max_artifact_mb": integer(0),
+    "max_artifacts_total_mb": integer(0),
     "fetch_artifacts": boolean,
     "keep_remote": boolean,
     "keep_connection_s": integer(0),

@@ -195,6 +195,7 @@ class SshBackend:
     num_threads: int | None = None
     remote_dir: str = defaults.REMOTE_DIR
     max_artifact_mb: int = defaults.MAX_ARTIFACT_MB
+    max_artifacts_total_mb: int = defaults.MAX_ARTIFACTS_TOTAL_MB
     fetch_artifacts: bool = True
     keep_remote: bool = False
     keep_connection_s: int = defaults.KEEP_CONNECTION_S
@@ -225,6 +226,7 @@ class SlurmBackend:
     min_free_gpu_mb: int = defaults.MIN_FREE_GPU_MB
     num_threads: int | None = None
     max_artifact_mb: int = defaults.MAX_ARTIFACT_MB
+    max_artifacts_total_mb: int = defaults.MAX_ARTIFACTS_TOTAL_MB
     fetch_artifacts: bool = True
     keep_remote: bool = False
     keep_connection_s: int = defaults.KEEP_CONNECTION_S

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from potato.config.schema import SshBackend
-from potato.server.training.sshcmd import SshTarget, connect_error, remote_path, shell
+from potato.server.training.sshcmd import (
+    SshTarget,
+    client_env,
+    connect_error,
+    framed,
+    preamble_notice,
+    preamble_text,
+    remote_path,
+    shell,
+    unframe,
+)
 from potato.training.gpus import Gpu, NoGpuFree, choose_gpus
 
 HOSTILE = "a'; echo foo"
@@ -33,7 +44,7 @@ def test_the_connection_outlives_a_run_for_keep_connection_s() -> None:
     assert "ControlMaster=auto" in kept and "ControlPersist=60" in kept
     closing = SshTarget(SshBackend(name="gpu", host="h", keep_connection_s=0), Path("/c"))
     assert "ControlPersist=10" in closing.argv("true")
-    assert closing.exit_master()[-4:] == ["-O", "exit", "--", "h"]
+    assert closing.stop_master()[-4:] == ["-O", "stop", "--", "h"]  # a run's end spares what else is on it
     assert closing.cancel_forward("/tmp/x/agent.sock:127.0.0.1:8000")[-6:] == [
         "-O", "cancel", "-R", "/tmp/x/agent.sock:127.0.0.1:8000", "--", "h"]
 
@@ -108,3 +119,46 @@ def test_auto_skips_gpus_without_kernels_and_says_so_when_none_is_left() -> None
     assert choice.cuda_visible_devices == "0"  # GPUs 1 and 2 have more free memory, but no kernels
     with pytest.raises(NoGpuFree, match="^This host's torch has no kernels for any of its GPUs"):
         choose_gpus(GPUS, "auto", 2000, no_kernels=[0, 1, 2])
+
+
+LOGIN_SHELLS = [
+    "",                                                  # a quiet one
+    'echo "Welcome to the GPU box"; ',                   # ~/.bashrc's greeting, on stdout
+    "printf 'no newline'; echo on stderr >&2; ",         # text without a line end, and on stderr
+    "set -v; ",                                          # echoes every command it reads (to stderr)
+]
+
+
+@pytest.mark.parametrize("login", LOGIN_SHELLS)
+def test_a_framed_command_s_output_is_its_own_whatever_the_login_shell_prints(login: str) -> None:
+    """Run through real shells the way sshd runs them (``bash -c``), after what a ~/.bashrc does."""
+    line = framed("printf 'payload\\n'; printf 'err\\n' >&2; exit 3", "0123abcd")
+    out = subprocess.run(["bash", "-c", f"{login}bash -c {shlex.quote(line)}"], capture_output=True)
+    head, tail = unframe(out.stdout, "0123abcd"), unframe(out.stderr, "0123abcd")
+    assert out.returncode == 3 and head.found and tail.found
+    assert head.payload == b"payload\n" and tail.payload == b"err\n"
+    assert head.pid == tail.pid and head.pid is not None and head.pid > 1
+    if "Welcome" in login:
+        assert preamble_text(head.preamble, tail.preamble) == "Welcome to the GPU box"
+
+
+def test_output_without_the_start_line_was_never_the_command_s() -> None:
+    frame = unframe(b"Welcome\nbash: exit 1\n", "0123abcd")
+    assert not frame.found and frame.payload == b"" and frame.preamble.startswith(b"Welcome")
+    assert not unframe(b"potato-ffff-start 12\nx", "0123abcd").found  # another command's nonce
+
+
+def test_the_login_shell_s_text_is_named_in_one_line() -> None:
+    text = preamble_text(b"Welcome to the GPU box\n" + b"x" * 100, b"")
+    assert text == "Welcome to the GPU box " + "x" * 57 + "..."
+    assert preamble_notice("gpu", "Hi") == ("The login shell on gpu printed text before the command's output (from "
+                                            "~/.bashrc or similar); it is ignored: 'Hi'")
+
+
+def test_the_ssh_client_sees_what_ssh_needs_and_no_server_secret() -> None:
+    server = {"PATH": "/usr/bin", "HOME": "/srv/potato", "USER": "potato", "LOGNAME": "potato", "LANG": "C.UTF-8",
+              "LC_ALL": "C.UTF-8", "SSH_AUTH_SOCK": "/run/agent.sock", "SSH_AGENT_PID": "12", "KRB5CCNAME": "FILE:/t",
+              "HF_TOKEN": "hf_x", "AWS_SECRET_ACCESS_KEY": "a", "AWS_ACCESS_KEY_ID": "b", "POTATO_ADMIN_KEY": "k",
+              "DISPLAY": ":0", "PYTHONPATH": "/x", "LD_PRELOAD": "/evil.so"}
+    assert client_env(server) == {k: v for k, v in server.items() if k in (
+        "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "SSH_AUTH_SOCK", "SSH_AGENT_PID", "KRB5CCNAME")}

@@ -10,6 +10,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,32 @@ def test_the_probe_prepares_a_run(tmp_path: Path) -> None:
                 for f in folder.iterdir():
                     f.unlink()
                 folder.rmdir()
+
+
+def test_a_hung_nvidia_smi_is_killed_and_the_probe_goes_on(tmp_path: Path) -> None:
+    """A hung driver hangs nvidia-smi: after ``--smi`` seconds it is killed, with what it started,
+    and the probe says so and still does the rest."""
+    python = str(interpreter("3.8")) if PYENV.is_dir() and list(PYENV.glob("3.8.*")) else sys.executable
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text(f"#!/bin/sh\nsleep 600 &\necho $! > {tmp_path}/child\nwait\n")
+    (fake / "nvidia-smi").chmod(0o755)
+    code = tmp_path / "code"
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    out = subprocess.run([python, "-c", PROBE, "--smi", "1", "--code", str(code)], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "smi-rc timeout" in out.stdout.splitlines() and "code no" in out.stdout.splitlines()
+    child = (tmp_path / "child").read_text().strip()
+
+    def dead() -> bool:
+        try:
+            return Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except OSError:
+            return True
+
+    for _ in range(50):  # SIGKILL lands at once; the kernel may take a moment to show it
+        if dead():
+            break
+        time.sleep(0.1)
+    assert dead()  # nvidia-smi's own child too: the whole group was killed

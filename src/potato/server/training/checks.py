@@ -91,7 +91,8 @@ def check_agent(config: Config, backend: AgentBackend, now: float | None = None)
 def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
     """Log in and report the host's Python, every GPU with its free memory and load, and what a
     run would get (R17); ok when a run could start."""
-    from potato.server.training.sshcmd import SshFailed, SshTarget
+    from potato.server.training.ssh import gpus_unknown_error
+    from potato.server.training.sshcmd import SshFailed, SshTarget, preamble_notice
     from potato.server.training.sshhost import HostFacts, control_dir, probe_host
     from potato.training.gpus import NoGpuFree, choose_gpus
 
@@ -102,14 +103,23 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
     except SshFailed as exc:
         return CheckReport(backend.name, "ssh", False, [f"{head}: {exc}"], {"error": str(exc)})
     lines = [f"{head}: Python {facts.python_version} ({facts.python_path})"]
+    if facts.preamble:
+        lines.append(preamble_notice(backend.host, facts.preamble))
     for g in facts.gpus:
         load = f", {g.utilization_pct} % busy" if g.utilization_pct is not None else ""
         kernels = " (torch there has no kernels for it)" if g.index in facts.no_kernels else ""
         lines.append(f"GPU {g.index}: {g.name}, {g.memory_free_mb} of {g.memory_total_mb} MB free{load}{kernels}")
-    if not facts.gpus:
+    if not facts.gpus and not facts.gpus_unknown:
         lines.append("no GPU (nvidia-smi is missing or found none)")
     details: dict[str, Any] = {"python": facts.python_version, "python_path": facts.python_path,
-                               "gpus": [g.to_json() for g in facts.gpus], "no_kernels": facts.no_kernels}
+                               "gpus": None if facts.gpus_unknown else [g.to_json() for g in facts.gpus],
+                               "no_kernels": facts.no_kernels}
+    if facts.gpus_unknown:  # GPUs unknown: a run that must choose one cannot start
+        if backend.gpus != "none":
+            error = gpus_unknown_error(facts.gpus_unknown, backend.gpus)
+            lines.append(f"GPUs unknown: {error}")
+            return CheckReport(backend.name, "ssh", False, lines, {**details, "error": error})
+        lines.append(f"GPUs unknown: {facts.gpus_unknown}")
     try:
         choice = choose_gpus(facts.gpus, backend.gpus, backend.min_free_gpu_mb, facts.no_kernels)
     except NoGpuFree as exc:

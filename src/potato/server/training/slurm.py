@@ -16,16 +16,29 @@ from typing import Any
 
 from potato.config._backends import node_local_dir
 from potato.config.schema import Config, SlurmBackend
+from potato.defaults import SSH_STEP_TIMEOUT_S
 from potato.server.training.checks import CheckReport
 from potato.server.training.codepush import code_hash
 from potato.server.training.ssh import SshRun
 from potato.server.training.sshhost import control_dir, probe_host, run_ssh
-from potato.server.training.sshcmd import SshFailed, SshTarget, remote_path, shell
+from potato.server.training.sshcmd import SshFailed, SshTarget, Step, preamble_notice, remote_path, shell
 from potato.training.slurm import SETTINGS_FILE, SlurmSettings, never_runs, parse_sinfo, sbatch_flags
 from potato.training.slurmjob import last_line
 
 REQUIRED_COMMANDS = ("sbatch", "squeue", "scancel")
 """What the login node must have on PATH (R25); ``scontrol`` is used where it exists."""
+
+SLURM_FIX = ("SLURM's commands wait for slurmctld (`Unable to contact slurm controller` after a while): run "
+             "`sinfo` on the login node by hand, and ask the cluster's admins if it hangs there too")
+COMMANDS_STEP = Step("looking for SLURM's commands", SSH_STEP_TIMEOUT_S)
+SETTINGS_STEP = Step("writing the job's slurm.json", SSH_STEP_TIMEOUT_S)
+REMOTE_DIR_STEP = Step("making remote_dir", SSH_STEP_TIMEOUT_S,
+                       "remote_dir is on shared storage: check that it answers there (`ls <remote_dir>`)")
+JOB_PYTHON_STEP = Step("running job_python after the prelude", SSH_STEP_TIMEOUT_S,
+                       "run the prelude and job_python by hand on the login node; a module load or an environment "
+                       "on slow shared storage can take long")
+SINFO_STEP = Step("asking sinfo about the partitions", SSH_STEP_TIMEOUT_S, SLURM_FIX)
+TEST_ONLY_STEP = Step("asking sbatch --test-only about the flags", SSH_STEP_TIMEOUT_S, SLURM_FIX)
 
 
 def settings_for(backend: SlurmBackend) -> SlurmSettings:
@@ -56,7 +69,7 @@ def probe_slurm(target: SshTarget) -> LoginNode:
     env = target.env_prefix()
     names = " ".join((*REQUIRED_COMMANDS, "scontrol", "sinfo"))
     script = f'for c in {names}; do printf "%s=" "$c"; command -v "$c" || echo; done; sbatch --version 2>/dev/null'
-    out = run_ssh(target, f"{env}sh -c {shlex.quote(script)}")
+    out = run_ssh(target, f"{env}sh -c {shlex.quote(script)}", step=COMMANDS_STEP)
     commands: dict[str, str] = {}
     version = ""
     for line in out.stdout.decode("utf-8", "replace").splitlines():
@@ -89,9 +102,11 @@ class SlurmRun(SshRun):
         b = self.slurm_backend
         host = b.host
         self.target = SshTarget(b, control_dir(self.project.config.training_dir))
+        self.no_agent_yet()
         self.step(f"connecting to {host}")
         digest = code_hash()
         facts = probe_host(self.target, read_gpus=False, prepare=self.preparation(digest))
+        self.said_preamble(facts.preamble)
         self.say(f"Python {facts.python_version} on {host} ({facts.python_path}) runs the agent")
         self.said_stale(facts)
         login = probe_slurm(self.target)
@@ -105,7 +120,7 @@ class SlurmRun(SshRun):
         self.push_code(digest, facts.code_present)
         path = f"{self.job_dir}/{SETTINGS_FILE}"
         out = self.ssh(f"mkdir -p {self.job_dir} && cat > {path}",
-                       stdin=json.dumps(settings.to_json(), indent=1).encode())
+                       stdin=json.dumps(settings.to_json(), indent=1).encode(), step=SETTINGS_STEP)
         if out.returncode != 0:
             raise SshFailed(f"Could not write {path} on {host}: {out.stderr.decode('utf-8', 'replace').strip()}")
         self.start_agent(digest, f"{self.socket_dir}/agent.sock", {}, "--slurm-config", path)
@@ -124,6 +139,8 @@ def check_cluster(config: Config, backend: SlurmBackend) -> CheckReport:
         target = SshTarget(backend, control_dir(config.training_dir))
         facts = probe_host(target, read_gpus=False)
         lines.append(f"{head}: Python {facts.python_version} on the login node ({facts.python_path})")
+        if facts.preamble:
+            lines.append(preamble_notice(backend.host, facts.preamble))
         details.update(python=facts.python_version, python_path=facts.python_path)
         login = probe_slurm(target)
         details["commands"] = login.commands
@@ -138,7 +155,7 @@ def check_cluster(config: Config, backend: SlurmBackend) -> CheckReport:
         ok = True
         env = target.env_prefix()
         where = run_ssh(target, f"mkdir -p {remote_path(backend.remote_dir)} && cd {remote_path(backend.remote_dir)} "
-                                "&& pwd -P")
+                                "&& pwd -P", step=REMOTE_DIR_STEP)
         real = where.stdout.decode("utf-8", "replace").strip()
         if where.returncode != 0 or not real:
             ok = False
@@ -155,7 +172,8 @@ def check_cluster(config: Config, backend: SlurmBackend) -> CheckReport:
                 lines.append(f"remote_dir: {real}")
         settings = settings_for(backend)
         prelude = "".join(f"{line}\n" for line in settings.prelude)
-        probe = run_ssh(target, f"{env}bash -c {shlex.quote(prelude + shlex.quote(str(settings.job_python)) + ' -c ' + shlex.quote(JOB_PYTHON_PROBE))}")
+        probe = run_ssh(target, f"{env}bash -c {shlex.quote(prelude + shlex.quote(str(settings.job_python)) + ' -c ' + shlex.quote(JOB_PYTHON_PROBE))}",
+                        step=JOB_PYTHON_STEP)
         found = probe.stdout.decode("utf-8", "replace").strip().splitlines()
         if probe.returncode == 0 and found:
             version, _, where_python = found[-1].partition(" ")
@@ -167,13 +185,14 @@ def check_cluster(config: Config, backend: SlurmBackend) -> CheckReport:
                          "compute node, so make sure it exists there (with the prelude)")
             details["job_python"] = None
         if "sinfo" in login.commands:
-            sinfo = run_ssh(target, f"{env}sinfo -h -o '%P|%c|%m|%G|%a'")
+            sinfo = run_ssh(target, f"{env}sinfo -h -o '%P|%c|%m|%G|%a'", step=SINFO_STEP)
             problems = never_runs(settings, parse_sinfo(sinfo.stdout.decode("utf-8", "replace")))
             for problem in problems:
                 lines.append(f"This request can never run: {problem}.")
             ok = ok and not problems
             details["never_runs"] = problems
-        test = run_ssh(target, f"{env}{shell(['sbatch', '--test-only', '--job-name=potato-check', *sbatch_flags(settings), '--wrap=true'])}")
+        test = run_ssh(target, f"{env}{shell(['sbatch', '--test-only', '--job-name=potato-check', *sbatch_flags(settings), '--wrap=true'])}",
+                       step=TEST_ONLY_STEP)
         said = last_line(test.stderr.decode("utf-8", "replace")) or last_line(test.stdout.decode("utf-8", "replace"))
         details["test_only"] = said
         if test.returncode == 0:

@@ -7,7 +7,13 @@ the other backends use, for this one run, with a reverse forward from a Unix soc
 ``/tmp`` (inside a 0700 folder of its own) back to this server and the run's token on stdin; then
 the agent reports through the protocol like any other. On success the model files come back in
 one stream over the open connection and the remote job folder is removed. All of it goes over one
-connection per backend, which closes ``keep_connection_s`` after the run (at once for 0).
+connection (shared by the backends and checks that reach the same user@host:port), which closes
+``keep_connection_s`` after the run; for 0 the run retires it at its end without cutting off a
+command of someone else's still on it (``-O stop``).
+
+Until the agent starts and after it has reported, this thread is the run's only actor: the run's
+``last_seen`` is cleared then, so the agent heartbeat does not judge a step the server itself is in;
+each of those steps has a deadline of its own (:class:`~potato.server.training.sshcmd.Step`).
 
 Everything here is I/O; the command lines are built by :mod:`potato.server.training.sshcmd`.
 """
@@ -28,13 +34,34 @@ from typing import IO, Callable
 from urllib.parse import urlsplit
 
 from potato.config.schema import SlurmBackend, SshBackend
+from potato.defaults import SSH_CODE_PUSH_TIMEOUT_S, SSH_STEP_TIMEOUT_S, SSH_VENV_TIMEOUT_S
 from potato.project import Project
 from potato.server.training.codepush import code_archive, code_hash
 from potato.server.training.copyback import SEND_ARTIFACTS, CopyFailed, receive
 from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import Run, RunState, RunStore
-from potato.server.training.sshcmd import SshFailed, SshTarget, remote_path, shell
-from potato.server.training.sshhost import COMMAND_TIMEOUT_S, HostFacts, Preparation, control_dir, probe_host, run_ssh
+from potato.server.training.sshcmd import (
+    SshFailed,
+    SshTarget,
+    Step,
+    client_env,
+    framed,
+    new_nonce,
+    preamble_notice,
+    remote_path,
+    shell,
+)
+from potato.server.training.sshhost import (
+    Answer,
+    HostFacts,
+    Preparation,
+    close_connection,
+    control_dir,
+    master_command,
+    probe_host,
+    run_ssh,
+    stop_remote,
+)
 from potato.server.training.watchdog import CANCEL_SLACK_S
 from potato.training.gpus import NoGpuFree, choose_gpus
 from potato.training.jobfiles import read_json
@@ -43,9 +70,24 @@ from potato.training.limits import apply_thread_limit
 
 log = logging.getLogger(__name__)
 
-PIP_TIMEOUT_S = 3600
-"""Building a venv may download torch: an hour before it counts as hung."""
 WATCH_S = 0.1
+
+CODE_STEP = Step("copying Potato's code", SSH_CODE_PUSH_TIMEOUT_S,
+                 "the code is well under a MB, so the connection or the host's disk stalls: check `df -h` and "
+                 "that remote_dir is writable there")
+VENV_CHECK_STEP = Step("looking for the packages venv", SSH_STEP_TIMEOUT_S)
+VENV_STEP = Step("installing the backend's packages", SSH_VENV_TIMEOUT_S,
+                 "pip's output so far is not kept; install them by hand there once (python -m pip install ...) "
+                 "and see where pip waits, or give the host's Python the packages and drop `packages`")
+SOCKET_STEP = Step("looking at the agent's socket", SSH_STEP_TIMEOUT_S)
+CLEAN_UP_STEP = Step("cleaning up the job folder", 60)
+MB = 1024 * 1024
+
+
+def gpus_unknown_error(why: str, gpus: str) -> str:
+    """A run that needs the GPU list (``gpus: auto`` or a pinned GPU) when nvidia-smi did not answer."""
+    return (f"{why}, so gpus: {gpus} cannot choose one. Run nvidia-smi on the host: a hung driver needs its "
+            "admin (nvidia-smi -r or a reboot); meanwhile gpus: none trains on the CPU.")
 
 
 SESSION_FILE = "ssh-session.json"
@@ -93,6 +135,8 @@ class SshRun(threading.Thread):
         """The ssh client of an adopted session (not our child: followed through /proc)."""
         self.forward = ""
         """The agent's reverse forward, ``<socket>:<server host>:<port>``: cancelled at the end."""
+        self.preamble_said = False
+        """Whether run.log named what the host's login shell prints (once per run)."""
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -109,8 +153,21 @@ class SshRun(threading.Thread):
         """The step line within a phase (how much has arrived): not logged, it changes every second."""
         self.store.update(self.run_.id, step=text)
 
-    def ssh(self, command: str, stdin: bytes | None = None, timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
-        return run_ssh(self.target, command, stdin, timeout)
+    def ssh(self, command: str, stdin: bytes | None = None, *, step: Step) -> Answer:
+        out = run_ssh(self.target, command, stdin, step)
+        self.said_preamble(out.preamble)
+        return out
+
+    def said_preamble(self, text: str) -> None:
+        """Name, once per run, what the host's login shell prints around every command (ignored)."""
+        if text and not self.preamble_said:
+            self.preamble_said = True
+            self.say(preamble_notice(self.backend.host, text))
+
+    def no_agent_yet(self) -> None:
+        """No agent speaks for the run now (before it starts, after it reported): the heartbeat
+        waits, this thread's steps have their own deadlines."""
+        self.store.update(self.run_.id, last_seen=None)
 
     # -- the run ------------------------------------------------------------------------------------
 
@@ -139,11 +196,15 @@ class SshRun(threading.Thread):
     def execute(self) -> None:
         host, b = self.backend.host, self.ssh_backend
         self.target = SshTarget(b, control_dir(self.project.config.training_dir))
+        self.no_agent_yet()
         self.step(f"connecting to {host}")
         digest = code_hash()
-        facts = probe_host(self.target, prepare=self.preparation(digest))
+        facts = probe_host(self.target, read_gpus=b.gpus != "none", prepare=self.preparation(digest))
+        self.said_preamble(facts.preamble)
         self.say(f"Python {facts.python_version} on {host} ({facts.python_path})")
         self.said_stale(facts)
+        if facts.gpus_unknown:
+            raise SshFailed(gpus_unknown_error(facts.gpus_unknown, b.gpus))
         choice = choose_gpus(facts.gpus, b.gpus, b.min_free_gpu_mb, facts.no_kernels)
         self.say(f"This run gets {choice.text} on {host}")
         if choice.cuda_visible_devices and facts.nvrtc_error and b.container is None:
@@ -191,7 +252,7 @@ class SshRun(threading.Thread):
         self.step(f"copying Potato's code to {self.backend.host}")
         tmp = f"{code}.tmp"
         out = self.ssh(f"mkdir -p {self.remote_dir}/code && rm -rf {tmp} && mkdir {tmp} && tar -x -C {tmp} "
-                       f"&& rm -rf {code} && mv {tmp} {code}", stdin=code_archive())
+                       f"&& rm -rf {code} && mv {tmp} {code}", stdin=code_archive(), step=CODE_STEP)
         if out.returncode != 0:
             raise SshFailed(f"Copying Potato's code to {self.backend.host} failed: "
                             f"{out.stderr.decode('utf-8', 'replace').strip()[-500:]}")
@@ -205,7 +266,7 @@ class SshRun(threading.Thread):
         key = hashlib.sha256("\0".join([python_path, *sorted(b.packages)]).encode()).hexdigest()[:16]
         venv = f"{self.remote_dir}/venvs/{key}"
         python = f"{venv}/bin/python"
-        if self.ssh(f"test -f {venv}/.potato-complete").returncode == 0:
+        if self.ssh(f"test -f {venv}/.potato-complete", step=VENV_CHECK_STEP).returncode == 0:
             self.say(f"Packages {', '.join(b.packages)} on {b.host}: venv {b.remote_dir}/venvs/{key} (reused)")
             return python
         self.step(f"installing {', '.join(b.packages)} on {b.host}")
@@ -214,7 +275,7 @@ class SshRun(threading.Thread):
                    f"{shlex.quote(python_path)} -m venv --system-site-packages {tmp} && {tmp}/bin/python -m pip "
                    f"install --disable-pip-version-check --no-input {shell(list(b.packages))} && "
                    f"touch {tmp}/.potato-complete && rm -rf {venv} && mv {tmp} {venv}")
-        out = self.ssh(command + " 2>&1", timeout=PIP_TIMEOUT_S)
+        out = self.ssh(command + " 2>&1", step=VENV_STEP)
         lines = out.stdout.decode("utf-8", "replace").splitlines()
         for line in lines:
             if line.strip():
@@ -229,9 +290,12 @@ class SshRun(threading.Thread):
         """The agent for this run, in a session of its own over the backend's connection, with the
         reverse forward; the run's token goes to its stdin, so it is on no command line and in no
         environment. When this session's ssh ends (killed, or the connection broke), sshd closes the
-        agent's stdout, and the agent stops its worker (``--session``)."""
+        agent's stdout, and the agent stops its worker (``--session``). The command is framed like
+        every other (the start line lands in agent.out, after what the login shell printed); the
+        agent's stdout stays the session's own channel, its lifeline. From here the heartbeat counts."""
         b = self.backend
         self.step(f"waiting for the agent on {b.host}")
+        self.store.update(self.run_.id, last_seen=self.clock())
         env = {**b.env, **run_env}
         apply_thread_limit(b.num_threads, env)  # over what a login shell sets (R16)
         assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
@@ -247,8 +311,9 @@ class SshRun(threading.Thread):
         out = (self.run_dir / "agent.out").open("ab")
         try:
             self.session = subprocess.Popen(
-                self.target.argv(command, "-o", "ExitOnForwardFailure=yes", "-R", forward),
-                stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                self.target.argv(framed(command, new_nonce()), "-o", "ExitOnForwardFailure=yes", "-R", forward),
+                stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                env=client_env(os.environ))
         finally:
             out.close()
         stdin: IO[bytes] | None = self.session.stdin
@@ -258,7 +323,7 @@ class SshRun(threading.Thread):
         write_json_atomic(self.run_dir / SESSION_FILE, {"socket_dir": self.socket_dir, "python": self.python,
                                                         "pid": self.session.pid, "forward": forward})
         self.store.update(self.run_.id, agent_pid=self.session.pid, agent_host=b.host)
-        mode = self.ssh(f"sleep 1; stat -c %a {shlex.quote(socket)}")
+        mode = self.ssh(f"sleep 1; stat -c %a {shlex.quote(socket)}", step=SOCKET_STEP)
         self.say(f"Agent socket on {b.host}: {socket} (mode {mode.stdout.decode().strip() or 'unknown'}, "
                  f"in a 0700 folder)")
 
@@ -312,23 +377,35 @@ class SshRun(threading.Thread):
         return me
 
     def copy_back(self) -> None:
-        """The model files in one stream over the open connection, counted for the step line (R20)."""
+        """The model files in one stream over the open connection, counted for the step line (R20).
+        The host lists them first: files over max_artifact_mb stay there, and when the others together
+        pass max_artifacts_total_mb none is sent at all (nothing partial), as with fetch_artifacts: false."""
         b = self.backend
+        self.no_agent_yet()  # the agent has reported; the copy's own stall limit applies
+        nonce = new_nonce()
         command = (f"cd {self.job_dir} && exec {shlex.quote(b.python)} -c {shlex.quote(SEND_ARTIFACTS)} "
-                   f"artifacts {b.max_artifact_mb * 1024 * 1024}")
+                   f"artifacts {b.max_artifact_mb * MB} {b.max_artifacts_total_mb * MB}")
         target = self.run_dir / "artifacts"
 
         def progress(got: int, total: int) -> None:
             self.progress(f"copying the model from {b.host}: {got / 1e6:.0f} of {max(total, got) / 1e6:.0f} MB")
 
         try:
-            copied = receive(self.target.argv(command), target, b.host, progress, self.clock,
-                             max_file_bytes=b.max_artifact_mb * 1024 * 1024)
+            copied = receive(self.target.argv(framed(command, nonce)), target, b.host, progress, self.clock,
+                             max_file_bytes=b.max_artifact_mb * MB, max_total_bytes=b.max_artifacts_total_mb * MB,
+                             nonce=nonce, env=client_env(os.environ),
+                             reserve_mb=self.project.config.model_training.disk_reserve_mb)
         except CopyFailed as exc:
             self.keep_job = True
+            if exc.remote_pid is not None:  # the sender may still run there (a stall): stop it, its files stay
+                stop_remote(self.target, exc.remote_pid)
             self.recorder.fail(Reason.ERROR, f"{exc}; the predictions are already saved, only the model files "
                                f"are missing here. They are still on {b.host} in {b.remote_dir}/jobs/"
                                f"{self.run_.id}/artifacts.")
+            return
+        self.said_preamble(copied.preamble)
+        if copied.over_total is not None:
+            self.kept_over_total(copied.over_total)
             return
         self.keep_job = self.keep_job or bool(copied.left_behind)
         for name, size in copied.left_behind:
@@ -336,6 +413,21 @@ class SshRun(threading.Thread):
         self.say(f"Copied the model from {b.host}: {copied.received / 1e6:.1f} MB")
         self.store.update(self.run_.id, artifact_uri=str(target) if not copied.left_behind else
                           f"{target} (and on {b.host}:{b.remote_dir}/jobs/{self.run_.id}/artifacts)")
+        self.store.move(self.run_.id, RunState.SUCCEEDED, step="done", progress=1.0)
+        self.say("Run succeeded.")
+
+    def kept_over_total(self, over: tuple[int, int, str]) -> None:
+        """The model files together pass max_artifacts_total_mb: none came back, all stay on the host
+        with the job folder, and the run's artifact_uri names them there (as fetch_artifacts: false)."""
+        b = self.backend
+        total, count, folder = over
+        self.keep_job = True
+        where = f"{b.host}:{folder}"
+        self.say(f"The model files on {b.host} total {total / 1e6:.0f} MB ({count} files), over "
+                 f"max_artifacts_total_mb ({b.max_artifacts_total_mb} MB): none was copied; they stay on {b.host} in "
+                 f"{folder}, and the job folder is kept. Raise max_artifacts_total_mb to copy them next time, or copy "
+                 f"them yourself (scp -r {where} .); the predictions are saved.")
+        self.store.update(self.run_.id, artifact_uri=where)
         self.store.move(self.run_.id, RunState.SUCCEEDED, step="done", progress=1.0)
         self.say("Run succeeded.")
 
@@ -358,14 +450,18 @@ class SshRun(threading.Thread):
         if not self.keep_job:
             parts.append(f"rm -rf {self.job_dir}")
         try:
-            self.ssh(" ; ".join(parts), timeout=60)
+            self.ssh(" ; ".join(parts), step=CLEAN_UP_STEP)
         except SshFailed as exc:
             self.say(f"Could not clean up on {self.backend.host}: {exc}")
-        if self.forward:
-            subprocess.run(self.target.cancel_forward(self.forward), capture_output=True, timeout=30)
+        problems = [master_command(self.target, self.target.cancel_forward(self.forward),
+                                   "cancelling the agent's forward")] if self.forward else []
+        if not self.backend.keep_connection_s:
+            problems.append(close_connection(self.target))  # -O stop: a check or run still on it goes on
+        for problem in problems:
+            if problem:
+                self.say(f"Clean-up: {problem}")
         if self.backend.keep_connection_s:
             return
-        subprocess.run(self.target.exit_master(), capture_output=True, timeout=30)
         try:
             self.target.control_dir.rmdir()  # only when empty: no other backend's master is in it
         except OSError:

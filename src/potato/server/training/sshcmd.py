@@ -4,14 +4,24 @@ The system OpenSSH client does the work, so ``~/.ssh/config`` aliases, ssh-agent
 known_hosts all apply. Every remote command is one string of :func:`shlex.quote`-d words, so a
 hostile host name or path (``a'; echo foo``) stays one word on the remote side; ``--`` before the
 host keeps a host starting with ``-`` from being read as an option.
+
+Every remote command is :func:`framed`: it first prints a start line with a nonce of its own and
+the remote shell's pid on stdout and stderr, so what the login shell printed before it (an ``echo``
+in ``~/.bashrc``, which Debian's bash reads for ssh commands too) is told apart and ignored
+(:func:`unframe`), and a command that runs out of time can be stopped on the host by that pid (the
+shell sshd starts leads a session and process group of its own). The ssh client itself gets an
+allow-list environment (:func:`client_env`): the server's secrets never reach it, nor the master
+it forks.
 """
 
 from __future__ import annotations
 
+import re
+import secrets
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from potato.config.schema import SlurmBackend, SshBackend
 
@@ -20,6 +30,101 @@ SERVER_ALIVE = ("-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4")
 RUN_GAP_S = 10
 """With ``keep_connection_s: 0``, how long the control master waits for a run's next command (the
 run closes it at its end; a check leaves it for this long)."""
+
+
+CLIENT_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM", "SSH_AUTH_SOCK", "SSH_AGENT_PID",
+              "KRB5CCNAME", "KRB5_CONFIG")
+"""What the ssh client may see of the server's environment (plus ``LC_*``): enough to find its config
+and keys, ssh-agent and a Kerberos ticket (GSSAPI). Never the server's tokens (HF_TOKEN, cloud keys,
+POTATO_*): a ProxyCommand that needs credentials reads them from its own files under HOME."""
+
+
+def client_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The ssh client's environment: the names of :data:`CLIENT_ENV` and ``LC_*`` from ``environ``."""
+    return {k: v for k, v in environ.items() if k in CLIENT_ENV or k.startswith("LC_")}
+
+
+def new_nonce() -> str:
+    """A fresh nonce for one remote command's start line."""
+    return secrets.token_hex(8)
+
+
+def start_token(nonce: str) -> bytes:
+    """What a framed command's start line begins with (the pid and a newline follow)."""
+    return f"potato-{nonce}-start ".encode()
+
+
+def framed(command: str, nonce: str) -> str:
+    """``command`` after a start line on stdout and on stderr: ``potato-<nonce>-start <pid>``, the pid
+    of the remote shell (sshd made it a session and process group leader). The line is built by
+    printf from parts, so a login shell that echoes the command line (``set -v``) does not print it."""
+    line = f"printf 'potato-%s-start %s\\n' {nonce} \"$$\""
+    return f"{line}; {line} >&2; {command}"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One stream of a framed command, split at its start line."""
+
+    found: bool
+    """The start line was there: the command ran (else everything is the login shell's)."""
+    preamble: bytes
+    """What came before the start line: the login shell's, ignored."""
+    payload: bytes
+    """What the command printed."""
+    pid: int | None = None
+    """The remote shell's pid (its process group) from the start line."""
+
+
+_PID = re.compile(rb"(\d+)\r?\n")
+
+
+def unframe(data: bytes, nonce: str) -> Frame:
+    """Split ``data`` at the start line of the command framed with ``nonce``."""
+    token = start_token(nonce)
+    at = data.find(token)
+    if at < 0:
+        return Frame(False, data, b"")
+    match = _PID.match(data, at + len(token))
+    if match is None:
+        return Frame(False, data, b"")
+    return Frame(True, data[:at], data[match.end():], int(match.group(1)))
+
+
+def preamble_text(*preambles: bytes) -> str:
+    """The login shell's text for the run log: its first 80 characters on one line."""
+    text = " ".join(" ".join(p.decode("utf-8", "replace").split()) for p in preambles if p.strip())
+    return text[:80] + ("..." if len(text) > 80 else "")
+
+
+def preamble_notice(host: str, text: str) -> str:
+    """The run log's one line about what the login shell prints (named once per run)."""
+    return (f"The login shell on {host} printed text before the command's output (from ~/.bashrc or similar); "
+            f"it is ignored: '{text}'")
+
+
+def stop_command(pid: int) -> str:
+    """Ends what a timed-out command started on the host: its process group, TERM then KILL."""
+    return f"kill -TERM -- -{pid} 2>/dev/null; sleep 2; kill -KILL -- -{pid} 2>/dev/null; true"
+
+
+@dataclass(frozen=True)
+class Step:
+    """A remote step as its messages name it, with its deadline and the fix when it runs out."""
+
+    what: str
+    """What the step does, as a phrase: "copying Potato's code"."""
+    timeout_s: float
+    fix: str = ("log in to the host as the user that runs this server and try the step by hand; a slow login "
+                "(a ~/.bashrc that waits, a home folder on a hung network mount) delays every step")
+
+
+def timed_out(host: str, step: Step, stopped: bool) -> SshFailed:
+    """A step that ran past its deadline: which one, the fix, and whether what it started is gone."""
+    after = ("what it started there was stopped" if stopped else
+             "it may still run there (the host never said it had started)")
+    return SshFailed(f"{host}: {step.what} took longer than {step.timeout_s:.0f} s; {step.fix}. The ssh command "
+                     f"was ended and {after}.")
 
 
 def remote_path(path: str) -> str:
@@ -43,8 +148,9 @@ def shell(words: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class SshTarget:
-    """How to reach one ssh backend's host (or a slurm backend's login node): the flags of R13 plus one
-    control master per backend."""
+    """How to reach one ssh backend's host (or a slurm backend's login node): the flags of R13 plus a
+    control master, one per user@host:port (``%C``): backends and checks that reach the same account
+    share it."""
 
     backend: SshBackend | SlurmBackend
     control_dir: Path
@@ -81,7 +187,15 @@ class SshTarget:
         return "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in self.backend.env.items()) + " "
 
     def exit_master(self) -> list[str]:
+        """Ends the master now, and with it every command and session still on it (255, no message)."""
         return ["ssh", *self.options(), "-O", "exit", "--", self.host]
+
+    def stop_master(self) -> list[str]:
+        """Retires the master: its socket goes at once (the next command starts a new connection), and
+        it exits when the last command or session on it ends. The master is shared by every backend
+        and check that reaches the same user@host:port (``%C``), so ending a run must not cut off
+        another's command the way ``-O exit`` does."""
+        return ["ssh", *self.options(), "-O", "stop", "--", self.host]
 
     def cancel_forward(self, forward: str) -> list[str]:
         """A reverse forward a session asked for stays on the connection after that session ends,
@@ -93,10 +207,15 @@ class SshFailed(Exception):
     """ssh could not run a command on the host; the message is the tutorial's, plus the fix."""
 
 
-def connect_error(host: str, stderr: str) -> SshFailed:
-    """E1 and its relatives, from ssh's own stderr (rc 255)."""
+def connect_error(host: str, stderr: str, step: Step | None = None) -> SshFailed:
+    """E1 and its relatives, from ssh's own stderr (rc 255). Without a message, a multiplexed
+    command whose connection (the control master) ended under it: said with the step it was in."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     text = " ".join(lines)
+    if not lines and step is not None:
+        return SshFailed(f"ssh to {host} failed: the connection ended while {step.what}, without a message "
+                         "(ssh exited 255: its shared connection closed or the host dropped it); start it again, "
+                         "and if it recurs check the host's sshd log")
     if "Permission denied" in text:
         return SshFailed(
             f"ssh to {host} failed: Permission denied. Potato runs ssh with BatchMode=yes, so it needs a key "

@@ -4,12 +4,17 @@ command each, over the backend's control master (R15, R17, E2, E5, E11).
 A run needs the interpreter, the GPUs, whether its code is there already, and a fresh socket folder
 with stale ones gone: :func:`probe_host` asks all of it in one remote Python, because every command,
 even over an open connection, is a round trip before the agent can start.
+
+Every command goes through :func:`run_ssh`: framed (what the login shell prints is set aside), with
+the ssh client's allow-list environment, and with a deadline per :class:`Step`; a step that runs
+out of time is named, and what it started on the host is stopped by its process group.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shlex
 import stat
@@ -18,7 +23,22 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from potato.server.training.sshcmd import SshFailed, SshTarget, connect_error, python_missing, shell
+from potato.defaults import NVIDIA_SMI_TIMEOUT_S, SSH_STEP_TIMEOUT_S
+from potato.server.training.sshcmd import (
+    SshFailed,
+    SshTarget,
+    Step,
+    client_env,
+    connect_error,
+    framed,
+    new_nonce,
+    preamble_text,
+    python_missing,
+    shell,
+    stop_command,
+    timed_out,
+    unframe,
+)
 from potato.training.gpus import (
     NVIDIA_SMI_ARGS,
     TORCH_PROBE,
@@ -28,7 +48,17 @@ from potato.training.gpus import (
     parse_nvidia_smi,
 )
 
-COMMAND_TIMEOUT_S = 120
+log = logging.getLogger(__name__)
+
+PROBE_STEP = Step("logging in and looking at the host (its Python, nvidia-smi, Potato's code there)",
+                  SSH_STEP_TIMEOUT_S)
+TORCH_STEP = Step("importing the host's torch to check its GPU kernels", SSH_STEP_TIMEOUT_S,
+                  "run `python -c 'import torch'` there by hand: a torch on a slow network file system can take "
+                  "minutes to import the first time")
+MODULES_STEP = Step("looking for the trainers' packages", SSH_STEP_TIMEOUT_S)
+STOP_STEP = Step("stopping what a timed-out command started", 30)
+MASTER_TIMEOUT_S = 30
+"""Deadline of a control-master command (``-O cancel``, ``-O stop``): answered by the local master at once."""
 
 PROBE = r"""
 import os, sys
@@ -40,12 +70,24 @@ import glob, shutil, socket, subprocess
 args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
 if "--smi" in args:
     try:
-        smi = subprocess.run(["nvidia-smi"] + %(smi)r, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        print("smi-rc %%d" %% smi.returncode)
-        for line in smi.stdout.decode("utf-8", "replace").splitlines():
-            print("smi " + line)
+        smi = subprocess.Popen(["nvidia-smi"] + %(smi)r, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
         print("smi-rc 127")
+    else:
+        try:
+            said = smi.communicate(timeout=float(args["--smi"]))[0]
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(smi.pid, 9)
+            except OSError:
+                pass
+            print("smi-rc timeout")
+        else:
+            print("smi-rc %%d" %% smi.returncode)
+            for line in said.decode("utf-8", "replace").splitlines():
+                print("smi " + line)
+    sys.stdout.flush()
 if "--code" in args:
     print("code " + ("yes" if os.path.isfile(os.path.join(args["--code"], "potato", "training", "agent.py")) else "no"))
 if "--socket-dir" in args:
@@ -70,22 +112,59 @@ if "--socket-dir" in args:
     except OSError as exc:
         print("socket-dir " + str(exc))
 """ % {"smi": list(NVIDIA_SMI_ARGS)}
-"""Runs on the host. Parses on any Python so that an old one still reports its version. The socket
-sweep removes this user's agent socket folders whose socket no one listens on (a live forward
-accepts the connection, so another run's socket, even another server's, is never touched)."""
+"""Runs on the host. Parses on any Python so that an old one still reports its version. nvidia-smi
+gets ``--smi`` seconds (a hung driver hangs it): then it is killed, with what it started, and the
+GPUs are unknown. The socket sweep removes this user's agent socket folders whose socket no one
+listens on (a live forward accepts the connection, so another run's socket, even another server's,
+is never touched)."""
 
 
-def run_ssh(target: SshTarget, command: str, stdin: bytes | None = None,
-            timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
-    """One command on the host; ssh's own failure (rc 255) becomes the tutorial's message."""
+@dataclass(frozen=True)
+class Answer:
+    """What one remote command printed (the login shell's text taken out) and how it exited."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    preamble: str = ""
+    """What the login shell printed before the command (``~/.bashrc``), ignored; empty when nothing."""
+
+
+def run_ssh(target: SshTarget, command: str, stdin: bytes | None = None, step: Step = PROBE_STEP) -> Answer:
+    """One command on the host within ``step``'s deadline; ssh's own failure (rc 255) becomes the
+    tutorial's message, a deadline passed says which step and stops what it started there."""
+    nonce = new_nonce()
     try:
-        out = subprocess.run(target.argv(command), input=stdin, capture_output=True, timeout=timeout,
-                             stdin=None if stdin is not None else subprocess.DEVNULL)
+        out = subprocess.run(target.argv(framed(command, nonce)), input=stdin, capture_output=True,
+                             timeout=step.timeout_s, stdin=None if stdin is not None else subprocess.DEVNULL,
+                             env=client_env(os.environ))
+    except subprocess.TimeoutExpired as exc:
+        started = unframe(exc.stdout or b"", nonce).pid  # type: ignore[arg-type]
+        raise timed_out(target.host, step, started is not None and stop_remote(target, started)) from None
+    head, tail = unframe(out.stdout, nonce), unframe(out.stderr, nonce)
+    if out.returncode == 255:  # ssh's own words: before the start line when it never ran, else after it
+        raise connect_error(target.host, (tail.payload if tail.found else out.stderr).decode("utf-8", "replace"), step)
+    if not head.found:
+        said = (out.stderr.decode("utf-8", "replace").strip() or out.stdout.decode("utf-8", "replace").strip())
+        raise SshFailed(f"The login shell on {target.host} did not run Potato's command while {step.what} "
+                        f"(exit {out.returncode}): {said[-300:] or 'no message'}. Potato needs a POSIX login shell "
+                        "(sh, bash, zsh) whose start-up files (~/.bashrc) do not exit.")
+    return Answer(out.returncode, head.payload, tail.payload if tail.found else out.stderr,
+                  preamble_text(head.preamble, tail.preamble if tail.found else b""))
+
+
+def stop_remote(target: SshTarget, pid: int) -> bool:
+    """End the process group ``pid`` leads on the host (a timed-out command's); True when asked."""
+    try:
+        out = subprocess.run(target.argv(stop_command(pid)), capture_output=True, timeout=STOP_STEP.timeout_s,
+                             stdin=subprocess.DEVNULL, env=client_env(os.environ))
     except subprocess.TimeoutExpired:
-        raise SshFailed(f"ssh to {target.host} failed: no answer within {timeout:.0f} s") from None
-    if out.returncode == 255:
-        raise connect_error(target.host, out.stderr.decode("utf-8", "replace"))
-    return out
+        log.warning("%s: stopping process group %s there took longer than %s s", target.host, pid, STOP_STEP.timeout_s)
+        return False
+    if out.returncode != 0:
+        log.warning("%s: stopping process group %s there failed (exit %s): %s", target.host, pid, out.returncode,
+                    out.stderr.decode("utf-8", "replace").strip()[-300:])
+    return out.returncode == 0
 
 
 @dataclass(frozen=True)
@@ -113,6 +192,10 @@ class HostFacts:
     """With a :class:`Preparation`: this version of Potato's code is on the host."""
     stale_socket_dirs: list[str] = field(default_factory=list)
     """With a :class:`Preparation`: socket folders of crashed runs, removed."""
+    gpus_unknown: str | None = None
+    """Why the GPUs are not listed though the host may have some (nvidia-smi did not answer)."""
+    preamble: str = ""
+    """What the host's login shell prints before every command (ignored; the run log names it once)."""
 
 
 def probe_host(target: SshTarget, read_gpus: bool = True, prepare: Preparation | None = None) -> HostFacts:
@@ -121,7 +204,7 @@ def probe_host(target: SshTarget, read_gpus: bool = True, prepare: Preparation |
     (``read_gpus=False``): its jobs get theirs from gres."""
     host, python = target.host, target.backend.python
     env = target.env_prefix()
-    args = ["--smi", "1"] if read_gpus else []
+    args = ["--smi", str(NVIDIA_SMI_TIMEOUT_S)] if read_gpus else []
     if prepare is not None:
         args += ["--code", prepare.code_dir, "--socket-dir", prepare.socket_dir]
     probe = run_ssh(target, f"{env}{shlex.quote(python)} -c {shlex.quote(PROBE)} " + " ".join(
@@ -143,15 +226,39 @@ def probe_host(target: SshTarget, read_gpus: bool = True, prepare: Preparation |
         raise SshFailed(f"Could not create {prepare.socket_dir} on {host}: {(said.get('socket-dir') or ['no answer'])[0]}")
     present, stale = said.get("code") == ["yes"], said.get("stale", [])
     gpus = parse_nvidia_smi("\n".join(said.get("smi", []))) if said.get("smi-rc") == ["0"] else []
+    unknown = (f"nvidia-smi on {host} did not answer within {NVIDIA_SMI_TIMEOUT_S} s; the GPUs are not listed"
+               if said.get("smi-rc") == ["timeout"] else None)
     if gpus:  # only a host with GPUs can lack kernels for them; importing torch takes seconds
-        torch = run_ssh(target, f"{env}{shlex.quote(python)} -c {shlex.quote(TORCH_PROBE)}")
+        torch = run_ssh(target, f"{env}{shlex.quote(python)} -c {shlex.quote(TORCH_PROBE)}", step=TORCH_STEP)
         try:
             report = json.loads(torch.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
         except (ValueError, IndexError):
             report = {}
         report = report if isinstance(report, dict) else {}
-        return HostFacts(version, path, gpus, gpus_without_kernels(report), nvrtc_problem(report), present, stale)
-    return HostFacts(version, path, gpus, code_present=present, stale_socket_dirs=stale)
+        return HostFacts(version, path, gpus, gpus_without_kernels(report), nvrtc_problem(report), present, stale,
+                         preamble=probe.preamble)
+    return HostFacts(version, path, gpus, code_present=present, stale_socket_dirs=stale, gpus_unknown=unknown,
+                     preamble=probe.preamble)
+
+
+def master_command(target: SshTarget, argv: list[str], what: str) -> str | None:
+    """Run a control-master command (``-O cancel``, ``-O stop``); None when done, else what went wrong."""
+    try:
+        out = subprocess.run(argv, capture_output=True, timeout=MASTER_TIMEOUT_S, stdin=subprocess.DEVNULL,
+                             env=client_env(os.environ))
+    except subprocess.TimeoutExpired:
+        return f"{what} on the connection to {target.host} took longer than {MASTER_TIMEOUT_S} s"
+    if out.returncode != 0:
+        said = out.stderr.decode("utf-8", "replace").strip()
+        if "No such file" in said or "Connection refused" in said:
+            return None  # no master (it closed already): nothing to cancel or stop
+        return f"{what} on the connection to {target.host} failed: {said[-300:] or f'exit {out.returncode}'}"
+    return None
+
+
+def close_connection(target: SshTarget) -> str | None:
+    """Retire the backend's control master without cutting off what else runs on it (``-O stop``)."""
+    return master_command(target, target.stop_master(), "closing")
 
 
 FIND_MODULES = ("import importlib.util, sys; "
@@ -163,7 +270,7 @@ def missing_modules(target: SshTarget, modules: list[str]) -> list[str]:
     if not modules:
         return []
     out = run_ssh(target, f"{target.env_prefix()}{shlex.quote(target.backend.python)} -c "
-                          f"{shlex.quote(FIND_MODULES)} {shell(modules)}")
+                          f"{shlex.quote(FIND_MODULES)} {shell(modules)}", step=MODULES_STEP)
     return out.stdout.decode("utf-8", "replace").split() if out.returncode == 0 else list(modules)
 
 

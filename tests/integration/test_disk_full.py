@@ -15,6 +15,7 @@ import requests
 
 from tests.conftest import ADMIN_KEY
 from tests.servers import ServerProcess
+from tests.faults.matrix import fault
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")]
@@ -37,6 +38,11 @@ def fill(disk: Path) -> Path:
     return filler
 
 
+@fault("The disk",
+       "The disk is full while annotators label",
+       "Saves get 507 and store nothing half; the server serves on and saves again once there is space",
+       "'The server's disk is full; nothing was stored. Tell the study's admin.'",
+       lost="the refused save (the page keeps the pick)")
 def test_a_full_disk_is_a_507_that_stores_nothing_and_the_server_recovers(
         make_project: Callable[..., Path], small_disk: Path) -> None:
     srv = ServerProcess(make_project(output_annotation_dir=str(small_disk / "out"))).start()

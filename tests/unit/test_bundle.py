@@ -14,6 +14,7 @@ from potato.items import Item, ItemSet
 from potato.labels import Label
 from potato.training.archive import UnsafeArchive, extract_archive
 from potato.server.training.bundle import build_bundle, holdout_ids, job_spec
+from tests.faults.matrix import fault
 
 
 def test_holdout_is_deterministic_and_sized() -> None:
@@ -52,6 +53,10 @@ def _tar(tmp_path: Path, member: tarfile.TarInfo, data: bytes = b"x") -> Path:
 
 
 @pytest.mark.parametrize("name", ["../escape.txt", "/abs/path.txt", "a/../../escape.txt"])
+@fault("Tokens and secrets",
+       "A hostile bundle: names outside the folder (../, absolute)",
+       "Refused before anything is written",
+       "The run fails naming the entry")
 def test_extract_refuses_paths_outside(tmp_path: Path, name: str) -> None:
     with pytest.raises(UnsafeArchive, match="outside"):
         extract_archive(_tar(tmp_path, tarfile.TarInfo(name)), tmp_path / "out")
@@ -59,6 +64,10 @@ def test_extract_refuses_paths_outside(tmp_path: Path, name: str) -> None:
 
 
 @pytest.mark.parametrize("kind", [tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.CHRTYPE, tarfile.BLKTYPE, tarfile.FIFOTYPE])
+@fault("Tokens and secrets",
+       "A hostile bundle: links and devices",
+       "Refused before anything is written",
+       "The run fails naming the entry")
 def test_extract_refuses_links_and_devices(tmp_path: Path, kind: bytes) -> None:
     """What an agent extracts came over the network: symlinks, hardlinks and devices are refused."""
     member = tarfile.TarInfo("special")
@@ -69,6 +78,10 @@ def test_extract_refuses_links_and_devices(tmp_path: Path, kind: bytes) -> None:
     assert not (tmp_path / "out" / "special").exists()
 
 
+@fault("The disk",
+       "A bundle that expands absurdly (a zip bomb)",
+       "Refused before anything is written",
+       "The run fails naming the size")
 def test_a_bundle_that_expands_absurdly_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     """0.2 MB expanded to 210 MB: a bomb, not a bundle."""
     path = tmp_path / "bomb.tar.gz"

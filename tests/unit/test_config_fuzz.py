@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from potato.config import format_report, load_report, report_to_json, validate
 from potato.config.schema import Report
+from tests.faults.matrix import fault
 
 CONFIG = Path("/projects/reviews/config.yaml")
 
@@ -177,6 +178,10 @@ def test_validate_never_raises_on_config_shaped_values(raw: dict[str, Any]) -> N
 
 @FAST
 @given(st.sampled_from(TUTORIAL_PATHS), odd_values)
+@fault("Annotators and the server",
+       "Any bad value anywhere in a config (hypothesis)",
+       "The validator names it; it never raises",
+       "A message with the key path and the fix")
 def test_validate_never_raises_on_one_bad_value_in_a_good_config(path: tuple[Any, ...], value: object) -> None:
     check_report(validate(_mutated(path, value), CONFIG))
 

@@ -49,7 +49,6 @@ from typing import Any, Callable, Mapping
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from potato.server import stopping
-
 from potato.server.security import SlowBody
 
 HEAD_TIMEOUT_S = 10.0

@@ -21,7 +21,7 @@ from tests import slurm_standin
 from tests.agents import register
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_agent import wait_until, worker_pids
-from tests.integration.test_ssh import _session_pid, log_of
+from tests.integration.test_ssh import _remote_agent_pid, _session_pid, log_of
 from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.servers import ServerProcess
 from tests.slurmcluster import SLURM_CONF, Cluster, start_cluster
@@ -186,6 +186,32 @@ def test_a_broken_ssh_session_to_the_login_node_cancels_the_job(
     wait_until(lambda: not any(line.startswith(f"{job} ") for line in cluster.jobs()), timeout=60,
                what="the agent to scancel its job (the GPU is freed)")
     assert not worker_pids(run["id"])
+
+
+@fault("SLURM clusters", "The agent on the login node is killed (kill -9) or hangs (SIGSTOP) while its job runs",
+       "The run fails (its session ended, or no word for heartbeat_timeout_s); the server's clean-up cancels the job the agent can no longer cancel",
+       "run.log: 'SLURM job <id> was still in the queue after its agent ended; cancelled it'; the GPU is freed")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["kill-9", "sigstop"])
+def test_an_agent_killed_or_hung_on_the_login_node_leaves_no_job_behind(
+        cluster: Cluster, make_server: Callable[..., ServerProcess], sig: signal.Signals) -> None:
+    srv = make_server(slurm_config(cluster, heartbeat_timeout_s=5))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 300})
+    job = slurm_job_id(srv, run["id"])
+    wait_for_log(srv, run["id"], f"SLURM job {job}: RUNNING on ")
+    agent = _remote_agent_pid(run["id"])
+    os.kill(agent, sig)
+    try:
+        done = wait(srv, run["id"], TERMINAL, timeout=60)
+        assert done["state"] == "failed" and done["reason"] == "agent_lost", done
+        wait_until(lambda: not any(line.startswith(f"{job} ") for line in cluster.jobs()), timeout=60,
+                   what="the server to scancel the job its agent left behind")
+        wait_for_log(srv, run["id"], f"SLURM job {job} was still in the queue after its agent ended; cancelled it")
+    finally:
+        if sig == signal.SIGSTOP:
+            try:
+                os.kill(agent, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
 
 
 def _check(config_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -23,7 +23,7 @@ from potato.server.training.ssh import SshRun
 from potato.server.training.sshhost import control_dir, probe_host, run_ssh
 from potato.server.training.sshcmd import SshFailed, SshTarget, Step, preamble_notice, remote_path, shell
 from potato.training.slurm import SETTINGS_FILE, SlurmSettings, never_runs, parse_sinfo, sbatch_flags
-from potato.training.slurmjob import last_line
+from potato.training.slurmjob import JOB_ID_FILE, last_line
 
 REQUIRED_COMMANDS = ("sbatch", "squeue", "scancel")
 """What the login node must have on PATH (R25); ``scontrol`` is used where it exists."""
@@ -125,6 +125,24 @@ class SlurmRun(SshRun):
             raise SshFailed(f"Could not write {path} on {host}: {out.stderr.decode('utf-8', 'replace').strip()}")
         self.start_agent(digest, f"{self.socket_dir}/agent.sock", {}, "--slurm-config", path)
         self.follow_and_fetch()
+
+
+    def left_behind_commands(self) -> list[str]:
+        """A job still queued or running after its run ended: its agent was killed (``kill -9``, the
+        login node's OOM killer) before it could cancel it, and nobody else would; it would hold its
+        GPU until its time limit. Cancelled here, by the id the agent wrote when it submitted."""
+        id_file = f"{self.job_dir}/{JOB_ID_FILE}"
+        script = (f'id=$(cat {id_file} 2>/dev/null); '
+                  'if [ -n "$id" ] && [ -n "$(squeue -h -j "$id" -o %i 2>/dev/null)" ]; then '
+                  'scancel "$id" && echo "scancelled $id"; fi')
+        return [f"{self.target.env_prefix()}sh -c {shlex.quote(script)}"]
+
+    def said_left_behind(self, output: str) -> None:
+        for line in output.splitlines():
+            if line.startswith("scancelled "):
+                job = line.split()[1]
+                self.say(f"SLURM job {job} was still in the queue after its agent ended; cancelled it "
+                         f"(scancel {job}), so it holds no GPU.")
 
 
 JOB_PYTHON_PROBE = "import sys; print(sys.version.split()[0], sys.executable)"

@@ -431,6 +431,14 @@ class SshRun(threading.Thread):
         self.store.move(self.run_.id, RunState.SUCCEEDED, step="done", progress=1.0)
         self.say("Run succeeded.")
 
+    def left_behind_commands(self) -> list[str]:
+        """Shell commands that end, before the job folder goes, what the run may have left running on
+        the host beyond its agent's reach (nothing, over plain ssh: the worker ends with its agent)."""
+        return []
+
+    def said_left_behind(self, output: str) -> None:
+        """Log what :meth:`left_behind_commands` reported."""
+
     def clean_up(self) -> None:
         """Remove the remote job folder (unless keep_remote), the socket folder and its forward; close
         the connection now when ``keep_connection_s`` is 0 (else ssh closes it once idle that long)."""
@@ -446,13 +454,15 @@ class SshRun(threading.Thread):
             time.sleep(2)  # an adopted session: its agent exits once it has reported
             if session_alive(self.session_pid, self.run_.id):
                 os.kill(self.session_pid, signal.SIGTERM)
-        parts = [f"rm -rf {shlex.quote(self.socket_dir)}"]
+        parts = [*self.left_behind_commands(), f"rm -rf {shlex.quote(self.socket_dir)}"]
         if not self.keep_job:
             parts.append(f"rm -rf {self.job_dir}")
         try:
-            self.ssh(" ; ".join(parts), step=CLEAN_UP_STEP)
+            done = self.ssh(" ; ".join(parts), step=CLEAN_UP_STEP)
         except SshFailed as exc:
             self.say(f"Could not clean up on {self.backend.host}: {exc}")
+        else:
+            self.said_left_behind(done.stdout.decode("utf-8", "replace"))
         problems = [master_command(self.target, self.target.cancel_forward(self.forward),
                                    "cancelling the agent's forward")] if self.forward else []
         if not self.backend.keep_connection_s:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -22,7 +23,7 @@ from typing import IO
 
 from potato.config.schema import AgentBackend, Backend, SlurmBackend, SshBackend
 from potato.db import disk_full
-from potato.defaults import HEARTBEAT_TIMEOUT_S
+from potato.defaults import HEARTBEAT_TIMEOUT_S, LOCAL_BACKEND
 from potato.project import Project
 from potato.server.training import local
 from potato.server.training.agent_api import issue_run, local_workdir
@@ -216,6 +217,24 @@ class Dispatcher:
         self._agents[run.id] = proc
         self.store.update(run.id, agent_pid=proc.pid)
 
+    def _end_silent_local_agent(self, run: Run) -> None:
+        """A local agent that fell silent (hung, or SIGSTOPped) still holds its worker's lifeline, so
+        the worker would train on beside the next run: end the agent (its own process group), and the
+        worker stops itself, as for an agent killed any other way."""
+        if run.backend != LOCAL_BACKEND or not run.agent_pid:
+            return
+        proc = self._agents.get(run.id)
+        alive = proc.poll() is None if proc is not None else local.agent_alive(run.agent_pid, run.id)
+        if not alive:
+            return
+        try:
+            os.killpg(run.agent_pid, signal.SIGKILL)
+        except OSError as exc:
+            log.warning("run %s: could not end its silent local agent (pid %s): %s", run.id, run.agent_pid, exc)
+            return
+        RunRecorder(self.project, self.store, run).log.write(
+            f"Ended the silent local agent (pid {run.agent_pid}); its worker stops with it.")
+
     def _agent_alive(self, run: Run) -> bool | None:
         if run.backend != "local":
             return None
@@ -247,7 +266,9 @@ class Dispatcher:
                     "telling its agent to stop the worker.")
                 self.store.request_cancel(run.id, Reason.TIMEOUT)
             else:
-                RunRecorder(self.project, self.store, run).fail(verdict.reason, verdict.message)
+                ended = RunRecorder(self.project, self.store, run).fail(verdict.reason, verdict.message)
+                if ended and verdict.reason is Reason.AGENT_LOST:
+                    self._end_silent_local_agent(run)
         for run_id, proc in list(self._agents.items()):
             if proc.poll() is not None:
                 del self._agents[run_id]

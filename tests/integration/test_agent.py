@@ -391,16 +391,18 @@ def test_a_run_token_opens_only_its_own_run(make_setup: Callable[..., Setup]) ->
     assert Client(s.server.url, second_token).events(second_id, 0, [], []) == {"cancel": False}
 
 
-@fault("Runs and their processes", "kill -9 of the whole server (gunicorn) during a run on the agent backend, then a restart",
+@fault("Runs and their processes", "kill -9 or SIGTERM of the whole server (gunicorn) during a run on the agent backend, then a restart",
        "The agent retries its reports until the server is back; the run finishes; no event twice",
        "The agent's output: 'cannot reach the server', then 'reached the server again'; the run succeeds")
-def test_a_server_restart_mid_run_loses_nothing(make_setup: Callable[..., Setup]) -> None:
+@pytest.mark.parametrize("stop", ["kill-9", "sigterm"])
+def test_a_server_restart_mid_run_loses_nothing(make_setup: Callable[..., Setup], stop: str) -> None:
     s = make_setup()
     label_all(s.server, 10)
     agent = s.agent("--once")
     run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 6})
     wait_until(lambda: bool(worker_pids(str(s.root))), what="the worker")
-    s.server.kill9()
+    srv_stop = s.server.kill9 if stop == "kill-9" else s.server.stop
+    srv_stop()  # SIGTERM: gunicorn's graceful stop; the run's processes live apart from it
     time.sleep(3)
     s.server = ServerProcess(s.config_path, port=s.server.port).start()
     done = wait(s.server, run["id"], TERMINAL, timeout=60)

@@ -350,18 +350,20 @@ def test_a_hand_started_agent_on_the_login_node_submits_to_slurm(
 
 
 @fault("Runs and their processes",
-       "kill -9 of the server during a SLURM run, then a restart",
+       "kill -9 or SIGTERM of the server during a SLURM run, then a restart",
        "The session, agent and job go on; the restarted server takes the run up",
        "The run succeeds")
+@pytest.mark.parametrize("stop", ["kill-9", "sigterm"])
 def test_a_server_restart_during_a_slurm_run_loses_nothing(
-        cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
+        cluster: Cluster, make_server: Callable[..., ServerProcess], stop: str) -> None:
     """kill -9 of the server leaves the ssh session, the agent and the job; the restarted server
     takes the run over, the job finishes, the model comes back and the job dir goes."""
     srv = make_server(slurm_config(cluster))
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 8, "artifact_mb": 1})
     job = slurm_job_id(srv, run["id"])
     wait_for_log(srv, run["id"], f"SLURM job {job}: RUNNING on ")
-    srv.kill9()
+    srv_stop = srv.kill9 if stop == "kill-9" else srv.stop
+    srv_stop()  # SIGTERM: gunicorn's graceful stop; the run's processes live apart from it
     time.sleep(2)
     assert any(line.startswith(f"{job} RUNNING") for line in cluster.jobs()), "the job goes on while the server is down"
     again = ServerProcess(srv.config_path, port=srv.port).start()

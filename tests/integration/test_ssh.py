@@ -373,17 +373,19 @@ def test_a_stale_socket_left_by_a_crashed_run_is_cleared(sshd: SshHost, make_ser
 
 
 @fault("Runs and their processes",
-       "kill -9 of the server during an ssh run, then a restart",
+       "kill -9 or SIGTERM of the server during an ssh run, then a restart",
        "The ssh session runs apart from the server; the restarted server takes the run up again and copies the model back",
        "The run succeeds")
+@pytest.mark.parametrize("stop", ["kill-9", "sigterm"])
 def test_a_server_restart_during_an_ssh_run_loses_nothing(
-        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+        sshd: SshHost, make_server: Callable[..., ServerProcess], stop: str) -> None:
     """The ssh client runs apart from the server: kill -9 of the server leaves the session, the
     agent and its worker; the restarted server takes the run over and copies the model back."""
     srv = make_server(ssh_config(sshd))
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"sleep_s": 8, "artifact_mb": 1})
     wait_until(lambda: bool(worker_pids(run["id"])), timeout=60, what="the remote worker")
-    srv.kill9()
+    srv_stop = srv.kill9 if stop == "kill-9" else srv.stop
+    srv_stop()  # SIGTERM: gunicorn's graceful stop; the run's processes live apart from it
     time.sleep(2)
     assert worker_pids(run["id"]), "the remote worker should go on while the server is down"
     again = ServerProcess(srv.config_path, port=srv.port).start()

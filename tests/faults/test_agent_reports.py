@@ -14,7 +14,6 @@ import random
 import shutil
 import signal
 import socket
-import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator
@@ -209,15 +208,9 @@ def test_a_flood_of_events_is_capped_in_bytes_and_per_second_and_says_so(
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+    from tests.integration.test_disk_full import tmpfs
+
+    yield from tmpfs(tmp_path, "24m")
 
 
 @fault("The disk", "The disk fills up while a run reports (its free space falls below disk_reserve_mb)",

@@ -21,15 +21,23 @@ pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")]
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
+def tmpfs(tmp_path: Path, size: str) -> Iterator[Path]:
+    """A real, tiny file system of ``size`` (``4m``) at ``tmp_path/disk``, unmounted afterwards (root only)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True, text=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True,
+                          text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    yield from tmpfs(tmp_path, "4m")
 
 
 def fill(disk: Path) -> Path:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
+from potato.config.schema import Scheme
 from tests.conftest import ADMIN_KEY
 
 H = {"X-API-Key": ADMIN_KEY, "Content-Type": "application/json"}
@@ -55,3 +58,52 @@ def test_text_answers_have_a_length_limit_and_annotator_bodies_a_size_limit(clie
     assert huge.status_code == 413 and "nothing was stored" in huge.get_json()["error"]
     bad = client.post("/api/label", json={"id": "r000", "labels": {"sentiment": "y" * 10_000}})
     assert bad.status_code == 400 and len(bad.get_data()) < 500  # the error does not echo the answer
+
+
+def test_numbers_past_a_float_are_400s_and_the_runs_stay_readable(client: Any) -> None:
+    """1e400 read as infinity was stored in a run's params and made every later GET runs a 500
+    (issue 20, found by schemathesis on the admin routes): no double holds it, so it is refused."""
+    response = client.post("/admin/training/api/runs", data='{"trainer": "noop", "params": {"sleep_s": 1e400}}',
+                           headers=H)
+    assert response.status_code == 400 and "out of range" in response.get_json()["error"]
+    listed = client.get("/admin/training/api/runs", headers=H)
+    assert listed.status_code == 200 and listed.get_json()["runs"] == []
+
+
+def test_integers_too_large_for_a_float_are_refused_where_a_number_is_wanted(make_project: Any) -> None:
+    """A 401-digit integer overflowed float() in a run's params check and in a number scheme (500s)."""
+    from potato.config import load_config
+    from potato.server.training.blueprint import RunRequestError, check_run_request
+
+    cfg = load_config(make_project(model_training={"enabled": True}))
+    with pytest.raises(RunRequestError) as refused:
+        check_run_request(cfg, {"trainer": "noop", "params": {"sleep_s": 10**400}},
+                          {"noop": {"name": "noop", "local_only": False}})
+    assert refused.value.status == 400 and "sleep_s is too large a number" in str(refused.value)
+    scheme = Scheme(name="score", annotation_type="number", description="How good?")
+    assert not scheme.accepts(10**400) and scheme.accepts(3)
+
+
+def test_an_unexpected_failure_on_an_api_route_is_json(app: Any, client: Any) -> None:
+    app.config["PROPAGATE_EXCEPTIONS"] = False  # as in production: a 500, not a test-time raise
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    for endpoint in [e for e in app.view_functions if e.endswith("api_progress")]:
+        app.view_functions[endpoint] = broken
+    response = client.get("/admin/api/progress", headers=H)
+    assert response.status_code == 500 and response.is_json
+    assert "its log says why" in response.get_json()["error"]
+
+
+def test_two_runs_started_in_one_second_with_the_same_suffix_get_their_own_ids(app: Any, monkeypatch: Any) -> None:
+    from potato.server.training import runs
+
+    suffixes = iter(["a1b2", "a1b2", "c3d4"])
+    monkeypatch.setattr(runs.secrets, "token_hex", lambda n: next(suffixes))
+    monkeypatch.setattr(runs.time, "time", lambda: 1800000000.0)
+    store = app.extensions["potato.runs"]
+    first, second = store.create("noop", ["sentiment"], "local", {}), store.create("noop", ["sentiment"], "local", {})
+    assert first.id.endswith("-a1b2") and second.id.endswith("-c3d4")
+    assert store.get(first.id) is not None and store.get(second.id) is not None

@@ -131,7 +131,12 @@ class Scheme:
         return "any text"
 
     def _accepts_number(self, value: object) -> bool:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        try:
+            if not math.isfinite(value):
+                return False
+        except OverflowError:  # an int too large for a float is no answer on any scale
             return False
         if (self.min_value is not None and value < self.min_value) or (
                 self.max_value is not None and value > self.max_value):

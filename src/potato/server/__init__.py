@@ -48,6 +48,14 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
         app.logger.error("the disk is full: %s", exc)
         return jsonify(error="The server's disk is full; nothing was stored. Tell the study's admin."), 507
 
+    @app.errorhandler(500)
+    def _server_error(exc: Exception) -> Any:
+        """A script or the page reads JSON from the API routes, an unexpected failure included."""
+        if request.path.startswith(API_PREFIXES):
+            return jsonify(error="The server failed on this request; its log says why. Try again, or tell the "
+                                 "study's admin."), 500
+        return exc
+
     @app.errorhandler(413)
     def _too_large(exc: Exception) -> Any:
         limit = request.max_content_length or 0
@@ -64,6 +72,10 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
         return {"has_training": "training" in app.blueprints}
 
     return app
+
+
+API_PREFIXES = ("/api/", "/admin/api/", "/admin/training/api/")
+"""Routes whose answers are JSON, errors included (the agent protocol has its own handler)."""
 
 
 def close_app(app: Flask) -> None:

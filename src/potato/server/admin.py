@@ -13,6 +13,7 @@ from flask import Blueprint, Flask, Response, current_app, jsonify, redirect, re
 from potato.label_import import Entry, check_entries, compare
 from potato.labels import LabelSource, LabelStore
 from potato.server.auth import admin_required, clean_user_name, key_matches
+from potato.server.jsonio import why_not_json
 from potato.server.project import current_project
 from potato.server.security import (ADMIN_KEY_FAILURES, admin_sessions, client_addr, end_admin_session, safe_next,
                                      throttle)
@@ -109,7 +110,8 @@ def api_labels_post() -> Any:
     project = current_project()
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
-        return jsonify(error='Send a JSON object: {"user": NAME, "labels": [{"id", "schema", "label"}, ...]}.'), 400
+        return jsonify(error='Send a JSON object: {"user": NAME, "labels": [{"id", "schema", "label"}, ...]}'
+                             + why_not_json(request.get_data(cache=True)) + '.'), 400
     user = clean_user_name(body.get("user", "")) if isinstance(body.get("user"), str) else None
     if user is None:
         return jsonify(error="'user' must be a name of 1 to 64 printable characters."), 400

@@ -25,6 +25,7 @@ from flask import (
 
 from potato.config.schema import Config
 from potato.server.auth import admin_required
+from potato.server.jsonio import why_not_json
 from potato.server.project import Project, current_project
 from potato.server.training import agent_api, checks
 from potato.server.training.dispatcher import Dispatcher
@@ -244,7 +245,9 @@ def api_start() -> Any:
     try:
         run = start_run(current_project(), _store(), request.get_json(silent=True))
     except RunRequestError as exc:
-        return jsonify(error=str(exc), **exc.extra), exc.status
+        problem = why_not_json(request.get_data(cache=True)) if exc.status == 400 else ""
+        message = f"{str(exc).rstrip('.')}{problem}." if problem else str(exc)
+        return jsonify(error=message, **exc.extra), exc.status
     return jsonify(run.to_json()), 201
 
 

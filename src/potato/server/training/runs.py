@@ -54,7 +54,8 @@ def can_move(src: RunState, dst: RunState) -> bool:
 
 
 def new_run_id(now: float | None = None) -> str:
-    """Sortable by creation time, unique without coordination: ``20261129-215023-a1b2``."""
+    """Sortable by creation time: ``20261129-215023-a1b2``. Two runs in one second may draw the same
+    suffix; :meth:`RunStore.create` draws again until its folder is new."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now if now is not None else time.time()))
     return f"{stamp}-{secrets.token_hex(2)}"
 
@@ -179,7 +180,13 @@ class RunStore:
             id=new_run_id(), trainer=trainer, schemas=list(schemas), backend=backend, state=RunState.QUEUED,
             created_at=time.time(), params=dict(params), step="waiting in the queue", trigger=trigger,
         )
-        self.run_dir(run.id).mkdir(parents=True, exist_ok=True)
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        while True:  # the folder is the id's claim: two runs started in one second may draw the same suffix
+            try:
+                self.run_dir(run.id).mkdir()
+                break
+            except FileExistsError:
+                run.id = new_run_id(run.created_at)
         self.db.write([(
             ("INSERT INTO runs (id, trainer, schemas, backend, state, created_at, params, step, trigger) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,7 +101,12 @@ class Param:
         accepted = self.types
         ok = isinstance(value, accepted) and not (isinstance(value, bool) and bool not in accepted)
         if not ok and float in accepted and isinstance(value, int) and not isinstance(value, bool):
-            value, ok = float(value), True
+            try:
+                value, ok = float(value), True
+            except OverflowError:
+                raise BadJob(f"Trainer '{trainer}' parameter {name} is too large a number") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise BadJob(f"Trainer '{trainer}' parameter {name} must be a finite number, not {value!r}")
         if not ok:
             names = " or ".join(t.__name__ for t in accepted)
             raise BadJob(f"Trainer '{trainer}' parameter {name} must be {names}, not {value!r}")

@@ -236,15 +236,17 @@ class RunRecorder:
                 raise WriteRateExceeded(wait)
             quota.check_reserve(self.run_dir, report.size, mt.disk_reserve_mb)
             events_path = self.run_dir / "events.jsonl"
-            used = run.events_bytes + _size(self.run_dir / "run.log") + _size(self.run_dir / "agent.log")
+            # A run reported on by an older server has events and no recorded length: take the file's.
+            recorded = run.events_bytes if run.events_bytes or not run.events_seen else _size(events_path)
+            used = recorded + _size(self.run_dir / "run.log") + _size(self.run_dir / "agent.log")
             if quota.over_budget(used, report.size, mt.max_run_log_mb):
                 self._note_once(".log_capped", quota.budget_message(mt.max_run_log_mb))
                 report = Report(fields=report.fields)
-            events_bytes = run.events_bytes
+            events_bytes = recorded
             if report.events_text:
                 with events_path.open("ab") as out:
-                    if out.seek(0, os.SEEK_END) > run.events_bytes:
-                        out.truncate(run.events_bytes)  # a report cut short after the last recorded one
+                    if out.seek(0, os.SEEK_END) > recorded:
+                        out.truncate(recorded)  # a report cut short after the last recorded one
                     out.write(report.events_text.encode("utf-8"))
                     events_bytes = out.tell()
             if report.run_lines:

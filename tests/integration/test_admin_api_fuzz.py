@@ -33,8 +33,6 @@ import itertools
 import json
 import re
 import sqlite3
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Set
@@ -49,7 +47,8 @@ from schemathesis import GenerationMode
 from potato.config import load_config
 from potato.config.schema import CHOICE_TYPES, Config, Scheme, SchemeType
 from potato.server.auth import clean_user_name
-from tests.agents import token_in
+from tests import agents
+from tests.contract import call_and_check
 from tests.conftest import ADMIN_KEY, truth
 from tests.faults.matrix import fault
 from tests.servers import ServerProcess
@@ -194,9 +193,7 @@ class Live:
 
 
 def register(config_path: Path) -> str:
-    out = subprocess.run([sys.executable, "-m", "potato", "training", "register", "lab", str(config_path)],
-                         capture_output=True, text=True, check=True, timeout=60)
-    return token_in(out.stdout)
+    return agents.register(config_path, "lab")[1]
 
 
 def hold_dispatcher_lock(config: Config) -> IO[str]:
@@ -267,12 +264,7 @@ def live(make_project: Callable[..., Path]) -> Iterator[Live]:
 # -- sending and checking ---------------------------------------------------------------------------
 
 def send(live: Live, case: schemathesis.Case, headers: Dict[str, str]) -> Any:
-    """Send ``case`` and run Schemathesis' checks on the answer; a failure names the server log."""
-    try:
-        return case.call_and_validate(base_url=live.url, headers=headers, timeout=60)
-    except Exception as exc:
-        tail = live.srv.output()[-4000:]
-        raise AssertionError(f"{exc}\n--- {live.srv.log_path} (tail) ---\n{tail}") from exc
+    return call_and_check(live.srv, case, headers)
 
 
 def fuzz(live: Live, path: str, method: str, mode: GenerationMode, key: Optional[str],

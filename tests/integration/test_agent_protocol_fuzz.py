@@ -18,8 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,7 +32,8 @@ from schemathesis import GenerationMode
 
 from potato.server.training.agent_api import RETRY_AFTER_S
 from potato.server.training.recorder import MAX_SEQ_GAP
-from tests.agents import token_in
+from tests import agents
+from tests.contract import call_and_check
 from tests.conftest import ADMIN_KEY, truth
 from tests.servers import ServerProcess
 from tests.faults.matrix import fault
@@ -129,9 +128,7 @@ class Live:
 
 
 def register(config_path: Path) -> str:
-    out = subprocess.run([sys.executable, "-m", "potato", "training", "register", "lab", str(config_path)],
-                         capture_output=True, text=True, check=True, timeout=60)
-    return token_in(out.stdout)
+    return agents.register(config_path, "lab")[1]
 
 
 @pytest.fixture
@@ -162,12 +159,7 @@ def bearer(token: str) -> Dict[str, str]:
 
 
 def send(live: Live, case: schemathesis.Case, auth: Dict[str, str]) -> Any:
-    """Send ``case`` and run Schemathesis' checks on the answer; a failure names the server log."""
-    try:
-        return case.call_and_validate(base_url=live.url, headers=auth, timeout=60)
-    except Exception as exc:
-        tail = live.srv.output()[-4000:]
-        raise AssertionError(f"{exc}\n--- {live.srv.log_path} (tail) ---\n{tail}") from exc
+    return call_and_check(live.srv, case, auth)
 
 
 def short_long_poll(case: schemathesis.Case) -> None:

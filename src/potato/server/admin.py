@@ -27,8 +27,8 @@ def login() -> Any:
     error = None
     if request.method == "POST":
         key = request.form.get("key")
-        attempt = throttle(current_app).take(ADMIN_KEY_FAILURES, client_addr(),
-                                             counts=lambda: not key_matches(key, project.config.admin_api_key))
+        attempt = throttle(current_app).attempt(ADMIN_KEY_FAILURES, client_addr(),
+                                                failed=not key_matches(key, project.config.admin_api_key))
         if attempt.wait is not None:
             error = f"Too many wrong keys from your address; try again in {attempt.wait} seconds."
             page = render_template("admin_login.html", title=project.config.annotation_task_name, error=error)

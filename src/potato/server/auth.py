@@ -45,10 +45,10 @@ def admin_required(view: F) -> F:
         config = current_project().config
         given = request.headers.get("X-API-Key")
         if given is not None:
-            # One step: a locked-out address gets 429 before its key is compared; a wrong key is
-            # counted in the same transaction that found a free place for it.
-            attempt = throttle(current_app).take(ADMIN_KEY_FAILURES, client_addr(),
-                                                 counts=lambda: not key_matches(given, config.admin_api_key))
+            # A locked-out address gets 429 whatever it sends; a wrong key is counted in the same
+            # transaction that found a free place for it.
+            attempt = throttle(current_app).attempt(ADMIN_KEY_FAILURES, client_addr(),
+                                                    failed=not key_matches(given, config.admin_api_key))
             if attempt.wait is not None:
                 return too_many(attempt.wait, "wrong admin keys")
             if not attempt.counted:

@@ -108,6 +108,14 @@ class Throttle:
             conn.execute("DELETE FROM throttle WHERE kind = ? AND at < ?", (limit.kind, now - limit.window_s))
         return Attempt(counted=True)
 
+    def attempt(self, limit: Limit, addr: str, failed: bool) -> Attempt:
+        """One try of something only failures count against (an admin key): a success only looks
+        (a plain read, no write lock: every admin API call passes here), a failure is counted by
+        :meth:`take`, atomically. A locked-out address gets ``wait`` either way."""
+        if not failed:
+            return Attempt(wait=self.wait(limit, addr))
+        return self.take(limit, addr)
+
     @staticmethod
     def _recent(conn: sqlite3.Connection, limit: Limit, addr: str, now: float) -> list[Any]:
         """The newest events of ``addr`` within the window, at most as many as the limit."""

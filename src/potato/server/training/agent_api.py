@@ -277,8 +277,12 @@ def _run_for_token(run_id: str) -> Run:
     token = _bearer()
     store = _store()
     run = store.get(run_id)
-    if run is not None and same_hash(run.token_hash, token) and store.confirm(run.id, token_hash(token), time.time()):
-        return store.get(run.id) or run
+    if run is not None and same_hash(run.token_hash, token):
+        if run.confirmed:
+            store.update(run.id, last_seen=time.time())  # the common case: a heartbeat, group-committed
+            return run
+        if store.confirm(run.id, token_hash(token), time.time()):  # the first use: one checked step
+            return store.get(run.id) or run
     if store.by_token_hash(token_hash(token)) is not None:
         _fail(403, "This run token belongs to another run; a run token opens its own run's routes only.",
               "wrong_run")

@@ -1,7 +1,8 @@
 """The annotator's side: log in by name, see one item at a time, label it (C2).
 
-One request per item: ``POST /api/label`` stores the answer and returns the next item, so the
-page never reloads and the server does one commit and one small query per label.
+``POST /api/label`` stores answers and returns the item to show: the page sends each answer as it is
+picked (``"go": "stay"``), so no way of leaving an item loses it, then moves with ``GET /api/move``;
+a client can also store and move in one request. The page never reloads; each save is one commit.
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ bp = Blueprint("annotate", __name__)
 
 # -- pure helpers -------------------------------------------------------------------------------
 
-def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | None = None
-                  ) -> tuple[dict[str, Any], list[str], list[str]]:
+def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | None = None,
+                  partial: bool = False) -> tuple[dict[str, Any], list[str], list[str]]:
     """Split a submitted ``{schema: value}`` into values to store and schemas to clear.
 
     Returns (store, clear, problems); problems name the schema and the valid answers. A scheme
     whose ``display_logic`` hides it for the item's answers (``stored`` ones, overridden by the
-    submitted ones) was not asked: its answer is cleared and it is never required.
+    submitted ones) was not asked: its answer is cleared and it is never required. ``partial``
+    is an answer stored as it is picked: a required question may still be open (the page asks
+    for it before it moves on).
     """
     store: dict[str, Any] = {}
     clear: list[str] = []
@@ -63,7 +66,7 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
             merged.pop(scheme.name, None)  # a question that was not asked decides nothing further down
             if scheme.name in (stored or {}) and scheme.name not in clear:
                 clear.append(scheme.name)
-        elif store and scheme.required and scheme.name not in store:
+        elif store and scheme.required and scheme.name not in store and not partial:
             problems.append(f"'{scheme.name}' needs an answer: it is required")
     return store, clear, problems
 
@@ -105,15 +108,36 @@ def field_text(value: Any) -> str:
 
 
 def _start_position(project: Project, user: str) -> int:
-    """Where a returning annotator resumes: their next unlabelled item (after a crash too); a new
-    annotator of a project that assigns items gets their first one here."""
+    """Where a returning annotator resumes: their next unlabelled item (after a crash too), or an
+    earlier one they left with a required question open; a new annotator of a project that assigns
+    items gets their first one here."""
     queue = project.queue
     if queue.size(user) == 0:
         queue.extend(user)
     pos = queue.next_unlabelled(user, 0)
     if pos is None and queue.extend(user):
         pos = queue.size(user) - 1
+    left_open = _first_left_open(project, user)
+    if left_open is not None and (pos is None or left_open < pos):
+        return left_open
     return 0 if pos is None else pos
+
+
+def _first_left_open(project: Project, user: str) -> int | None:
+    """The first of the annotator's items whose stored answers leave a required question open.
+
+    The page stores each answer as it is picked, so an item left (a reload, Sign out) before its
+    required question was answered counts as labelled: the annotator is brought back to it.
+    """
+    required = [s for s in project.config.annotation_schemes if s.required]
+    if not required:
+        return None
+    answered: dict[str, dict[str, Any]] = {}
+    for label in project.labels.iter_labels(user=user):
+        answered.setdefault(label.item_id, {})[label.schema] = label.value
+    positions = [project.queue.position(user, item_id) for item_id, values in answered.items()
+                 if any(s.name not in values and s.shown_for(values) for s in required)]
+    return min((p for p in positions if p is not None), default=None)
 
 
 def _login_page(error: str | None = None, status: int = 200, name: str = "") -> Any:
@@ -310,7 +334,8 @@ def _provenance(project: Project, item_id: str, schema: str, value: Any, accepte
 def label() -> Any:
     """Store one item's answers, then answer with the item to show next.
 
-    The 200 is sent only after the commit is on disk (``synchronous=FULL``).
+    The 200 is sent only after the commit is on disk (``synchronous=FULL``). The page stores each
+    answer as it is picked (``"partial": true, "go": "stay"``), so leaving an item any way keeps it.
     """
     project = current_project()
     user = session_user()
@@ -325,7 +350,8 @@ def label() -> Any:
         return jsonify(error=f"Item {item_id!r} is not one of your items; this project gives each annotator "
                              "their own."), 400
     stored = values_by_schema(project.labels.for_item(user, item_id))
-    store, clear, problems = check_answers(project.config, body.get("labels"), stored)
+    partial = body.get("partial") is True
+    store, clear, problems = check_answers(project.config, body.get("labels"), stored, partial=partial)
     if problems:
         return jsonify(error="; ".join(problems)), 400
     accepted = body.get("accepted")

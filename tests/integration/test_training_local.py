@@ -189,6 +189,17 @@ def test_decision_calibrate_refines_the_latest_run(server: ServerProcess) -> Non
     done = wait(server, calibrated["id"], TERMINAL)
     assert done["state"] == "succeeded", done
     assert "sentiment/holdout_brier" in done["metrics"]
+    # Issue 21: the source run's folder holds its bundle, so the trainer knows which items the model
+    # trained on. Its holdout (6 of 30) is too small: it cross-validates the source trainer on all 30
+    # labelled items and reports the calibration error before and after on items neither model saw.
+    assert done["metrics"]["sentiment/n_calibration"] == 30
+    for name in ("ece", "log_loss"):
+        assert 0 <= done["metrics"][f"sentiment/calibration_{name}_after"]
+        assert 0 <= done["metrics"][f"sentiment/calibration_{name}_before"]
+    # A calibration is never the default source of the next one: the model run is.
+    again = start(server, trainer="decision-calibrate", schemas=["sentiment"])
+    assert again["params"]["source_predictions"].endswith(f"{first['id']}/predictions.jsonl")
+    assert wait(server, again["id"], TERMINAL)["state"] == "succeeded"
 
 
 def _worker_alive(job_dir: Path) -> bool:

@@ -34,7 +34,8 @@ Output, in ``JOB_DIR``:
   "trainer", "predictions" (lines written), "duration_s"}``. ``metrics``: ``n_train``,
   ``n_holdout``, ``holdout_accuracy``, ``holdout_macro_f1`` (both absent when nothing in the
   holdout is labelled) and the same per schema as ``<schema>/<name>``, plus
-  ``<schema>/holdout_brier``.
+  ``<schema>/holdout_brier``, plus any score the trainer reports (``ctx.metric``; decision-calibrate:
+  ``<schema>/calibration_*``).
 - ``exit_code``: the exit status as text, written LAST and atomically: when it exists, every
   other file is final.
 
@@ -262,6 +263,8 @@ def _train(job_dir: Path, run: _Run, events: EventWriter, result: Result, stop: 
     ctx.check_stop()
     events.step("scoring the holdout")
     result.metrics.update(score_holdout(job.schemas, targets, predicted, sorted(holdout)))
+    for name, value in ctx.metrics.items():  # the trainer's own scores never replace the holdout score
+        result.metrics.setdefault(name, value)
     for name in sorted(result.metrics):
         events.metric(name, result.metrics[name])
     events.step("writing predictions")

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -36,6 +37,15 @@ def write_bundle(job_dir: Path, job: Mapping[str, Any], items: Iterable[Mapping[
     (bundle / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labels), encoding="utf-8")
     (bundle / "split.json").write_text(json.dumps({"holdout": list(holdout)}), encoding="utf-8")
     return job_dir
+
+
+def pack_bundle(job_dir: Path, dest: Path) -> Path:
+    """``job_dir/bundle/``'s files as the ``bundle.tar.gz`` the server keeps in a run folder (``dest``)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(dest / "bundle.tar.gz", "w:gz") as tar:
+        for path in sorted((job_dir / "bundle").iterdir()):
+            tar.add(str(path), arcname=path.name)
+    return dest / "bundle.tar.gz"
 
 
 def reviews(n: int = 40) -> list[tuple[str, str, str]]:

@@ -12,7 +12,7 @@ import pytest
 from potato.training.trainers.decision_calibrate import fit_scaling, logit, sigmoid
 from potato.training.worker import run_job
 
-from .jobdirs import SENTIMENT, job_json, read_jsonl, read_result, write_bundle
+from .jobdirs import SENTIMENT, job_json, pack_bundle, read_jsonl, read_result, write_bundle
 
 
 def test_fit_scaling_recovers_a_known_miscalibration() -> None:
@@ -46,8 +46,11 @@ def calibration_job(tmp_path: Path, source: Path, n: int = 200) -> Path:
         rows.append({"item_id": f"i{i}", "schema": "sentiment", "label": predicted, "confidence": 0.95})
     items.append({"id": "new", "text": "an item the source run never saw"})
     source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    holdout = [f"i{i}" for i in range(0, n, 4)]
+    # The source run's bundle beside its predictions, as in a server run folder: the same holdout.
+    pack_bundle(write_bundle(tmp_path / "source-job", job_json("noop"), items, labels, holdout), source.parent)
     job = job_json("decision-calibrate", (SENTIMENT,), {"source_predictions": str(source)})
-    return write_bundle(tmp_path / "job", job, items, labels, [f"i{i}" for i in range(0, n, 4)])
+    return write_bundle(tmp_path / "job", job, items, labels, holdout)
 
 
 def test_calibrated_run(tmp_path: Path) -> None:
@@ -58,8 +61,10 @@ def test_calibrated_run(tmp_path: Path) -> None:
     assert result["predictions"] == len(rows) == 200  # "new" has no source prediction
     source = {r["item_id"]: r for r in read_jsonl(tmp_path / "source.jsonl")}
     assert all(r["label"] == source[r["item_id"]]["label"] for r in rows)
-    confidence = rows[0]["confidence"]
-    assert 0.6 < confidence < 0.8 and all(r["confidence"] == confidence for r in rows)
+    # Fitted on the source's holdout; each of those items gets the map fitted without it (cross-fitting).
+    trained = [r["confidence"] for r in rows if int(r["item_id"][1:]) % 4]
+    assert 0.6 < trained[0] < 0.8 and all(c == trained[0] for c in trained)
+    assert all(0.55 < r["confidence"] < 0.85 for r in rows)
     assert result["metrics"]["sentiment/holdout_brier"] < (0.95 - 0.7) ** 2 + 0.2
     events = read_jsonl(job_dir / "events.jsonl")
     assert "The trainer gave no prediction for 1 (item, schema) pair(s); predictions.jsonl leaves them out" in [

@@ -110,8 +110,12 @@ def trainer_table() -> dict[str, dict[str, Any]]:
 
 def calibration_source(store: RunStore, schemas: list[str], run_id: str | None) -> str:
     """The predictions ``decision-calibrate`` refines: those of run ``run_id``, or of the newest
-    succeeded run that covers ``schemas``; only this server's own runs, never a path from a request."""
-    candidates = store.list() if run_id is None else [r for r in [store.get(run_id)] if r is not None]
+    succeeded run that covers ``schemas`` and is not itself a calibration (its confidences were fitted
+    on the labels a new calibration would fit on); only this server's own runs, never a path from a request."""
+    if run_id is None:
+        candidates = [r for r in store.list() if r.trainer != CALIBRATE]
+    else:
+        candidates = [r for r in [store.get(run_id)] if r is not None]
     for run in candidates:
         path = store.run_dir(run.id) / "predictions.jsonl"
         if run.state is RunState.SUCCEEDED and set(schemas) <= set(run.schemas) and path.exists():

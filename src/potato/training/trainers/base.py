@@ -140,6 +140,8 @@ class TrainContext:
         self._last_progress = float("-inf")
         self._last_epoch: float | None = None
         self._stop_logged = False
+        self.metrics: dict[str, float] = {}
+        """Scores the trainer reports (:meth:`metric`); the worker adds them to result.json's metrics."""
 
     @property
     def schemas(self) -> tuple[SchemaSpec, ...]:
@@ -164,6 +166,12 @@ class TrainContext:
     def step(self, text: str) -> None:
         """Change the run's step line, e.g. ``training sentiment (epoch 1 of 3)``."""
         self.events.step(text)
+
+    def metric(self, name: str, value: float) -> None:
+        """A score of the run beside the worker's holdout score, e.g. ``sentiment/calibration_ece_after``
+        (decision-calibrate). It goes into result.json's ``metrics``; a name the worker's own holdout
+        score uses keeps the worker's value."""
+        self.metrics[name] = value
 
     def log(self, text: str, level: str = "info") -> None:
         """A line for run.log (and the worker's stderr.log)."""

@@ -127,7 +127,7 @@ def test_the_form_shows_labels_warns_about_few_asks_for_params_and_counts_sugges
         page.press("#key", "Enter")
         page.wait_for_selector("#start")
         summary = page.inner_text("#label-summary")
-        assert summary.startswith("Labelled items: sentiment: ") and "positive" in summary
+        assert summary == "sentiment: 5 labelled items: positive 3 · negative 2"
         assert page.is_visible("#label-warning") and "Few labels" in page.inner_text("#label-warning")
         page.select_option("#trainer", "hf-text-classification")
         assert page.is_visible("input[data-param=base_model]")  # shown, not folded away

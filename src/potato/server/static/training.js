@@ -80,19 +80,27 @@
     return out;
   }
 
-  // How many labelled items each chosen schema's classes have, and a warning when too few.
+  // Each chosen schema's labelled items (distinct), counted by the label a run trains on (the server
+  // applies the worker's rule), how many of them annotators disagree on, and a warning when too few.
   function showLabels() {
-    var box = $("schemas"), counts = JSON.parse(box.dataset.counts || "{}"), least = Number(box.dataset.minPerClass);
+    var box = $("schemas"), summary = JSON.parse(box.dataset.summary || "{}"), least = Number(box.dataset.minPerClass);
     var chosen = Array.prototype.map.call(document.querySelectorAll('input[name="schemas"]:checked'),
       function (input) { return input.value; });
-    var parts = [], few = [];
+    var lines = [], few = [], disagree = false;
     chosen.forEach(function (schema) {
-      var per = counts[schema] || {}, labels = Object.keys(per);
-      parts.push(schema + ": " + (labels.length ? labels.map(function (l) { return l + " " + per[l]; }).join(", ") : "no labels yet"));
-      if (labels.length < 2) few.push(schema + " has " + (labels.length ? "one class" : "no labels"));
-      labels.forEach(function (l) { if (per[l] < least) few.push(l + " (" + schema + ") has " + per[l]); });
+      var s = summary[schema] || { items: 0, classes: [], disagree: 0, none: 0 };
+      if (!s.items) { lines.push(schema + ": no labelled items yet"); few.push(schema + " has no labels"); return; }
+      var parts = s.classes.map(function (c) { return c[0] + " " + c[1]; });
+      if (s.none) parts.push(s.none + " with no label");
+      var line = schema + ": " + s.items + " labelled item" + (s.items === 1 ? "" : "s") + ": " + parts.join(" · ");
+      if (s.disagree) line += " (" + s.disagree + " of them with disagreeing labels)";
+      lines.push(line);
+      disagree = disagree || s.disagree > 0;
+      if (s.classes.length + (s.none ? 1 : 0) < 2) few.push(schema + " has one class");
+      s.classes.forEach(function (c) { if (c[1] < least) few.push(c[0] + " (" + schema + ") has " + c[1]); });
     });
-    setText($("label-summary"), parts.length ? "Labelled items: " + parts.join(" · ") : "");
+    setText($("label-summary"), lines.join("\n"));
+    $("label-rule").hidden = !disagree;
     var warning = $("label-warning");
     warning.hidden = !few.length;
     setText(warning, few.length ? "Few labels: " + few.join("; ") + ". With fewer than " + least +
@@ -154,9 +162,11 @@
   function makeRow(id) {
     var tr = document.createElement("tr");
     tr.dataset.runId = id;
-    ["run", "trainer", "backend", "state", "step", "score", "started", "actions"].forEach(function (cls) {
+    var heads = $("runs").tHead.rows[0].cells; // a narrow screen shows each row as a card, its cells labelled
+    ["run", "trainer", "backend", "state", "step", "score", "started", "actions"].forEach(function (cls, i) {
       var td = document.createElement("td");
       td.className = cls;
+      td.dataset.label = heads[i].textContent;
       tr.appendChild(td);
     });
     var open = document.createElement("button");
@@ -215,10 +225,10 @@
     if (state.selected !== id) {
       state.selected = id;
       state.detailDone = false;
-      state.events = { id: id, next: 0, points: [], offset: 0, last: null };
+      state.events = { id: id, next: 0, points: [], offset: 0, last: null, mode: null };
       history.replaceState(null, "", "#run=" + encodeURIComponent(id));
       $("run-log").textContent = "";
-      drawChart();
+      drawChart(find(id));
     }
     if (state.runs.length) renderRuns();
     var run = find(id);
@@ -322,7 +332,8 @@
     return Promise.all([request("GET", runApi(id)), request("GET", runApi(id, "/events?after=" + after))])
       .then(function (res) {
         if (state.selected !== id) return;
-        if (addEvents(id, after, res[1])) drawChart();
+        var added = addEvents(id, after, res[1]);
+        if (added || lossMode(res[0]) !== state.events.mode) drawChart(res[0]);
         renderDetail(res[0]);
         state.detailDone = isTerminal(res[0]);
       })
@@ -340,13 +351,27 @@
     return node;
   }
 
-  function drawChart() {
-    var chart = $("loss-chart"), pts = state.events ? state.events.points : [];
+  function reportsLoss(trainer) {
+    var opt = Array.prototype.filter.call($("trainer").options, function (o) { return o.value === trainer; })[0];
+    return !!opt && opt.dataset.reportsLoss === "true";
+  }
+
+  // "chart": loss points to draw; "waiting": a trainer that reports a loss is at work and none has
+  // come yet; "none": nothing to show (a trainer without a loss, or a run that ended without one).
+  function lossMode(run) {
+    if (state.events && state.events.points.length) return "chart";
+    var working = run && (run.state === "preparing" || run.state === "running");
+    return working && reportsLoss(run.trainer) ? "waiting" : "none";
+  }
+
+  function drawChart(run) {
+    var chart = $("loss-chart"), pts = state.events ? state.events.points : [], mode = lossMode(run);
+    if (state.events) state.events.mode = mode;
     while (chart.firstChild) chart.removeChild(chart.firstChild);
-    if (!pts.length) {
-      var done = state.detailDone;
-      var note = done ? "This run reported no loss (its trainer does not train by steps)." : "No loss reported yet.";
-      chart.appendChild(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle", "class": "chart-note" }, note));
+    $("loss").hidden = mode === "none";
+    if (mode !== "chart") {
+      var note = "No loss reported yet.";
+      if (mode === "waiting") chart.appendChild(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle", "class": "chart-note" }, note));
       chart.setAttribute("aria-label", "Training loss by step: " + note);
       return;
     }

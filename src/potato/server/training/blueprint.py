@@ -23,17 +23,18 @@ from flask import (
     request,
 )
 
-from potato.config.schema import Config
+from potato.config.schema import AgentBackend, Config
 from potato.server.auth import admin_required
 from potato.server.jsonio import why_not_json
 from potato.server.project import Project, current_project
-from potato.server.training import agent_api, checks
+from potato.server.training import agent_api, bundle, checks
 from potato.server.training.dispatcher import Dispatcher
 from potato.server.training.runs import Run, RunState, RunStore
 from potato.server.training.tokens import BackendTokens
 from potato.server.training.writeback import run_suggestions, shown_runs, suggestions_for
 from potato.training.jobfiles import tail
 from potato.training.failures import BadJob
+from potato.training.labels import aggregate, class_labels
 from potato.training.trainers import available_trainers, get_trainer
 
 bp = Blueprint("training", __name__, url_prefix="/admin/training")
@@ -147,19 +148,41 @@ def form_params(trainer: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             for name, text in params.items()}
 
 
-def label_counts(project: Project) -> dict[str, dict[str, int]]:
-    """For each trainable scheme, how many items carry each label (any annotator): what the form
-    shows, so that a run on five labels is not started blind."""
-    kinds = {s.name: s.training_type for s in project.config.annotation_schemes}
-    counts: dict[str, dict[str, set[str]]] = {}
-    rows = project.db.conn.execute("SELECT DISTINCT schema, item_id, value FROM labels")
-    for schema, item_id, raw in rows:
-        if kinds.get(schema) not in ("radio", "multiselect"):
+def label_summary(project: Project) -> dict[str, dict[str, Any]]:
+    """For each trainable scheme, what a run on it trains on, so that a run on five labels is not
+    started blind: ``items`` (distinct labelled items), ``classes`` ([label, items] pairs in the
+    scheme's order, each item counted by the label a run trains on, see
+    :func:`potato.training.labels.aggregate`), ``disagree`` (items whose annotators gave different
+    answers), ``none`` (multiselect items whose trained answer has no label) and ``kind``."""
+    labels = list(project.labels.iter_labels())
+    out: dict[str, dict[str, Any]] = {}
+    for scheme in project.config.annotation_schemes:
+        if scheme.training_type not in ("radio", "multiselect"):
             continue
-        value = json.loads(raw)
-        for label in value if isinstance(value, list) else [value]:
-            counts.setdefault(schema, {}).setdefault(str(label), set()).add(item_id)
-    return {schema: {label: len(items) for label, items in per.items()} for schema, per in counts.items()}
+        specs = bundle.scheme_specs(project.config, [scheme.name])
+        answers = bundle.training_answers(specs, bundle.label_rows([scheme.name], project.items, labels))
+        if not answers:
+            continue
+        targets = aggregate(answers, specs)
+        given: dict[str, set[object]] = {}
+        for row in answers:
+            given.setdefault(row.item_id, set()).add(row.label)
+        per_label: dict[str, int] = {}
+        none = 0
+        for per_schema in targets.values():
+            target = per_schema[scheme.name]
+            chosen = target if isinstance(target, tuple) else (target,)
+            none += not chosen
+            for label in chosen:
+                per_label[label] = per_label.get(label, 0) + 1
+        out[scheme.name] = {
+            "kind": scheme.training_type,
+            "items": len(targets),
+            "classes": [[label, per_label[label]] for label in class_labels(specs[0], targets) if label in per_label],
+            "disagree": sum(1 for votes in given.values() if len(votes) > 1),
+            "none": none,
+        }
+    return out
 
 
 @bp.get("/")
@@ -178,7 +201,7 @@ def page() -> Any:
         default_backend=mt.backend, trainers=trainers, default_trainer=mt.trainer,
         schemas=trainable, default_schemas=list(mt.writeback.schemas) or trainable[:1],
         has_agents=any(b["type"] == "agent" for b in backends),
-        label_counts=label_counts(project), min_confidence=mt.writeback.min_confidence,
+        label_summary=label_summary(project), min_confidence=mt.writeback.min_confidence,
         min_per_class=MIN_PER_CLASS,
     )
 

@@ -18,6 +18,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from potato.config.schema import Config
 from potato.items import ItemSet
 from potato.labels import Label
+from potato.training.failures import BadJob
+from potato.training.jobspec import AnnotationType, LabelRow, SchemaSpec, parse_label_row
 
 BUNDLE_FORMAT = 1
 MIN_ITEMS_FOR_HOLDOUT = 5
@@ -47,12 +49,7 @@ def job_spec(config: Config, run_id: str, trainer: str, schemas: Sequence[str], 
     """``job.json``. The device, thread and memory settings are the local backend's; a run elsewhere
     takes what its machine offers (``device: auto``)."""
     mt = config.model_training
-    schemes = [
-        # A likert or select answer is one label of a list: the worker learns it as a radio scheme.
-        {"name": s.name, "annotation_type": s.training_type or s.annotation_type.value, "labels": list(s.labels)}
-        for s in config.annotation_schemes
-        if s.name in schemas
-    ]
+    schemes = scheme_entries(config, schemas)
     return {
         "format": BUNDLE_FORMAT,
         "run_id": run_id,
@@ -66,6 +63,45 @@ def job_spec(config: Config, run_id: str, trainer: str, schemas: Sequence[str], 
         "max_ram_mb": mt.local.max_ram_mb if local else None,
         "seed": seed,
     }
+
+
+def scheme_entries(config: Config, schemas: Sequence[str]) -> list[dict[str, Any]]:
+    """``job.json``'s ``schemes``: each trained schema's answer type and labels, in config order."""
+    return [
+        # A likert or select answer is one label of a list: the worker learns it as a radio scheme.
+        {"name": s.name, "annotation_type": s.training_type or s.annotation_type.value, "labels": list(s.labels)}
+        for s in config.annotation_schemes
+        if s.name in schemas
+    ]
+
+
+def scheme_specs(config: Config, schemas: Sequence[str]) -> list[SchemaSpec]:
+    """The worker's view of :func:`scheme_entries` (what ``job.json`` tells it)."""
+    return [SchemaSpec(e["name"], AnnotationType(e["annotation_type"]), tuple(e["labels"]))
+            for e in scheme_entries(config, schemas)]
+
+
+def label_rows(schemas: Iterable[str], items: ItemSet, labels: Iterable[Label]) -> list[dict[str, Any]]:
+    """``labels.jsonl``'s rows: every annotator's answer on ``schemas``, for items in the item set."""
+    wanted = set(schemas)
+    return [{"item_id": lab.item_id, "schema": lab.schema, "label": lab.value, "user": lab.user}
+            for lab in labels if lab.schema in wanted and lab.item_id in items]
+
+
+def training_answers(specs: Sequence[SchemaSpec], rows: Iterable[Mapping[str, Any]]) -> list[LabelRow]:
+    """``rows`` as the worker reads them (its own parser). :func:`potato.training.labels.aggregate`
+    over these is what a run trains on, so the training page counts with the worker's rule. A row the
+    worker would refuse (bad_job) is left out here: the page counts, the run reports it."""
+    by_name = {spec.name: spec for spec in specs}
+    out = []
+    for number, row in enumerate(rows, 1):
+        try:
+            parsed = parse_label_row(dict(row), number, by_name)
+        except BadJob:
+            continue
+        if parsed is not None:
+            out.append(parsed)
+    return out
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -83,17 +119,14 @@ def _jsonl(rows: Iterable[Mapping[str, Any]]) -> bytes:
 def build_bundle(dest: Path, job: Mapping[str, Any], items: ItemSet, labels: Sequence[Label],
                  holdout_fraction: float) -> BundleInfo:
     """Write ``dest`` (bundle.tar.gz) atomically and return its sha256 and counts."""
-    schemas = set(job["schemas"])
-    rows = [lab for lab in labels if lab.schema in schemas and lab.item_id in items]
-    holdout = holdout_ids((lab.item_id for lab in rows), holdout_fraction, int(job.get("seed", 0)))
+    rows = label_rows(job["schemas"], items, labels)
+    holdout = holdout_ids((row["item_id"] for row in rows), holdout_fraction, int(job.get("seed", 0)))
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_suffix(".tmp")
     with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:
         _add_bytes(tar, "job.json", json.dumps(job, indent=1).encode("utf-8"))
         _add_bytes(tar, "items.jsonl", _jsonl({"id": item.id, "text": item.text} for item in items))
-        _add_bytes(tar, "labels.jsonl", _jsonl(
-            {"item_id": lab.item_id, "schema": lab.schema, "label": lab.value, "user": lab.user} for lab in rows
-        ))
+        _add_bytes(tar, "labels.jsonl", _jsonl(rows))
         _add_bytes(tar, "split.json", json.dumps({"holdout": holdout}).encode("utf-8"))
     digest = hashlib.sha256()
     with tmp.open("rb") as fh:

@@ -46,6 +46,8 @@ class TrainerInfo:
     """parameter name -> help text (with its default)."""
     shown: tuple[str, ...] = ()
     """Parameters the form shows unfolded: the required ones and those most runs set."""
+    reports_loss: bool = False
+    """Whether its progress events carry a training loss (the page's loss chart)."""
 
 
 def get_trainer(name: str) -> type[Trainer]:
@@ -70,5 +72,5 @@ def available_trainers() -> list[TrainerInfo]:
         }
         shown = tuple(key for key, p in cls.params.items() if p.required or p.shown)
         out.append(TrainerInfo(name, cls.description, tuple(cls.requires), bool(cls.local_only),
-                               bool(cls.uses_device), params, shown))
+                               bool(cls.uses_device), params, shown, bool(cls.reports_loss)))
     return out

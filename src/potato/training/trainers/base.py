@@ -217,6 +217,8 @@ class Trainer:
     """True for a trainer that runs on torch devices; False: always the CPU (torch is not probed)."""
     local_only: ClassVar[bool] = False
     """True: the server runs it only on the local backend (it reads server files)."""
+    reports_loss: ClassVar[bool] = False
+    """True for a trainer whose progress events carry a loss (the training page then keeps room for the chart)."""
     annotation_types: ClassVar[tuple[AnnotationType, ...]] = (AnnotationType.RADIO, AnnotationType.MULTISELECT)
 
     def __init__(self, ctx: TrainContext) -> None:

@@ -117,6 +117,7 @@ class HfTextTrainer(Trainer):
     description = "Fine-tunes a Hugging Face transformer (full or LoRA) for text classification (torch)"
     requires = ("torch", "transformers", "peft")
     uses_device = True
+    reports_loss = True
     params: ClassVar[Mapping[str, Param]] = {
         "base_model": Param(DEFAULT_BASE_MODEL, (str,), "local model folder or Hugging Face Hub name (a hub name "
                             f"needs network or a filled hub cache; default {DEFAULT_BASE_MODEL})", shown=True),

@@ -1,0 +1,112 @@
+"""Issue 21 (R9, C6) in a real browser, as a newcomer reads the training page: the label summary counts
+distinct items and states which label a run trains on, a finished run of a trainer without a loss shows
+no empty loss box, and the runs table fits a phone's width with its State column in view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+import requests
+
+from tests.browser import browser_page
+from tests.conftest import ADMIN_KEY, truth
+from tests.servers import ServerProcess
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+HEADERS = {"X-API-Key": ADMIN_KEY}
+
+
+@pytest.fixture
+def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
+    """A project whose labels come from three annotators: 32 distinct items, 2 of them disagreed on."""
+    srv = ServerProcess(make_project(model_training={"enabled": True, "trainer": "noop", "grace_seconds": 2})).start()
+    gold = [{"id": f"r{i:03d}", "schema": "sentiment", "label": truth(f"r{i:03d}")} for i in range(30)]
+    second = [{"id": "r000", "schema": "sentiment", "label": "negative"},
+              {"id": "r001", "schema": "sentiment", "label": "positive"},
+              {"id": "r030", "schema": "sentiment", "label": "positive"},
+              {"id": "r031", "schema": "sentiment", "label": "negative"}]
+    third = [{"id": "r000", "schema": "sentiment", "label": "positive"}]
+    for user, labels in (("gold", gold), ("second", second), ("third", third)):
+        requests.post(srv.url + "/admin/api/labels", json={"user": user, "labels": labels},
+                      headers=HEADERS).raise_for_status()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def page() -> Iterator[Any]:
+    yield from browser_page()
+
+
+def open_page(page: Any, url: str) -> None:
+    page.goto("about:blank")  # a full load, even where only the #run= part differs
+    page.goto(url)
+    if page.locator("#key").count():  # redirected to the key form first
+        page.fill("#key", ADMIN_KEY)
+        page.press("#key", "Enter")
+    page.wait_for_selector("#start")
+
+
+def start_run(srv: ServerProcess, **params: Any) -> str:
+    resp = requests.post(srv.url + "/admin/training/api/runs", headers=HEADERS,
+                         json={"trainer": "noop", "schemas": ["sentiment"], "params": params})
+    resp.raise_for_status()
+    run_id: str = resp.json()["id"]
+    return run_id
+
+
+def test_the_summary_counts_distinct_items_and_says_which_label_trains(server: ServerProcess, page: Any) -> None:
+    """Issue 21: "Labelled items: negative 17, positive 17" for 32 labelled items (an item with two
+    annotators' different labels counted in both classes), and no word on which label a run uses."""
+    open_page(page, server.url + "/admin/training/")
+    assert page.inner_text("#label-summary") == (
+        "sentiment: 32 labelled items: positive 16 · negative 16 (2 of them with disagreeing labels)")
+    assert page.is_visible("#label-rule")
+    rule = page.inner_text("#label-rule")
+    assert "the label a run trains on" in rule and "a tie goes to the label that sorts first" in rule
+
+
+def test_a_finished_run_without_a_loss_shows_no_loss_box(server: ServerProcess, page: Any) -> None:
+    """Issue 21: a finished run whose trainer reports no loss showed a large "No loss reported yet."
+    box for good, when followed live and when opened later."""
+    run_id = start_run(server, sleep_s=1.5)
+    open_page(page, server.url + "/admin/training/")
+    page.click(f"#runs tr[data-run-id='{run_id}'] button.linklike")
+    page.wait_for_selector("#run-detail[data-state=succeeded]", timeout=60_000)
+    page.wait_for_timeout(1500)  # a few more polls of the finished run
+    assert not page.is_visible("#loss") and not page.is_visible("text=No loss reported yet.")
+
+    open_page(page, server.url + "/admin/training/#run=" + run_id)  # opened after it finished
+    page.wait_for_selector("#run-detail[data-state=succeeded]")
+    page.wait_for_timeout(1500)
+    assert not page.is_visible("#loss") and not page.is_visible("text=No loss reported yet.")
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_runs_table_fits_the_screen_with_its_state_in_view(
+        server: ServerProcess, page: Any, width: int, tmp_path: Path) -> None:
+    """Issue 21: at 390 px the runs table scrolled sideways and its State column was off screen; at
+    1280 px it stays a table with its header row."""
+    done = start_run(server)
+    page.set_viewport_size({"width": width, "height": 900})
+    open_page(page, server.url + "/admin/training/")
+    page.wait_for_selector(f"#runs tr[data-run-id='{done}'][data-state=succeeded]", timeout=60_000)
+    running = start_run(server, sleep_s=120)
+    page.wait_for_selector(f"#runs tr[data-run-id='{running}'][data-state=running]", timeout=60_000)
+    page.screenshot(path=str(tmp_path / f"runs-{width}.png"), full_page=True)
+    for run_id in (done, running):
+        box = page.eval_on_selector(f"#runs tr[data-run-id='{run_id}'] td.state",
+                                    "el => { const r = el.getBoundingClientRect(); return [r.left, r.right, r.width]; }")
+        assert box[2] > 0 and 0 <= box[0] and box[1] <= width, f"State cell of {run_id} at {box}, screen {width} px"
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= width
+    assert page.eval_on_selector("#runs", "el => el.parentElement.scrollWidth <= el.parentElement.clientWidth")
+    assert page.is_visible(f"#runs tr[data-run-id='{running}'] button.cancel")
+    assert page.is_visible("#runs thead") == (width == 1280)
+    page.click(f"#runs tr[data-run-id='{running}'] button.linklike")  # its details open below: still no scrolling
+    page.wait_for_selector(f"#run-detail[data-run-id='{running}']")
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= width
+    requests.post(server.url + f"/admin/training/api/runs/{running}/cancel", headers=HEADERS).raise_for_status()
+    page.wait_for_selector(f"#runs tr[data-run-id='{running}'][data-state=cancelled]", timeout=60_000)

@@ -295,7 +295,7 @@ def test_check_fails_when_the_default_trainer_cannot_be_imported_there(
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 1
     assert "Trainer 'sklearn-text-classification' could not be imported on 127.0.0.1" in out.stdout
-    assert "/usr/bin/python3 -m pip install scikit-learn" in out.stdout
+    assert '        packages: ["scikit-learn"]' in out.stdout  # issue 21: the config fix, not pip on Debian's Python
 
 
 def _remote_agent_pid(run_id: str) -> int:

@@ -134,12 +134,38 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
         lines.append(f"The worker runs in {backend.container.runtime} image {backend.container.image}; "
                      "the trainers' packages are the image's.")
         return CheckReport(backend.name, "ssh", True, lines, {**details, "container": backend.container.image})
-    missing = trainer_packages_missing(target, config.model_training.trainer)
+    # A run's worker has the packages venv's Python when the backend lists packages (R14): built,
+    # the check asks that Python; not yet built, the first run installs them, so they count as there.
+    venv_python: str | None = None
+    interpreter, planned = backend.python, set()
+    if backend.packages:
+        key = venv_key(facts.python_path, backend.packages)
+        venv, shown = f"{remote_path(backend.remote_dir)}/venvs/{key}", f"{backend.remote_dir}/venvs/{key}"
+        if run_ssh(target, venv_built(venv), step=VENV_CHECK_STEP).returncode == 0:
+            venv_python, interpreter = f"{venv}/bin/python", f"the packages venv's Python ({shown}/bin/python)"
+            lines.append(f"Packages {', '.join(backend.packages)}: venv {shown} on {backend.host} (built); "
+                         "a run's worker uses its Python.")
+        else:
+            planned = {requirement_name(p) for p in backend.packages}
+            lines.append(f"Packages {', '.join(backend.packages)}: not on {backend.host} yet; the first run builds "
+                         f"a venv with them ({shown}; pip there must reach the package index).")
+        details["packages_venv"] = {"path": shown, "built": venv_python is not None}
+    missing: dict[str, list[str]] = {}
+    for trainer, packages in trainer_packages_missing(target, config.model_training.trainer, venv_python).items():
+        left = [p for p in packages if requirement_name(p) not in planned]
+        if left:
+            missing[trainer] = left
     details["missing_packages"] = missing
     for trainer, packages in missing.items():
-        lines.append(f"Trainer '{trainer}' could not be imported on {backend.host}: {backend.python} lacks "
-                     f"{', '.join(packages)} (`{backend.python} -m pip install {' '.join(packages)}` there)")
+        them = "it" if len(packages) == 1 else "them"
+        lines.append(f"Trainer '{trainer}' could not be imported on {backend.host}: {interpreter} lacks "
+                     f"{', '.join(packages)} (add {them} to the backend's packages, and a run builds a venv with "
+                     f"{them}; or point `python:` at the python of a venv on {backend.host} that has {them})")
     default_missing = config.model_training.trainer in missing
+    if default_missing:  # the config's trainer decides whether a run can start: the lines that fix it
+        trainer = config.model_training.trainer
+        lines.append(f"For trainer '{trainer}', set in {config.path.name}:")
+        lines.extend(packages_snippet(backend.name, backend.packages, missing[trainer]))
     return CheckReport(backend.name, "ssh", not default_missing, lines, details)
 
 
@@ -152,8 +178,10 @@ def check_slurm(config: Config, backend: SlurmBackend) -> CheckReport:
     return check_cluster(config, backend)
 
 
-def trainer_packages_missing(target: Any, default_trainer: str) -> dict[str, list[str]]:
-    """Trainer -> the pip packages the host lacks for it (E4 before a run hits it)."""
+def trainer_packages_missing(target: Any, default_trainer: str, python: str | None = None) -> dict[str, list[str]]:
+    """Trainer -> the pip packages the host lacks for it (E4 before a run hits it); ``python`` is the
+    interpreter a run's worker would have there as a shell word (the packages venv's), else the
+    backend's ``python``."""
     from potato.server.training.sshhost import missing_modules
     from potato.training.failures import PIP_NAMES
     from potato.training.trainers import available_trainers
@@ -161,7 +189,7 @@ def trainer_packages_missing(target: Any, default_trainer: str) -> dict[str, lis
     modules_for = {pip: module for module, pip in PIP_NAMES.items()}
     wanted = {t.name: list(t.requires) for t in available_trainers() if t.requires and not t.local_only}
     modules = sorted({modules_for.get(p, p) for packages in wanted.values() for p in packages})
-    absent = set(missing_modules(target, modules))
+    absent = set(missing_modules(target, modules, python))
     return {name: [p for p in packages if modules_for.get(p, p) in absent]
             for name, packages in wanted.items() if any(modules_for.get(p, p) in absent for p in packages)}
 

@@ -21,8 +21,10 @@ Everything here is I/O; the command lines are built by :mod:`potato.server.train
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import re
 import secrets
 import shlex
 import signal
@@ -30,7 +32,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO, Callable, Sequence
 from urllib.parse import urlsplit
 
 from potato.config.schema import SlurmBackend, SshBackend
@@ -88,6 +90,33 @@ def gpus_unknown_error(why: str, gpus: str) -> str:
     """A run that needs the GPU list (``gpus: auto`` or a pinned GPU) when nvidia-smi did not answer."""
     return (f"{why}, so gpus: {gpus} cannot choose one. Run nvidia-smi on the host: a hung driver needs its "
             "admin (nvidia-smi -r or a reboot); meanwhile gpus: none trains on the CPU.")
+
+
+def venv_key(python_path: str, packages: Sequence[str]) -> str:
+    """The packages venv's folder name under ``remote_dir/venvs``: one per interpreter (its real path
+    on the host) and package list (R14); the check looks for the same one a run builds."""
+    return hashlib.sha256("\0".join([python_path, *sorted(packages)]).encode()).hexdigest()[:16]
+
+
+def venv_built(venv: str) -> str:
+    """The remote command that exits 0 when the venv at ``venv`` (a shell word) is complete."""
+    return f"test -f {venv}/.potato-complete"
+
+
+def requirement_name(requirement: str) -> str:
+    """A pip requirement's project name, normalized as pip compares them: ``Scikit_Learn>=1.3`` ->
+    ``scikit-learn`` (a URL or path keeps its text: it names no project)."""
+    name = re.split(r"[\s<>=!~;\[@(]", requirement.strip(), maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def packages_snippet(backend: str, packages: Sequence[str], more: Sequence[str]) -> list[str]:
+    """The config lines (indented two spaces) that add ``more`` to the backend's ``packages``, so a
+    run builds a venv with them: Debian's and Ubuntu's own Python refuse ``pip install`` (externally
+    managed)."""
+    listed = {requirement_name(p) for p in packages}
+    merged = [*packages, *(p for p in more if requirement_name(p) not in listed)]
+    return ["  model_training:", "    backends:", f"      {backend}:", f"        packages: {json.dumps(merged)}"]
 
 
 SESSION_FILE = "ssh-session.json"
@@ -263,10 +292,10 @@ class SshRun(threading.Thread):
         stays) plus ``packages``, built once per (interpreter, packages) and reused; pip's output goes
         to run.log. Built under ``<hash>.tmp`` and renamed when complete, like the code."""
         b = self.ssh_backend
-        key = hashlib.sha256("\0".join([python_path, *sorted(b.packages)]).encode()).hexdigest()[:16]
+        key = venv_key(python_path, b.packages)
         venv = f"{self.remote_dir}/venvs/{key}"
         python = f"{venv}/bin/python"
-        if self.ssh(f"test -f {venv}/.potato-complete", step=VENV_CHECK_STEP).returncode == 0:
+        if self.ssh(venv_built(venv), step=VENV_CHECK_STEP).returncode == 0:
             self.say(f"Packages {', '.join(b.packages)} on {b.host}: venv {b.remote_dir}/venvs/{key} (reused)")
             return python
         self.step(f"installing {', '.join(b.packages)} on {b.host}")

@@ -16,10 +16,11 @@ it forks.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -146,14 +147,50 @@ def shell(words: Sequence[str]) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
+CONTROL_HASH_CHARS = 10
+"""Hex characters of :func:`control_name`'s hash before ssh's own ``%C`` (40): with the control folder
+(``/tmp/potato-ssh-<uid>-<10>``) and the 17 characters ssh adds while it binds the socket, the path
+stays under the 104 bytes a Unix socket path may have on macOS (108 on Linux)."""
+
+
+def auth_settings(backend: SshBackend | SlurmBackend) -> list[str]:
+    """What decides how ssh logs in, beyond what ``%C`` covers (the host, port and user after
+    ~/.ssh/config): the backend's own host, port, user and identity file, and which file that is now
+    (replaced in place, it is another key)."""
+    parts = [backend.host, str(backend.port or ""), backend.user or "", backend.identity_file or ""]
+    if backend.identity_file:
+        key = Path(backend.identity_file).expanduser()
+        try:
+            info = key.stat()
+        except OSError as exc:
+            parts.append(f"unreadable {exc.errno}")
+        else:
+            parts.append(f"{key.resolve()} {info.st_dev} {info.st_ino} {info.st_size} {info.st_mtime_ns}")
+    return parts
+
+
+def control_name(backend: SshBackend | SlurmBackend) -> str:
+    """The control socket's name: a hash of :func:`auth_settings`, then ssh's ``%C``. A check or run
+    after ``identity_file``, ``user`` or ``port`` changed never joins the connection the old settings
+    logged in with (which ``%C`` alone would share: it knows nothing of the key)."""
+    digest = hashlib.sha256("\0".join(auth_settings(backend)).encode()).hexdigest()[:CONTROL_HASH_CHARS]
+    return f"{digest}-%C"
+
+
 @dataclass(frozen=True)
 class SshTarget:
     """How to reach one ssh backend's host (or a slurm backend's login node): the flags of R13 plus a
-    control master, one per user@host:port (``%C``): backends and checks that reach the same account
-    share it."""
+    control master, one per login (:func:`control_name`: host, port, user and key): backends and
+    checks that log in the same way share it."""
 
     backend: SshBackend | SlurmBackend
     control_dir: Path
+    control_path: str = field(init=False, repr=False, compare=False)
+    """Fixed when the target is made, so a run's last command (``-O stop``) reaches the master its
+    first one opened."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "control_path", f"{self.control_dir}/{control_name(self.backend)}")
 
     @property
     def host(self) -> str:
@@ -166,7 +203,7 @@ class SshTarget:
         b = self.backend
         persist = b.keep_connection_s or RUN_GAP_S
         argv = ["-o", "BatchMode=yes", *SERVER_ALIVE,
-                "-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_dir}/%C", "-o", f"ControlPersist={persist}"]
+                "-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_path}", "-o", f"ControlPersist={persist}"]
         if b.user:
             argv += ["-l", b.user]
         if b.port:
@@ -174,6 +211,18 @@ class SshTarget:
         if b.identity_file:
             argv += ["-i", str(Path(b.identity_file).expanduser())]
         return argv
+
+    def by_hand(self, *options: str) -> str:
+        """The ssh command line a person types to log in as the server does: ``ssh -p PORT -i KEY
+        USER@HOST`` (no ``-p`` for port 22 or none, no ``USER@`` without a user)."""
+        b = self.backend
+        words = ["ssh", *options]
+        if b.port and b.port != 22:
+            words += ["-p", str(b.port)]
+        if b.identity_file:
+            words += ["-i", str(Path(b.identity_file).expanduser())]
+        words.append(f"{b.user}@{b.host}" if b.user else b.host)
+        return shell(words)
 
     def argv(self, command: str, *extra: str) -> list[str]:
         """``ssh <options> <extra> -- <host> <command>``; ``command`` is already a shell line."""
@@ -193,7 +242,7 @@ class SshTarget:
     def stop_master(self) -> list[str]:
         """Retires the master: its socket goes at once (the next command starts a new connection), and
         it exits when the last command or session on it ends. The master is shared by every backend
-        and check that reaches the same user@host:port (``%C``), so ending a run must not cut off
+        and check that logs in the same way (:func:`control_name`), so ending a run must not cut off
         another's command the way ``-O exit`` does."""
         return ["ssh", *self.options(), "-O", "stop", "--", self.host]
 
@@ -207,24 +256,52 @@ class SshFailed(Exception):
     """ssh could not run a command on the host; the message is the tutorial's, plus the fix."""
 
 
-def connect_error(host: str, stderr: str, step: Step | None = None) -> SshFailed:
-    """E1 and its relatives, from ssh's own stderr (rc 255). Without a message, a multiplexed
-    command whose connection (the control master) ended under it: said with the step it was in."""
+def connect_error(host: str, stderr: str, step: Step | None = None, target: SshTarget | None = None) -> SshFailed:
+    """E1 and its relatives, from ssh's own stderr (rc 255), with the fix in the backend's own terms
+    when the ``target`` is known (the exact ``ssh`` command to try, the setting to look at). Without a
+    message, a multiplexed command whose connection (the control master) ended under it: said with
+    the step it was in."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     text = " ".join(lines)
     if not lines and step is not None:
         return SshFailed(f"ssh to {host} failed: the connection ended while {step.what}, without a message "
                          "(ssh exited 255: its shared connection closed or the host dropped it); start it again, "
                          "and if it recurs check the host's sshd log")
+    login = target.by_hand() if target is not None else shell(["ssh", host])
+    setting = f" of backend '{target.backend.name}' in the config" if target is not None else ""
     if "Permission denied" in text:
+        key = re.search(r"Identity file (.+?) not accessible: ([^.]+)", text)
+        bad = re.search(r'Load key "(.+?)": (.+?)(?= \S+@\S+: Permission denied|$)', text)
+        unreadable = (f" The identity_file {key.group(1)} cannot be read ({key.group(2)}): set `identity_file`"
+                      f"{setting} to the private key's path." if key else
+                      f" The identity_file {bad.group(1)} is not a private key ssh can load ({bad.group(2)}): set "
+                      f"`identity_file`{setting} to the private key (not its .pub)." if bad else "")
+        batch = target.by_hand("-o", "BatchMode=yes") if target is not None else shell(
+            ["ssh", "-o", "BatchMode=yes", host])
         return SshFailed(
-            f"ssh to {host} failed: Permission denied. Potato runs ssh with BatchMode=yes, so it needs a key "
-            "that logs in without a prompt: check `user` and `identity_file`, that the key is in the host's "
-            "authorized_keys, or that ssh-agent holds it (try `ssh -o BatchMode=yes "
-            f"{host} true` as the user that runs the server).")
+            f"ssh to {host} failed: Permission denied.{unreadable} Potato runs ssh with BatchMode=yes, so it needs "
+            "a key that logs in without a prompt: check `user` and `identity_file`, that the key is in the host's "
+            f"authorized_keys, or that ssh-agent holds it (try `{batch} true` as the user that runs the server).")
+    if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text:
+        port = target.backend.port if target is not None else None
+        known = f"[{host}]:{port}" if port and port != 22 else host
+        return SshFailed(f"ssh to {host} failed: the host's key is not the one known_hosts has for it (a reinstalled "
+                         "host, or someone in between). Ask the host's admin for its key fingerprint; if it is the "
+                         f"host's new key, remove the old one (ssh-keygen -R {shell([known])}) and connect once by "
+                         f"hand to accept the new one: {login}")
     if "Host key verification failed" in text:
         return SshFailed(f"ssh to {host} failed: Host key verification failed. Add the host's key to "
-                         f"known_hosts of the user that runs the server (connect once by hand: ssh {host}).")
+                         f"known_hosts of the user that runs the server (connect once by hand: {login}).")
+    unknown = re.search(r"Could not resolve hostname (\S+?):", text)
+    if unknown and target is not None:
+        return SshFailed(f"ssh to {host} failed: Could not resolve host '{unknown.group(1)}': check `host`{setting} "
+                         f"(a name this server can resolve, or a Host alias in ~/.ssh/config of the user that runs "
+                         f"the server).")
+    refused = re.search(r"connect to host \S+ port (\d+): Connection refused", text)
+    if refused and target is not None:
+        return SshFailed(f"ssh to {host} failed: nothing accepts connections on port {refused.group(1)} there "
+                         f"(Connection refused): check `port`{setting} (sshd's port on that host; 22 when unset) "
+                         "and that sshd runs there.")
     last = lines[-1] if lines else "no message"
     return SshFailed(f"ssh to {host} failed: {last}")
 

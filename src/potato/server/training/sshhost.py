@@ -143,7 +143,8 @@ def run_ssh(target: SshTarget, command: str, stdin: bytes | None = None, step: S
         raise timed_out(target.host, step, started is not None and stop_remote(target, started)) from None
     head, tail = unframe(out.stdout, nonce), unframe(out.stderr, nonce)
     if out.returncode == 255:  # ssh's own words: before the start line when it never ran, else after it
-        raise connect_error(target.host, (tail.payload if tail.found else out.stderr).decode("utf-8", "replace"), step)
+        raise connect_error(target.host, (tail.payload if tail.found else out.stderr).decode("utf-8", "replace"), step,
+                            target)
     if not head.found:
         said = (out.stderr.decode("utf-8", "replace").strip() or out.stdout.decode("utf-8", "replace").strip())
         raise SshFailed(f"The login shell on {target.host} did not run Potato's command while {step.what} "
@@ -265,18 +266,21 @@ FIND_MODULES = ("import importlib.util, sys; "
                 "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))")
 
 
-def missing_modules(target: SshTarget, modules: list[str]) -> list[str]:
-    """Which of ``modules`` the host's interpreter cannot import (found, not imported: no torch load)."""
+def missing_modules(target: SshTarget, modules: list[str], python: str | None = None) -> list[str]:
+    """Which of ``modules`` the host's interpreter cannot import (found, not imported: no torch load);
+    ``python`` is another interpreter there as a shell word (the packages venv's), else the backend's."""
     if not modules:
         return []
-    out = run_ssh(target, f"{target.env_prefix()}{shlex.quote(target.backend.python)} -c "
+    interpreter = python if python is not None else shlex.quote(target.backend.python)
+    out = run_ssh(target, f"{target.env_prefix()}{interpreter} -c "
                           f"{shlex.quote(FIND_MODULES)} {shell(modules)}", step=MODULES_STEP)
     return out.stdout.decode("utf-8", "replace").split() if out.returncode == 0 else list(modules)
 
 
 def control_dir(training_dir: Path) -> Path:
     """Where this server's ssh control masters live: a short path (a Unix socket path has at most
-    107 bytes, and ssh adds 40 for ``%C``), 0700 and this user's own."""
+    103 bytes on macOS, 107 on Linux, and ssh adds :func:`~potato.server.training.sshcmd.control_name`,
+    51, plus 17 while it binds), 0700 and this user's own."""
     digest = hashlib.sha256(str(training_dir.resolve()).encode()).hexdigest()[:10]
     folder = Path(tempfile.gettempdir()) / f"potato-ssh-{os.getuid()}-{digest}"
     folder.mkdir(mode=0o700, exist_ok=True)

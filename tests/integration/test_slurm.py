@@ -330,7 +330,8 @@ def test_a_hand_started_agent_on_the_login_node_submits_to_slurm(
              f"--server {srv.url} --backend login --token-file ~/token --workdir ~/shared --once")
     bad = cluster.run(agent.replace("--once", "--slurm-config ~/bad-slurm.json"))
     assert bad.returncode == 1
-    assert "error: --slurm-config /home/trainer/bad-slurm.json: unknown key 'partiton'; valid keys: " in bad.stdout
+    assert ("error: --slurm-config /home/trainer/bad-slurm.json: unknown key 'partiton' (did you mean 'partition'?); "
+            "valid keys: ") in bad.stdout
     proc = subprocess.Popen(login.argv(agent + " --slurm-config ~/slurm.json"), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:

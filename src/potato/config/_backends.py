@@ -8,7 +8,6 @@ generic unknown-key text, because that is where a user copying an ssh block goes
 from __future__ import annotations
 
 import math
-import posixpath
 import re
 from typing import Any, Mapping
 
@@ -30,12 +29,10 @@ from potato.config._checks import (
     text_list,
 )
 from potato.config.schema import AgentBackend, Backend, Container, SlurmBackend, SshBackend
+from potato.training.slurm import node_local_dir, node_local_message  # one rule with the agent's --workdir
 
 BACKEND_TYPES = ("ssh", "slurm", "agent")
 """Values of a backend's ``type`` (R1)."""
-
-NODE_LOCAL_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
-"""Folders each node has its own copy of, so a SLURM job cannot share files through them (R26)."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -159,20 +156,6 @@ def slurm_time(value: object) -> str:
 def _as_clock(seconds: int) -> str:
     hours, rest = divmod(seconds, 3600)
     return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
-
-
-def node_local_dir(path: str) -> str | None:
-    """The node-local folder ``path`` lies in (``/tmp``, ``/var/tmp``, ``/dev/shm``), or None.
-
-    Normalised first, so ``//tmp/x`` and ``/tmp/../tmp/x`` do not slip through.
-    """
-    if not path.startswith("/"):
-        return None
-    normal = posixpath.normpath("/" + path.lstrip("/"))
-    for local in NODE_LOCAL_DIRS:
-        if normal == local or normal.startswith(local + "/"):
-            return local
-    return None
 
 
 _REMOTE_BASE: dict[str, Check] = {
@@ -370,9 +353,7 @@ def _slurm_extras(name: str, values: Mapping[str, Any], findings: Findings) -> N
     if local is not None:
         findings.error(
             f"{where}.remote_dir",
-            f"{show(remote_dir)} is under {local}; /tmp, /var/tmp and /dev/shm are local to each node, so the "
-            "job on a compute node would not see the files the agent writes on the login node. Use storage "
-            "the login and compute nodes share, e.g. remote_dir: /shared/projects/me/potato-training",
+            node_local_message(show(remote_dir), local, "remote_dir: /shared/projects/me/potato-training"),
             name,
         )
     written = values.get("time")

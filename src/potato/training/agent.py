@@ -49,7 +49,7 @@ from potato.training.protocol import (
 )
 from potato.training.reporting import GIVE_UP_S, HEARTBEAT_S, Console, Reporter
 from potato.training.results import Reason
-from potato.training.slurm import SlurmConfigError, SlurmSettings
+from potato.training.slurm import SlurmConfigError, SlurmSettings, node_local_dir, node_local_message
 from potato.training.slurmjob import SlurmError, SlurmJob, shared_code
 from potato.training.supervise import Ending, Stop, StopRequest, Supervisor, Worker, WorkerProcess
 
@@ -433,6 +433,15 @@ def read_slurm_config(path: str) -> SlurmSettings:
         raise AgentError(f"--slurm-config {path}: {exc}") from None
 
 
+def check_slurm_workdir(given: str, workdir: Path) -> None:
+    """With ``--slurm-config`` the jobs' files live in ``--workdir``, which the compute nodes must
+    share with this login node: the config's rule for ``remote_dir`` (R26), checked before any job."""
+    local = node_local_dir(given) or node_local_dir(str(workdir))
+    if local is not None:
+        shown = f"--workdir {given}" + (f" ({workdir})" if str(workdir) != given else "")
+        raise AgentError(node_local_message(shown, local, "--workdir /shared/projects/me/potato-training"))
+
+
 def container_settings(args: argparse.Namespace, slurm: bool) -> Optional[Dict[str, Any]]:
     """``--container-*`` as the worker's container, checked before any job."""
     if not (args.container_runtime or args.container_image or args.container_option):
@@ -493,6 +502,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise AgentError(f"{args.python} was not found on {socket.gethostname()}; pass --python with the "
                              "interpreter that has the trainer's packages")
         workdir = Path(args.workdir).expanduser().resolve()
+        if slurm is not None:
+            check_slurm_workdir(args.workdir, workdir)
         workdir.mkdir(mode=0o700, parents=True, exist_ok=True)  # jobs hold the project's texts
         agent = Agent(client, args.backend, workdir, python, args.keep, args.give_up_after, args.poll_wait, console,
                       slurm=slurm, container=container, pass_env=args.pass_env)

@@ -13,6 +13,8 @@ needed to run one process).
 
 from __future__ import annotations
 
+import difflib
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -26,6 +28,9 @@ JOB_SCRIPT = "job.sh"
 SLURM_OUT = "slurm.out"
 WORKER_OUT = "worker.out"
 SETTINGS_FILE = "slurm.json"
+STARTED_FILE = "slurm_started"
+"""Written by job.sh first thing on the compute node: ``<node> <unix time>``, the job's own word
+that it started (and where), for a job shorter than one squeue poll."""
 
 SBATCH_FLAGS = (
     ("partition", "partition"),
@@ -42,6 +47,40 @@ SBATCH_FLAGS = (
 
 class SlurmConfigError(ValueError):
     """slurm.json (``--slurm-config``) is not what the agent can submit with; the message names the key."""
+
+
+NODE_LOCAL_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+"""Folders each node has its own copy of, so a SLURM job cannot share files through them (R26)."""
+
+
+def node_local_dir(path: str) -> Optional[str]:
+    """The node-local folder ``path`` lies in (``/tmp``, ``/var/tmp``, ``/dev/shm``), or None.
+
+    Normalised first, so ``//tmp/x`` and ``/tmp/../tmp/x`` do not slip through. One rule for the
+    config's ``remote_dir`` and a hand-started agent's ``--workdir`` (R26, R31): both are where the
+    agent on the login node and the job on a compute node share files.
+    """
+    if not path.startswith("/"):
+        return None
+    normal = posixpath.normpath("/" + path.lstrip("/"))
+    for local in NODE_LOCAL_DIRS:
+        if normal == local or normal.startswith(local + "/"):
+            return local
+    return None
+
+
+def node_local_message(shown: str, local: str, example: str) -> str:
+    """Why a folder under ``local`` cannot hold a SLURM job's files, and the fix (``example``)."""
+    return (f"{shown} is under {local}; /tmp, /var/tmp and /dev/shm are local to each node, so the job on a compute "
+            "node would not see the files the agent writes on the login node. Use storage the login and compute "
+            f"nodes share, e.g. {example}")
+
+
+def did_you_mean(word: str, choices: Any) -> str:
+    """`` (did you mean 'gres'?)`` for a near miss, else an empty string: the config validator's
+    wording (``potato.config._checks.did_you_mean``), here without the server's code."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 @dataclass(frozen=True)
@@ -75,7 +114,8 @@ class SlurmSettings:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(data) - known)
         if unknown:
-            raise SlurmConfigError(f"unknown key {unknown[0]!r}; valid keys: {', '.join(sorted(known))}")
+            raise SlurmConfigError(f"unknown key {unknown[0]!r}{did_you_mean(str(unknown[0]), sorted(known))}; "
+                                   f"valid keys: {', '.join(sorted(known))}")
         values: Dict[str, Any] = {}
         for key, value in data.items():
             if value is None:
@@ -139,7 +179,7 @@ def worker_command(settings: SlurmSettings, python: str, job_dir: str, code_dir:
 
 def job_script(settings: SlurmSettings, run_id: str, python: str, job_dir: str, code_dir: str,
                shared_dir: str) -> str:
-    """job.sh: the prelude, then the worker, then ``exit_code``.
+    """job.sh: :data:`STARTED_FILE`, the prelude (:func:`prelude_block`), then the worker, then ``exit_code``.
 
     The worker runs in the background and the script waits for it with a TERM trap, because
     SLURM signals every process of the job at once (a time limit, ``scancel``, ``scancel --full``):
@@ -154,10 +194,18 @@ def job_script(settings: SlurmSettings, run_id: str, python: str, job_dir: str, 
         f"# Potato training run {run_id}: written by the agent and submitted with sbatch.",
         "# The agent on the login node follows events.jsonl here; exit_code says how the worker ended.",
         "umask 077  # the job's files (labels, annotators' names, predictions) are this user's only",
+        f"cd {q(job_dir)} || exit 1",
+        "# where and when the job started, for the agent (squeue may never see a short job running)",
+        f'printf \'%s %s\\n\' "${{SLURMD_NODENAME:-$(hostname -s)}}" "$(date +%s)" > {STARTED_FILE}.tmp'
+        f" && mv -f {STARTED_FILE}.tmp {STARTED_FILE}",
+        'echo "job.sh: SLURM job $SLURM_JOB_ID on $(hostname), CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-none}"',
     ]
     if settings.prelude:
-        lines.append("# prelude (from the backend's settings)")
-        lines.extend(settings.prelude)
+        lines.append("# prelude (from the backend's settings): a line that fails ends the job, named in slurm.out")
+        lines += prelude_block(settings.prelude, [
+            f"  cd {q(job_dir)} && printf '%s\\n' \"$1\" > exit_code.tmp && mv -f exit_code.tmp exit_code",
+            '  exit "$1"',
+        ])
         lines.append("umask 077  # again: a prelude that sources a profile may have widened it")
     lines += [
         f"cd {q(job_dir)} || exit 1",
@@ -171,7 +219,6 @@ def job_script(settings: SlurmSettings, run_id: str, python: str, job_dir: str, 
         lines.append('export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}" MKL_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"'
                      ' OPENBLAS_NUM_THREADS="${SLURM_CPUS_PER_TASK:-1}"')
     lines += [
-        'echo "job.sh: SLURM job $SLURM_JOB_ID on $(hostname), CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-none}"',
         # set before the worker starts (a caught signal is reset to the default in the child)
         "trap 'echo \"job.sh: SIGTERM from SLURM; waiting for the worker to stop\"' TERM",
         f"{worker_command(settings, python, job_dir, code_dir, shared_dir)} >> {WORKER_OUT} 2>&1 &",
@@ -182,6 +229,60 @@ def job_script(settings: SlurmSettings, run_id: str, python: str, job_dir: str, 
         "",
     ]
     return "\n".join(lines)
+
+
+def prelude_block(prelude: Tuple[str, ...], on_failure: List[str]) -> List[str]:
+    """The prelude as job.sh and the check run it. Each line goes through ``eval``, so one line is
+    one command whatever it holds (a ``;``, a trailing comment, even broken syntax) and runs in the
+    script's own shell (a ``module load`` or an activation holds for the worker). A line that fails
+    prints :data:`PRELUDE_FAILED`'s line (to slurm.out in a job), then ``on_failure`` runs with the
+    line's exit status as ``$1``. A line that may fail says so itself: ``... || true``."""
+    q = shlex.quote
+    lines = ["potato_prelude_failed() {  # $1: the line's exit status, $2: its number, $3: the line",
+             '  echo "job.sh: prelude line $2 failed (exit $1): $3"', *on_failure, "}"]
+    for number, line in enumerate(prelude, 1):
+        lines.append(f'eval {q(line)} || potato_prelude_failed "$?" {number} {q(line)}')
+    return lines
+
+
+PRELUDE_FAILED = re.compile(r"^job\.sh: prelude line (\d+) failed \(exit (\d+)\): (.*)$", re.MULTILINE)
+_BASH_PREFIX = re.compile(r"^(?:[^:\n]*: )?(?:eval: )?line \d+: |^bash: ")
+
+
+@dataclass(frozen=True)
+class PreludeFailure:
+    """A prelude line that failed: its number (from 1), the line, its exit status, and the last
+    thing it printed (bash's ``module: command not found``, without the script's name)."""
+
+    number: int
+    line: str
+    status: int
+    said: str
+
+    def describe(self) -> str:
+        """``prelude line 1 (`module load cuda`) failed with exit 127: module: command not found``."""
+        said = f": {self.said}" if self.said else ""
+        return f"prelude line {self.number} (`{self.line}`) failed with exit {self.status}{said}"
+
+
+PRELUDE_FIX = ("Fix that line in the backend's prelude (try it by hand on a compute node), remove it, or end it "
+               "with `|| true` if it may fail.")
+
+
+def prelude_failure(output: str) -> Optional[PreludeFailure]:
+    """The failed prelude line named in ``output`` (slurm.out, or the check's run), if any."""
+    match = PRELUDE_FAILED.search(output)
+    if match is None:
+        return None
+    before = [line.strip() for line in output[:match.start()].splitlines()
+              if line.strip() and not line.startswith("job.sh: ")]
+    said = _BASH_PREFIX.sub("", before[-1])[:300] if before else ""
+    return PreludeFailure(int(match.group(1)), match.group(3).strip(), int(match.group(2)), said)
+
+
+def prelude_message(job_id: str, failure: PreludeFailure) -> str:
+    """The run's message for a job whose prelude failed, before the worker started."""
+    return f"SLURM job {job_id} stopped before the worker started: {failure.describe()}. {PRELUDE_FIX}"
 
 
 # -- what the scheduler says ------------------------------------------------------------------------
@@ -198,12 +299,26 @@ class QueueState:
     nodes: str
 
     def line(self, job_id: str) -> str:
-        """run.log's line for this state (R29): ``SLURM job 4242: PENDING (Priority)``."""
+        """run.log's line for this state (R29): ``SLURM job 4242: PENDING (Priority)``. A pending
+        job always says why it waits: before the scheduler's first look at it, squeue's reason is
+        ``None``, which the line says in words (a user never sees a bare "None")."""
         if self.state == "RUNNING":
-            return f"SLURM job {job_id}: RUNNING on {self.nodes or 'an unnamed node'}"
-        if self.reason and self.reason != "None":
+            return running_line(job_id, self.nodes)
+        if has_reason(self.reason):
             return f"SLURM job {job_id}: {self.state} ({self.reason})"
+        if self.state == "PENDING":
+            return f"SLURM job {job_id}: PENDING ({pending_words(self.reason)})"
         return f"SLURM job {job_id}: {self.state}"
+
+
+def running_line(job_id: str, node: str) -> str:
+    """run.log's line for a job that started (R29): ``SLURM job 4242: RUNNING on node07``."""
+    return f"SLURM job {job_id}: RUNNING on {node or 'an unnamed node'}"
+
+
+def has_reason(reason: str) -> bool:
+    """Whether squeue's ``%r`` names a reason: SLURM prints ``None`` (the word) when it has none."""
+    return bool(reason) and reason != "None"
 
 
 def parse_squeue(text: str) -> Optional[QueueState]:
@@ -253,17 +368,22 @@ PENDING_REASONS: Mapping[str, str] = {
 
 def pending_words(reason: str) -> str:
     """A pending reason in plain words for the step line (R29)."""
+    if not has_reason(reason):
+        return PENDING_REASONS["None"]
     if reason in PENDING_REASONS:
         return PENDING_REASONS[reason]
     if reason.startswith(("QOS", "Assoc", "MaxJobs", "MaxCpu", "MaxGRES", "MaxMem")):
         return "held by QOS or association limits (the cluster's caps per user, account or QOS)"
-    return reason or "waiting"
+    return reason
 
 
 def step_text(job_id: str, state: QueueState) -> str:
-    """The run's step line for a queue state."""
+    """The run's step line for a queue state: SLURM's reason code after the words, when there is
+    one and the words are not the code itself."""
     if state.state == "PENDING":
-        return f"SLURM job {job_id} pending: {pending_words(state.reason)} ({state.reason or 'no reason given'})"
+        words = pending_words(state.reason)
+        code = f" ({state.reason})" if has_reason(state.reason) and state.reason != words else ""
+        return f"SLURM job {job_id} pending: {words}{code}"
     if state.state == "RUNNING":
         return f"SLURM job {job_id} running on {state.nodes or 'a node'}"
     return f"SLURM job {job_id}: {state.state.lower()}"

@@ -25,20 +25,25 @@ from potato.training.slurm import (
     JOB_SCRIPT,
     SLURM_OUT,
     SQUEUE_FORMAT,
+    STARTED_FILE,
     WORKER_OUT,
     QueueState,
     SlurmSettings,
     exit_status,
     explain_end,
+    has_reason,
     job_script,
     lost_message,
     parse_scontrol,
     parse_squeue,
+    prelude_failure,
+    prelude_message,
+    running_line,
     sbatch_argv,
     squeue_says_gone,
     step_text,
 )
-from potato.training.results import Reason
+from potato.training.results import EVENTS_FILE, Reason
 from potato.training.supervise import Stop
 
 Runner = Callable[[List[str]], Tuple[int, str, str]]
@@ -118,6 +123,12 @@ class SlurmJob:
         self.ended_code: Optional[int] = None
         self.scontrol_fields: Optional[dict] = None
         self.squeue_trouble = ""
+        self.running_noted = False
+        """run.log has this start's ``RUNNING on`` line (from squeue or from the job's own word)."""
+        self.started_seen = ""
+        """The job's :data:`STARTED_FILE` as last acted on (a requeued job writes a new one)."""
+        self.worker_spoke = False
+        """The worker wrote its first event: from then on the step line is the worker's own."""
 
     @classmethod
     def submit(cls, job_dir: Path, settings: SlurmSettings, run_id: str, python: str, code_dir: str,
@@ -148,6 +159,7 @@ class SlurmJob:
 
     def poll(self) -> Optional[int]:
         """None while the job is queued or running; its exit status once it ended."""
+        self._job_says_started()
         code = read_exit_code(self.job_dir)
         if code is not None:
             return code
@@ -188,8 +200,44 @@ class SlurmJob:
         if state == self.state:
             return
         self.state = state
+        if state.state == "RUNNING":
+            if not self.running_noted:
+                self._running(state.nodes)
+            return
+        if state.state == "PENDING":
+            self.running_noted = False  # requeued: its next start is news again
         self.note(state.line(self.job_id))
-        self.step(step_text(self.job_id, state))
+        self._step(step_text(self.job_id, state))
+
+    def _job_says_started(self) -> None:
+        """``RUNNING on <node>`` from the job's own :data:`STARTED_FILE`, for a start squeue did not
+        show: a job shorter than one poll_interval_s is never RUNNING in any squeue answer."""
+        if self.running_noted:
+            return
+        try:
+            text = (self.job_dir / STARTED_FILE).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return
+        if not text.endswith("\n") or text == self.started_seen:  # half written, or an earlier start's
+            return
+        self.started_seen = text
+        self._running((text.split() or [""])[0])
+
+    def _running(self, node: str) -> None:
+        self.running_noted = True
+        self.note(running_line(self.job_id, node))
+        self._step(step_text(self.job_id, QueueState("RUNNING", "", node)))
+
+    def _step(self, text: str) -> None:
+        """A queue state as the step line, only until the worker says what it does: the queue must
+        not replace ``training on 26 items (5%)`` with older news, ``running on node07``."""
+        if not self.worker_spoke:
+            try:
+                self.worker_spoke = (self.job_dir / EVENTS_FILE).stat().st_size > 0
+            except OSError:
+                pass
+        if not self.worker_spoke:
+            self.step(text)
 
     def scontrol(self) -> Optional[dict]:
         """``scontrol show job`` while SLURM still knows the job (MinJobAge); None otherwise."""
@@ -204,8 +252,12 @@ class SlurmJob:
         fields = self.scontrol_fields or self.scontrol()
         slurm_out = tail(self.job_dir / SLURM_OUT, 16384)
         if fields:
+            reason = fields.get("Reason", "")
             self.note(f"SLURM job {self.job_id} ended: JobState={fields.get('JobState', '?')} "
-                      f"Reason={fields.get('Reason', '?')} ExitCode={fields.get('ExitCode', '?')}")
+                      + (f"Reason={reason} " if has_reason(reason) else "") + f"ExitCode={fields.get('ExitCode', '?')}")
+        failed = prelude_failure(slurm_out)
+        if failed is not None:  # run.log's last line names the line: "Run failed (error): ..."
+            return Stop(Reason.ERROR, prelude_message(self.job_id, failed), 0.0)
         ended = explain_end(self.job_id, fields, slurm_out, self.settings)
         if ended is not None:
             return Stop(ended.reason, ended.message, 0.0)

@@ -144,7 +144,7 @@ def test_sbatch_argv_maps_every_setting_to_its_flag_and_extra_args_come_last() -
 
 
 def test_settings_from_json_name_the_bad_key() -> None:
-    with pytest.raises(SlurmConfigError, match="unknown key 'partiton'; valid keys: account, constraint, container, "):
+    with pytest.raises(SlurmConfigError, match="unknown key 'partiton' \\(did you mean 'partition'\\?\\); valid keys: account, constraint, "):
         SlurmSettings.from_json({"partiton": "gpu"})
     with pytest.raises(SlurmConfigError, match="cpus_per_task must be a whole number"):
         SlurmSettings.from_json({"cpus_per_task": "8"})
@@ -168,7 +168,8 @@ def test_squeue_lines_as_slurm_prints_them() -> None:
 def test_queue_state_lines_and_step_texts() -> None:
     assert QueueState("PENDING", "Priority", "").line("4242") == "SLURM job 4242: PENDING (Priority)"
     assert QueueState("RUNNING", "None", "node07").line("4242") == "SLURM job 4242: RUNNING on node07"
-    assert QueueState("PENDING", "None", "").line("4242") == "SLURM job 4242: PENDING"
+    assert QueueState("PENDING", "None", "").line("4242") == \
+        "SLURM job 4242: PENDING (waiting for the scheduler's next pass)"  # issue 21: never a bare "None"
     assert step_text("4242", QueueState("PENDING", "Resources", "")) == \
         "SLURM job 4242 pending: waiting for a free node (Resources)"
     assert pending_words("Priority") == "other jobs are ahead in the queue"

@@ -10,6 +10,7 @@ dir, instead of starting it. The model comes back and the job dir goes as for ss
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,17 @@ from potato.server.training.codepush import code_hash
 from potato.server.training.ssh import SshRun
 from potato.server.training.sshhost import control_dir, probe_host, run_ssh
 from potato.server.training.sshcmd import SshFailed, SshTarget, Step, preamble_notice, remote_path, shell
-from potato.training.slurm import SETTINGS_FILE, SlurmSettings, never_runs, parse_sinfo, sbatch_flags
+from potato.training.slurm import (
+    PRELUDE_FIX,
+    SETTINGS_FILE,
+    PreludeFailure,
+    SlurmSettings,
+    never_runs,
+    parse_sinfo,
+    prelude_block,
+    prelude_failure,
+    sbatch_flags,
+)
 from potato.training.slurmjob import JOB_ID_FILE, last_line
 
 REQUIRED_COMMANDS = ("sbatch", "squeue", "scancel")
@@ -39,6 +50,11 @@ JOB_PYTHON_STEP = Step("running job_python after the prelude", SSH_STEP_TIMEOUT_
                        "on slow shared storage can take long")
 SINFO_STEP = Step("asking sinfo about the partitions", SSH_STEP_TIMEOUT_S, SLURM_FIX)
 TEST_ONLY_STEP = Step("asking sbatch --test-only about the flags", SSH_STEP_TIMEOUT_S, SLURM_FIX)
+CHECK_JOB_WAIT_S = 30
+"""How long the check waits for its test job (the prelude and job_python on a compute node) to start
+and end; a busy queue makes it give up and cancel the job, and say so."""
+CHECK_JOB_STEP = Step("running a test job with the prelude and job_python", CHECK_JOB_WAIT_S + SSH_STEP_TIMEOUT_S,
+                     SLURM_FIX)
 
 
 def settings_for(backend: SlurmBackend) -> SlurmSettings:
@@ -146,6 +162,117 @@ class SlurmRun(SshRun):
 
 
 JOB_PYTHON_PROBE = "import sys; print(sys.version.split()[0], sys.executable)"
+JOB_PYTHON_ANSWER = re.compile(r"^(\d+\.\d+\S*) (/.*)$")
+""":data:`JOB_PYTHON_PROBE`'s answer: ``3.11.2 /usr/bin/python3``."""
+
+
+def prelude_and_python(settings: SlurmSettings) -> str:
+    """A bash script that runs the prelude as job.sh does (a failing line names itself and stops
+    there), then job_python's version probe: the check's question, on the login node or in a job."""
+    block = prelude_block(settings.prelude, ['  exit "$1"']) if settings.prelude else []
+    return "\n".join([*block, f"{shlex.quote(str(settings.job_python))} -c {shlex.quote(JOB_PYTHON_PROBE)}", ""])
+
+
+@dataclass(frozen=True)
+class CheckJob:
+    """What the check's test job showed: whether it ran at all, its id and node, a failed prelude
+    line, job_python's version there; ``line`` is the check's line for it."""
+
+    ran: bool
+    job_id: str
+    node: str
+    prelude: PreludeFailure | None
+    python: str | None
+    line: str
+
+    @property
+    def ok(self) -> bool:
+        return self.ran and self.prelude is None and self.python is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ran": self.ran, "job_id": self.job_id, "node": self.node, "python": self.python}
+
+
+CHECK_JOB_MARK = "potato-check:"
+
+
+def check_job_command(settings: SlurmSettings, folder: str) -> str:
+    """The shell line that submits the check's test job from ``folder`` (shared storage, so its
+    output comes back), waits at most :data:`CHECK_JOB_WAIT_S` for it, cancels it if it is still
+    queued, prints what it wrote and removes its folder. One minute of time limit: it runs for a
+    second, and a short job starts sooner on a busy cluster."""
+    script = "#!/bin/bash\n" + 'echo "job.sh: SLURM job $SLURM_JOB_ID on ${SLURMD_NODENAME:-$(hostname -s)}"\n' \
+        + prelude_and_python(settings)
+    submit = shell(["sbatch", "--parsable", "--job-name=potato-check", *sbatch_flags(settings), "--time=1"])
+    m = CHECK_JOB_MARK
+    return "\n".join([
+        f"d=$(mktemp -d {shlex.quote(folder)}/check.XXXXXX) || exit 1",
+        f'printf %s {shlex.quote(script)} > "$d/job.sh"',
+        f'id=$({submit} --output="$d/out" --chdir="$d" "$d/job.sh" 2>&1) || '
+        f'{{ echo "{m} sbatch refused the test job: $id"; rm -rf "$d"; exit 0; }}',
+        'id=${id%%;*}',
+        f'echo "{m} job $id"',
+        "i=0",
+        f'while state=$(squeue -h -j "$id" -o "%T %r" 2>/dev/null) && [ -n "$state" ] '
+        f'&& [ $i -lt {CHECK_JOB_WAIT_S} ]; do sleep 1; i=$((i+1)); done',
+        f'if [ -n "$state" ]; then scancel "$id"; echo "{m} still $state"; fi',
+        'j=0; while [ ! -s "$d/out" ] && [ $j -lt 5 ]; do sleep 1; j=$((j+1)); done',  # shared storage can lag
+        'cat "$d/out" 2>/dev/null',
+        'rm -rf "$d"',
+    ])
+
+
+def read_check_job(output: str, settings: SlurmSettings) -> CheckJob:
+    """The check's line from what :func:`check_job_command` printed."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    marked = {line[len(CHECK_JOB_MARK):].strip().split(" ", 1)[0]: line[len(CHECK_JOB_MARK):].strip()
+              for line in lines if line.startswith(CHECK_JOB_MARK)}
+    if "sbatch" in marked:
+        return CheckJob(False, "", "", None, None, f"Test job: {marked['sbatch']}")
+    job_id = marked.get("job", "job ?").split(" ", 1)[-1]
+    waiting = marked.get("still", "").split()[1:]  # squeue's state and reason when the check gave up
+    started = next((line for line in lines if line.startswith("job.sh: SLURM job ")), None)
+    only_login = "The prelude and job_python were tried on the login node only."
+    if started is None:
+        if waiting:
+            why = f"{waiting[0]}: {waiting[1]}" if len(waiting) > 1 and waiting[1] != "None" else waiting[0]
+            line = (f"Test job {job_id} did not start within {CHECK_JOB_WAIT_S} s (squeue said {why}); cancelled it. "
+                    f"{only_login}")
+        else:
+            line = (f"Test job {job_id} left no output in remote_dir; check that the compute nodes see remote_dir. "
+                    f"{only_login}")
+        return CheckJob(False, job_id, "", None, None, line)
+    node = started.rsplit(" on ", 1)[-1]
+    there = f"Test job {job_id} on {node}"
+    failed = prelude_failure(output)
+    if failed is not None:
+        line = f"{there}: {failed.describe()}. A run would fail the same way before its worker starts. {PRELUDE_FIX}"
+        return CheckJob(True, job_id, node, failed, None, line)
+    said = [line for line in lines if not line.startswith(("job.sh:", CHECK_JOB_MARK))]
+    # the probe's own line, wherever it falls: the job's output also holds what a shell startup file
+    # printed (sbatch passes on SSH_CLIENT, so bash may read ~/.bashrc in the job too)
+    probe = next((m for m in map(JOB_PYTHON_ANSWER.match, reversed(said)) if m), None)
+    if probe is not None:
+        line = (f"{there}: job_python {settings.job_python} is Python {probe.group(1)} ({probe.group(2)})"
+                + (", after the prelude" if settings.prelude else ""))
+        return CheckJob(True, job_id, node, None, probe.group(1), line)
+    if waiting:
+        line = (f"{there} still ran after {CHECK_JOB_WAIT_S} s (a slow prelude or job_python start); cancelled it. "
+                f"{only_login}")
+        return CheckJob(False, job_id, node, None, None, line)
+    line = (f"{there}: job_python {settings.job_python} does not run there: {(said or ['no output'])[-1][:300]}. Set "
+            "job_python to an interpreter the compute nodes have (with the prelude that makes it available).")
+    return CheckJob(True, job_id, node, None, None, line)
+
+
+def run_check_job(target: SshTarget, settings: SlurmSettings, remote_dir: str | None) -> CheckJob | None:
+    """The prelude and job_python in a real job (R28): a compute node may lack what the login node
+    has. Only where remote_dir is known to be shared storage, which brings the output back."""
+    if not remote_dir:
+        return None
+    out = run_ssh(target, f"{target.env_prefix()}bash -c {shlex.quote(check_job_command(settings, remote_dir))}",
+                  step=CHECK_JOB_STEP)
+    return read_check_job(out.stdout.decode("utf-8", "replace") + out.stderr.decode("utf-8", "replace"), settings)
 
 
 def check_cluster(config: Config, backend: SlurmBackend) -> CheckReport:
@@ -189,11 +316,16 @@ def check_cluster(config: Config, backend: SlurmBackend) -> CheckReport:
             else:
                 lines.append(f"remote_dir: {real}")
         settings = settings_for(backend)
-        prelude = "".join(f"{line}\n" for line in settings.prelude)
-        probe = run_ssh(target, f"{env}bash -c {shlex.quote(prelude + shlex.quote(str(settings.job_python)) + ' -c ' + shlex.quote(JOB_PYTHON_PROBE))}",
-                        step=JOB_PYTHON_STEP)
-        found = probe.stdout.decode("utf-8", "replace").strip().splitlines()
-        if probe.returncode == 0 and found:
+        probe = run_ssh(target, f"{env}bash -c {shlex.quote(prelude_and_python(settings))} 2>&1", step=JOB_PYTHON_STEP)
+        said_there = probe.stdout.decode("utf-8", "replace")
+        found = said_there.strip().splitlines()
+        login_prelude = prelude_failure(said_there)
+        if login_prelude is not None:
+            lines.append(f"The prelude fails on the login node: {login_prelude.describe()}.")
+            details["prelude_failed"] = {"where": "login node", "line": login_prelude.line,
+                                         "status": login_prelude.status, "said": login_prelude.said}
+            details["job_python"] = None
+        elif probe.returncode == 0 and found:
             version, _, where_python = found[-1].partition(" ")
             lines.append(f"job_python: {settings.job_python} is Python {version} ({where_python}) on the login node"
                          + (", after the prelude" if settings.prelude else ""))
@@ -218,6 +350,18 @@ def check_cluster(config: Config, backend: SlurmBackend) -> CheckReport:
         else:
             ok = False
             lines.append(f"sbatch --test-only rejects the flags {' '.join(sbatch_flags(settings)) or '(none)'}: {said}")
+        job = run_check_job(target, settings, details.get("remote_dir")) if ok else None
+        if job is not None:
+            lines.append(job.line)
+            details["test_job"] = job.to_json()
+            if job.prelude is not None:
+                details["prelude_failed"] = {"where": f"test job {job.job_id}", "line": job.prelude.line,
+                                             "status": job.prelude.status, "said": job.prelude.said}
+        if job is not None and job.ran and not job.ok:
+            ok = False
+        elif login_prelude is not None and not (job is not None and job.ran):  # no compute node said otherwise
+            lines.append(f"A run would fail the same way before its worker starts. {PRELUDE_FIX}")
+            ok = False
     except SshFailed as exc:
         lines.append(f"{head}: {exc}")
         return CheckReport(backend.name, "slurm", False, lines, {**details, "error": str(exc)})

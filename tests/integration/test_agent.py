@@ -493,7 +493,9 @@ def test_check_on_an_agent_backend(make_project: Callable[..., Path]) -> None:
     assert "no token issued yet" in before.stdout and "potato training register lab" in before.stdout
     register(config_path, "lab")
     after = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert after.returncode == 0 and "token issued" in after.stdout and "last_seen: never" in after.stdout
+    assert "token issued" in after.stdout and "last_seen: never" in after.stdout
+    # A token without an agent runs nothing: not ok until one polls (issue 21, E10).
+    assert after.returncode == 1 and "no agent polls for backend 'lab'" in after.stdout
 
 
 def test_ctrl_c_twice_exits_at_once_and_takes_the_worker_along(make_setup: Callable[..., Setup]) -> None:

@@ -217,10 +217,13 @@ def test_the_tutorial_from_the_config_to_a_run_on_every_backend(
         expected = block("Token for backend 'lab-workstation' (shown once; registering again replaces it):",
                          "  potato training agent --server http://<this-server>:8000 --backend lab-workstation")
         expected = expected.replace("<token>", token).replace("http://<this-server>:8000", srv.url)
-        # Every line of the tutorial's output, in its order; ours adds the install line before export.
+        # The tutorial's layout line by line, blank lines and indents included (issue 21); ours adds one
+        # line, the install command, right before export.
         wanted = [text.rstrip() for text in expected.splitlines()]
-        assert subsequence(wanted, [text.rstrip() for text in printed]), (wanted, printed)
-        install = next(text.strip() for text in printed if text.strip().startswith("pip install "))
+        got = [text.rstrip() for text in printed]
+        assert got[:6] + got[7:len(wanted) + 1] == wanted, (wanted, printed)
+        assert got[6].startswith('  pip install "potato-annotation[train-sklearn] @ '), printed
+        install = got[6].strip()
 
         # The machine behind NAT: Python 3.8, nothing of ours; the printed lines, as printed.
         if not PYTHON38:
@@ -263,13 +266,3 @@ def run_log(srv: ServerProcess, run_id: str) -> str:
                           timeout=30)
     assert answer.status_code == 200, answer.text
     return answer.text
-
-
-def subsequence(wanted: list[str], got: list[str]) -> bool:
-    """Whether ``wanted`` appears in ``got`` in order (other lines may sit between)."""
-    position = 0
-    for text in got:
-        if position < len(wanted) and text == wanted[position]:
-            position += 1
-    return position == len(wanted)
-

@@ -35,6 +35,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 import potato
 from potato.training.archive import UnsafeArchive, extract_archive
+from potato.training.failures import image_name
 from potato.training.gpus import query_gpus
 from potato.training.protocol import (
     BundleCorrupt,
@@ -407,16 +408,44 @@ def read_token(args: argparse.Namespace, stdin: Any = None) -> str:
         try:
             token = Path(args.token_file).expanduser().read_text(encoding="utf-8").strip()
         except OSError as exc:
-            raise AgentError(f"cannot read --token-file {args.token_file}: {exc.strerror}") from None
+            image = container_image()
+            mount = (f"; this agent runs in a container, which sees only the files mounted into it: "
+                     f"`docker run -v /path/on/the/host/token:{args.token_file}:ro ... {image} ... "
+                     f"--token-file {args.token_file}`") if image else ""
+            raise AgentError(f"cannot read --token-file {args.token_file}: {exc.strerror}{mount}") from None
         source = f"--token-file {args.token_file}"
     else:
         token = os.environ.get(TOKEN_ENV, "").strip()
         source = TOKEN_ENV
     if not token:
+        register = f"On the server run `potato training register {args.backend} config.yaml`, then"
+        image = container_image()
+        docker = (f"`docker run -e {TOKEN_ENV}=<token> ... {image or '<image>'} --server {args.server} "
+                  f"--backend {args.backend}`")
+        if image and image != OTHER_IMAGE:  # Potato's agent image runs the agent, no shell: an export cannot reach it
+            raise TokenError(
+                f"no token in {source}. {register} start this container with the token in its environment: {docker} "
+                "(or mount a file that holds it: `-v /path/to/token:/run/secrets/potato-token:ro` and pass "
+                "--token-file /run/secrets/potato-token).")
+        elsewhere = f"; where the agent is a container's command: {docker}" if image else ""
         raise TokenError(
-            f"no token in {source}. On the server run `potato training register {args.backend} config.yaml`, then "
-            f"on this machine `export {TOKEN_ENV}=<token>` (or save it to a file and pass --token-file FILE).")
+            f"no token in {source}. {register} on this machine `export {TOKEN_ENV}=<token>` (or save it to a file "
+            f"and pass --token-file FILE){elsewhere}.")
     return token
+
+
+CONTAINER_MARKERS = ("/.dockerenv", "/run/.containerenv")
+"""Files docker and podman put in every container they run."""
+OTHER_IMAGE = "<image>"
+
+
+def container_image() -> Optional[str]:
+    """The image this agent runs in: the name Potato's images write (``potato-agent``), ``<image>`` in
+    another container (where a shell may still export the token), None outside one."""
+    name = image_name()
+    if name:
+        return name
+    return OTHER_IMAGE if any(os.path.exists(marker) for marker in CONTAINER_MARKERS) else None
 
 
 def read_slurm_config(path: str) -> SlurmSettings:

@@ -104,9 +104,9 @@ def jobs_next() -> Any:
     project = current_project()
     backends = project.config.model_training.all_backends()
     if not isinstance(backend, str) or not isinstance(backends.get(backend), AgentBackend):
-        # The names are not listed: whoever asks here has not shown a token yet.
         _fail(400, f"Backend {str(backend)[:100]!r} is not an agent backend in this server's config; --backend must "
-                   "be the name of a type: agent backend under model_training.backends.", "unknown_backend")
+                   "be the name of a type: agent backend under model_training.backends."
+                   + _agent_backends_for(token, backends), "unknown_backend")
     verdict = _tokens().verify(backend, token)
     if verdict == Verdict.REPLACED:
         _fail(401, f"This token for backend '{backend}' was replaced: the backend was registered again, which "
@@ -147,6 +147,17 @@ def jobs_next() -> Any:
         if holding:
             slots.release()
         tokens.seen(backend, None)
+
+
+def _agent_backends_for(token: str, backends: dict[str, Any]) -> str:
+    """The config's agent backends, for a caller whose token is one of this server's backend tokens
+    (the one it is for first); nothing for any other caller, who has shown no right to the names."""
+    mine = _tokens().backend_of(token)
+    if mine is None or not isinstance(backends.get(mine), AgentBackend):
+        return ""
+    names = [name for name, b in backends.items() if isinstance(b, AgentBackend)]
+    return (f" This token is for backend '{mine}': start the agent with --backend {mine}. "
+            f"Agent backends: {', '.join(names)}.")
 
 
 def version_tuple(text: str) -> Tuple[int, ...]:

@@ -43,8 +43,6 @@ bp = Blueprint("training", __name__, url_prefix="/admin/training")
 CALIBRATE = "decision-calibrate"
 MIN_PER_CLASS = 5
 """Below this many labelled items in a class the form warns: the holdout score then says little."""
-CONNECTED_WITHIN_S = 60.0
-"""An agent that polled this recently counts as connected (a long poll lasts up to 25 s)."""
 
 
 class RunRequestError(Exception):
@@ -229,26 +227,25 @@ def api_check(name: str) -> Any:
 
 
 def agent_entries(config: Config, tokens: BackendTokens, store: RunStore, now: float | None = None) -> list[dict[str, Any]]:
-    """Each agent backend's agent as the page lists it: connected, last seen, host, Python, GPUs, run."""
+    """Each agent backend's agent as the page lists it: connected, last seen, host, Python, GPUs, run.
+    "connected" is the check's own rule (:func:`checks.agent_presence`), so the table and the Check
+    button never disagree."""
     now = time.time() if now is None else now
-    active = {r.backend: r for r in store.in_states([RunState.PREPARING, RunState.RUNNING, RunState.COPYING])}
+    active = store.in_states([RunState.PREPARING, RunState.RUNNING, RunState.COPYING])
     out = []
-    for name, b in config.model_training.all_backends().items():
-        if b.type != "agent":
+    for b in config.model_training.all_backends().values():
+        if not isinstance(b, AgentBackend):
             continue
-        entry = tokens.get(name)
-        run = active.get(name)
-        seen = entry.last_seen if entry else None
-        if run is not None and run.last_seen and (seen is None or run.last_seen > seen):
-            seen = run.last_seen
+        presence = checks.agent_presence(tokens, active, b, now)
+        entry = presence.token
         out.append({
-            "backend": name,
+            "backend": b.name,
             "registered": entry is not None,
             "registered_at": entry.created_at if entry else None,
-            "last_seen": seen,
-            "connected": seen is not None and now - seen <= CONNECTED_WITHIN_S,
+            "last_seen": presence.seen,
+            "connected": presence.polling,
             "agent": entry.agent if entry else None,
-            "run": run.id if run else None,
+            "run": presence.busy.id if presence.busy else None,
         })
     return out
 
@@ -275,13 +272,16 @@ def api_start() -> Any:
         problem = why_not_json(request.get_data(cache=True)) if exc.status == 400 else ""
         message = f"{str(exc).rstrip('.')}{problem}." if problem else str(exc)
         return jsonify(error=message, **exc.extra), exc.status
+    checks.explain_queued(current_project().config, _store(), [run])
     return jsonify(run.to_json()), 201
 
 
 @bp.get("/api/runs")
 @admin_required
 def api_list() -> Any:
-    return jsonify(runs=[r.to_json() for r in _store().list()])
+    runs = _store().list()
+    checks.explain_queued(current_project().config, _store(), runs)
+    return jsonify(runs=[r.to_json() for r in runs])
 
 
 def _run_or_404(run_id: str) -> Run:
@@ -295,6 +295,7 @@ def _run_or_404(run_id: str) -> Run:
 @admin_required
 def api_get(run_id: str) -> Any:
     run = _run_or_404(run_id)
+    checks.explain_queued(current_project().config, _store(), [run])
     body = run.to_json()
     body["log_tail"] = tail(_store().run_dir(run_id) / "run.log")
     return jsonify(body)

@@ -78,6 +78,12 @@ class BackendTokens:
         agent = json.loads(row["agent"]) if row["agent"] else None
         return BackendToken(row["backend"], row["created_at"], row["last_seen"], agent)
 
+    def backend_of(self, token: str) -> str | None:
+        """The backend ``token`` is the current token of, if any (a lookup by hash: the token is random)."""
+        row = self.db.conn.execute("SELECT backend FROM agent_tokens WHERE token_hash = ?",
+                                   (token_hash(token),)).fetchone()
+        return str(row["backend"]) if row is not None else None
+
     def verify(self, backend: str, token: str) -> str:
         """:class:`Verdict` for ``token`` on ``backend``: ok, replaced (by registering again) or unknown."""
         row = self.db.conn.execute("SELECT token_hash FROM agent_tokens WHERE backend = ?", (backend,)).fetchone()

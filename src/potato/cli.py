@@ -239,13 +239,10 @@ def training_check(backend: str, config_path: Path, as_json: bool) -> None:
 
     BACKEND is `local` or a name under model_training.backends in CONFIG (an ssh, slurm or agent
     backend); an unknown name lists the ones CONFIG has."""
-    from potato.server.training.checks import UnknownBackend, run_check
+    from potato.server.training.backends import backend_named
 
     config = _load(config_path)
-    try:
-        report = run_check(config, backend)
-    except UnknownBackend as exc:
-        raise PotatoError(str(exc)) from None
+    report = backend_named(config, backend).check(config)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
@@ -280,15 +277,15 @@ def _public_url_option(value: str | None) -> str | None:
 def training_register(backend: str, config_path: Path, server_url: str | None, extra: str) -> None:
     """Issue the token an agent for BACKEND needs; registering again replaces the old token. Prints the
     commands for the training machine: install this server's own Potato, then start the agent."""
-    from potato.config.schema import AgentBackend
     from potato.db import Database
+    from potato.server.training.backends import backends_of
     from potato.server.training.registration import recorded_address, register_text, server_address, this_host
     from potato.server.training.tokens import BackendTokens
 
     config = _load(config_path)
-    backends = config.model_training.all_backends()
-    agents = [n for n, b in backends.items() if isinstance(b, AgentBackend)]
-    if not isinstance(backends.get(backend), AgentBackend):
+    backends = backends_of(config)
+    agents = [n for n, b in backends.items() if b.claimed_by_agents]
+    if backend not in agents:
         raise PotatoError(f"Backend {backend!r} is not an agent backend in {config_path}. Agent backends: "
                           f"{', '.join(agents) or 'none (add one with type: agent under model_training.backends)'}.")
     db = Database(config.database_path)

@@ -16,7 +16,8 @@ import pytest
 from potato.config import load_config
 from potato.config.schema import AgentBackend, Config, LocalBackend
 from potato.db import Database
-from potato.server.training import checks
+from potato.server.training.backends.agent import agent_entries, check_agent, explain_queued
+from potato.server.training.backends.local import check_local
 from potato.server.training.runs import RunState, RunStore
 from potato.server.training.tokens import BackendTokens
 from potato.training import agent
@@ -53,18 +54,18 @@ def test_check_local_names_every_missing_package_of_a_trainer_with_the_extra(mon
     """A plain setup has no torch, transformers, peft: the check names all three, once, and the one pip
     command (Potato's extra) that brings them; still ok while the default trainer imports."""
     hide_modules(monkeypatch, *HF_PACKAGES)
-    report = checks.check_local(LocalBackend(), "sklearn-text-classification")
+    report = check_local(LocalBackend(), "sklearn-text-classification")
     python = sys.executable
     assert report.ok
     assert report.details["missing_packages"] == {"hf-text-classification": list(HF_PACKAGES)}
     assert (f"Trainer 'hf-text-classification' could not be imported on this machine: {python} lacks torch, "
             f"transformers, peft (`{python} -m pip install 'potato-annotation[train-text]'`)") in report.lines
-    assert not checks.check_local(LocalBackend(), "hf-text-classification").ok
+    assert not check_local(LocalBackend(), "hf-text-classification").ok
 
 
 def test_check_local_is_not_ok_when_the_default_trainer_cannot_be_imported(monkeypatch: pytest.MonkeyPatch) -> None:
     hide_modules(monkeypatch, "sklearn")
-    report = checks.check_local(LocalBackend(), "sklearn-text-classification")
+    report = check_local(LocalBackend(), "sklearn-text-classification")
     assert not report.ok
     assert (f"Trainer 'sklearn-text-classification' could not be imported on this machine: {sys.executable} lacks "
             f"scikit-learn (`{sys.executable} -m pip install 'potato-annotation[train-sklearn]'`)") in report.lines
@@ -110,7 +111,7 @@ def test_check_agent_is_not_ok_while_no_agent_polls(make_project: Callable[..., 
     assert isinstance(backend, AgentBackend)
     tokens = BackendTokens(Database(config.database_path))
     tokens.issue("lab")
-    report = checks.check_agent(config, backend)
+    report = check_agent(config, backend)
     assert not report.ok and report.details["polling"] is False
     assert report.lines[1] == "last_seen: never (no agent has connected with this token yet)"
     assert report.lines[-1] == (
@@ -121,10 +122,10 @@ def test_check_agent_is_not_ok_while_no_agent_polls(make_project: Callable[..., 
 
     now = time.time()
     tokens.seen("lab", {"host": "box"}, now=now)
-    polled = checks.check_agent(config, backend, now=now + 10)
+    polled = check_agent(config, backend, now=now + 10)
     assert polled.ok and polled.lines[1].startswith("last_seen: ") and "(10 s ago)" in polled.lines[1]
     assert not any("no agent polls" in line for line in polled.lines)
-    gone = checks.check_agent(config, backend, now=now + backend.heartbeat_timeout_s + 1)
+    gone = check_agent(config, backend, now=now + backend.heartbeat_timeout_s + 1)
     assert not gone.ok
     assert gone.lines[-1].startswith(f"no agent polls for backend 'lab' (the last request came "
                                      f"{backend.heartbeat_timeout_s + 1} s ago): ")
@@ -133,8 +134,6 @@ def test_check_agent_is_not_ok_while_no_agent_polls(make_project: Callable[..., 
 def test_the_agents_table_and_the_check_agree(make_project: Callable[..., Path]) -> None:
     """The Check button said ok while the Agents table beside it said "not connected": both now follow one
     rule, at every age of the agent's last request (here the backend waits 120 s, the table's old 60 s)."""
-    from potato.server.training.blueprint import agent_entries
-
     config = agent_project(make_project, heartbeat_timeout_s=120)
     backend = config.model_training.all_backends()["lab"]
     assert isinstance(backend, AgentBackend)
@@ -146,7 +145,7 @@ def test_the_agents_table_and_the_check_agree(make_project: Callable[..., Path])
     tokens.seen("lab", {"host": "box"}, now=now)
     for age in (0, 30, 59, 61, 90, 119, 121, 600):
         [row] = agent_entries(config, tokens, store, now=now + age)
-        report = checks.check_agent(config, backend, now=now + age)
+        report = check_agent(config, backend, now=now + age)
         assert row["connected"] is report.ok, age
         assert row["connected"] is (age <= 120), age
 
@@ -162,7 +161,7 @@ def test_check_agent_counts_an_agent_busy_with_a_run_as_there(make_project: Call
     store = RunStore(db, config.training_dir / "runs")
     run = store.create("noop", ["sentiment"], "lab", {})
     assert store.claim("lab", "agent-1", "box") is not None
-    report = checks.check_agent(config, backend)
+    report = check_agent(config, backend)
     assert report.ok and f"The agent is running run {run.id}." in report.lines
 
 
@@ -173,18 +172,18 @@ def test_queued_step_says_why_the_run_waits(make_project: Callable[..., Path]) -
     db = Database(config.database_path)
     store = RunStore(db, config.training_dir / "runs")
     first = store.create("noop", ["sentiment"], "lab", {})
-    checks.explain_queued(config, store, [first])
+    explain_queued(config, store, [first])
     assert first.step == ("no agent polls for backend 'lab': no token issued yet; on the server run `potato training "
                           "register lab config.yaml`, then on the training machine the commands it prints")
     BackendTokens(db).issue("lab")
     BackendTokens(db).seen("lab", {"host": "box"})
     second = store.create("noop", ["sentiment"], "lab", {})
-    checks.explain_queued(config, store, [second])
+    explain_queued(config, store, [second])
     assert second.step == "waiting in the queue"
     store.claim("lab", "agent-1", "box")
     waiting = store.get(second.id)
     assert waiting is not None and waiting.state is RunState.QUEUED
-    checks.explain_queued(config, store, [waiting])
+    explain_queued(config, store, [waiting])
     assert waiting.step == f"waiting in the queue behind run {first.id} (lab)"
 
 

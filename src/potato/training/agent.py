@@ -40,6 +40,7 @@ from potato.training.gpus import query_gpus
 from potato.training.protocol import (
     BundleCorrupt,
     Client,
+    LONG_POLL_MAX_S,
     Forbidden,
     ProtocolError,
     RunEnded,
@@ -57,7 +58,7 @@ from potato.training.supervise import Ending, Stop, StopRequest, Supervisor, Wor
 TOKEN_ENV = "POTATO_TRAINING_TOKEN"
 WORKDIR = "~/.cache/potato-training"
 """Where jobs (bundle, worker files, model files) live unless ``--workdir`` says otherwise (R33)."""
-POLL_WAIT_S = 25.0
+POLL_WAIT_S = LONG_POLL_MAX_S
 """How long one ``jobs/next`` may wait on the server for a job (a long poll)."""
 EXIT_TOKEN = 3
 EXIT_INTERRUPTED = 130

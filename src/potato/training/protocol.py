@@ -26,6 +26,10 @@ from urllib.parse import quote, urlsplit
 import potato
 
 PREFIX = "/training/agent/v1"
+LONG_POLL_MAX_S = 25.0
+"""Longest a ``jobs/next`` waits on the server for a job (a long poll) before it answers 204."""
+RETRY_AFTER_S = (10, 30)
+"""Seconds (range, jittered) an agent is told to wait when no server thread is free to hold its poll."""
 BUNDLE_TRIES = 5
 """Tries to download a bundle, each resuming where the last stopped (R36)."""
 CHUNK = 1 << 20

@@ -16,24 +16,24 @@ import itertools
 import logging
 import os
 import random
-import shutil
 import threading
 import time
-from pathlib import Path
 from typing import Any, NoReturn, Optional, Tuple
 
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, make_response, request, send_file
 
 import potato
 from potato import defaults
-from potato.config.schema import AgentBackend, SlurmBackend, SshBackend
 from potato.server import stopping
 from potato.server.jsonio import strict_loads
 from potato.server.training import package, quota
 from potato.server.project import Project, current_project
-from potato.server.training.recorder import RunLog, RunRecorder, SeqGap, WriteRateExceeded, prepare_bundle
-from potato.server.training.runs import Run, RunState, RunStore
-from potato.server.training.tokens import BackendTokens, Verdict, new_token, same_hash, token_hash
+from potato.server.training.backends import Backend, Results, backends_of
+from potato.server.training.launch import issue_run, job_description
+from potato.server.training.recorder import RunRecorder, SeqGap, WriteRateExceeded
+from potato.server.training.runs import Run, RunStore
+from potato.server.training.tokens import BackendTokens, Verdict, same_hash, token_hash
+from potato.training.protocol import LONG_POLL_MAX_S, RETRY_AFTER_S
 from potato.training.results import Reason
 from potato.training.supervise import Stop, wall_limit_message
 
@@ -41,12 +41,8 @@ log = logging.getLogger(__name__)
 
 bp = Blueprint("agent_api", __name__, url_prefix="/training/agent/v1")
 
-LONG_POLL_MAX_S = 25.0
-"""Longest a ``jobs/next`` waits for a job before answering 204."""
 LONG_POLL_CHECK_S = 0.25
 """How often a waiting long poll looks for a queued run (one indexed read)."""
-RETRY_AFTER_S = (10, 30)
-"""Seconds (range, jittered) an agent is told to wait when no thread is free to hold its poll."""
 MAX_EVENTS = 5000
 MAX_SEQ = 2**53
 """Events a run may number (``seq`` + batch length at most this): far beyond any run, and exact in
@@ -102,8 +98,8 @@ def jobs_next() -> Any:
     body = _body()
     backend = body.get("backend")
     project = current_project()
-    backends = project.config.model_training.all_backends()
-    if not isinstance(backend, str) or not isinstance(backends.get(backend), AgentBackend):
+    backends = backends_of(project.config)
+    if not isinstance(backend, str) or backend not in backends or not backends[backend].claimed_by_agents:
         _fail(400, f"Backend {str(backend)[:100]!r} is not an agent backend in this server's config; --backend must "
                    "be the name of a type: agent backend under model_training.backends."
                    + _agent_backends_for(token, backends), "unknown_backend")
@@ -149,13 +145,13 @@ def jobs_next() -> Any:
         tokens.seen(backend, None)
 
 
-def _agent_backends_for(token: str, backends: dict[str, Any]) -> str:
+def _agent_backends_for(token: str, backends: dict[str, Backend]) -> str:
     """The config's agent backends, for a caller whose token is one of this server's backend tokens
     (the one it is for first); nothing for any other caller, who has shown no right to the names."""
+    names = [name for name, b in backends.items() if b.claimed_by_agents]
     mine = _tokens().backend_of(token)
-    if mine is None or not isinstance(backends.get(mine), AgentBackend):
+    if mine is None or mine not in names:
         return ""
-    names = [name for name, b in backends.items() if isinstance(b, AgentBackend)]
     return (f" This token is for backend '{mine}': start the agent with --backend {mine}. "
             f"Agent backends: {', '.join(names)}.")
 
@@ -242,38 +238,9 @@ def _claim(project: Project, store: RunStore, backend: str, agent_id: str, host:
         return None
 
 
-def issue_run(project: Project, store: RunStore, run: Run, step: str, first_line: str) -> Tuple[Run, str]:
-    """Build a claimed run's bundle and make its token; the run is then ``running`` for its agent.
-
-    The token goes back to the caller for the one hand-over (a reply, or the local agent's
-    stdin); only its hash is stored.
-    """
-    runlog = RunLog(store.run_dir(run.id) / "run.log")
-    runlog.write(first_line)
-    prepare_bundle(project, store, run, runlog)
-    token = new_token()
-    store.update(run.id, token_hash=token_hash(token))
-    store.move(run.id, RunState.RUNNING, step=step)
-    return store.get(run.id) or run, token
-
-
-def job_description(project: Project, store: RunStore, run: Run) -> dict[str, Any]:
-    mt = project.config.model_training
-    bundle = store.run_dir(run.id) / "bundle.tar.gz"
-    return {
-        "run_id": run.id,
-        "trainer": run.trainer,
-        "schemas": run.schemas,
-        "params": run.params,
-        "grace_seconds": mt.grace_seconds,
-        "max_wall_seconds": mt.max_wall_seconds,
-        "num_threads": mt.local.num_threads if run.backend == "local" else None,
-        "bundle": {"size": bundle.stat().st_size if bundle.exists() else 0, "sha256": run.bundle_sha256},
-    }
-
-
 def _job_reply(project: Project, store: RunStore, run: Run, token: Optional[str] = None) -> Any:
-    body = job_description(project, store, run)
+    backend = backends_of(project.config).get(run.backend)
+    body = job_description(project, store, run, backend is not None and backend.on_this_machine)
     if token is not None:
         body["run_token"] = token
     response = jsonify(body)
@@ -456,27 +423,16 @@ def run_result(run_id: str) -> Any:
     recorder.agent_log(lines)
     run_dir = store.run_dir(run.id)
     predictions = run_dir / PREDICTIONS_UPLOAD
-    backend = project.config.model_training.all_backends().get(run.backend)
-    artifacts = local_job_dir(project, run) / "artifacts" if run.backend == "local" else None
-    fetch = isinstance(backend, (SshBackend, SlurmBackend)) and backend.fetch_artifacts
-    if run.backend != "local" and uri and not fetch:
+    backend = backends_of(project.config).get(run.backend)
+    where = backend.results(project, run) if backend is not None else Results()
+    if where.artifacts is None and uri and not where.fetch:
         store.update(run.id, artifact_uri=uri[:1000])
         recorder.log.write(f"Model files stay on the training machine: {uri[:1000]}")
-    state = recorder.finish(exit_code, result, stop, predictions if predictions.exists() else None, artifacts,
-                            hold_copying=fetch)
-    if run.backend == "local":
-        shutil.rmtree(local_job_dir(project, run), ignore_errors=True)
+    state = recorder.finish(exit_code, result, stop, predictions if predictions.exists() else None, where.artifacts,
+                            hold_copying=where.fetch)
+    if backend is not None:
+        backend.finished(project, run)
     return jsonify(state=state.value)
-
-
-def local_job_dir(project: Project, run: Run) -> Path:
-    """Where the local backend's agent keeps a run's job (its ``--workdir`` is the training dir's
-    ``agent/`` folder)."""
-    return local_workdir(project) / "jobs" / run.id
-
-
-def local_workdir(project: Project) -> Path:
-    return project.config.training_dir / "agent"
 
 
 @bp.errorhandler(500)

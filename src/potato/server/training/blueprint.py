@@ -23,14 +23,15 @@ from flask import (
     request,
 )
 
-from potato.config.schema import AgentBackend, Config
+from potato.config.schema import Config
 from potato.server.auth import admin_required
 from potato.server.jsonio import why_not_json
 from potato.server.project import Project, current_project
-from potato.server.training import agent_api, bundle, checks
+from potato.server.training import agent_api, bundle
+from potato.server.training.backends import UnknownBackend, backend_for, backend_named
+from potato.server.training.backends.agent import agent_entries, explain_queued
 from potato.server.training.dispatcher import Dispatcher
 from potato.server.training.runs import Run, RunState, RunStore
-from potato.server.training.tokens import BackendTokens
 from potato.server.training.writeback import run_suggestions, shown_runs, suggestions_for
 from potato.training.jobfiles import tail
 from potato.training.failures import BadJob
@@ -65,11 +66,10 @@ def check_run_request(config: Config, body: object, trainers: Mapping[str, Mappi
     if not isinstance(backend, str) or backend not in backends:
         raise RunRequestError(409, f"Backend {backend!r} is not in the config. Backends: {', '.join(backends)}.",
                               backends=list(backends))
-    btype = backends[backend].type
     trainer = body.get("trainer") or mt.trainer
     if not isinstance(trainer, str) or trainer not in trainers:
         raise RunRequestError(400, f"Unknown trainer {trainer!r}. Trainers: {', '.join(sorted(trainers))}.")
-    if trainers[trainer].get("local_only") and btype != "local":
+    if trainers[trainer].get("local_only") and not backend_for(backends[backend]).on_this_machine:
         raise RunRequestError(400, f"Trainer '{trainer}' runs only on the local backend: it reads the server's "
                               "run folders. Pick backend 'local'.")
     trainable = [s.name for s in config.annotation_schemes if s.training_type]
@@ -220,34 +220,10 @@ def api_check(name: str) -> Any:
     """The page's Check button: the same check as ``potato training check`` (R9, R12)."""
     config = current_project().config
     try:
-        report = checks.run_check(config, name)
-    except checks.UnknownBackend as exc:
+        backend = backend_named(config, name)
+    except UnknownBackend as exc:
         return jsonify(error=str(exc)), 409
-    return jsonify(report.to_json())
-
-
-def agent_entries(config: Config, tokens: BackendTokens, store: RunStore, now: float | None = None) -> list[dict[str, Any]]:
-    """Each agent backend's agent as the page lists it: connected, last seen, host, Python, GPUs, run.
-    "connected" is the check's own rule (:func:`checks.agent_presence`), so the table and the Check
-    button never disagree."""
-    now = time.time() if now is None else now
-    active = store.in_states([RunState.PREPARING, RunState.RUNNING, RunState.COPYING])
-    out = []
-    for b in config.model_training.all_backends().values():
-        if not isinstance(b, AgentBackend):
-            continue
-        presence = checks.agent_presence(tokens, active, b, now)
-        entry = presence.token
-        out.append({
-            "backend": b.name,
-            "registered": entry is not None,
-            "registered_at": entry.created_at if entry else None,
-            "last_seen": presence.seen,
-            "connected": presence.polling,
-            "agent": entry.agent if entry else None,
-            "run": presence.busy.id if presence.busy else None,
-        })
-    return out
+    return jsonify(backend.check(config).to_json())
 
 
 @bp.get("/api/agents")
@@ -272,7 +248,7 @@ def api_start() -> Any:
         problem = why_not_json(request.get_data(cache=True)) if exc.status == 400 else ""
         message = f"{str(exc).rstrip('.')}{problem}." if problem else str(exc)
         return jsonify(error=message, **exc.extra), exc.status
-    checks.explain_queued(current_project().config, _store(), [run])
+    explain_queued(current_project().config, _store(), [run])
     return jsonify(run.to_json()), 201
 
 
@@ -280,7 +256,7 @@ def api_start() -> Any:
 @admin_required
 def api_list() -> Any:
     runs = _store().list()
-    checks.explain_queued(current_project().config, _store(), runs)
+    explain_queued(current_project().config, _store(), runs)
     return jsonify(runs=[r.to_json() for r in runs])
 
 
@@ -295,7 +271,7 @@ def _run_or_404(run_id: str) -> Run:
 @admin_required
 def api_get(run_id: str) -> Any:
     run = _run_or_404(run_id)
-    checks.explain_queued(current_project().config, _store(), [run])
+    explain_queued(current_project().config, _store(), [run])
     body = run.to_json()
     body["log_tail"] = tail(_store().run_dir(run_id) / "run.log")
     return jsonify(body)

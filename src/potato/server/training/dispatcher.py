@@ -15,22 +15,17 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import signal
-import subprocess
 import threading
 import time
 from typing import IO
 
-from potato.config.schema import AgentBackend, Backend, SlurmBackend, SshBackend
 from potato.db import disk_full
-from potato.defaults import HEARTBEAT_TIMEOUT_S, LOCAL_BACKEND
 from potato.project import Project
-from potato.server.training import local
-from potato.server.training.agent_api import issue_run, local_workdir
+from potato.server.training.backends import Backend, Launch, Session, backends_of
+from potato.server.training.backends import Limits as BackendLimits
+from potato.server.training.launch import issue_run
 from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import ACTIVE, Reason, Run, RunState, RunStore
-from potato.server.training.slurm import SlurmRun
-from potato.server.training.ssh import SshRun
 from potato.server.training.wakeup import WAKE_FILE, Wakeup
 from potato.server.training.watchdog import Action, Limits, judge
 
@@ -45,10 +40,11 @@ LOCK_RETRY_S = 5.0
 
 
 def limits_for(project: Project, backend: Backend | None) -> Limits:
+    """The watchdog's limits for a run: its backend's heartbeat and queue timeouts (the defaults for a
+    backend no longer in the config), the project's grace and wall time."""
     mt = project.config.model_training
-    heartbeat = getattr(backend, "heartbeat_timeout_s", HEARTBEAT_TIMEOUT_S)
-    queue = backend.queue_timeout_s if isinstance(backend, AgentBackend) else None
-    return Limits(heartbeat, queue, mt.grace_seconds, mt.max_wall_seconds)
+    own = backend.limits() if backend is not None else BackendLimits()
+    return Limits(own.heartbeat_s, own.queue_s, mt.grace_seconds, mt.max_wall_seconds)
 
 
 def failure_pause(failures: int) -> float:
@@ -67,8 +63,8 @@ class Dispatcher:
         self._thread: threading.Thread | None = None
         self._pid: int | None = None
         self._stop = threading.Event()
-        self._agents: dict[str, subprocess.Popen[bytes]] = {}
-        self._sessions: dict[str, threading.Thread] = {}
+        self._sessions: dict[str, tuple[Backend, Session]] = {}
+        """The runs this process started or adopted, with their backend."""
         self._last_watch = 0.0
         self._failures = 0
         """Failed rounds in a row: the pause grows with them (:func:`failure_pause`)."""
@@ -81,7 +77,7 @@ class Dispatcher:
         self._pid = os.getpid()
         self._lock_fh = None  # a lock inherited over fork is not ours
         self._wakeup = Wakeup(self._wakeup.path)  # nor is the doorbell
-        self._agents = {}
+        self._sessions = {}  # a forked child runs none of its parent's sessions
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="potato-dispatcher", daemon=True)
         self._thread.start()
@@ -119,7 +115,7 @@ class Dispatcher:
                     continue
                 log.info("dispatcher: this process (%s) starts and watches training runs", os.getpid())
                 self._wakeup.listen()
-                self.adopt_ssh_runs()
+                self.adopt_runs()
             try:
                 if time.monotonic() - self._last_watch >= WATCH_EVERY_S:
                     self._last_watch = time.monotonic()
@@ -145,108 +141,63 @@ class Dispatcher:
 
         Agent backends are not started here: their agents claim runs themselves (``jobs/next``).
         """
-        for name, backend in self.project.config.model_training.all_backends().items():
-            if isinstance(backend, (SshBackend, SlurmBackend)):
-                if any(thread.is_alive() for thread in self._sessions.values()):
-                    continue  # the last run's clean-up still uses (and then ends) the shared control master
-                run = self.store.claim(name, f"{backend.type}-{os.getpid()}", backend.host)
-                if run is not None:
-                    self.start_ssh(run, backend)
-                    return True
-            elif backend.type == "local":
-                run = self.store.claim(name, f"local-{os.getpid()}", "this machine")
-                if run is not None:
-                    self.start_local(run)
-                    return True
+        for name, backend in backends_of(self.project.config).items():
+            if backend.claimed_by_agents:
+                continue
+            if backend.one_session_at_a_time and any(
+                    b.one_session_at_a_time and session.alive() for b, session in self._sessions.values()):
+                continue  # the last run's clean-up still uses (and then ends) the shared control master
+            agent_id, host = backend.claimer()
+            run = self.store.claim(name, agent_id, host)
+            if run is not None:
+                self.start(backend, run)
+                return True
         return False
 
-    def start_ssh(self, run: Run, backend: SshBackend | SlurmBackend) -> None:
+    def _launch(self) -> Launch | None:
+        return Launch(self.project, self.store, self.agent_url) if self.agent_url is not None else None
+
+    def start(self, backend: Backend, run: Run) -> None:
+        """Build the claimed run's bundle and token, and let its backend start it."""
         recorder = RunRecorder(self.project, self.store, run)
-        if self.agent_url is None:
-            recorder.fail(Reason.ERROR, "This server was started without an address its agents can use; "
-                          "start it with `potato start`.")
+        launch = self._launch()
+        if launch is None:
+            recorder.fail(Reason.ERROR, backend.no_address())
             return
         try:
-            run, token = issue_run(self.project, self.store, run, f"connecting to {backend.host}",
+            run, token = issue_run(self.project, self.store, run, backend.first_step(),
                                    f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
-                                   f"backend {backend.describe()}")
-        except Exception as exc:  # a bundle that cannot be built ends this run, not the dispatcher
-            log.exception("run %s could not start", run.id)
-            recorder.fail(Reason.ERROR, f"The run could not start: {exc}")
-            return
-        kind = SlurmRun if isinstance(backend, SlurmBackend) else SshRun
-        session = kind(self.project, self.store, run, token, backend, self.agent_url)
-        self._sessions[run.id] = session
-        session.start()
-
-    def adopt_ssh_runs(self) -> None:
-        """After a restart: take over ssh runs whose session outlived the old server; a run whose
-        session is gone cannot report any more, so it fails now rather than after the heartbeat."""
-        backends = self.project.config.model_training.all_backends()
-        for run in self.store.in_states(sorted(ACTIVE)):
-            backend = backends.get(run.backend)
-            if not isinstance(backend, (SshBackend, SlurmBackend)) or run.id in self._sessions:
-                continue
-            kind = SlurmRun if isinstance(backend, SlurmBackend) else SshRun
-            session = kind.adopt(self.project, self.store, run, backend)
-            if session is None:
-                RunRecorder(self.project, self.store, run).fail(
-                    Reason.SERVER_RESTART, f"The server restarted and the run's ssh session to {backend.host} is "
-                                           "gone; start the run again.")
-                continue
-            self._sessions[run.id] = session
-            session.start()
-
-    def start_local(self, run: Run) -> None:
-        recorder = RunRecorder(self.project, self.store, run)
-        if self.agent_url is None:
-            recorder.fail(Reason.ERROR, "This server was started without an address its local agent can use; "
-                          "start it with `potato start` (gunicorn) or `potato start --dev`.")
-            return
-        try:
-            run, token = issue_run(self.project, self.store, run, "starting the agent",
-                                   f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
-                                   "backend local (this machine)")
-            proc = local.start_agent(self.agent_url, run.id, token, local_workdir(self.project),
-                                     self.store.run_dir(run.id),
-                                     pass_env=self.project.config.model_training.local.pass_env)
+                                   f"backend {backend.describe()}", local=backend.on_this_machine)
+            session = backend.start(launch, run, token)
         except Exception as exc:  # any failure to start ends this run, not the dispatcher
             log.exception("run %s could not start", run.id)
             recorder.fail(Reason.ERROR, f"The run could not start: {exc}")
             return
-        self._agents[run.id] = proc
-        self.store.update(run.id, agent_pid=proc.pid)
+        self._sessions[run.id] = (backend, session)
 
-    def _end_silent_local_agent(self, run: Run) -> None:
-        """A local agent that fell silent (hung, or SIGSTOPped) still holds its worker's lifeline, so
-        the worker would train on beside the next run: end the agent (its own process group), and the
-        worker stops itself, as for an agent killed any other way."""
-        if run.backend != LOCAL_BACKEND or not run.agent_pid:
-            return
-        proc = self._agents.get(run.id)
-        alive = proc.poll() is None if proc is not None else local.agent_alive(run.agent_pid, run.id)
-        if not alive:
-            return
-        try:
-            os.killpg(run.agent_pid, signal.SIGKILL)
-        except OSError as exc:
-            log.warning("run %s: could not end its silent local agent (pid %s): %s", run.id, run.agent_pid, exc)
-            return
-        RunRecorder(self.project, self.store, run).log.write(
-            f"Ended the silent local agent (pid {run.agent_pid}); its worker stops with it.")
+    def adopt_runs(self) -> None:
+        """After a restart: take over runs whose session outlived the old server; a run whose
+        session is gone cannot report any more, so it fails now rather than after the heartbeat."""
+        backends = backends_of(self.project.config)
+        launch = Launch(self.project, self.store, self.agent_url or "")
+        for run in self.store.in_states(sorted(ACTIVE)):
+            backend = backends.get(run.backend)
+            if backend is None or not backend.adopts_runs or run.id in self._sessions:
+                continue
+            session = backend.adopt(launch, run)
+            if session is None:
+                RunRecorder(self.project, self.store, run).fail(Reason.SERVER_RESTART, backend.adopt_lost(run))
+                continue
+            self._sessions[run.id] = (backend, session)
 
-    def _agent_alive(self, run: Run) -> bool | None:
-        if run.backend != "local":
-            return None
-        proc = self._agents.get(run.id)
-        if proc is not None:  # our own child: poll() also reaps it
-            return proc.poll() is None
-        return local.agent_alive(run.agent_pid, run.id) if run.agent_pid else None
+    def _session(self, run: Run) -> Session | None:
+        held = self._sessions.get(run.id)
+        return held[1] if held is not None else None
 
     def watch(self, now: float | None = None) -> None:
         """Apply the watchdog's verdicts to every queued and active run."""
         now = time.time() if now is None else now
-        backends = self.project.config.model_training.all_backends()
+        backends = backends_of(self.project.config)
         for run in self.store.in_states([RunState.QUEUED, *sorted(ACTIVE)]):
             backend = backends.get(run.backend)
             if backend is None and run.state is RunState.QUEUED:
@@ -254,7 +205,8 @@ class Dispatcher:
                     Reason.ERROR, f"Backend '{run.backend}' is no longer in the config; start the run again on "
                                   f"one of: {', '.join(backends)}.")
                 continue
-            verdict = judge(run, now, limits_for(self.project, backend), self._agent_alive(run))
+            alive = backend.agent_alive(run, self._session(run)) if backend is not None else None
+            verdict = judge(run, now, limits_for(self.project, backend), alive)
             if verdict is None:
                 continue
             if verdict.action is Action.REQUEUE:
@@ -267,11 +219,8 @@ class Dispatcher:
                 self.store.request_cancel(run.id, Reason.TIMEOUT)
             else:
                 ended = RunRecorder(self.project, self.store, run).fail(verdict.reason, verdict.message)
-                if ended and verdict.reason is Reason.AGENT_LOST:
-                    self._end_silent_local_agent(run)
-        for run_id, proc in list(self._agents.items()):
-            if proc.poll() is not None:
-                del self._agents[run_id]
-        for run_id, thread in list(self._sessions.items()):
-            if not thread.is_alive():
+                if ended and verdict.reason is Reason.AGENT_LOST and backend is not None:
+                    backend.end_silent_agent(self.project, self.store, run, self._session(run))
+        for run_id, (_, session) in list(self._sessions.items()):
+            if not session.alive():  # also reaps a local agent that ended
                 del self._sessions[run_id]

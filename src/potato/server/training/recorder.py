@@ -178,11 +178,12 @@ def _size(path: Path) -> int:
         return 0
 
 
-def prepare_bundle(project: Project, store: RunStore, run: Run, runlog: RunLog) -> BundleInfo:
-    """Write the run's bundle and record its sha256: what any backend ships to its worker."""
+def prepare_bundle(project: Project, store: RunStore, run: Run, runlog: RunLog, local: bool = False) -> BundleInfo:
+    """Write the run's bundle and record its sha256: what any backend ships to its worker
+    (``local``: the worker runs on this machine)."""
     mt = project.config.model_training
     quota.check_reserve(store.run_dir(run.id), 0, mt.disk_reserve_mb)
-    job = job_spec(project.config, run.id, run.trainer, run.schemas, run.params, local=run.backend == "local")
+    job = job_spec(project.config, run.id, run.trainer, run.schemas, run.params, local=local)
     info = build_bundle(store.run_dir(run.id) / "bundle.tar.gz", job, project.items,
                         list(project.labels.iter_labels()), mt.holdout_fraction)
     runlog.write(f"Bundle: {info.n_items} items, {info.n_labels} labels, {info.n_holdout} holdout items, "

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 from typing import Any, List, Mapping, Optional, Sequence, Union
 
-from potato.training.supervise import LIFELINE_FLAG
+from potato.training.results import LIFELINE_FLAG
 
 RUNTIMES = ("apptainer", "docker")
 

@@ -21,6 +21,9 @@ EVENTS_FILE = "events.jsonl"
 STDERR_FILE = "stderr.log"
 ARTIFACTS_DIR = "artifacts"
 BUNDLE_DIR = "bundle"
+LIFELINE_FLAG = "--lifeline-stdin"
+"""The worker's option saying that its stdin is a lifeline: end of file there means the agent that
+started it has ended (the agent and a container's command line pass it; the worker reads it)."""
 
 Label = Union[str, Tuple[str, ...]]
 """A radio answer (one label) or a multiselect answer (labels in the scheme's order)."""

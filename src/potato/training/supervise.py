@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Seque
 from potato.training.codefiles import code_root
 from potato.training.jobfiles import EventFollower, read_exit_code, read_json
 from potato.training.limits import THREAD_VARIABLES, apply_thread_limit
-from potato.training.results import Reason
+from potato.training.results import LIFELINE_FLAG, Reason
 
 Clock = Callable[[], float]
 POLL_S = 0.2
@@ -110,11 +110,6 @@ def worker_env(num_threads: Optional[int], base: Optional[Mapping[str, str]] = N
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     apply_thread_limit(num_threads, env)
     return env
-
-
-LIFELINE_FLAG = "--lifeline-stdin"
-"""The worker's option (``potato.training.worker.LIFELINE_FLAG``) saying that its stdin is a
-lifeline: end of file there means its agent has ended."""
 
 
 class WorkerProcess:

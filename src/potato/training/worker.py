@@ -93,6 +93,7 @@ from potato.training.jobspec import Item, JobSpec, SchemaSpec, read_holdout, rea
 from potato.training.limits import apply_memory_limit, apply_thread_limit, is_out_of_memory, oom_message
 from potato.training.metrics import score_holdout
 from potato.training.results import (
+    LIFELINE_FLAG,
     ARTIFACTS_DIR,
     BUNDLE_DIR,
     EVENTS_FILE,
@@ -112,8 +113,6 @@ from potato.training.trainers.base import Prediction, TrainContext, Trainer
 
 log = logging.getLogger("potato.training.worker")
 
-LIFELINE_FLAG = "--lifeline-stdin"
-"""Stdin is a lifeline: end of file there means the agent that started this worker has ended."""
 USAGE = f"usage: python -m potato.training.worker [{LIFELINE_FLAG}] JOB_DIR\n"
 PRIVATE_UMASK = 0o077
 """Files and folders the worker writes are its user's only: the job holds annotators' labels and names."""

@@ -259,7 +259,7 @@
   function progressText(run) {
     var last = state.events && state.events.last;
     var opt = Array.prototype.filter.call($("backend").options, function (o) { return o.value === run.backend; })[0];
-    var remote = opt && opt.dataset.type !== "local"; // a local run's "copying" is a move on disk
+    var remote = opt && opt.dataset.here !== "1"; // a run on this machine's "copying" is a move on disk
     if (run.state === "copying" && remote && typeof run.progress === "number") return "Copy-back: " + pct(run.progress) + " of the model has arrived";
     if (!last || isTerminal(run)) return typeof run.progress === "number" ? pct(run.progress) : "";
     var parts = ["step " + last.step + (last.total ? " of " + last.total : "")];

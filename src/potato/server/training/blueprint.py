@@ -28,7 +28,7 @@ from potato.server.auth import admin_required
 from potato.server.jsonio import why_not_json
 from potato.server.project import Project, current_project
 from potato.server.training import agent_api, bundle
-from potato.server.training.backends import UnknownBackend, backend_for, backend_named
+from potato.server.training.backends import UnknownBackend, backend_for, backend_named, backends_of
 from potato.server.training.backends.agent import agent_entries, explain_queued
 from potato.server.training.dispatcher import Dispatcher
 from potato.server.training.runs import Run, RunState, RunStore
@@ -188,17 +188,16 @@ def label_summary(project: Project) -> dict[str, dict[str, Any]]:
 def page() -> Any:
     project = current_project()
     mt = project.config.model_training
-    backends = [
-        {"name": name, "label": b.describe(), "type": b.type}
-        for name, b in mt.all_backends().items()
-    ]
+    drivers = backends_of(project.config)
+    backends = [{"name": name, "label": b.describe(), "type": b.type, "here": b.on_this_machine}
+                for name, b in drivers.items()]
     trainable = [s.name for s in project.config.annotation_schemes if s.training_type]
     trainers = [{**t, "form_params": form_params(t)} for t in trainer_table().values()]
     return render_template(
         "training.html", title=project.config.annotation_task_name, backends=backends,
         default_backend=mt.backend, trainers=trainers, default_trainer=mt.trainer,
         schemas=trainable, default_schemas=list(mt.writeback.schemas) or trainable[:1],
-        has_agents=any(b["type"] == "agent" for b in backends),
+        has_agents=any(b.claimed_by_agents for b in drivers.values()),
         label_summary=label_summary(project), min_confidence=mt.writeback.min_confidence,
         min_per_class=MIN_PER_CLASS,
     )

@@ -8,12 +8,14 @@ trainer there.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -56,3 +58,20 @@ def start_sshd() -> SshHost:
     host = SshHost()
     host.run("rm -rf ~/.cache/potato-training /tmp/potato-2*")  # each test session starts on a clean host
     return host
+
+
+@contextlib.contextmanager
+def throwaway_account() -> Iterator[SshHost]:
+    """A new account on the test host that logs in with the rig's key, removed (home and all) afterwards:
+    for tests that change what a login sees (a ~/.bashrc, a known_hosts), which the shared trainer
+    account must not."""
+    name = f"potato-{secrets.token_hex(3)}"
+    keys = TC_DIR / "ssh" / "authorized_keys"
+    subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True, capture_output=True)
+    try:
+        subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)  # unlocked for key login
+        shutil.copyfile(keys / "trainer", keys / name)
+        yield SshHost(user=name)
+    finally:
+        (keys / name).unlink(missing_ok=True)
+        subprocess.run(["userdel", "-r", "-f", name], capture_output=True)

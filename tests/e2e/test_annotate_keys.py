@@ -10,27 +10,14 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 
-from tests.browser import browser_page
 from tests.e2e.test_annotate_page import _labels, _sign_in
 from tests.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
-
-
-@pytest.fixture
-def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
-    srv = ServerProcess(make_project()).start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def page() -> Iterator[Any]:
-    yield from browser_page()
 
 
 def labels_become(server: ServerProcess, user: str, expected: list[tuple[str, Any]], within: float = 15.0) -> None:

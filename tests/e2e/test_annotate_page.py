@@ -4,28 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 import requests
 
-from tests.browser import browser_page
 from tests.conftest import ADMIN_KEY
 from tests.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
-
-
-@pytest.fixture
-def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
-    srv = ServerProcess(make_project()).start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def page() -> Iterator[Any]:
-    yield from browser_page()
 
 
 def test_label_three_items_with_the_keyboard(server: ServerProcess, page: Any) -> None:

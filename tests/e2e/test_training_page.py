@@ -9,7 +9,6 @@ from typing import Any, Callable, Iterator
 import pytest
 import requests
 
-from tests.browser import browser_page
 from tests.conftest import ADMIN_KEY, review_items, truth
 from tests.servers import ServerProcess
 from tests.unit.training.tinybert import build_tiny_bert
@@ -36,11 +35,6 @@ def server(make_project: Callable[..., Path], tmp_path: Path) -> Iterator[Server
                   headers={"X-API-Key": ADMIN_KEY}).raise_for_status()
     yield srv
     srv.stop()
-
-
-@pytest.fixture
-def page() -> Iterator[Any]:
-    yield from browser_page()
 
 
 def test_start_watch_score_and_cancel(server: ServerProcess, page: Any) -> None:

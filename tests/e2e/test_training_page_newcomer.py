@@ -10,7 +10,6 @@ from typing import Any, Callable, Iterator
 import pytest
 import requests
 
-from tests.browser import browser_page
 from tests.conftest import ADMIN_KEY, truth
 from tests.servers import ServerProcess
 
@@ -34,11 +33,6 @@ def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
                       headers=HEADERS).raise_for_status()
     yield srv
     srv.stop()
-
-
-@pytest.fixture
-def page() -> Iterator[Any]:
-    yield from browser_page()
 
 
 def open_page(page: Any, url: str) -> None:

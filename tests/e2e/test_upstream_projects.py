@@ -13,7 +13,6 @@ from typing import Any, Callable, Iterator
 import pytest
 import requests
 
-from tests.browser import browser_page
 from tests.conftest import ADMIN_KEY
 from tests.servers import ServerProcess
 
@@ -31,11 +30,6 @@ UPSTREAM_SCHEMES = [
     {"annotation_type": "slider", "name": "stars", "description": "Stars", "min_value": 0, "max_value": 10,
      "starting_value": 5},
 ]
-
-
-@pytest.fixture
-def page() -> Iterator[Any]:
-    yield from browser_page()
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from tests.integration.test_ssh import log_of, ssh_config
 from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.servers import ServerProcess
 from tests.slurmcluster import Cluster
-from tests.sshd import ROOT, TC_DIR, SshHost, start_sshd
+from tests.sshd import ROOT, SshHost, start_sshd, throwaway_account
 from tests.faults.matrix import fault
 
 pytestmark = pytest.mark.integration
@@ -47,16 +47,8 @@ def sshd() -> SshHost:
 @pytest.fixture
 def account(sshd: SshHost) -> Iterator[SshHost]:
     """A new account on the test host that logs in with the rig's key, removed afterwards."""
-    name = f"potato-{secrets.token_hex(3)}"
-    keys = TC_DIR / "ssh" / "authorized_keys"
-    subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True, capture_output=True)
-    try:
-        subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)  # unlocked for key login
-        shutil.copyfile(keys / "trainer", keys / name)
-        yield SshHost(user=name)
-    finally:
-        (keys / name).unlink(missing_ok=True)
-        subprocess.run(["userdel", "-r", "-f", name], capture_output=True)
+    with throwaway_account() as host:
+        yield host
 
 
 def greeting_bashrc(host: SshHost) -> None:

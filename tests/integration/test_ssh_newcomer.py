@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shlex
 import shutil
 import signal
@@ -29,7 +28,7 @@ from potato.server.training.sshcmd import SshTarget
 from tests.integration.test_agent import wait_until
 from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.servers import ServerProcess
-from tests.sshd import ROOT, TC_DIR, SshHost
+from tests.sshd import ROOT, SshHost, throwaway_account
 
 pytestmark = pytest.mark.integration
 
@@ -48,16 +47,8 @@ def sshd() -> SshHost:
 @pytest.fixture
 def account(sshd: SshHost) -> Iterator[SshHost]:
     """A new account on the test host that logs in with the rig's key, removed (home and all) afterwards."""
-    name = f"potato-{secrets.token_hex(3)}"
-    keys = TC_DIR / "ssh" / "authorized_keys"
-    subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True, capture_output=True)
-    try:
-        subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)  # unlocked for key login
-        shutil.copyfile(keys / "trainer", keys / name)
-        yield SshHost(user=name)
-    finally:
-        (keys / name).unlink(missing_ok=True)
-        subprocess.run(["userdel", "-r", "-f", name], capture_output=True)
+    with throwaway_account() as host:
+        yield host
 
 
 def backend_config(host: SshHost, trainer: str | None = None, /, **extra: Any) -> Dict[str, Any]:

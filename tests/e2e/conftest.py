@@ -1,0 +1,24 @@
+"""What every browser test here starts: a headless chromium page, and a server on a fresh project
+(files that need another project define their own ``server``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from tests.browser import browser_page
+from tests.servers import ServerProcess
+
+
+@pytest.fixture
+def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
+    srv = ServerProcess(make_project()).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def page() -> Iterator[Any]:
+    yield from browser_page()

@@ -17,7 +17,7 @@ import potato
 from potato.cli import server_python_check
 from potato.errors import PotatoError
 from potato.server.training import package
-from potato.server.training.agent_api import agent_too_old, version_tuple
+from potato.server.training.package import agent_too_old, version_tuple
 from potato.server.training.registration import Address, register_text, server_address
 
 

@@ -12,27 +12,25 @@ That keeps annotators' requests served however many idle agents there are (bench
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import random
 import threading
 import time
-from typing import Any, NoReturn, Optional, Tuple
+from typing import Any, NoReturn, Optional
 
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, make_response, request, send_file
 
 import potato
-from potato import defaults
 from potato.server import stopping
 from potato.server.jsonio import strict_loads
 from potato.server.training import package, quota
 from potato.server.project import Project, current_project
 from potato.server.training.backends import Backend, Results, backends_of
-from potato.server.training.launch import issue_run, job_description
+from potato.server.training.launch import claim_for_agent, job_description
 from potato.server.training.recorder import RunRecorder, SeqGap, WriteRateExceeded
 from potato.server.training.runs import Run, RunStore
-from potato.server.training.tokens import BackendTokens, Verdict, same_hash, token_hash
+from potato.server.training.tokens import BackendTokens, Verdict, agent_info, same_hash, token_hash
 from potato.training.protocol import LONG_POLL_MAX_S, RETRY_AFTER_S
 from potato.training.results import Reason
 from potato.training.supervise import Stop, wall_limit_message
@@ -114,13 +112,13 @@ def jobs_next() -> Any:
                    f"`{register_command(backend)}` and start the agent with the token it prints.", "token_unknown")
     raw_agent = body.get("agent")
     agent: dict[str, Any] = raw_agent if isinstance(raw_agent, dict) else {}
-    too_old = agent_too_old(agent.get("version"), request.url_root)
+    too_old = package.agent_too_old(agent.get("version"), request.url_root)
     if too_old:
         _fail(426, too_old, "agent_too_old")
     agent_id = str(agent.get("id") or "")[:64] or "unnamed"
     host = str(agent.get("host") or request.remote_addr or "unknown")[:255]
     tokens = _tokens()
-    tokens.seen(backend, _clean_agent(agent))
+    tokens.seen(backend, agent_info(agent))
     try:
         wait = min(LONG_POLL_MAX_S, max(0.0, float(body.get("wait_s") or 0)))
     except (TypeError, ValueError, OverflowError):
@@ -133,7 +131,7 @@ def jobs_next() -> Any:
     try:
         deadline = time.monotonic() + wait
         while True:
-            claimed = _claim(project, store, backend, agent_id, host)
+            claimed = claim_for_agent(project, store, backend, agent_id, host)
             if claimed is not None:
                 return _job_reply(project, store, *claimed)
             if time.monotonic() >= deadline or stopping.requested.is_set():
@@ -154,31 +152,6 @@ def _agent_backends_for(token: str, backends: dict[str, Backend]) -> str:
         return ""
     return (f" This token is for backend '{mine}': start the agent with --backend {mine}. "
             f"Agent backends: {', '.join(names)}.")
-
-
-def version_tuple(text: str) -> Tuple[int, ...]:
-    """``"2.14.0"`` -> (2, 14, 0); a suffix such as ``rc1`` or ``.dev3`` ends the numbers."""
-    numbers = []
-    for part in text.split("."):
-        digits = "".join(itertools.takewhile(str.isdigit, part))
-        if not digits:
-            break
-        numbers.append(int(digits))
-        if digits != part:
-            break
-    return tuple(numbers)
-
-
-def agent_too_old(version: object, server_url: str) -> Optional[str]:
-    """The answer for an agent whose version the protocol cannot serve, naming the command that
-    updates it; None for a current one and for agents that send no version (other people's)."""
-    if not isinstance(version, str) or not version_tuple(version):
-        return None
-    if version_tuple(version) >= version_tuple(defaults.AGENT_MIN_VERSION):
-        return None
-    return (f"This agent is Potato {version[:40]}; this server runs Potato {potato.__version__} and needs an agent "
-            f"of {defaults.AGENT_MIN_VERSION} or newer. Update it on the training machine with "
-            f"`{package.install_command(server_url, None)}`, then start the agent again.")
 
 
 # -- the package: the exact Potato this server runs, for agents to install ----------------------
@@ -204,38 +177,6 @@ def package_wheel(name: str) -> Any:
         "Content-Disposition": f"attachment; filename={name}",
         "Cache-Control": "no-cache",  # the same name may carry other bytes after an upgrade of the server
     })
-
-
-def _clean_agent(agent: dict[str, Any]) -> dict[str, Any]:
-    """What the page shows of an agent: short texts and the GPU list, nothing else stored."""
-    out: dict[str, Any] = {}
-    for key in ("id", "host", "python", "worker_python", "platform", "version", "workdir"):
-        if isinstance(agent.get(key), (str, int, float)):
-            out[key] = str(agent[key])[:255]
-    gpus = agent.get("gpus")
-    if isinstance(gpus, list):
-        out["gpus"] = [{k: g.get(k) for k in ("index", "name", "memory_total_mb", "memory_free_mb")}
-                       for g in gpus[:64] if isinstance(g, dict)]
-    return out
-
-
-def _claim(project: Project, store: RunStore, backend: str, agent_id: str, host: str) -> Optional[Tuple[Run, str]]:
-    run = store.claim(backend, agent_id, host)
-    if run is None:
-        return None
-    try:
-        issued = issue_run(project, store, run, f"sending the bundle to {host}",
-                           f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
-                           f"backend {backend} (agent on {host})")
-        store.issued(run.id, time.time())  # the agent's first use of the run token confirms it has the job
-        return issued
-    except quota.DiskReserve as exc:
-        RunRecorder(project, store, run).fail(Reason.ERROR, str(exc))
-        return None
-    except Exception as exc:  # a bundle that cannot be built fails this run, not the agent's poll
-        log.exception("run %s: the bundle could not be built", run.id)
-        RunRecorder(project, store, run).fail(Reason.ERROR, f"The run could not start: {exc}")
-        return None
 
 
 def _job_reply(project: Project, store: RunStore, run: Run, token: Optional[str] = None) -> Any:

@@ -6,12 +6,18 @@ agent backend's agent takes it from ``jobs/next``.
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 from potato.project import Project
-from potato.server.training.recorder import RunLog, prepare_bundle
+from potato.server.training import quota
+from potato.server.training.recorder import RunLog, RunRecorder, prepare_bundle
 from potato.server.training.runs import Run, RunState, RunStore
 from potato.server.training.tokens import new_token, token_hash
+from potato.training.results import Reason
+
+log = logging.getLogger(__name__)
 
 
 def issue_run(project: Project, store: RunStore, run: Run, step: str, first_line: str,
@@ -45,3 +51,25 @@ def job_description(project: Project, store: RunStore, run: Run, local: bool) ->
         "num_threads": mt.local.num_threads if local else None,
         "bundle": {"size": bundle.stat().st_size if bundle.exists() else 0, "sha256": run.bundle_sha256},
     }
+
+
+def claim_for_agent(project: Project, store: RunStore, backend: str, agent_id: str, host: str) -> tuple[Run, str] | None:
+    """``jobs/next``: the oldest queued run of ``backend``, claimed for the agent that asked and handed
+    over (its bundle built, its token made), or None. A run that cannot be handed over fails; the
+    agent's poll goes on."""
+    run = store.claim(backend, agent_id, host)
+    if run is None:
+        return None
+    try:
+        issued = issue_run(project, store, run, f"sending the bundle to {host}",
+                           f"Run {run.id}: trainer {run.trainer}, schemas {', '.join(run.schemas)}, "
+                           f"backend {backend} (agent on {host})")
+        store.issued(run.id, time.time())  # the agent's first use of the run token confirms it has the job
+        return issued
+    except quota.DiskReserve as exc:
+        RunRecorder(project, store, run).fail(Reason.ERROR, str(exc))
+        return None
+    except Exception as exc:  # a bundle that cannot be built fails this run, not the agent's poll
+        log.exception("run %s: the bundle could not be built", run.id)
+        RunRecorder(project, store, run).fail(Reason.ERROR, f"The run could not start: {exc}")
+        return None

@@ -16,11 +16,13 @@ import base64
 import functools
 import hashlib
 import io
+import itertools
 import zipfile
 from importlib import metadata
 from pathlib import Path
 
 import potato
+from potato import defaults
 from potato.errors import PotatoError
 
 DIST = "potato-annotation"
@@ -101,3 +103,30 @@ def build_wheel(version: str = potato.__version__) -> bytes:
 def wheel_bytes() -> bytes:
     """This process's wheel, built on first use: the code a process runs does not change under it."""
     return build_wheel()
+
+
+# -- which agents the protocol serves ------------------------------------------------------------
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """``"2.14.0"`` -> (2, 14, 0); a suffix such as ``rc1`` or ``.dev3`` ends the numbers."""
+    numbers = []
+    for part in text.split("."):
+        digits = "".join(itertools.takewhile(str.isdigit, part))
+        if not digits:
+            break
+        numbers.append(int(digits))
+        if digits != part:
+            break
+    return tuple(numbers)
+
+
+def agent_too_old(version: object, server_url: str) -> str | None:
+    """The answer for an agent whose version the protocol cannot serve, naming the command that
+    updates it; None for a current one and for agents that send no version (other people's)."""
+    if not isinstance(version, str) or not version_tuple(version):
+        return None
+    if version_tuple(version) >= version_tuple(defaults.AGENT_MIN_VERSION):
+        return None
+    return (f"This agent is Potato {version[:40]}; this server runs Potato {potato.__version__} and needs an agent "
+            f"of {defaults.AGENT_MIN_VERSION} or newer. Update it on the training machine with "
+            f"`{install_command(server_url, None)}`, then start the agent again.")

@@ -103,3 +103,16 @@ class BackendTokens:
             return
         text = json.dumps(agent, sort_keys=True) if agent is not None else row["agent"]
         self.db.write([("UPDATE agent_tokens SET last_seen = ?, agent = ? WHERE backend = ?", (now, text, backend))])
+
+
+def agent_info(agent: dict[str, Any]) -> dict[str, Any]:
+    """What the page shows of an agent: short texts and the GPU list, nothing else stored."""
+    out: dict[str, Any] = {}
+    for key in ("id", "host", "python", "worker_python", "platform", "version", "workdir"):
+        if isinstance(agent.get(key), (str, int, float)):
+            out[key] = str(agent[key])[:255]
+    gpus = agent.get("gpus")
+    if isinstance(gpus, list):
+        out["gpus"] = [{k: g.get(k) for k in ("index", "name", "memory_total_mb", "memory_free_mb")}
+                       for g in gpus[:64] if isinstance(g, dict)]
+    return out

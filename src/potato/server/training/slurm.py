@@ -16,9 +16,8 @@ from dataclasses import dataclass
 
 from potato.config.schema import SlurmBackend
 from potato.defaults import SSH_STEP_TIMEOUT_S
-from potato.server.training.codepush import code_hash
 from potato.server.training.ssh import SshRun
-from potato.server.training.sshhost import control_dir, probe_host, run_ssh
+from potato.server.training.sshhost import HostFacts, run_ssh
 from potato.server.training.sshcmd import SshFailed, SshTarget, Step
 from potato.training.slurm import SETTINGS_FILE, SlurmSettings
 from potato.training.slurmjob import JOB_ID_FILE
@@ -89,34 +88,34 @@ class SlurmRun(SshRun):
         assert isinstance(self.backend, SlurmBackend)
         return self.backend
 
-    def execute(self) -> None:
+    def reads_gpus(self) -> bool:
+        return False  # the job's node has the GPUs, not the login node
+
+    def python_line(self, facts: HostFacts) -> str:
+        return f"Python {facts.python_version} on {self.backend.host} ({facts.python_path}) runs the agent"
+
+    def before_code(self, facts: HostFacts) -> None:
+        """SLURM's commands on the login node (E8) and what the job will run."""
         b = self.slurm_backend
-        host = b.host
-        self.target = SshTarget(b, control_dir(self.project.config.training_dir))
-        self.no_agent_yet()
-        self.step(f"connecting to {host}")
-        digest = code_hash()
-        facts = probe_host(self.target, read_gpus=False, prepare=self.preparation(digest))
-        self.said_preamble(facts.preamble)
-        self.say(f"Python {facts.python_version} on {host} ({facts.python_path}) runs the agent")
-        self.said_stale(facts)
         login = probe_slurm(self.target)
         for name in login.missing():
-            raise missing_command_error(host, name)
-        self.say(f"SLURM on {host}: {login.version or 'sbatch'} ({login.commands['sbatch']})")
+            raise missing_command_error(b.host, name)
+        self.say(f"SLURM on {b.host}: {login.version or 'sbatch'} ({login.commands['sbatch']})")
         settings = settings_for(b)
         self.say(f"The job runs the worker with {settings.job_python}"
                  + (f" after the prelude: {'; '.join(settings.prelude)}" if settings.prelude else ""))
-        self.store.update(self.run_.id, device=f"gres {b.gres}" if b.gres else "no GPU (no gres requested)")
-        self.push_code(digest, facts.code_present)
+        self.store.update(self.run.id, device=f"gres {b.gres}" if b.gres else "no GPU (no gres requested)")
+
+    def agent_setup(self) -> tuple[dict[str, str], list[str]]:
+        """The job's settings in ``jobs/<run>/slurm.json``, for the agent's ``--slurm-config``."""
         path = f"{self.job_dir}/{SETTINGS_FILE}"
         out = self.ssh(f"mkdir -p {self.job_dir} && cat > {path}",
-                       stdin=json.dumps(settings.to_json(), indent=1).encode(), step=SETTINGS_STEP)
+                       stdin=json.dumps(settings_for(self.slurm_backend).to_json(), indent=1).encode(),
+                       step=SETTINGS_STEP)
         if out.returncode != 0:
-            raise SshFailed(f"Could not write {path} on {host}: {out.stderr.decode('utf-8', 'replace').strip()}")
-        self.start_agent(digest, f"{self.socket_dir}/agent.sock", {}, "--slurm-config", path)
-        self.follow_and_fetch()
-
+            raise SshFailed(f"Could not write {path} on {self.backend.host}: "
+                            f"{out.stderr.decode('utf-8', 'replace').strip()}")
+        return {}, ["--slurm-config", path]
 
     def left_behind_commands(self) -> list[str]:
         """A job still queued or running after its run ended: its agent was killed (``kill -9``, the

@@ -20,11 +20,8 @@ Everything here is I/O; the command lines are built by :mod:`potato.server.train
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
-import re
 import secrets
 import shlex
 import signal
@@ -32,14 +29,15 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import IO, Callable, Sequence
+from typing import IO, Callable
 from urllib.parse import urlsplit
 
 from potato.config.schema import SlurmBackend, SshBackend
 from potato.defaults import SSH_CODE_PUSH_TIMEOUT_S, SSH_STEP_TIMEOUT_S, SSH_VENV_TIMEOUT_S
 from potato.project import Project
 from potato.server.training.codepush import code_archive, code_hash
-from potato.server.training.copyback import SEND_ARTIFACTS, CopyFailed, receive
+from potato.server.training import sshlines
+from potato.server.training.copyback import CopyFailed, receive
 from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import Run, RunState, RunStore
 from potato.server.training.sshcmd import (
@@ -51,23 +49,24 @@ from potato.server.training.sshcmd import (
     new_nonce,
     preamble_notice,
     remote_path,
-    shell,
 )
+from potato.server.training.sshsession import SessionRecord, session_alive
 from potato.server.training.sshhost import (
     Answer,
     HostFacts,
     Preparation,
     close_connection,
     control_dir,
+    gpus_unknown_error,
     master_command,
     probe_host,
     run_ssh,
     stop_remote,
+    venv_key,
 )
 from potato.server.training.watchdog import CANCEL_SLACK_S
 from potato.training.gpus import NoGpuFree, choose_gpus
-from potato.training.jobfiles import read_json
-from potato.training.results import Reason, write_json_atomic
+from potato.training.results import Reason
 from potato.training.limits import apply_thread_limit
 
 log = logging.getLogger(__name__)
@@ -86,63 +85,15 @@ CLEAN_UP_STEP = Step("cleaning up the job folder", 60)
 MB = 1024 * 1024
 
 
-def gpus_unknown_error(why: str, gpus: str) -> str:
-    """A run that needs the GPU list (``gpus: auto`` or a pinned GPU) when nvidia-smi did not answer."""
-    return (f"{why}, so gpus: {gpus} cannot choose one. Run nvidia-smi on the host: a hung driver needs its "
-            "admin (nvidia-smi -r or a reboot); meanwhile gpus: none trains on the CPU.")
-
-
-def venv_key(python_path: str, packages: Sequence[str]) -> str:
-    """The packages venv's folder name under ``remote_dir/venvs``: one per interpreter (its real path
-    on the host) and package list (R14); the check looks for the same one a run builds."""
-    return hashlib.sha256("\0".join([python_path, *sorted(packages)]).encode()).hexdigest()[:16]
-
-
-def venv_built(venv: str) -> str:
-    """The remote command that exits 0 when the venv at ``venv`` (a shell word) is complete."""
-    return f"test -f {venv}/.potato-complete"
-
-
-def requirement_name(requirement: str) -> str:
-    """A pip requirement's project name, normalized as pip compares them: ``Scikit_Learn>=1.3`` ->
-    ``scikit-learn`` (a URL or path keeps its text: it names no project)."""
-    name = re.split(r"[\s<>=!~;\[@(]", requirement.strip(), maxsplit=1)[0]
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def packages_snippet(backend: str, packages: Sequence[str], more: Sequence[str]) -> list[str]:
-    """The config lines (indented two spaces) that add ``more`` to the backend's ``packages``, so a
-    run builds a venv with them: Debian's and Ubuntu's own Python refuse ``pip install`` (externally
-    managed)."""
-    listed = {requirement_name(p) for p in packages}
-    merged = [*packages, *(p for p in more if requirement_name(p) not in listed)]
-    return ["  model_training:", "    backends:", f"      {backend}:", f"        packages: {json.dumps(merged)}"]
-
-
-SESSION_FILE = "ssh-session.json"
-"""In the run folder: what a restarted server needs to take over a run's ssh session."""
-
-
-def session_alive(pid: int, run_id: str) -> bool:
-    """Whether ``pid`` is still the ssh client carrying ``run_id``'s agent (a recycled pid is not)."""
-    if pid <= 0:
-        return False
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return bool(cmdline) and cmdline[0].endswith(b"ssh") and any(run_id.encode() in a for a in cmdline)
-
-
-class SshRun(threading.Thread):
-    """One run on an ssh backend, from connect to closing the connection."""
+class SshRun:
+    """One run on an ssh backend, from connect to closing the connection; :meth:`drive` is its
+    thread's whole life (:meth:`start` runs it in one)."""
 
     def __init__(self, project: Project, store: RunStore, run: Run, token: str, backend: SshBackend | SlurmBackend,
                  agent_url: str, clock: Callable[[], float] = time.time) -> None:
-        super().__init__(name=f"potato-ssh-{run.id}", daemon=True)
         self.project = project
         self.store = store
-        self.run_ = run
+        self.run = run
         self.token = token
         self.backend = backend
         self.agent_url = agent_url
@@ -166,6 +117,8 @@ class SshRun(threading.Thread):
         """The agent's reverse forward, ``<socket>:<server host>:<port>``: cancelled at the end."""
         self.preamble_said = False
         """Whether run.log named what the host's login shell prints (once per run)."""
+        self.gpu_env: dict[str, str] = {}
+        """The agent's CUDA settings for the GPUs :meth:`before_code` chose."""
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -175,12 +128,12 @@ class SshRun(threading.Thread):
     def step(self, text: str) -> None:
         """A new phase: the run's step line, and a ``step:`` line in run.log as the agent's phases get,
         so the log keeps every phase the page showed."""
-        self.store.update(self.run_.id, step=text)
+        self.store.update(self.run.id, step=text)
         self.say(f"step: {text}")
 
     def progress(self, text: str) -> None:
         """The step line within a phase (how much has arrived): not logged, it changes every second."""
-        self.store.update(self.run_.id, step=text)
+        self.store.update(self.run.id, step=text)
 
     def ssh(self, command: str, stdin: bytes | None = None, *, step: Step) -> Answer:
         out = run_ssh(self.target, command, stdin, step)
@@ -196,11 +149,17 @@ class SshRun(threading.Thread):
     def no_agent_yet(self) -> None:
         """No agent speaks for the run now (before it starts, after it reported): the heartbeat
         waits, this thread's steps have their own deadlines."""
-        self.store.update(self.run_.id, last_seen=None)
+        self.store.update(self.run.id, last_seen=None)
 
     # -- the run ------------------------------------------------------------------------------------
 
-    def run(self) -> None:
+    def start(self) -> threading.Thread:
+        """Drive the run in a thread of its own (the dispatcher watches it)."""
+        thread = threading.Thread(target=self.drive, name=f"potato-ssh-{self.run.id}", daemon=True)
+        thread.start()
+        return thread
+
+    def drive(self) -> None:
         try:
             if self.adopted:
                 self.target = SshTarget(self.backend, control_dir(self.project.config.training_dir))
@@ -211,7 +170,7 @@ class SshRun(threading.Thread):
         except (SshFailed, NoGpuFree) as exc:
             self.recorder.fail(Reason.ERROR, str(exc))
         except Exception as exc:  # any failure ends this run, never the dispatcher
-            log.exception("run %s on %s failed", self.run_.id, self.backend.name)
+            log.exception("run %s on %s failed", self.run.id, self.backend.name)
             self.recorder.fail(Reason.ERROR, f"The run on {self.backend.host} stopped on an internal error: {exc}")
         finally:
             self.clean_up()
@@ -223,15 +182,33 @@ class SshRun(threading.Thread):
         return self.backend
 
     def execute(self) -> None:
-        host, b = self.backend.host, self.ssh_backend
-        self.target = SshTarget(b, control_dir(self.project.config.training_dir))
+        """Every step up to the agent, then follow it: the same for ssh and slurm, which differ only
+        in :meth:`reads_gpus`, :meth:`python_line`, :meth:`before_code` and :meth:`agent_setup`."""
+        self.target = SshTarget(self.backend, control_dir(self.project.config.training_dir))
         self.no_agent_yet()
-        self.step(f"connecting to {host}")
+        self.step(f"connecting to {self.backend.host}")
         digest = code_hash()
-        facts = probe_host(self.target, read_gpus=b.gpus != "none", prepare=self.preparation(digest))
+        facts = probe_host(self.target, read_gpus=self.reads_gpus(), prepare=self.preparation(digest))
         self.said_preamble(facts.preamble)
-        self.say(f"Python {facts.python_version} on {host} ({facts.python_path})")
+        self.say(self.python_line(facts))
         self.said_stale(facts)
+        self.before_code(facts)
+        self.push_code(digest, facts.code_present)
+        env, args = self.agent_setup()
+        self.start_agent(digest, f"{self.socket_dir}/agent.sock", env, *args)
+        self.follow_and_fetch()
+
+    # -- what an ssh run does that a slurm run does not -----------------------------------------------
+
+    def reads_gpus(self) -> bool:
+        return self.ssh_backend.gpus != "none"
+
+    def python_line(self, facts: HostFacts) -> str:
+        return f"Python {facts.python_version} on {self.backend.host} ({facts.python_path})"
+
+    def before_code(self, facts: HostFacts) -> None:
+        """The run's GPUs (R15), E11 before the run reaches a JIT-compiled op, the packages venv (R14)."""
+        host, b = self.backend.host, self.ssh_backend
         if facts.gpus_unknown:
             raise SshFailed(gpus_unknown_error(facts.gpus_unknown, b.gpus))
         choice = choose_gpus(facts.gpus, b.gpus, b.min_free_gpu_mb, facts.no_kernels)
@@ -240,24 +217,22 @@ class SshRun(threading.Thread):
             raise SshFailed(facts.nvrtc_error)  # E11 now, not when the run reaches a JIT-compiled op
         if b.packages:
             self.python = self.ensure_venv(facts.python_path)
-        self.store.update(self.run_.id, device=choice.text)
-        self.push_code(digest, facts.code_present)
-        socket = f"{self.socket_dir}/agent.sock"
-        env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID",  # CUDA's indices are then nvidia-smi's, which the choice used
-               "CUDA_VISIBLE_DEVICES": choice.cuda_visible_devices}
-        box = b.container
-        args = ([f"--container-runtime {box.runtime} --container-image {shlex.quote(box.image)}"]
-                + [f"--container-option={shlex.quote(o)}" for o in box.options]) if box else []
+        self.store.update(self.run.id, device=choice.text)
+        self.gpu_env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID",  # CUDA's indices are then nvidia-smi's, as chosen
+                        "CUDA_VISIBLE_DEVICES": choice.cuda_visible_devices}
+
+    def agent_setup(self) -> tuple[dict[str, str], list[str]]:
+        """The agent's environment for the run and its arguments beyond the run's own."""
+        box = self.ssh_backend.container
         if box:
-            self.say(f"The worker runs in {box.runtime} image {box.image} on {host}")
-        self.start_agent(digest, socket, env, *args)
-        self.follow_and_fetch()
+            self.say(f"The worker runs in {box.runtime} image {box.image} on {self.backend.host}")
+        return self.gpu_env, sshlines.container_args(box)
 
     def follow_and_fetch(self) -> None:
         """Follow the agent's run to its end; bring the model back when the run has results."""
         if self.follow():
             self.copy_back()
-        elif not self.backend.fetch_artifacts and (self.store.get(self.run_.id) or self.run_).state is RunState.SUCCEEDED:
+        elif not self.backend.fetch_artifacts and (self.store.get(self.run.id) or self.run).state is RunState.SUCCEEDED:
             self.keep_job = True  # fetch_artifacts: false leaves every model file on the host
 
     def preparation(self, digest: str) -> Preparation:
@@ -274,14 +249,11 @@ class SshRun(threading.Thread):
 
     def push_code(self, digest: str, present: bool) -> None:
         """Copy the code under ``digest`` unless the probe found it there (``present``)."""
-        code = f"{self.remote_dir}/code/{digest}"
         if present:
             self.say(f"Potato's code {digest} is on {self.backend.host} already")
             return
         self.step(f"copying Potato's code to {self.backend.host}")
-        tmp = f"{code}.tmp"
-        out = self.ssh(f"mkdir -p {self.remote_dir}/code && rm -rf {tmp} && mkdir {tmp} && tar -x -C {tmp} "
-                       f"&& rm -rf {code} && mv {tmp} {code}", stdin=code_archive(), step=CODE_STEP)
+        out = self.ssh(sshlines.push_code(self.remote_dir, digest), stdin=code_archive(), step=CODE_STEP)
         if out.returncode != 0:
             raise SshFailed(f"Copying Potato's code to {self.backend.host} failed: "
                             f"{out.stderr.decode('utf-8', 'replace').strip()[-500:]}")
@@ -295,15 +267,11 @@ class SshRun(threading.Thread):
         key = venv_key(python_path, b.packages)
         venv = f"{self.remote_dir}/venvs/{key}"
         python = f"{venv}/bin/python"
-        if self.ssh(venv_built(venv), step=VENV_CHECK_STEP).returncode == 0:
+        if self.ssh(sshlines.venv_built(venv), step=VENV_CHECK_STEP).returncode == 0:
             self.say(f"Packages {', '.join(b.packages)} on {b.host}: venv {b.remote_dir}/venvs/{key} (reused)")
             return python
         self.step(f"installing {', '.join(b.packages)} on {b.host}")
-        tmp = f"{venv}.tmp"
-        command = (f"mkdir -p {self.remote_dir}/venvs && rm -rf {tmp} && {self.target.env_prefix()}"
-                   f"{shlex.quote(python_path)} -m venv --system-site-packages {tmp} && {tmp}/bin/python -m pip "
-                   f"install --disable-pip-version-check --no-input {shell(list(b.packages))} && "
-                   f"touch {tmp}/.potato-complete && rm -rf {venv} && mv {tmp} {venv}")
+        command = sshlines.build_venv(self.remote_dir, venv, self.target.env_prefix(), python_path, b.packages)
         out = self.ssh(command + " 2>&1", step=VENV_STEP)
         lines = out.stdout.decode("utf-8", "replace").splitlines()
         for line in lines:
@@ -324,17 +292,11 @@ class SshRun(threading.Thread):
         agent's stdout stays the session's own channel, its lifeline. From here the heartbeat counts."""
         b = self.backend
         self.step(f"waiting for the agent on {b.host}")
-        self.store.update(self.run_.id, last_seen=self.clock())
+        self.store.update(self.run.id, last_seen=self.clock())
         env = {**b.env, **run_env}
         apply_thread_limit(b.num_threads, env)  # over what a login shell sets (R16)
-        assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        code = f"{self.remote_dir}/code/{digest}"
-        command = (f"mkdir -p {self.remote_dir}/jobs && cd {self.remote_dir} && exec env {assignments} "
-                   f"PYTHONPATH={code} {self.python} -m potato.training.agent "
-                   f"--server {shlex.quote('unix:' + socket)} --backend {shlex.quote(b.name)} "
-                   f"--run {shlex.quote(self.run_.id)} --token-stdin --session --workdir {self.remote_dir}"
-                   + "".join(f" --pass-env={name}" for name in b.env)  # set by the admin for the run: the worker's
-                   + "".join(f" {arg}" for arg in agent_args))
+        command = sshlines.start_agent(self.remote_dir, digest, self.python, env, socket, b.name, self.run.id,
+                                    list(b.env), agent_args)
         server = urlsplit(self.agent_url)
         self.forward = forward = f"{socket}:{server.hostname}:{server.port}"
         out = (self.run_dir / "agent.out").open("ab")
@@ -349,9 +311,8 @@ class SshRun(threading.Thread):
         if stdin is not None:
             stdin.write(self.token.encode("ascii") + b"\n")
             stdin.close()
-        write_json_atomic(self.run_dir / SESSION_FILE, {"socket_dir": self.socket_dir, "python": self.python,
-                                                        "pid": self.session.pid, "forward": forward})
-        self.store.update(self.run_.id, agent_pid=self.session.pid, agent_host=b.host)
+        SessionRecord(self.socket_dir, self.python, self.session.pid, forward).write(self.run_dir)
+        self.store.update(self.run.id, agent_pid=self.session.pid, agent_host=b.host)
         mode = self.ssh(f"sleep 1; stat -c %a {shlex.quote(socket)}", step=SOCKET_STEP)
         self.say(f"Agent socket on {b.host}: {socket} (mode {mode.stdout.decode().strip() or 'unknown'}, "
                  f"in a 0700 folder)")
@@ -360,16 +321,16 @@ class SshRun(threading.Thread):
         """Wait until the run ends or its results are in (True: copy the model back)."""
         mt = self.project.config.model_training
         while True:
-            run = self.store.get(self.run_.id)
+            run = self.store.get(self.run.id)
             if run is None or run.state.terminal:
                 return False
             if run.state is RunState.COPYING:
                 return True
             session = self.session
             ended = session.poll() is not None if session is not None else (
-                bool(self.session_pid) and not session_alive(self.session_pid, self.run_.id))
+                bool(self.session_pid) and not session_alive(self.session_pid, self.run.id))
             if ended:
-                after = self.store.get(self.run_.id)  # the agent may have reported and exited just now
+                after = self.store.get(self.run.id)  # the agent may have reported and exited just now
                 if after is not None and (after.state.terminal or after.state is RunState.COPYING):
                     continue
                 code = f"ssh exited {session.returncode}" if session is not None else "its ssh process is gone"
@@ -385,7 +346,7 @@ class SshRun(threading.Thread):
     def close_session(self) -> None:
         if self.session is not None:
             self.session.terminate()
-        elif self.session_pid and session_alive(self.session_pid, self.run_.id):
+        elif self.session_pid and session_alive(self.session_pid, self.run.id):
             os.kill(self.session_pid, signal.SIGTERM)
 
     @classmethod
@@ -393,15 +354,12 @@ class SshRun(threading.Thread):
         """Take over a run whose ssh session outlived the server that started it (a restart): follow
         it, copy the model back and clean up as the first server would have. None when nothing of the
         session is left to take over (the watchdog then ends the run)."""
-        facts = read_json(store.run_dir(run.id) / SESSION_FILE)
-        if facts is None or not session_alive(int(facts.get("pid") or 0), run.id):
+        record = SessionRecord.read(store.run_dir(run.id))
+        if record is None or not session_alive(record.pid, run.id):
             return None
         me = cls(project, store, run, "", backend, "")
         me.adopted = True
-        me.socket_dir = str(facts["socket_dir"])
-        me.python = str(facts["python"])
-        me.session_pid = int(facts["pid"])
-        me.forward = str(facts.get("forward") or "")
+        me.socket_dir, me.python, me.session_pid, me.forward = record.socket_dir, record.python, record.pid, record.forward
         me.say(f"The server restarted; it took the run over from its ssh session to {backend.host} (still open).")
         return me
 
@@ -412,8 +370,7 @@ class SshRun(threading.Thread):
         b = self.backend
         self.no_agent_yet()  # the agent has reported; the copy's own stall limit applies
         nonce = new_nonce()
-        command = (f"cd {self.job_dir} && exec {shlex.quote(b.python)} -c {shlex.quote(SEND_ARTIFACTS)} "
-                   f"artifacts {b.max_artifact_mb * MB} {b.max_artifacts_total_mb * MB}")
+        command = sshlines.send_artifacts(self.job_dir, b.python, b.max_artifact_mb * MB, b.max_artifacts_total_mb * MB)
         target = self.run_dir / "artifacts"
 
         def progress(got: int, total: int) -> None:
@@ -430,7 +387,7 @@ class SshRun(threading.Thread):
                 stop_remote(self.target, exc.remote_pid)
             self.recorder.fail(Reason.ERROR, f"{exc}; the predictions are already saved, only the model files "
                                f"are missing here. They are still on {b.host} in {b.remote_dir}/jobs/"
-                               f"{self.run_.id}/artifacts.")
+                               f"{self.run.id}/artifacts.")
             return
         self.said_preamble(copied.preamble)
         if copied.over_total is not None:
@@ -440,9 +397,9 @@ class SshRun(threading.Thread):
         for name, size in copied.left_behind:
             self.say(f"Left on {b.host} (over max_artifact_mb {b.max_artifact_mb} MB): {name} ({size / 1e6:.0f} MB)")
         self.say(f"Copied the model from {b.host}: {copied.received / 1e6:.1f} MB")
-        self.store.update(self.run_.id, artifact_uri=str(target) if not copied.left_behind else
-                          f"{target} (and on {b.host}:{b.remote_dir}/jobs/{self.run_.id}/artifacts)")
-        self.store.move(self.run_.id, RunState.SUCCEEDED, step="done", progress=1.0)
+        self.store.update(self.run.id, artifact_uri=str(target) if not copied.left_behind else
+                          f"{target} (and on {b.host}:{b.remote_dir}/jobs/{self.run.id}/artifacts)")
+        self.store.move(self.run.id, RunState.SUCCEEDED, step="done", progress=1.0)
         self.say("Run succeeded.")
 
     def kept_over_total(self, over: tuple[int, int, str]) -> None:
@@ -456,8 +413,8 @@ class SshRun(threading.Thread):
                  f"max_artifacts_total_mb ({b.max_artifacts_total_mb} MB): none was copied; they stay on {b.host} in "
                  f"{folder}, and the job folder is kept. Raise max_artifacts_total_mb to copy them next time, or copy "
                  f"them yourself (scp -r {where} .); the predictions are saved.")
-        self.store.update(self.run_.id, artifact_uri=where)
-        self.store.move(self.run_.id, RunState.SUCCEEDED, step="done", progress=1.0)
+        self.store.update(self.run.id, artifact_uri=where)
+        self.store.move(self.run.id, RunState.SUCCEEDED, step="done", progress=1.0)
         self.say("Run succeeded.")
 
     def left_behind_commands(self) -> list[str]:
@@ -479,15 +436,13 @@ class SshRun(threading.Thread):
                 session.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 session.terminate()
-        elif self.session_pid and session_alive(self.session_pid, self.run_.id):
+        elif self.session_pid and session_alive(self.session_pid, self.run.id):
             time.sleep(2)  # an adopted session: its agent exits once it has reported
-            if session_alive(self.session_pid, self.run_.id):
+            if session_alive(self.session_pid, self.run.id):
                 os.kill(self.session_pid, signal.SIGTERM)
-        parts = [*self.left_behind_commands(), f"rm -rf {shlex.quote(self.socket_dir)}"]
-        if not self.keep_job:
-            parts.append(f"rm -rf {self.job_dir}")
+        command = sshlines.clean_up(self.socket_dir, None if self.keep_job else self.job_dir, self.left_behind_commands())
         try:
-            done = self.ssh(" ; ".join(parts), step=CLEAN_UP_STEP)
+            done = self.ssh(command, step=CLEAN_UP_STEP)
         except SshFailed as exc:
             self.say(f"Could not clean up on {self.backend.host}: {exc}")
         else:

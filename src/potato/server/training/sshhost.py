@@ -22,6 +22,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from potato.defaults import NVIDIA_SMI_TIMEOUT_S, SSH_STEP_TIMEOUT_S
 from potato.server.training.sshcmd import (
@@ -289,3 +290,15 @@ def control_dir(training_dir: Path) -> Path:
         raise SshFailed(f"{folder} (ssh's control sockets) belongs to another user or is open to others; "
                         "remove it and start the run again.")
     return folder
+
+
+def gpus_unknown_error(why: str, gpus: str) -> str:
+    """A run that needs the GPU list (``gpus: auto`` or a pinned GPU) when nvidia-smi did not answer."""
+    return (f"{why}, so gpus: {gpus} cannot choose one. Run nvidia-smi on the host: a hung driver needs its "
+            "admin (nvidia-smi -r or a reboot); meanwhile gpus: none trains on the CPU.")
+
+
+def venv_key(python_path: str, packages: Sequence[str]) -> str:
+    """The packages venv's folder name under ``remote_dir/venvs``: one per interpreter (its real path
+    on the host) and package list (R14); the check looks for the same one a run builds."""
+    return hashlib.sha256("\0".join([python_path, *sorted(packages)]).encode()).hexdigest()[:16]

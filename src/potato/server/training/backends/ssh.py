@@ -8,24 +8,28 @@ a run starts only when the last one's clean-up is done (:attr:`one_session_at_a_
 
 from __future__ import annotations
 
+import json
 import os
-from typing import Any, ClassVar, Type
+import re
+import threading
+from typing import Any, ClassVar, Sequence, Type
 
 from potato.config.schema import Config, SlurmBackend, SshBackend
 from potato.project import Project
 from potato.server.training.backends.base import Backend, CheckReport, Launch, Limits, Results, Session
 from potato.server.training.runs import Run
-from potato.server.training.ssh import (
-    VENV_CHECK_STEP,
-    SshRun,
+from potato.server.training.ssh import VENV_CHECK_STEP, SshRun
+from potato.server.training.sshlines import venv_built
+from potato.server.training.sshcmd import SshFailed, SshTarget, preamble_notice, remote_path
+from potato.server.training.sshhost import (
+    HostFacts,
+    control_dir,
     gpus_unknown_error,
-    packages_snippet,
-    requirement_name,
-    venv_built,
+    missing_modules,
+    probe_host,
+    run_ssh,
     venv_key,
 )
-from potato.server.training.sshcmd import SshFailed, SshTarget, preamble_notice, remote_path
-from potato.server.training.sshhost import HostFacts, control_dir, missing_modules, probe_host, run_ssh
 from potato.training.failures import PIP_NAMES
 from potato.training.gpus import NoGpuFree, choose_gpus
 from potato.training.trainers import available_trainers
@@ -34,7 +38,7 @@ from potato.training.trainers import available_trainers
 class SessionThread:
     """A run's ssh session as the dispatcher watches it: the thread that drives it."""
 
-    def __init__(self, thread: SshRun) -> None:
+    def __init__(self, thread: threading.Thread) -> None:
         self.thread = thread
 
     def alive(self) -> bool:
@@ -69,15 +73,11 @@ class Ssh(Backend):
 
     def start(self, launch: Launch, run: Run, token: str) -> Session:
         session = self.session_kind(launch.project, launch.store, run, token, self.remote, launch.agent_url)
-        session.start()
-        return SessionThread(session)
+        return SessionThread(session.start())
 
     def adopt(self, launch: Launch, run: Run) -> Session | None:
         session = self.session_kind.adopt(launch.project, launch.store, run, self.remote)
-        if session is None:
-            return None
-        session.start()
-        return SessionThread(session)
+        return SessionThread(session.start()) if session is not None else None
 
     def adopt_lost(self, run: Run) -> str:
         return (f"The server restarted and the run's ssh session to {self.remote.host} is gone; start the "
@@ -173,3 +173,19 @@ def trainer_packages_missing(target: Any, default_trainer: str, python: str | No
     absent = set(missing_modules(target, modules, python))
     return {name: [p for p in packages if modules_for.get(p, p) in absent]
             for name, packages in wanted.items() if any(modules_for.get(p, p) in absent for p in packages)}
+
+
+def requirement_name(requirement: str) -> str:
+    """A pip requirement's project name, normalized as pip compares them: ``Scikit_Learn>=1.3`` ->
+    ``scikit-learn`` (a URL or path keeps its text: it names no project)."""
+    name = re.split(r"[\s<>=!~;\[@(]", requirement.strip(), maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def packages_snippet(backend: str, packages: Sequence[str], more: Sequence[str]) -> list[str]:
+    """The config lines (indented two spaces) that add ``more`` to the backend's ``packages``, so a
+    run builds a venv with them: Debian's and Ubuntu's own Python refuse ``pip install`` (externally
+    managed)."""
+    listed = {requirement_name(p) for p in packages}
+    merged = [*packages, *(p for p in more if requirement_name(p) not in listed)]
+    return ["  model_training:", "    backends:", f"      {backend}:", f"        packages: {json.dumps(merged)}"]

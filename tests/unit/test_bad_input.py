@@ -73,7 +73,7 @@ def test_numbers_past_a_float_are_400s_and_the_runs_stay_readable(client: Any) -
 def test_integers_too_large_for_a_float_are_refused_where_a_number_is_wanted(make_project: Any) -> None:
     """A 401-digit integer overflowed float() in a run's params check and in a number scheme (500s)."""
     from potato.config import load_config
-    from potato.server.training.blueprint import RunRequestError, check_run_request
+    from potato.server.training.run_requests import RunRequestError, check_run_request
 
     cfg = load_config(make_project(model_training={"enabled": True}))
     with pytest.raises(RunRequestError) as refused:

@@ -8,7 +8,7 @@ from typing import Any, Callable
 import pytest
 
 from potato.config import load_config
-from potato.server.training.blueprint import RunRequestError, check_run_request
+from potato.server.training.run_requests import RunRequestError, check_run_request
 
 TRAINERS = {
     "noop": {"name": "noop", "local_only": False},

@@ -1,0 +1,174 @@
+"""Starting a run: what a start-run request must be (R10), the source a calibration refines, the
+automatic retraining (C7), and what the start form shows (trainers' parameters, the label summary).
+Pure or database-only: the training page's routes and the auto-retrain hook call it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import Any, Mapping
+
+from potato.config.schema import Config
+from potato.project import Project
+from potato.server.training import bundle
+from potato.server.training.backends import backend_for
+from potato.server.training.runs import Run, RunState, RunStore
+from potato.training.failures import BadJob
+from potato.training.labels import aggregate, class_labels
+from potato.training.trainers import available_trainers, get_trainer
+
+CALIBRATE = "decision-calibrate"
+MIN_PER_CLASS = 5
+"""Below this many labelled items in a class the form warns: the holdout score then says little."""
+
+
+class RunRequestError(Exception):
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.extra = extra
+
+
+def check_run_request(config: Config, body: object, trainers: Mapping[str, Mapping[str, Any]]) -> tuple[str, list[str], str, dict[str, Any]]:
+    """(trainer, schemas, backend, params) from a start-run body, or RunRequestError (pure, R10)."""
+    mt = config.model_training
+    if not isinstance(body, dict):
+        raise RunRequestError(400, 'Send a JSON object: {"trainer": ..., "schemas": [...], "backend": ...}.')
+    if not mt.enabled:
+        raise RunRequestError(409, "Training is off for this project: set model_training.enabled: true "
+                              "in the config and restart the server.")
+    backends = mt.all_backends()
+    backend = body.get("backend") or mt.backend
+    if not isinstance(backend, str) or backend not in backends:
+        raise RunRequestError(409, f"Backend {backend!r} is not in the config. Backends: {', '.join(backends)}.",
+                              backends=list(backends))
+    trainer = body.get("trainer") or mt.trainer
+    if not isinstance(trainer, str) or trainer not in trainers:
+        raise RunRequestError(400, f"Unknown trainer {trainer!r}. Trainers: {', '.join(sorted(trainers))}.")
+    if trainers[trainer].get("local_only") and not backend_for(backends[backend]).on_this_machine:
+        raise RunRequestError(400, f"Trainer '{trainer}' runs only on the local backend: it reads the server's "
+                              "run folders. Pick backend 'local'.")
+    trainable = [s.name for s in config.annotation_schemes if s.training_type]
+    schemas = body.get("schemas") or list(mt.writeback.schemas) or trainable[:1]
+    if not isinstance(schemas, list) or not schemas or any(s not in trainable for s in schemas):
+        raise RunRequestError(400, f"Schemas {schemas!r} cannot be trained. Trainable schemas: {', '.join(trainable)}.")
+    params = body.get("params") or {}
+    if not isinstance(params, dict):
+        raise RunRequestError(400, "'params' must be an object of trainer parameters.")
+    merged = dict(mt.trainer_params.get(trainer, {}))
+    merged.update(params)
+    checked = dict(merged)
+    if trainer == CALIBRATE:
+        if "source_predictions" in params:
+            raise RunRequestError(400, f"'{CALIBRATE}' takes the run to recalibrate as source_run: <run id> (a "
+                                  "succeeded run of this server), not a file path.")
+        source = checked.pop("source_run", None)
+        if source is not None and not isinstance(source, str):
+            raise RunRequestError(400, "'source_run' must be a run id, e.g. \"20261201-120000-ab12\".")
+        checked["source_predictions"] = "the source run's predictions.jsonl"
+    try:  # the worker checks them again; a bad one is a 400 now, not a failed run later
+        get_trainer(trainer).validate_params(checked)
+    except BadJob as exc:
+        raise RunRequestError(400, str(exc)) from None
+    return trainer, list(dict.fromkeys(schemas)), backend, merged
+
+
+def trainer_table() -> dict[str, dict[str, Any]]:
+    """Registered trainers by name, as JSON-ready dicts (page, API and request checks)."""
+    return {t.name: asdict(t) for t in available_trainers()}
+
+
+def calibration_source(store: RunStore, schemas: list[str], run_id: str | None) -> str:
+    """The predictions ``decision-calibrate`` refines: those of run ``run_id``, or of the newest
+    succeeded run that covers ``schemas`` and is not itself a calibration (its confidences were fitted
+    on the labels a new calibration would fit on); only this server's own runs, never a path from a request."""
+    if run_id is None:
+        candidates = [r for r in store.list() if r.trainer != CALIBRATE]
+    else:
+        candidates = [r for r in [store.get(run_id)] if r is not None]
+    for run in candidates:
+        path = store.run_dir(run.id) / "predictions.jsonl"
+        if run.state is RunState.SUCCEEDED and set(schemas) <= set(run.schemas) and path.exists():
+            return str(path)
+    if run_id is not None:
+        raise RunRequestError(400, f"source_run {run_id!r} is not a succeeded run of this server with predictions "
+                              f"for {', '.join(schemas)}; pick one from the runs list.")
+    raise RunRequestError(400, f"'{CALIBRATE}' recalibrates an earlier run's predictions, and no run on "
+                          f"{', '.join(schemas)} has succeeded yet. Train a model first.")
+
+
+def start_run(project: Project, store: RunStore, body: object, trigger: str = "manual") -> Run:
+    trainer, schemas, backend, params = check_run_request(project.config, body, trainer_table())
+    if trainer == CALIBRATE:
+        params["source_predictions"] = calibration_source(store, schemas, params.pop("source_run", None))
+    return store.create(trainer, schemas, backend, params, trigger=trigger)
+
+
+def form_params(trainer: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """A trainer's parameters as the start form asks for them: help text, and whether required.
+    decision-calibrate names its source by run id (a request never gives a path)."""
+    params = dict(trainer.get("params") or {})
+    if trainer.get("name") == CALIBRATE:
+        params.pop("source_predictions", None)
+        params = {"source_run": "the id of a succeeded run of this server to recalibrate (default: the newest)",
+                  **params}
+    shown = set(trainer.get("shown") or ())
+    return {name: {"help": text, "required": text.endswith("(required)"), "shown": name in shown}
+            for name, text in params.items()}
+
+
+def label_summary(project: Project) -> dict[str, dict[str, Any]]:
+    """For each trainable scheme, what a run on it trains on, so that a run on five labels is not
+    started blind: ``items`` (distinct labelled items), ``classes`` ([label, items] pairs in the
+    scheme's order, each item counted by the label a run trains on, see
+    :func:`potato.training.labels.aggregate`), ``disagree`` (items whose annotators gave different
+    answers), ``none`` (multiselect items whose trained answer has no label) and ``kind``."""
+    labels = list(project.labels.iter_labels())
+    out: dict[str, dict[str, Any]] = {}
+    for scheme in project.config.annotation_schemes:
+        if scheme.training_type not in ("radio", "multiselect"):
+            continue
+        specs = bundle.scheme_specs(project.config, [scheme.name])
+        answers = bundle.training_answers(specs, bundle.label_rows([scheme.name], project.items, labels))
+        if not answers:
+            continue
+        targets = aggregate(answers, specs)
+        given: dict[str, set[object]] = {}
+        for row in answers:
+            given.setdefault(row.item_id, set()).add(row.label)
+        per_label: dict[str, int] = {}
+        none = 0
+        for per_schema in targets.values():
+            target = per_schema[scheme.name]
+            chosen = target if isinstance(target, tuple) else (target,)
+            none += not chosen
+            for label in chosen:
+                per_label[label] = per_label.get(label, 0) + 1
+        out[scheme.name] = {
+            "kind": scheme.training_type,
+            "items": len(targets),
+            "classes": [[label, per_label[label]] for label in class_labels(specs[0], targets) if label in per_label],
+            "disagree": sum(1 for votes in given.values() if len(votes) > 1),
+            "none": none,
+        }
+    return out
+
+
+def auto_retrain(project: Project, store: RunStore) -> Run | None:
+    """C7: queue a run once ``every_n_labels`` labels arrived since the last automatic run (one
+    waiting automatic run is enough); None when none is due."""
+    ar = project.config.model_training.auto_retrain
+    conn = project.db.conn
+    row = conn.execute("SELECT value FROM meta WHERE key = 'auto_retrain:since'").fetchone()
+    since = float(row[0]) if row else 0.0
+    new = conn.execute("SELECT COUNT(*) FROM labels WHERE updated_at > ?", (since,)).fetchone()[0]
+    if new < ar.every_n_labels:
+        return None
+    if any(r.trigger == "auto" for r in store.in_states([RunState.QUEUED])):
+        return None
+    now = time.time()
+    project.db.write([("INSERT OR REPLACE INTO meta (key, value) VALUES ('auto_retrain:since', ?)", (str(now),))])
+    body = {"trainer": ar.trainer, "schemas": list(ar.schemas) or None,
+            "backend": ar.backend or project.config.model_training.backend}
+    return start_run(project, store, body, trigger="auto")

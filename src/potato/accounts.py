@@ -11,6 +11,7 @@ import time
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from potato.errors import PotatoError
 from potato.db import Database
 
 MIN_PASSWORD = 8
@@ -21,7 +22,7 @@ MAX_PASSWORD = 1024
 _UNUSABLE = generate_password_hash("no account has this password")
 
 
-class AccountError(Exception):
+class AccountError(PotatoError):
     """Why a sign-in or registration was refused; the message is shown to the annotator."""
 
 

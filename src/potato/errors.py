@@ -1,6 +1,18 @@
 """The exceptions a user must act on. Each message is the fix; each class carries its exit code.
 
 Only :func:`potato.cli.main` turns one into a process exit; library code raises and never prints.
+Every error whose text reaches a person derives from :class:`PotatoError`, wherever it is defined
+(defined next to the code that raises it, so that modules shipped to training hosts stay small):
+accounts (AccountError), a start-run request (RunRequestError), ssh (SshFailed), the server's
+disk (DiskReserve), copying a model back (CopyFailed), an unknown backend, the package an agent
+installs (PackageUnavailable), the agent protocol (ProtocolError and its kinds, Unreachable,
+BundleCorrupt), archives (UnsafeArchive), SLURM (SlurmError, SlurmConfigError), GPUs (NoGpuFree),
+the agent (AgentError) and the worker (WorkerError and its kinds).
+
+Exceptions that are signals between two places in the code, never shown as they are, stay outside
+this tree: config checking's ``Invalid`` (collected into a :class:`ConfigError`), the recorder's
+RunStopped, SeqGap and WriteRateExceeded (answered as HTTP statuses), BadJson and SlowBody (HTTP
+400 and 408), and the BaseExceptions Cancelled and Interrupted (a stop, not an error).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence
 
+from potato.errors import PotatoError
 import potato
 from potato.training.archive import UnsafeArchive, extract_archive
 from potato.training.failures import image_name
@@ -66,7 +67,7 @@ NOT_STARTED: Optional[int] = None
 """The ``exit_code`` reported for a job whose worker never started."""
 
 
-class AgentError(Exception):
+class AgentError(PotatoError):
     """The agent cannot go on; the message says why and what to do."""
 
     exit_code = 1

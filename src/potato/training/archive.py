@@ -12,6 +12,7 @@ import tarfile
 from pathlib import Path
 from typing import Optional
 
+from potato.errors import PotatoError
 
 MAX_RATIO = 200
 """A bundle (JSON lines of texts, gzipped) expands 5-20 times; 200 times is a bomb, not a bundle."""
@@ -19,7 +20,7 @@ MIN_CAP = 256 * 1024 * 1024
 """Below this a small archive may expand as far as it likes (a few MB of labels and items)."""
 
 
-class UnsafeArchive(Exception):
+class UnsafeArchive(PotatoError):
     """A bundle member would land outside the extraction folder, or the bundle expands absurdly."""
 
 

@@ -12,6 +12,8 @@ import subprocess
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from potato.errors import PotatoError
+
 QUERY = "index,name,memory.total,memory.free,utilization.gpu"
 NVIDIA_SMI_ARGS = ["--query-gpu=" + QUERY, "--format=csv,noheader,nounits"]
 
@@ -66,7 +68,7 @@ def query_gpus(timeout: float = 20.0) -> List[Gpu]:
     return parse_nvidia_smi(out.stdout.decode("utf-8", errors="replace"))
 
 
-class NoGpuFree(Exception):
+class NoGpuFree(PotatoError):
     """``gpus: auto`` found GPUs, but none a run may take (E3, E5)."""
 
 

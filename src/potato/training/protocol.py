@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Tuple, Union
 from urllib.parse import quote, urlsplit
 
+from potato.errors import PotatoError
 import potato
 
 PREFIX = "/training/agent/v1"
@@ -36,7 +37,7 @@ CHUNK = 1 << 20
 Body = Union[None, bytes, IO[bytes]]
 
 
-class ProtocolError(Exception):
+class ProtocolError(PotatoError):
     """The server answered, and said no. ``message`` is the server's own explanation."""
 
     def __init__(self, status: int, message: str, code: str = "") -> None:
@@ -61,11 +62,11 @@ class TooLarge(ProtocolError):
     """413: the upload is larger than the server accepts (``max_predictions_mb``)."""
 
 
-class Unreachable(Exception):
+class Unreachable(PotatoError):
     """No answer worth acting on: retry later (with :func:`backoff_delay`)."""
 
 
-class BundleCorrupt(Exception):
+class BundleCorrupt(PotatoError):
     """The downloaded bundle's sha256 is not the one the server announced."""
 
 

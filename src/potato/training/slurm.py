@@ -20,6 +20,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from potato.errors import PotatoError
 from potato.defaults import SLURM_POLL_INTERVAL_S
 from potato.training.containers import Shell, shell_line, worker_argv
 from potato.training.results import Reason
@@ -45,7 +46,7 @@ SBATCH_FLAGS = (
 """Each setting that maps to one sbatch flag, in the order the command line shows them (R27)."""
 
 
-class SlurmConfigError(ValueError):
+class SlurmConfigError(PotatoError, ValueError):
     """slurm.json (``--slurm-config``) is not what the agent can submit with; the message names the key."""
 
 

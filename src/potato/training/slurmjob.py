@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple
 
+from potato.errors import PotatoError
 from potato.training.codefiles import code_hash, code_root, shipped_files
 from potato.training.jobfiles import read_exit_code, read_json, tail
 from potato.training.slurm import (
@@ -79,7 +80,7 @@ def shared_code(workdir: Path) -> str:
     return str(target)
 
 
-class SlurmError(Exception):
+class SlurmError(PotatoError):
     """The job could not be submitted; the message says why and what to change."""
 
 

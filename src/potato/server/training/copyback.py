@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, cast
 
+from potato.errors import PotatoError
 from potato.server.training import quota
 from potato.server.training.sshcmd import preamble_text, start_token
 
@@ -92,7 +93,7 @@ Python), then ``end``; their total and the files left behind on stderr. When the
 together, only ``end``, and ``over-total <bytes> <files> <absolute folder>`` on stderr."""
 
 
-class CopyFailed(Exception):
+class CopyFailed(PotatoError):
     """The copy did not complete; the message says how (E7 for a stall). Nothing was kept."""
 
     def __init__(self, message: str, remote_pid: int | None = None) -> None:

@@ -22,6 +22,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from potato.errors import PotatoError
+
 RATE_BYTES_PER_S = 1024 * 1024
 """Sustained bytes per second one run's reports may add to its events and logs."""
 BURST_BYTES = 8 * 1024 * 1024
@@ -68,7 +70,7 @@ def rate_message() -> str:
             "reports are slowed down (answered 429) until it sends less.")
 
 
-class DiskReserve(Exception):
+class DiskReserve(PotatoError):
     """A training write would take the disk space kept for annotators' labels."""
 
 

@@ -9,6 +9,7 @@ import time
 from dataclasses import asdict
 from typing import Any, Mapping
 
+from potato.errors import PotatoError
 from potato.config.schema import Config
 from potato.project import Project
 from potato.server.training import bundle
@@ -23,7 +24,7 @@ MIN_PER_CLASS = 5
 """Below this many labelled items in a class the form warns: the holdout score then says little."""
 
 
-class RunRequestError(Exception):
+class RunRequestError(PotatoError):
     def __init__(self, status: int, message: str, **extra: Any) -> None:
         super().__init__(message)
         self.status = status

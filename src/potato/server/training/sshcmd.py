@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from potato.errors import PotatoError
 from potato.config.schema import SlurmBackend, SshBackend
 
 SERVER_ALIVE = ("-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4")
@@ -252,7 +253,7 @@ class SshTarget:
         return ["ssh", *self.options(), "-O", "cancel", "-R", forward, "--", self.host]
 
 
-class SshFailed(Exception):
+class SshFailed(PotatoError):
     """ssh could not run a command on the host; the message is the tutorial's, plus the fix."""
 
 

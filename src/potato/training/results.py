@@ -63,6 +63,14 @@ class Reason(str, Enum):
     JOB_LOST = "job_lost"
     """The SLURM job left the queue with no exit_code and no explanation."""
 
+    @classmethod
+    def of(cls, value: object) -> "Reason":
+        """The reason another program sent: one this version does not know reads as ``error``."""
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.ERROR
+
 
 class ExitCode(IntEnum):
     """The worker's process exit status, also written to the ``exit_code`` file."""

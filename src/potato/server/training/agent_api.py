@@ -30,7 +30,7 @@ from potato.server.training.backends import Backend, Results, backends_of
 from potato.server.training.launch import claim_for_agent, job_description
 from potato.server.training.recorder import RunRecorder, SeqGap, WriteRateExceeded
 from potato.server.training.runs import Run, RunStore
-from potato.server.training.tokens import BackendTokens, Verdict, agent_info, same_hash, token_hash
+from potato.server.training.tokens import BackendTokens, TokenStanding, agent_info, same_hash, token_hash
 from potato.training.protocol import LONG_POLL_MAX_S, RETRY_AFTER_S
 from potato.training.results import Reason
 from potato.training.supervise import Stop, wall_limit_message
@@ -101,13 +101,13 @@ def jobs_next() -> Any:
         _fail(400, f"Backend {str(backend)[:100]!r} is not an agent backend in this server's config; --backend must "
                    "be the name of a type: agent backend under model_training.backends."
                    + _agent_backends_for(token, backends), "unknown_backend")
-    verdict = _tokens().verify(backend, token)
-    if verdict == Verdict.REPLACED:
+    standing = _tokens().verify(backend, token)
+    if standing is TokenStanding.REPLACED:
         _fail(401, f"This token for backend '{backend}' was replaced: the backend was registered again, which "
                    f"invalidates the old token. Get the new token from the server's admin (`{register_command(backend)}` "
                    "prints one), then restart the agent with it in POTATO_TRAINING_TOKEN or --token-file.",
               "token_replaced")
-    if verdict != Verdict.OK:
+    if standing is not TokenStanding.OK:
         _fail(401, f"The server does not know this token for backend '{backend}'. On the server run "
                    f"`{register_command(backend)}` and start the agent with the token it prints.", "token_unknown")
     raw_agent = body.get("agent")
@@ -240,7 +240,7 @@ def cancel_reply(project: Project, run: Run) -> dict[str, Any]:
     """What the reply to a report says: go on, or stop and why (R22, R3)."""
     if not run.cancel_requested:
         return {"cancel": False}
-    if run.stop_reason == Reason.TIMEOUT.value:
+    if run.stop_reason is Reason.TIMEOUT:
         limit = project.config.model_training.max_wall_seconds or 0
         return {"cancel": True, "reason": Reason.TIMEOUT.value, "message": wall_limit_message(limit)}
     return {"cancel": True, "reason": Reason.CANCELLED.value, "message": "Cancelled by an admin."}
@@ -353,11 +353,7 @@ def run_result(run_id: str) -> Any:
         _ended(run)
     stop = None
     if stop_body is not None:
-        try:
-            reason = Reason(stop_body.get("reason"))
-        except ValueError:
-            reason = Reason.ERROR
-        stop = Stop(reason, stop_body["message"][:2000], 0.0)
+        stop = Stop(Reason.of(stop_body.get("reason")), stop_body["message"][:2000], 0.0)
     project = current_project()
     store = _store()
     recorder = RunRecorder(project, store, run)

@@ -68,26 +68,25 @@ def progress_fraction(event: dict[str, Any]) -> float | None:
     return max(0.0, min(1.0, step / total)) if total > 0 else None
 
 
-def outcome(exit_code: int | None, result: dict[str, Any] | None, stop: Stop | None) -> tuple[RunState, str | None, str | None]:
+def outcome(exit_code: int | None, result: dict[str, Any] | None, stop: Stop | None) -> tuple[RunState, Reason | None, str | None]:
     """Final (state, reason, message) from how the worker ended (pure)."""
     if stop is not None:
         state = RunState.CANCELLED if stop.reason is Reason.CANCELLED else RunState.FAILED
-        return state, stop.reason.value, stop.message
+        return state, stop.reason, stop.message
     if exit_code == 0 and result and result.get("status") == "succeeded":
         return RunState.SUCCEEDED, None, None
     if result and result.get("status") in ("failed", "cancelled"):
-        reason = result.get("reason") or Reason.ERROR.value
-        return RunState.FAILED, str(reason)[:64], str(result.get("message") or "The worker failed; see run.log.")[:4000]
+        return RunState.FAILED, Reason.of(result.get("reason")), str(result.get("message") or "The worker failed; see run.log.")[:4000]
     if exit_code is None:
-        return RunState.FAILED, Reason.ERROR.value, "The worker ended without writing exit_code; see run.log."
+        return RunState.FAILED, Reason.ERROR, "The worker ended without writing exit_code; see run.log."
     if exit_code < 0 or exit_code == 137:
-        return RunState.FAILED, Reason.ERROR.value, f"The worker was killed (exit {exit_code}); see run.log."
-    return RunState.FAILED, Reason.ERROR.value, f"The worker exited with {exit_code} and no result; see run.log."
+        return RunState.FAILED, Reason.ERROR, f"The worker was killed (exit {exit_code}); see run.log."
+    return RunState.FAILED, Reason.ERROR, f"The worker exited with {exit_code} and no result; see run.log."
 
 
 def requested_stop(run: Run, max_wall_seconds: int | None) -> Stop:
     """The Stop a run's cancel request stands for: an admin's cancel, or the wall-time limit."""
-    if run.stop_reason == Reason.TIMEOUT.value:
+    if run.stop_reason is Reason.TIMEOUT:
         return Stop(Reason.TIMEOUT, wall_limit_message(max_wall_seconds or 0), 0.0)
     return Stop(Reason.CANCELLED, "Cancelled by an admin.", 0.0)
 
@@ -95,7 +94,7 @@ def requested_stop(run: Run, max_wall_seconds: int | None) -> Stop:
 class RunStopped(Exception):
     """The run was asked to stop while its results were being saved: they were not kept."""
 
-    def __init__(self, state: RunState, reason: str | None, message: str | None) -> None:
+    def __init__(self, state: RunState, reason: Reason | None, message: str | None) -> None:
         super().__init__(message)
         self.state, self.reason, self.message = state, reason, message
 
@@ -293,13 +292,13 @@ class RunRecorder:
                 state, reason, message = stopped.state, stopped.reason, stopped.message
             except Exception as exc:  # a failed save fails this run, not the dispatcher
                 log.exception("run %s: results could not be saved", self.run.id)
-                state, reason, message = RunState.FAILED, Reason.ERROR.value, f"Saving the results failed: {exc}"
+                state, reason, message = RunState.FAILED, Reason.ERROR, f"Saving the results failed: {exc}"
         if state is RunState.SUCCEEDED and hold_copying:
             self.store.update(self.run.id, metrics=metrics, device=device, step="copying the model files")
             self.log.write("Predictions saved; copying the model files.")
             return RunState.COPYING
         step = {RunState.SUCCEEDED: "done", RunState.CANCELLED: "cancelled"}.get(state, "failed")
-        self.log.write(f"Run {state.value}" + (f" ({reason}): {message}" if message else "."))
+        self.log.write(f"Run {state.value}" + (f" ({reason.value if reason else None}): {message}" if message else "."))
         moved = self.store.move(self.run.id, state, reason=reason, message=message, step=step, metrics=metrics,
                                 device=device, progress=1.0 if state is RunState.SUCCEEDED else None)
         current = self.store.get(self.run.id)
@@ -316,7 +315,7 @@ class RunRecorder:
         they are withdrawn, so only a run that succeeded is ever shown to annotators.
         """
         state = RunState.CANCELLED if reason is Reason.CANCELLED else RunState.FAILED
-        moved = self.store.move(self.run.id, state, reason=reason.value, message=message, step=state.value)
+        moved = self.store.move(self.run.id, state, reason=reason, message=message, step=state.value)
         if moved:
             self.log.write(f"Run {state.value} ({reason.value}): {message}")
             withdrawn = withdraw(self.project, self.run.id)

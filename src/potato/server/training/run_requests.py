@@ -14,7 +14,7 @@ from potato.config.schema import Config
 from potato.project import Project
 from potato.server.training import bundle
 from potato.server.training.backends import backend_for
-from potato.server.training.runs import Run, RunState, RunStore
+from potato.server.training.runs import Run, RunState, RunStore, Trigger
 from potato.training.failures import BadJob
 from potato.training.labels import aggregate, class_labels
 from potato.training.trainers import available_trainers, get_trainer
@@ -99,7 +99,7 @@ def calibration_source(store: RunStore, schemas: list[str], run_id: str | None) 
                           f"{', '.join(schemas)} has succeeded yet. Train a model first.")
 
 
-def start_run(project: Project, store: RunStore, body: object, trigger: str = "manual") -> Run:
+def start_run(project: Project, store: RunStore, body: object, trigger: Trigger = Trigger.MANUAL) -> Run:
     trainer, schemas, backend, params = check_run_request(project.config, body, trainer_table())
     if trainer == CALIBRATE:
         params["source_predictions"] = calibration_source(store, schemas, params.pop("source_run", None))
@@ -166,10 +166,10 @@ def auto_retrain(project: Project, store: RunStore) -> Run | None:
     new = conn.execute("SELECT COUNT(*) FROM labels WHERE updated_at > ?", (since,)).fetchone()[0]
     if new < ar.every_n_labels:
         return None
-    if any(r.trigger == "auto" for r in store.in_states([RunState.QUEUED])):
+    if any(r.trigger is Trigger.AUTO for r in store.in_states([RunState.QUEUED])):
         return None
     now = time.time()
     project.db.write([("INSERT OR REPLACE INTO meta (key, value) VALUES ('auto_retrain:since', ?)", (str(now),))])
     body = {"trainer": ar.trainer, "schemas": list(ar.schemas) or None,
             "backend": ar.backend or project.config.model_training.backend}
-    return start_run(project, store, body, trigger="auto")
+    return start_run(project, store, body, trigger=Trigger.AUTO)

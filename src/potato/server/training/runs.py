@@ -37,6 +37,13 @@ class RunState(str, Enum):
         return self in TERMINAL
 
 
+class Trigger(str, Enum):
+    """What queued a run: a person (the page, the API, the CLI) or automatic retraining."""
+
+    MANUAL = "manual"
+    AUTO = "auto"
+
+
 TERMINAL: frozenset[RunState] = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED})
 ACTIVE: frozenset[RunState] = frozenset({RunState.PREPARING, RunState.RUNNING, RunState.COPYING})
 
@@ -69,7 +76,7 @@ class Run:
     state: RunState
     created_at: float
     params: dict[str, Any] = field(default_factory=dict)
-    reason: str | None = None
+    reason: Reason | None = None
     message: str | None = None
     step: str = ""
     progress: float | None = None
@@ -80,7 +87,7 @@ class Run:
     bundle_sha256: str | None = None
     artifact_uri: str | None = None
     device: str | None = None
-    trigger: str = "manual"
+    trigger: Trigger = Trigger.MANUAL
     agent_id: str | None = None
     """The agent that holds this run (the lease): only it gets the run's token."""
     agent_host: str | None = None
@@ -91,7 +98,7 @@ class Run:
     cancel_at: float | None = None
     token_hash: str | None = None
     """The run token's hash; never in ``to_json``."""
-    stop_reason: str | None = None
+    stop_reason: Reason | None = None
     """Why a stop was asked for (``cancelled`` or ``timeout``), sent to the agent with the cancel."""
     events_bytes: int = 0
     """The length of events.jsonl after the last report recorded (a longer file holds a cut-short one)."""
@@ -103,6 +110,12 @@ class Run:
     """False from the moment a job is handed to an agent until that agent first uses the run's token:
     a job whose reply went to an agent that had just stopped goes back to the queue (watchdog)."""
 
+    def __post_init__(self) -> None:
+        """The stored strings as their enums, whoever built the record."""
+        self.reason = None if self.reason is None else Reason.of(self.reason)
+        self.stop_reason = None if self.stop_reason is None else Reason.of(self.stop_reason)
+        self.trigger = Trigger(self.trigger or Trigger.MANUAL)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -110,7 +123,7 @@ class Run:
             "schemas": self.schemas,
             "backend": self.backend,
             "state": self.state.value,
-            "reason": self.reason,
+            "reason": self.reason.value if self.reason else None,
             "message": self.message,
             "step": self.step,
             "progress": self.progress,
@@ -123,7 +136,7 @@ class Run:
             "bundle_sha256": self.bundle_sha256,
             "artifact_uri": self.artifact_uri,
             "device": self.device,
-            "trigger": self.trigger,
+            "trigger": self.trigger.value,
             "agent": {"id": self.agent_id, "host": self.agent_host, "last_seen": self.last_seen}
             if self.agent_id else None,
         }
@@ -175,7 +188,7 @@ class RunStore:
         return self.runs_dir / run_id
 
     def create(self, trainer: str, schemas: Sequence[str], backend: str, params: Mapping[str, Any],
-               trigger: str = "manual") -> Run:
+               trigger: Trigger = Trigger.MANUAL) -> Run:
         run = Run(
             id=new_run_id(), trainer=trainer, schemas=list(schemas), backend=backend, state=RunState.QUEUED,
             created_at=time.time(), params=dict(params), step="waiting in the queue", trigger=trigger,
@@ -191,7 +204,7 @@ class RunStore:
             ("INSERT INTO runs (id, trainer, schemas, backend, state, created_at, params, step, trigger) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
             (run.id, run.trainer, json.dumps(run.schemas), run.backend, run.state.value, run.created_at,
-             json.dumps(run.params), run.step, trigger),
+             json.dumps(run.params), run.step, run.trigger.value),
         )])
         Wakeup(self.runs_dir.parent / WAKE_FILE).ring()
         return run
@@ -211,7 +224,7 @@ class RunStore:
         )
         return [_row_to_run(row) for row in rows]
 
-    def move(self, run_id: str, dst: RunState, *, reason: str | None = None, message: str | None = None,
+    def move(self, run_id: str, dst: RunState, *, reason: Reason | None = None, message: str | None = None,
              **fields: Any) -> bool:
         """Move a run to ``dst`` if that is legal from its current state; False if it was not.
 
@@ -230,7 +243,7 @@ class RunStore:
                 values["started_at"] = now
             if dst.terminal:
                 values["finished_at"] = now
-                values["reason"] = reason
+                values["reason"] = None if reason is None else Reason.of(reason).value
                 values["message"] = message
             values.update(_encode(fields))
             sets = ", ".join(f"{key} = ?" for key in values)
@@ -252,7 +265,7 @@ class RunStore:
         if run is None or run.state.terminal:
             return run
         if run.state is RunState.QUEUED:
-            self.move(run_id, RunState.CANCELLED, reason=Reason.CANCELLED.value, message="Cancelled while queued.",
+            self.move(run_id, RunState.CANCELLED, reason=Reason.CANCELLED, message="Cancelled while queued.",
                       step="cancelled")
         elif not run.cancel_requested:
             step = "cancelling" if reason is Reason.CANCELLED else "stopping: past max_wall_seconds"

@@ -14,6 +14,7 @@ import json
 import secrets
 import time
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from potato.db import Database
@@ -48,7 +49,9 @@ class BackendToken:
                 "agent": self.agent}
 
 
-class Verdict:
+class TokenStanding(str, Enum):
+    """What an agent token is for a backend: its current token, one it replaced, or unknown."""
+
     OK = "ok"
     UNKNOWN = "unknown"
     REPLACED = "replaced"
@@ -84,14 +87,14 @@ class BackendTokens:
                                    (token_hash(token),)).fetchone()
         return str(row["backend"]) if row is not None else None
 
-    def verify(self, backend: str, token: str) -> str:
-        """:class:`Verdict` for ``token`` on ``backend``: ok, replaced (by registering again) or unknown."""
+    def verify(self, backend: str, token: str) -> TokenStanding:
+        """:class:`TokenStanding` of ``token`` on ``backend``: ok, replaced (by registering again) or unknown."""
         row = self.db.conn.execute("SELECT token_hash FROM agent_tokens WHERE backend = ?", (backend,)).fetchone()
         if row is not None and same_hash(row["token_hash"], token):
-            return Verdict.OK
+            return TokenStanding.OK
         old = self.db.conn.execute("SELECT backend FROM agent_tokens_replaced WHERE token_hash = ?",
                                    (token_hash(token),)).fetchone()
-        return Verdict.REPLACED if old is not None and old["backend"] == backend else Verdict.UNKNOWN
+        return TokenStanding.REPLACED if old is not None and old["backend"] == backend else TokenStanding.UNKNOWN
 
     def seen(self, backend: str, agent: dict[str, Any] | None, now: float | None = None) -> None:
         """Record that the backend's agent spoke (throttled: at most one write per few seconds)."""

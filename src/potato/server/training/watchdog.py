@@ -83,7 +83,7 @@ def judge(run: Run, now: float, limits: Limits, agent_alive: bool | None = None)
             return Verdict(Action.REQUEUE, Reason.AGENT_LOST, unconfirmed_message(run, JOB_CONFIRM_S))
         return None
     if run.cancel_requested and run.cancel_at is not None and now - run.cancel_at > limits.grace_seconds + CANCEL_SLACK_S:
-        if run.stop_reason == Reason.TIMEOUT.value:
+        if run.stop_reason is Reason.TIMEOUT:
             return Verdict(Action.FAIL, Reason.TIMEOUT,
                            f"The run passed max_wall_seconds ({limits.max_wall_seconds:g} s) and its agent did not "
                            f"report within grace_seconds ({limits.grace_seconds:g} s) of being told to stop.")

@@ -180,6 +180,8 @@ _REMOTE_REST: dict[str, Check] = {
     "env": env,
     "container": container,
 }
+"""With ``_REMOTE_BASE``, the keys of :class:`RemoteHost` that ssh and slurm share (plus ``type``), checked
+by one table; split in two so the ssh keys keep the docs' order, ``packages`` and ``gpus`` between them."""
 
 SSH_KEYS: Mapping[str, Check] = {
     **_REMOTE_BASE,

@@ -15,6 +15,7 @@ from typing import Mapping, Union
 
 from potato import defaults
 from potato.conditions import DisplayLogic
+from potato.training.containers import ContainerSpec
 
 
 class SchemeType(str, Enum):
@@ -173,32 +174,29 @@ class AutoRetrain:
     backend: str | None = None
 
 
-@dataclass(frozen=True)
-class Container:
-    """D2: run the worker inside apptainer or docker on the host."""
-
-    runtime: str
-    image: str
-    options: tuple[str, ...] = ()
+Container = ContainerSpec
+"""A backend's ``container``: the same type the agent takes and slurm.json carries."""
 
 
 @dataclass(frozen=True)
-class SshBackend:
-    """R13-R23: a host the server reaches with ssh."""
+class RemoteHost:
+    """A host the server reaches with ssh: an ssh backend's machine or a SLURM cluster's login node.
+
+    Only its subclasses are built; code that only connects, copies and cleans up takes this type.
+    """
 
     name: str
     host: str
-    type: str = "ssh"
+    remote_dir: str
+    """Where runs live on the host. :class:`SshBackend` gives it a default; a slurm backend has none,
+    because its folder must be on storage the login and compute nodes share."""
     description: str = ""
     user: str | None = None
     port: int | None = None
     identity_file: str | None = None
     python: str = defaults.REMOTE_PYTHON
-    packages: tuple[str, ...] = ()
-    gpus: str = "auto"
     min_free_gpu_mb: int = defaults.MIN_FREE_GPU_MB
     num_threads: int | None = None
-    remote_dir: str = defaults.REMOTE_DIR
     max_artifact_mb: int = defaults.MAX_ARTIFACT_MB
     max_artifacts_total_mb: int = defaults.MAX_ARTIFACTS_TOTAL_MB
     fetch_artifacts: bool = True
@@ -207,6 +205,16 @@ class SshBackend:
     heartbeat_timeout_s: int = defaults.HEARTBEAT_TIMEOUT_S
     env: dict[str, str] = field(default_factory=dict)
     container: Container | None = None
+
+
+@dataclass(frozen=True)
+class SshBackend(RemoteHost):
+    """R13-R23: a host the server reaches with ssh."""
+
+    remote_dir: str = defaults.REMOTE_DIR
+    type: str = "ssh"
+    packages: tuple[str, ...] = ()
+    gpus: str = "auto"
 
     def describe(self) -> str:
         """The "Runs on" menu text (R9)."""
@@ -214,30 +222,12 @@ class SshBackend:
 
 
 @dataclass(frozen=True)
-class SlurmBackend:
+class SlurmBackend(RemoteHost):
     """R24-R31: a SLURM cluster behind a login node; the agent runs on the login node."""
 
-    name: str
-    host: str
-    remote_dir: str
     type: str = "slurm"
-    description: str = ""
-    user: str | None = None
-    port: int | None = None
-    identity_file: str | None = None
-    python: str = defaults.REMOTE_PYTHON
     job_python: str | None = None
     prelude: tuple[str, ...] = ()
-    min_free_gpu_mb: int = defaults.MIN_FREE_GPU_MB
-    num_threads: int | None = None
-    max_artifact_mb: int = defaults.MAX_ARTIFACT_MB
-    max_artifacts_total_mb: int = defaults.MAX_ARTIFACTS_TOTAL_MB
-    fetch_artifacts: bool = True
-    keep_remote: bool = False
-    keep_connection_s: int = defaults.KEEP_CONNECTION_S
-    heartbeat_timeout_s: int = defaults.HEARTBEAT_TIMEOUT_S
-    env: dict[str, str] = field(default_factory=dict)
-    container: Container | None = None
     partition: str | None = None
     account: str | None = None
     qos: str | None = None

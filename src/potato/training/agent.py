@@ -33,9 +33,11 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence
 
-from potato.errors import PotatoError
 import potato
+from potato.defaults import REMOTE_DIR
+from potato.errors import PotatoError
 from potato.training.archive import UnsafeArchive, extract_archive
+from potato.training.containers import ContainerSpec
 from potato.training.failures import image_name
 from potato.training.gpus import query_gpus
 from potato.training.protocol import (
@@ -57,8 +59,9 @@ from potato.training.slurmjob import SlurmError, SlurmJob, shared_code
 from potato.training.supervise import Ending, Stop, StopRequest, Supervisor, Worker, WorkerProcess
 
 TOKEN_ENV = "POTATO_TRAINING_TOKEN"
-WORKDIR = "~/.cache/potato-training"
-"""Where jobs (bundle, worker files, model files) live unless ``--workdir`` says otherwise (R33)."""
+WORKDIR = REMOTE_DIR
+"""Where jobs (bundle, worker files, model files) live unless ``--workdir`` says otherwise: the same
+folder an ssh backend uses by default, so a host has one Potato folder however its agent started."""
 POLL_WAIT_S = LONG_POLL_MAX_S
 """How long one ``jobs/next`` may wait on the server for a job (a long poll)."""
 EXIT_TOKEN = 3
@@ -98,7 +101,7 @@ class Agent:
                  keep: bool = False, give_up_after_s: float = GIVE_UP_S, poll_wait_s: float = POLL_WAIT_S,
                  console: Optional[Console] = None, clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep, slurm: Optional[SlurmSettings] = None,
-                 container: Optional[Dict[str, Any]] = None, pass_env: Sequence[str] = ()) -> None:
+                 container: Optional[ContainerSpec] = None, pass_env: Sequence[str] = ()) -> None:
         self.client = client
         self.backend = backend
         self.workdir = workdir
@@ -117,7 +120,7 @@ class Agent:
         self.slurm = slurm
         """Set when this agent submits its workers with sbatch (a login node) instead of starting them."""
         self.container = container
-        """``{"runtime", "image", "options"}`` when the workers run in a container image (D2)."""
+        """Set when the workers run in a container image."""
         self.pass_env = tuple(pass_env)
         """Variables of this agent's environment its workers see beyond the allow-list (``--pass-env``)."""
         self.stopping = False
@@ -258,8 +261,8 @@ class Agent:
         if self.slurm is None:
             self.console.say(f"run {run_id}: starting the worker ({self.python})")
             reporter.add({"type": "step", "text": f"starting the worker on {self.host}"})
-            if self.container:
-                note(f"run {run_id}: the worker runs in {self.container['runtime']} image {self.container['image']}")
+            if self.container is not None:
+                note(f"run {run_id}: the worker runs in {self.container.runtime} image {self.container.image}")
             return WorkerProcess.start(job_dir, self.python, job.get("num_threads"), self.container, self.workdir,
                                        self.pass_env)
         settings = self.slurm
@@ -473,7 +476,7 @@ def check_slurm_workdir(given: str, workdir: Path) -> None:
         raise AgentError(node_local_message(shown, local, "--workdir /shared/projects/me/potato-training"))
 
 
-def container_settings(args: argparse.Namespace, slurm: bool) -> Optional[Dict[str, Any]]:
+def container_settings(args: argparse.Namespace, slurm: bool) -> Optional[ContainerSpec]:
     """``--container-*`` as the worker's container, checked before any job."""
     if not (args.container_runtime or args.container_image or args.container_option):
         return None
@@ -483,7 +486,7 @@ def container_settings(args: argparse.Namespace, slurm: bool) -> Optional[Dict[s
     if not (args.container_runtime and args.container_image):
         raise AgentError("--container-runtime and --container-image go together, e.g. "
                          "--container-runtime docker --container-image potato-worker-cuda")
-    return {"runtime": args.container_runtime, "image": args.container_image, "options": list(args.container_option)}
+    return ContainerSpec(args.container_runtime, args.container_image, tuple(args.container_option))
 
 
 def parser() -> argparse.ArgumentParser:

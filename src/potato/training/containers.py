@@ -8,12 +8,17 @@ path in the job stays valid inside.
 
 Where the job script cannot know a value in advance (the user, the GPUs SLURM hands the job), the
 caller passes a :class:`Shell` word, which :func:`shell_line` leaves for the shell to expand.
+
+:class:`ContainerSpec` is the one shape of "which image, through which runtime": the config builds
+it, the server passes it to the agent as ``--container-*`` words or in slurm.json, and the agent
+hands it to :func:`worker_argv`.
 """
 
 from __future__ import annotations
 
 import shlex
-from typing import Any, List, Mapping, Optional, Sequence, Union
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from potato.training.results import LIFELINE_FLAG
 
@@ -26,8 +31,41 @@ class Shell(str):
 
 Word = Union[str, Shell]
 
+SLURM_JSON_FORM = 'container must be {"runtime": "apptainer" or "docker", "image": ...}'
+"""What slurm.json's ``container`` must look like (the message when it does not)."""
 
-def worker_argv(box: Mapping[str, Any], job_dir: str, code_dir: str, shared_dir: str,
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """Run the worker inside apptainer or docker on the host: the backend's ``container`` in the
+    config, the agent's ``--container-*`` options, slurm.json's ``container``."""
+
+    runtime: str
+    image: str
+    options: Tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: Any) -> "ContainerSpec":
+        """slurm.json's ``container`` object; :class:`ValueError` naming the expected form if it is not one."""
+        if not isinstance(data, dict):
+            raise ValueError(SLURM_JSON_FORM)
+        options = data.get("options") or []
+        if data.get("runtime") not in RUNTIMES or not isinstance(data.get("image"), str) \
+                or not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+            raise ValueError(SLURM_JSON_FORM)
+        return cls(data["runtime"], data["image"], tuple(options))
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"runtime": self.runtime, "image": self.image, "options": list(self.options)}
+
+    def agent_args(self) -> List[str]:
+        """The agent's ``--container-*`` arguments as shell text: the image and every option one word
+        whatever they hold (the runtime is one of :data:`RUNTIMES`)."""
+        return ([f"--container-runtime {self.runtime} --container-image {shlex.quote(self.image)}"]
+                + [f"--container-option={shlex.quote(o)}" for o in self.options])
+
+
+def worker_argv(box: ContainerSpec, job_dir: str, code_dir: str, shared_dir: str,
                 user: Optional[Word] = None, gpus: Optional[Word] = None, name: Optional[str] = None,
                 env: Optional[Mapping[str, str]] = None, lifeline: bool = False) -> List[Word]:
     """``apptainer exec`` or ``docker run`` of the worker for one job dir.
@@ -39,8 +77,7 @@ def worker_argv(box: Mapping[str, Any], job_dir: str, code_dir: str, shared_dir:
     ``lifeline``: the caller's stdin is the worker's lifeline (``--lifeline-stdin``): docker gets
     ``-i`` to forward it into the container (end of file included); apptainer's process inherits it.
     """
-    runtime, image = box.get("runtime"), str(box.get("image"))
-    options = [str(o) for o in box.get("options") or []]
+    runtime, image, options = box.runtime, box.image, box.options
     variables = {"PYTHONPATH": code_dir, "PYTHONUNBUFFERED": "1", **(env or {})}
     inner = ["python3", "-m", "potato.training.worker", *([LIFELINE_FLAG] if lifeline else []), job_dir]
     if runtime == "apptainer":

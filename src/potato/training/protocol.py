@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Tuple, Union
 from urllib.parse import quote, urlsplit
 
-from potato.errors import PotatoError
 import potato
+from potato.errors import PotatoError
 
 PREFIX = "/training/agent/v1"
 LONG_POLL_MAX_S = 25.0

@@ -20,9 +20,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from potato.errors import PotatoError
 from potato.defaults import SLURM_POLL_INTERVAL_S
-from potato.training.containers import Shell, shell_line, worker_argv
+from potato.errors import PotatoError
+from potato.training.containers import ContainerSpec, Shell, shell_line, worker_argv
 from potato.training.results import Reason
 
 JOB_SCRIPT = "job.sh"
@@ -104,8 +104,8 @@ class SlurmSettings:
     """Shell lines run before the worker (``module load cuda/12.4``, an env's activation)."""
     poll_interval_s: float = SLURM_POLL_INTERVAL_S
     num_threads: Optional[int] = None
-    container: Optional[Dict[str, Any]] = None
-    """``{"runtime": "apptainer" | "docker", "image": ..., "options": [...]}`` (D2)."""
+    container: Optional[ContainerSpec] = None
+    """In slurm.json ``{"runtime": "apptainer" | "docker", "image": ..., "options": [...]}``."""
 
     @classmethod
     def from_json(cls, data: Any) -> "SlurmSettings":
@@ -134,10 +134,10 @@ class SlurmSettings:
                     raise SlurmConfigError(f"poll_interval_s must be a number of seconds above 0, got {value!r}")
                 values[key] = float(value)
             elif key == "container":
-                if not isinstance(value, dict) or value.get("runtime") not in ("apptainer", "docker") \
-                        or not isinstance(value.get("image"), str):
-                    raise SlurmConfigError('container must be {"runtime": "apptainer" or "docker", "image": ...}')
-                values[key] = dict(value)
+                try:
+                    values[key] = ContainerSpec.from_json(value)
+                except ValueError as bad:
+                    raise SlurmConfigError(str(bad)) from None
             else:
                 if not isinstance(value, (str, int)) or isinstance(value, bool):
                     raise SlurmConfigError(f"{key} must be text, got {value!r}")
@@ -150,7 +150,10 @@ class SlurmSettings:
             value = getattr(self, key)
             if value is None or value == ():
                 continue
-            out[key] = list(value) if isinstance(value, tuple) else value
+            if isinstance(value, ContainerSpec):
+                out[key] = value.to_json()
+            else:
+                out[key] = list(value) if isinstance(value, tuple) else value
         return out
 
 
@@ -172,7 +175,7 @@ def worker_command(settings: SlurmSettings, python: str, job_dir: str, code_dir:
     """The worker's command line in job.sh: plain, or through apptainer or docker (D2). In a
     container the image's own ``python3`` runs it (``job_python`` is the compute node's), as the
     user the job runs as, with the GPUs SLURM gave the job."""
-    if not settings.container:
+    if settings.container is None:
         return f"{shlex.quote(python)} -m potato.training.worker {shlex.quote(job_dir)}"
     return shell_line(worker_argv(settings.container, job_dir, code_dir, shared_dir,
                                   user=Shell('"$(id -u):$(id -g)"'), gpus=Shell("${CUDA_VISIBLE_DEVICES:-}")))

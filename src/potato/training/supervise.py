@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence
 
 from potato.training.codefiles import code_root
+from potato.training.containers import ContainerSpec, worker_argv
 from potato.training.jobfiles import EventFollower, read_exit_code, read_json
 from potato.training.limits import THREAD_VARIABLES, apply_thread_limit
 from potato.training.results import LIFELINE_FLAG, Reason
@@ -130,18 +131,15 @@ class WorkerProcess:
 
     @classmethod
     def start(cls, job_dir: Path, python: str = sys.executable, num_threads: Optional[int] = None,
-              container: Optional[Mapping[str, Any]] = None, shared_dir: Optional[Path] = None,
+              container: Optional[ContainerSpec] = None, shared_dir: Optional[Path] = None,
               pass_env: Sequence[str] = ()) -> "WorkerProcess":
-        """Start the worker; with ``container`` (``{"runtime", "image", "options"}``) inside that
-        image, the job's folder ``shared_dir`` mounted at its own path and this agent's code first
-        on its ``PYTHONPATH``. The GPUs are the ``CUDA_VISIBLE_DEVICES`` the agent was given."""
+        """Start the worker; with ``container`` inside that image, the job's folder ``shared_dir``
+        mounted at its own path and this agent's code first on its ``PYTHONPATH``. The GPUs are the ``CUDA_VISIBLE_DEVICES`` the agent was given."""
         env = worker_env(num_threads, extra_paths=[code_root()], pass_env=pass_env)
         argv: List[str] = [python, "-m", "potato.training.worker", LIFELINE_FLAG, str(job_dir)]
         name = None
-        if container:
-            from potato.training.containers import worker_argv
-
-            name = f"potato-worker-{job_dir.name}" if container.get("runtime") == "docker" else None
+        if container is not None:
+            name = f"potato-worker-{job_dir.name}" if container.runtime == "docker" else None
             threads: Dict[str, str] = {}
             apply_thread_limit(num_threads, threads)
             argv = [str(w) for w in worker_argv(

@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from potato.training.containers import Shell, shell_line, worker_argv
+from potato.training import agent
+from potato.training.containers import ContainerSpec, Shell, shell_line, worker_argv
+from potato.training.slurm import SlurmConfigError, SlurmSettings
 from potato.training.supervise import Supervisor, WorkerProcess
 from tests.unit.training.jobdirs import review_job
 
-DOCKER = {"runtime": "docker", "image": "potato-worker-cuda", "options": ["--shm-size=1g"]}
-APPTAINER = {"runtime": "apptainer", "image": "/shared/images/potato-worker.sif", "options": []}
+DOCKER = ContainerSpec("docker", "potato-worker-cuda", ("--shm-size=1g",))
+APPTAINER = ContainerSpec("apptainer", "/shared/images/potato-worker.sif")
 
 
 def test_docker_gets_the_chosen_gpus_the_caller_s_user_a_name_and_the_shared_folder() -> None:
@@ -45,7 +48,31 @@ def test_a_hostile_path_stays_one_word_in_the_shell_line() -> None:
 
 def test_unknown_runtime_is_refused() -> None:
     with pytest.raises(ValueError, match="container runtime must be one of apptainer, docker"):
-        worker_argv({"runtime": "podman", "image": "x"}, "/j", "/c", "/s")
+        worker_argv(ContainerSpec("podman", "x"), "/j", "/c", "/s")
+
+
+HOSTILE = "it's a \"worker\" image; rm -rf ~ $(id)"
+
+
+@pytest.mark.parametrize("runtime", ["apptainer", "docker"])
+def test_one_container_spec_round_trips_through_slurm_json_and_the_agent_s_options(runtime: str) -> None:
+    body = {"runtime": runtime, "image": HOSTILE, "options": ["--bind=/a b:/a b", HOSTILE]}
+    spec = ContainerSpec.from_json(body)
+    assert spec == ContainerSpec(runtime, HOSTILE, ("--bind=/a b:/a b", HOSTILE))
+    assert spec.to_json() == body
+    slurm_json = {"partition": "gpu", "poll_interval_s": 5.0, "container": body}
+    assert json.dumps(SlurmSettings.from_json(slurm_json).to_json()) == json.dumps(slurm_json)
+    words = shlex.split(" ".join(spec.agent_args()))  # the remote shell's split of the agent's command line
+    args = agent.parser().parse_args(["--server", "http://s", "--backend", "b", *words])
+    assert agent.container_settings(args, slurm=False) == spec
+
+
+@pytest.mark.parametrize("bad", [{"runtime": "podman", "image": "x"}, {"runtime": "docker"}, "docker",
+                                 {"runtime": "docker", "image": "x", "options": "--nv"}])
+def test_slurm_json_shows_the_container_s_form(bad: object) -> None:
+    with pytest.raises(SlurmConfigError) as raised:
+        SlurmSettings.from_json({"container": bad})
+    assert str(raised.value) == 'container must be {"runtime": "apptainer" or "docker", "image": ...}'
 
 
 def test_a_worker_runs_through_apptainer_s_documented_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,8 +88,7 @@ def test_a_worker_runs_through_apptainer_s_documented_cli(tmp_path: Path, monkey
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     shared = tmp_path / "shared"
     job = review_job(shared / "jobs" / "r1", "noop")
-    worker = WorkerProcess.start(job, sys.executable, 2, {"runtime": "apptainer", "image": str(image), "options": []},
-                                 shared)
+    worker = WorkerProcess.start(job, sys.executable, 2, ContainerSpec("apptainer", str(image)), shared)
     ending = Supervisor(worker, lambda events: None, grace_seconds=5).run()
     assert ending.exit_code == 0, (job / "worker.out").read_text()
     assert ending.result is not None and ending.result["status"] == "succeeded"

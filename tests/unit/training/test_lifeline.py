@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import pytest
 
 from potato.training import supervise, worker
-from potato.training.containers import worker_argv
+from potato.training.containers import ContainerSpec, worker_argv
 from tests.faults.matrix import fault
 from tests.unit.training.jobdirs import read_exit_code, read_jsonl, read_result, review_job, worker_env
 
@@ -141,12 +141,10 @@ def test_a_supervised_worker_that_ends_leaves_no_lifeline_open(tmp_path: Path) -
 
 
 def test_the_lifeline_reaches_a_worker_in_a_container() -> None:
-    docker = worker_argv({"runtime": "docker", "image": "img", "options": []}, "/s/jobs/r1", "/s/code", "/s",
-                         lifeline=True)
+    docker = worker_argv(ContainerSpec("docker", "img"), "/s/jobs/r1", "/s/code", "/s", lifeline=True)
     assert docker[:5] == ["docker", "run", "--rm", "--init", "-i"]  # -i: stdin (and its end) into the container
     assert docker[-3:] == ["potato.training.worker", "--lifeline-stdin", "/s/jobs/r1"]
-    apptainer = worker_argv({"runtime": "apptainer", "image": "i.sif", "options": []}, "/s/jobs/r1", "/s/code", "/s",
-                            lifeline=True)
+    apptainer = worker_argv(ContainerSpec("apptainer", "i.sif"), "/s/jobs/r1", "/s/code", "/s", lifeline=True)
     assert apptainer[-3:] == ["potato.training.worker", "--lifeline-stdin", "/s/jobs/r1"]  # stdin is inherited
     assert supervise.LIFELINE_FLAG == worker.LIFELINE_FLAG
 

@@ -15,6 +15,7 @@ from typing import List, Tuple
 
 import pytest
 
+from potato.training.containers import ContainerSpec
 from potato.training.results import Reason
 from potato.training.slurm import (
     ENDED_BEFORE,
@@ -119,12 +120,11 @@ def test_job_script_outlives_a_term_to_every_process_and_passes_on_none(tmp_path
 
 
 def test_container_runs_the_worker_inside_with_the_shared_folder_at_the_same_path() -> None:
-    apptainer = SlurmSettings(container={"runtime": "apptainer", "image": "/shared/images/worker.sif",
-                                         "options": ["--contain"]})
+    apptainer = SlurmSettings(container=ContainerSpec("apptainer", "/shared/images/worker.sif", ("--contain",)))
     line = worker_command(apptainer, "/shared/envs/torch/bin/python", "/shared/p/jobs/r1", "/shared/p/code/h", "/shared/p")
     assert line.startswith("apptainer exec --nv --cleanenv --env PYTHONPATH=/shared/p/code/h")
     assert "--bind /shared/p:/shared/p --pwd /shared/p/jobs/r1 --contain /shared/images/worker.sif python3 -m " in line
-    docker = SlurmSettings(container={"runtime": "docker", "image": "potato-worker:cuda"})
+    docker = SlurmSettings(container=ContainerSpec("docker", "potato-worker:cuda"))
     line = worker_command(docker, "python3", "/shared/p/jobs/r1", "/shared/p/code/h", "/shared/p")
     assert line.startswith('docker run --rm --init --user "$(id -u):$(id -g)" ')
     assert '${CUDA_VISIBLE_DEVICES:+--gpus "device=${CUDA_VISIBLE_DEVICES}"}' in line and "-v /shared/p:/shared/p" in line

@@ -113,6 +113,15 @@ class Copied:
     """What the host's login shell printed before the copy's start line (skipped)."""
 
 
+def over_total_message(host: str, over: tuple[int, int, str], limit_mb: int) -> str:
+    """run.log's line when the model files together passed max_artifacts_total_mb (none was sent)."""
+    total, count, folder = over
+    return (f"The model files on {host} total {total / 1e6:.0f} MB ({count} files), over "
+            f"max_artifacts_total_mb ({limit_mb} MB): none was copied; they stay on {host} in "
+            f"{folder}, and the job folder is kept. Raise max_artifacts_total_mb to copy them next time, or copy "
+            f"them yourself (scp -r {host}:{folder} .); the predictions are saved.")
+
+
 def receive(argv: list[str], dest: Path, host: str, progress: Callable[[int, int], None],
             clock: Callable[[], float] = time.time, stall_s: float = COPY_STALL_S,
             max_file_bytes: int | None = None, max_total_bytes: int | None = None, nonce: str | None = None,

@@ -9,8 +9,8 @@ import time
 from dataclasses import asdict
 from typing import Any, Mapping
 
-from potato.errors import PotatoError
 from potato.config.schema import Config
+from potato.errors import PotatoError
 from potato.project import Project
 from potato.server.training import bundle
 from potato.server.training.backends import backend_for

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from potato.config.schema import RemoteHost
 from potato.errors import PotatoError
-from potato.config.schema import SlurmBackend, SshBackend
 
 SERVER_ALIVE = ("-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4")
 """A dead connection is noticed within a minute, not after TCP's hours."""
@@ -154,7 +154,7 @@ CONTROL_HASH_CHARS = 10
 stays under the 104 bytes a Unix socket path may have on macOS (108 on Linux)."""
 
 
-def auth_settings(backend: SshBackend | SlurmBackend) -> list[str]:
+def auth_settings(backend: RemoteHost) -> list[str]:
     """What decides how ssh logs in, beyond what ``%C`` covers (the host, port and user after
     ~/.ssh/config): the backend's own host, port, user and identity file, and which file that is now
     (replaced in place, it is another key)."""
@@ -170,7 +170,7 @@ def auth_settings(backend: SshBackend | SlurmBackend) -> list[str]:
     return parts
 
 
-def control_name(backend: SshBackend | SlurmBackend) -> str:
+def control_name(backend: RemoteHost) -> str:
     """The control socket's name: a hash of :func:`auth_settings`, then ssh's ``%C``. A check or run
     after ``identity_file``, ``user`` or ``port`` changed never joins the connection the old settings
     logged in with (which ``%C`` alone would share: it knows nothing of the key)."""
@@ -184,7 +184,7 @@ class SshTarget:
     control master, one per login (:func:`control_name`: host, port, user and key): backends and
     checks that log in the same way share it."""
 
-    backend: SshBackend | SlurmBackend
+    backend: RemoteHost
     control_dir: Path
     control_path: str = field(init=False, repr=False, compare=False)
     """Fixed when the target is made, so a run's last command (``-O stop``) reaches the master its

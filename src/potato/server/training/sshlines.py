@@ -57,10 +57,7 @@ def start_agent(remote_dir: str, digest: str, python: str, env: Mapping[str, str
 
 def container_args(box: Container | None) -> list[str]:
     """The agent's ``--container-*`` arguments for the backend's container (none without one)."""
-    if box is None:
-        return []
-    return ([f"--container-runtime {box.runtime} --container-image {shlex.quote(box.image)}"]
-            + [f"--container-option={shlex.quote(o)}" for o in box.options])
+    return [] if box is None else box.agent_args()
 
 
 def send_artifacts(job_dir: str, python: str, max_file_bytes: int, max_total_bytes: int) -> str:

@@ -3,6 +3,10 @@ whether it is still there (through /proc: an adopted session is not this server'
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,3 +50,39 @@ def session_alive(pid: int, run_id: str) -> bool:
     except OSError:
         return False
     return bool(cmdline) and cmdline[0].endswith(b"ssh") and any(run_id.encode() in a for a in cmdline)
+
+
+class SshClient:
+    """The ssh client that carries a run's agent: this server's child, or one a restarted server
+    took over, which it can follow only through /proc and stop only with a signal."""
+
+    def __init__(self, run_id: str, proc: subprocess.Popen[bytes] | None = None, pid: int = 0) -> None:
+        self.run_id = run_id
+        self.proc = proc
+        self.pid = proc.pid if proc is not None else pid
+
+    def ended(self) -> bool:
+        if self.proc is not None:
+            return self.proc.poll() is not None
+        return bool(self.pid) and not session_alive(self.pid, self.run_id)
+
+    def how_it_ended(self) -> str:
+        return f"ssh exited {self.proc.returncode}" if self.proc is not None else "its ssh process is gone"
+
+    def stop(self) -> None:
+        """End the session now: sshd then closes the agent's stdout, and the agent stops its worker."""
+        if self.proc is not None:
+            self.proc.terminate()
+        elif session_alive(self.pid, self.run_id):
+            os.kill(self.pid, signal.SIGTERM)
+
+    def finish(self) -> None:
+        """Let an agent that has reported exit on its own, then end whatever is left of the session."""
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.terminate()
+        elif session_alive(self.pid, self.run_id):
+            time.sleep(2)  # not our child: no wait(), only a look through /proc
+            self.stop()

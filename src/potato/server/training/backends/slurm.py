@@ -1,6 +1,6 @@
 """The slurm backend: a SLURM cluster behind a login node (R24-R31, E8, E9).
 
-A run goes as on an ssh backend (:class:`~potato.server.training.slurm.SlurmRun`), except that
+A run goes as on an ssh backend (:class:`~potato.server.training.slurmrun.SlurmRun`), except that
 the agent on the login node submits the worker with sbatch. The check is SLURM's own: the login
 node's commands, where ``remote_dir`` really is, the prelude and ``job_python`` on the login node
 and in a one-minute test job, and whether the request can ever run (sinfo, ``sbatch --test-only``).
@@ -18,7 +18,7 @@ from potato.config.schema import Config, SlurmBackend
 from potato.defaults import SSH_STEP_TIMEOUT_S
 from potato.server.training.backends.base import CheckReport
 from potato.server.training.backends.ssh import Ssh
-from potato.server.training.slurm import SLURM_FIX, SlurmRun, missing_command_error, probe_slurm, settings_for
+from potato.server.training.slurmrun import SLURM_FIX, SlurmRun, missing_command_error, probe_slurm, settings_for
 from potato.server.training.sshcmd import SshFailed, SshTarget, Step, preamble_notice, remote_path, shell
 from potato.server.training.sshhost import control_dir, probe_host, run_ssh
 from potato.training.slurm import (

@@ -1,6 +1,6 @@
 """The ssh backend: a host the server reaches with ssh (R13-R23, E1-E3, E7).
 
-The server drives each run itself, as an :class:`~potato.server.training.ssh.SshRun` session:
+The server drives each run itself, as an :class:`~potato.server.training.sshrun.SshRun` session:
 it copies its code there, starts the agent for the one run over the connection and copies the
 model files back when the run has results. Runs to the same login share one control master, so
 a run starts only when the last one's clean-up is done (:attr:`one_session_at_a_time`).
@@ -18,7 +18,8 @@ from potato.config.schema import Config, SlurmBackend, SshBackend
 from potato.project import Project
 from potato.server.training.backends.base import Backend, CheckReport, Launch, Limits, Results, Session
 from potato.server.training.runs import Run
-from potato.server.training.ssh import VENV_CHECK_STEP, SshRun
+from potato.server.training.remoterun import RemoteRun
+from potato.server.training.sshrun import VENV_CHECK_STEP, SshRun
 from potato.server.training.sshlines import venv_built
 from potato.server.training.sshcmd import SshFailed, SshTarget, preamble_notice, remote_path
 from potato.server.training.sshhost import (
@@ -51,7 +52,7 @@ class Ssh(Backend):
     type = "ssh"
     one_session_at_a_time = True
     adopts_runs = True
-    session_kind: ClassVar[Type[SshRun]] = SshRun
+    session_kind: ClassVar[Type[RemoteRun]] = SshRun
     """The session class a run gets: :class:`SshRun` here, :class:`SlurmRun` on a cluster."""
 
     def __init__(self, settings: SshBackend | SlurmBackend) -> None:

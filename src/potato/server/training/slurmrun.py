@@ -1,5 +1,6 @@
 """One run on a SLURM cluster behind a login node (R24-R30, E8, E9); the backend and its check are
-in :mod:`potato.server.training.backends.slurm`.
+in :mod:`potato.server.training.backends.slurm`, the steps it shares with ssh in
+:mod:`potato.server.training.remoterun`.
 
 The same path as ssh up to the agent: connect to the login node, check its Python, push
 Potato's code to ``remote_dir/code/<hash>`` (shared storage, so the compute nodes import the
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from potato.config.schema import SlurmBackend
 from potato.defaults import SSH_STEP_TIMEOUT_S
-from potato.server.training.ssh import SshRun
+from potato.server.training.remoterun import RemoteRun
 from potato.server.training.sshhost import HostFacts, run_ssh
 from potato.server.training.sshcmd import SshFailed, SshTarget, Step
 from potato.training.slurm import SETTINGS_FILE, SlurmSettings
@@ -33,13 +34,12 @@ SETTINGS_STEP = Step("writing the job's slurm.json", SSH_STEP_TIMEOUT_S)
 
 def settings_for(backend: SlurmBackend) -> SlurmSettings:
     """The backend's slurm settings as the agent takes them (slurm.json, R31)."""
-    box = backend.container
     return SlurmSettings(
         partition=backend.partition, account=backend.account, qos=backend.qos, gres=backend.gres,
         time=backend.time, mem=backend.mem, cpus_per_task=backend.cpus_per_task, constraint=backend.constraint,
         extra_sbatch_args=tuple(backend.extra_sbatch_args), job_python=backend.job_python or backend.python,
         prelude=tuple(backend.prelude), poll_interval_s=backend.poll_interval_s, num_threads=backend.num_threads,
-        container={"runtime": box.runtime, "image": box.image, "options": list(box.options)} if box else None,
+        container=backend.container,
     )
 
 
@@ -80,8 +80,8 @@ def missing_command_error(host: str, name: str) -> SshFailed:
                      'env: {PATH: "/opt/slurm/bin:/usr/bin:/bin"}.')
 
 
-class SlurmRun(SshRun):
-    """One run on a slurm backend: :class:`SshRun` with the agent submitting to SLURM."""
+class SlurmRun(RemoteRun):
+    """One run on a slurm backend: the agent on the login node submits the worker to SLURM."""
 
     @property
     def slurm_backend(self) -> SlurmBackend:

@@ -1,21 +1,26 @@
-"""The ssh backend: one run on a host the server reaches with ssh (R13-R23, E1-E3, E7).
+"""One run the server drives over ssh, on a plain host or a SLURM login node: the skeleton both share.
 
-Steps, each on the run's step line: connect; check the interpreter and read ``nvidia-smi``;
-copy Potato's code to ``remote_dir/code/<hash>`` when the host lacks that version (a tar stream
-into ``<hash>.tmp``, renamed when complete, so a broken copy is never used); start the same agent
-the other backends use, for this one run, with a reverse forward from a Unix socket in the host's
-``/tmp`` (inside a 0700 folder of its own) back to this server and the run's token on stdin; then
-the agent reports through the protocol like any other. On success the model files come back in
-one stream over the open connection and the remote job folder is removed. All of it goes over one
-connection (shared by the backends and checks that reach the same user@host:port), which closes
-``keep_connection_s`` after the run; for 0 the run retires it at its end without cutting off a
-command of someone else's still on it (``-O stop``).
+Steps, each on the run's step line: connect; check the interpreter (and, on a plain host, read
+``nvidia-smi``); copy Potato's code to ``remote_dir/code/<hash>`` when the host lacks that version
+(a tar stream into ``<hash>.tmp``, renamed when complete, so a broken copy is never used); start
+the same agent the other backends use, for this one run, with a reverse forward from a Unix socket
+in the host's ``/tmp`` (inside a 0700 folder of its own) back to this server and the run's token on
+stdin; then the agent reports through the protocol like any other. On success the model files come
+back in one stream over the open connection and the remote job folder is removed. All of it goes
+over one connection (shared by the backends and checks that reach the same user@host:port), which
+closes ``keep_connection_s`` after the run; for 0 the run retires it at its end without cutting off
+a command of someone else's still on it (``-O stop``).
+
+What differs between a plain host (:class:`~potato.server.training.sshrun.SshRun`) and a cluster
+(:class:`~potato.server.training.slurmrun.SlurmRun`) is four hooks of :meth:`RemoteRun.execute`
+and the clean-up's :meth:`RemoteRun.left_behind_commands`.
 
 Until the agent starts and after it has reported, this thread is the run's only actor: the run's
 ``last_seen`` is cleared then, so the agent heartbeat does not judge a step the server itself is in;
 each of those steps has a deadline of its own (:class:`~potato.server.training.sshcmd.Step`).
 
-Everything here is I/O; the command lines are built by :mod:`potato.server.training.sshcmd`.
+Everything here is I/O; every remote command line is built by :mod:`~potato.server.training.sshlines`
+and every ssh invocation by :mod:`~potato.server.training.sshcmd`.
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ import logging
 import os
 import secrets
 import shlex
-import signal
 import subprocess
 import threading
 import time
@@ -32,12 +36,12 @@ from pathlib import Path
 from typing import IO, Callable
 from urllib.parse import urlsplit
 
-from potato.config.schema import SlurmBackend, SshBackend
-from potato.defaults import SSH_CODE_PUSH_TIMEOUT_S, SSH_STEP_TIMEOUT_S, SSH_VENV_TIMEOUT_S
+from potato.config.schema import RemoteHost
+from potato.defaults import SSH_CODE_PUSH_TIMEOUT_S, SSH_STEP_TIMEOUT_S
 from potato.project import Project
 from potato.server.training.codepush import code_archive, code_hash
 from potato.server.training import sshlines
-from potato.server.training.copyback import CopyFailed, receive
+from potato.server.training.copyback import CopyFailed, over_total_message, receive
 from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import Run, RunState, RunStore
 from potato.server.training.sshcmd import (
@@ -50,22 +54,20 @@ from potato.server.training.sshcmd import (
     preamble_notice,
     remote_path,
 )
-from potato.server.training.sshsession import SessionRecord, session_alive
+from potato.server.training.sshsession import SessionRecord, SshClient, session_alive
 from potato.server.training.sshhost import (
     Answer,
     HostFacts,
     Preparation,
     close_connection,
     control_dir,
-    gpus_unknown_error,
     master_command,
     probe_host,
     run_ssh,
     stop_remote,
-    venv_key,
 )
 from potato.server.training.watchdog import CANCEL_SLACK_S
-from potato.training.gpus import NoGpuFree, choose_gpus
+from potato.training.gpus import NoGpuFree
 from potato.training.results import Reason
 from potato.training.limits import apply_thread_limit
 
@@ -76,20 +78,16 @@ WATCH_S = 0.1
 CODE_STEP = Step("copying Potato's code", SSH_CODE_PUSH_TIMEOUT_S,
                  "the code is well under a MB, so the connection or the host's disk stalls: check `df -h` and "
                  "that remote_dir is writable there")
-VENV_CHECK_STEP = Step("looking for the packages venv", SSH_STEP_TIMEOUT_S)
-VENV_STEP = Step("installing the backend's packages", SSH_VENV_TIMEOUT_S,
-                 "pip's output so far is not kept; install them by hand there once (python -m pip install ...) "
-                 "and see where pip waits, or give the host's Python the packages and drop `packages`")
 SOCKET_STEP = Step("looking at the agent's socket", SSH_STEP_TIMEOUT_S)
 CLEAN_UP_STEP = Step("cleaning up the job folder", 60)
 MB = 1024 * 1024
 
 
-class SshRun:
-    """One run on an ssh backend, from connect to closing the connection; :meth:`drive` is its
-    thread's whole life (:meth:`start` runs it in one)."""
+class RemoteRun:
+    """One run over ssh, from connect to closing the connection; :meth:`drive` is its thread's whole
+    life (:meth:`start` runs it in one). Subclasses supply the hooks of :meth:`execute`."""
 
-    def __init__(self, project: Project, store: RunStore, run: Run, token: str, backend: SshBackend | SlurmBackend,
+    def __init__(self, project: Project, store: RunStore, run: Run, token: str, backend: RemoteHost,
                  agent_url: str, clock: Callable[[], float] = time.time) -> None:
         self.project = project
         self.store = store
@@ -102,7 +100,8 @@ class SshRun:
         """Set in :meth:`execute`, where a bad control folder fails the run instead of the dispatcher."""
         self.recorder = RunRecorder(project, store, run)
         self.run_dir = store.run_dir(run.id)
-        self.session: subprocess.Popen[bytes] | None = None
+        self.session: SshClient | None = None
+        """The ssh client carrying the agent (from :meth:`start_agent`, or taken over by :meth:`adopt`)."""
         self.remote_dir = remote_path(backend.remote_dir)
         self.job_dir = f"{self.remote_dir}/jobs/{shlex.quote(run.id)}"
         self.socket_dir = f"/tmp/potato-{run.id}-{secrets.token_hex(4)}"
@@ -111,8 +110,6 @@ class SshRun:
         self.keep_job = backend.keep_remote
         """Whether the remote job folder stays: keep_remote, or model files that did not come back."""
         self.adopted = False
-        self.session_pid = 0
-        """The ssh client of an adopted session (not our child: followed through /proc)."""
         self.forward = ""
         """The agent's reverse forward, ``<socket>:<server host>:<port>``: cancelled at the end."""
         self.preamble_said = False
@@ -175,12 +172,6 @@ class SshRun:
         finally:
             self.clean_up()
 
-    @property
-    def ssh_backend(self) -> SshBackend:
-        """The backend's ssh-only settings (gpus, packages); a SLURM run never asks for them."""
-        assert isinstance(self.backend, SshBackend)
-        return self.backend
-
     def execute(self) -> None:
         """Every step up to the agent, then follow it: the same for ssh and slurm, which differ only
         in :meth:`reads_gpus`, :meth:`python_line`, :meth:`before_code` and :meth:`agent_setup`."""
@@ -198,35 +189,23 @@ class SshRun:
         self.start_agent(digest, f"{self.socket_dir}/agent.sock", env, *args)
         self.follow_and_fetch()
 
-    # -- what an ssh run does that a slurm run does not -----------------------------------------------
+    # -- the hooks: what a plain host and a cluster do differently --------------------------------------
 
     def reads_gpus(self) -> bool:
-        return self.ssh_backend.gpus != "none"
+        """Whether the first probe reads the host's GPUs (the host runs the worker)."""
+        raise NotImplementedError
 
     def python_line(self, facts: HostFacts) -> str:
-        return f"Python {facts.python_version} on {self.backend.host} ({facts.python_path})"
+        """run.log's line on the interpreter the probe found."""
+        raise NotImplementedError
 
     def before_code(self, facts: HostFacts) -> None:
-        """The run's GPUs (R15), E11 before the run reaches a JIT-compiled op, the packages venv (R14)."""
-        host, b = self.backend.host, self.ssh_backend
-        if facts.gpus_unknown:
-            raise SshFailed(gpus_unknown_error(facts.gpus_unknown, b.gpus))
-        choice = choose_gpus(facts.gpus, b.gpus, b.min_free_gpu_mb, facts.no_kernels)
-        self.say(f"This run gets {choice.text} on {host}")
-        if choice.cuda_visible_devices and facts.nvrtc_error and b.container is None:
-            raise SshFailed(facts.nvrtc_error)  # E11 now, not when the run reaches a JIT-compiled op
-        if b.packages:
-            self.python = self.ensure_venv(facts.python_path)
-        self.store.update(self.run.id, device=choice.text)
-        self.gpu_env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID",  # CUDA's indices are then nvidia-smi's, as chosen
-                        "CUDA_VISIBLE_DEVICES": choice.cuda_visible_devices}
+        """What the host must have or get before Potato's code goes there."""
+        raise NotImplementedError
 
     def agent_setup(self) -> tuple[dict[str, str], list[str]]:
         """The agent's environment for the run and its arguments beyond the run's own."""
-        box = self.ssh_backend.container
-        if box:
-            self.say(f"The worker runs in {box.runtime} image {box.image} on {self.backend.host}")
-        return self.gpu_env, sshlines.container_args(box)
+        raise NotImplementedError
 
     def follow_and_fetch(self) -> None:
         """Follow the agent's run to its end; bring the model back when the run has results."""
@@ -259,30 +238,6 @@ class SshRun:
                             f"{out.stderr.decode('utf-8', 'replace').strip()[-500:]}")
         self.say(f"Copied Potato's code {digest} to {self.backend.host}:{self.backend.remote_dir}/code/{digest}")
 
-    def ensure_venv(self, python_path: str) -> str:
-        """R14: a venv with the host's packages visible (``--system-site-packages``: its CUDA torch
-        stays) plus ``packages``, built once per (interpreter, packages) and reused; pip's output goes
-        to run.log. Built under ``<hash>.tmp`` and renamed when complete, like the code."""
-        b = self.ssh_backend
-        key = venv_key(python_path, b.packages)
-        venv = f"{self.remote_dir}/venvs/{key}"
-        python = f"{venv}/bin/python"
-        if self.ssh(sshlines.venv_built(venv), step=VENV_CHECK_STEP).returncode == 0:
-            self.say(f"Packages {', '.join(b.packages)} on {b.host}: venv {b.remote_dir}/venvs/{key} (reused)")
-            return python
-        self.step(f"installing {', '.join(b.packages)} on {b.host}")
-        command = sshlines.build_venv(self.remote_dir, venv, self.target.env_prefix(), python_path, b.packages)
-        out = self.ssh(command + " 2>&1", step=VENV_STEP)
-        lines = out.stdout.decode("utf-8", "replace").splitlines()
-        for line in lines:
-            if line.strip():
-                self.say(f"pip: {line}")
-        if out.returncode != 0:
-            raise SshFailed(f"Installing {', '.join(b.packages)} on {b.host} failed (exit {out.returncode}): "
-                            f"{(lines or ['no output'])[-1]}. run.log has pip's whole output.")
-        self.say(f"Packages {', '.join(b.packages)} on {b.host}: venv {b.remote_dir}/venvs/{key} (built)")
-        return python
-
     def start_agent(self, digest: str, socket: str, run_env: dict[str, str], *agent_args: str) -> None:
         """The agent for this run, in a session of its own over the backend's connection, with the
         reverse forward; the run's token goes to its stdin, so it is on no command line and in no
@@ -301,18 +256,19 @@ class SshRun:
         self.forward = forward = f"{socket}:{server.hostname}:{server.port}"
         out = (self.run_dir / "agent.out").open("ab")
         try:
-            self.session = subprocess.Popen(
+            proc = subprocess.Popen(
                 self.target.argv(framed(command, new_nonce()), "-o", "ExitOnForwardFailure=yes", "-R", forward),
                 stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                 env=client_env(os.environ))
         finally:
             out.close()
-        stdin: IO[bytes] | None = self.session.stdin
+        self.session = SshClient(self.run.id, proc)
+        stdin: IO[bytes] | None = proc.stdin
         if stdin is not None:
             stdin.write(self.token.encode("ascii") + b"\n")
             stdin.close()
-        SessionRecord(self.socket_dir, self.python, self.session.pid, forward).write(self.run_dir)
-        self.store.update(self.run.id, agent_pid=self.session.pid, agent_host=b.host)
+        SessionRecord(self.socket_dir, self.python, proc.pid, forward).write(self.run_dir)
+        self.store.update(self.run.id, agent_pid=proc.pid, agent_host=b.host)
         mode = self.ssh(f"sleep 1; stat -c %a {shlex.quote(socket)}", step=SOCKET_STEP)
         self.say(f"Agent socket on {b.host}: {socket} (mode {mode.stdout.decode().strip() or 'unknown'}, "
                  f"in a 0700 folder)")
@@ -327,15 +283,13 @@ class SshRun:
             if run.state is RunState.COPYING:
                 return True
             session = self.session
-            ended = session.poll() is not None if session is not None else (
-                bool(self.session_pid) and not session_alive(self.session_pid, self.run.id))
-            if ended:
+            if session is not None and session.ended():
                 after = self.store.get(self.run.id)  # the agent may have reported and exited just now
                 if after is not None and (after.state.terminal or after.state is RunState.COPYING):
                     continue
-                code = f"ssh exited {session.returncode}" if session is not None else "its ssh process is gone"
                 self.recorder.fail(Reason.AGENT_LOST,
-                                   f"The ssh session to {self.backend.host} ended during the run ({code}); "
+                                   f"The ssh session to {self.backend.host} ended during the run "
+                                   f"({session.how_it_ended()}); "
                                    "agent.out and agent.log in the run's folder say why.")
                 return False
             if (run.cancel_requested and run.cancel_at is not None
@@ -345,12 +299,10 @@ class SshRun:
 
     def close_session(self) -> None:
         if self.session is not None:
-            self.session.terminate()
-        elif self.session_pid and session_alive(self.session_pid, self.run.id):
-            os.kill(self.session_pid, signal.SIGTERM)
+            self.session.stop()
 
     @classmethod
-    def adopt(cls, project: Project, store: RunStore, run: Run, backend: SshBackend | SlurmBackend) -> SshRun | None:
+    def adopt(cls, project: Project, store: RunStore, run: Run, backend: RemoteHost) -> RemoteRun | None:
         """Take over a run whose ssh session outlived the server that started it (a restart): follow
         it, copy the model back and clean up as the first server would have. None when nothing of the
         session is left to take over (the watchdog then ends the run)."""
@@ -359,7 +311,8 @@ class SshRun:
             return None
         me = cls(project, store, run, "", backend, "")
         me.adopted = True
-        me.socket_dir, me.python, me.session_pid, me.forward = record.socket_dir, record.python, record.pid, record.forward
+        me.socket_dir, me.python, me.forward = record.socket_dir, record.python, record.forward
+        me.session = SshClient(run.id, pid=record.pid)
         me.say(f"The server restarted; it took the run over from its ssh session to {backend.host} (still open).")
         return me
 
@@ -390,30 +343,20 @@ class SshRun:
                                f"{self.run.id}/artifacts.")
             return
         self.said_preamble(copied.preamble)
-        if copied.over_total is not None:
-            self.kept_over_total(copied.over_total)
+        if copied.over_total is not None:  # none came back: all stay with the job folder, as fetch_artifacts: false
+            self.keep_job = True
+            self.say(over_total_message(b.host, copied.over_total, b.max_artifacts_total_mb))
+            self.succeeded(f"{b.host}:{copied.over_total[2]}")
             return
         self.keep_job = self.keep_job or bool(copied.left_behind)
         for name, size in copied.left_behind:
             self.say(f"Left on {b.host} (over max_artifact_mb {b.max_artifact_mb} MB): {name} ({size / 1e6:.0f} MB)")
         self.say(f"Copied the model from {b.host}: {copied.received / 1e6:.1f} MB")
-        self.store.update(self.run.id, artifact_uri=str(target) if not copied.left_behind else
-                          f"{target} (and on {b.host}:{b.remote_dir}/jobs/{self.run.id}/artifacts)")
-        self.store.move(self.run.id, RunState.SUCCEEDED, step="done", progress=1.0)
-        self.say("Run succeeded.")
+        self.succeeded(str(target) if not copied.left_behind else
+                       f"{target} (and on {b.host}:{b.remote_dir}/jobs/{self.run.id}/artifacts)")
 
-    def kept_over_total(self, over: tuple[int, int, str]) -> None:
-        """The model files together pass max_artifacts_total_mb: none came back, all stay on the host
-        with the job folder, and the run's artifact_uri names them there (as fetch_artifacts: false)."""
-        b = self.backend
-        total, count, folder = over
-        self.keep_job = True
-        where = f"{b.host}:{folder}"
-        self.say(f"The model files on {b.host} total {total / 1e6:.0f} MB ({count} files), over "
-                 f"max_artifacts_total_mb ({b.max_artifacts_total_mb} MB): none was copied; they stay on {b.host} in "
-                 f"{folder}, and the job folder is kept. Raise max_artifacts_total_mb to copy them next time, or copy "
-                 f"them yourself (scp -r {where} .); the predictions are saved.")
-        self.store.update(self.run.id, artifact_uri=where)
+    def succeeded(self, artifact_uri: str) -> None:
+        self.store.update(self.run.id, artifact_uri=artifact_uri)
         self.store.move(self.run.id, RunState.SUCCEEDED, step="done", progress=1.0)
         self.say("Run succeeded.")
 
@@ -430,16 +373,8 @@ class SshRun:
         the connection now when ``keep_connection_s`` is 0 (else ssh closes it once idle that long)."""
         if not self.target.control_dir.is_dir():
             return  # never connected
-        session = self.session
-        if session is not None:
-            try:
-                session.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                session.terminate()
-        elif self.session_pid and session_alive(self.session_pid, self.run.id):
-            time.sleep(2)  # an adopted session: its agent exits once it has reported
-            if session_alive(self.session_pid, self.run.id):
-                os.kill(self.session_pid, signal.SIGTERM)
+        if self.session is not None:
+            self.session.finish()
         command = sshlines.clean_up(self.socket_dir, None if self.keep_job else self.job_dir, self.left_behind_commands())
         try:
             done = self.ssh(command, step=CLEAN_UP_STEP)

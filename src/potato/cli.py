@@ -35,13 +35,13 @@ def _setup_logging(verbose: bool = False) -> None:
 
 
 def _load(config_path: Path) -> Config:
-    """Load for a command that acts on the project: errors stop it, warnings are printed (R5, R6)."""
+    """Load for a command that acts on the project: errors stop it, warnings are printed."""
     from potato.config import load_report
 
     report = load_report(config_path)
     if report.errors or report.config is None:
         raise ConfigError([issue.message for issue in report.errors], str(config_path))
-    # validation.acknowledge is for `potato validate` only (R7): at start every warning shows (R6).
+    # validation.acknowledge is for `potato validate` only: at start every warning shows.
     for issue in report.warnings + report.acknowledged:
         if not issue.path.startswith("validation."):
             click.echo(f"warning: {issue.message}", err=True)

@@ -3,7 +3,7 @@
 One file holds labels, users, training runs, agent tokens and suggestions, so a small VM needs
 no other service. WAL lets any gunicorn worker read while one writes; ``synchronous=FULL`` makes
 every commit reach the disk before it returns, which is what "a label acknowledged is a label
-stored" rests on (C2).
+stored" rests on.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ HOST = "127.0.0.1"
 """Address ``potato start`` binds; ``--host 0.0.0.0`` exposes it."""
 
 LOCAL_BACKEND = "local"
-"""Name of the backend that always exists: a subprocess on the server (R1)."""
+"""Name of the backend that always exists: a subprocess on the server."""
 
 TRAINER = "sklearn-text-classification"
 """Trainer a run uses when neither the request nor the config names one."""
@@ -16,13 +16,13 @@ TEXT_MAX_LENGTH = 5000
 """Characters a text scheme's answer may have unless the scheme sets max_length."""
 
 GRACE_SECONDS = 20
-"""Seconds between SIGTERM and SIGKILL when a run is cancelled (R22)."""
+"""Seconds between SIGTERM and SIGKILL when a run is cancelled."""
 
 HEARTBEAT_TIMEOUT_S = 120
-"""A remote run whose agent says nothing this long fails (R23, R38)."""
+"""A remote run whose agent says nothing this long fails."""
 
 MAX_PREDICTIONS_MB = 512
-"""Largest predictions upload the server accepts; above it, 413 (R36)."""
+"""Largest predictions upload the server accepts; above it, 413."""
 
 MAX_RUN_LOG_MB = 100
 """What one run's events.jsonl, run.log and agent.log may hold together on the server."""
@@ -31,19 +31,19 @@ DISK_RESERVE_MB = 256
 """Free disk space (under output_annotation_dir) that training writes may not use: annotators' labels may."""
 
 MAX_ARTIFACT_MB = 2048
-"""Model files larger than this stay on the remote host (R20)."""
+"""Model files larger than this stay on the remote host."""
 
 MAX_ARTIFACTS_TOTAL_MB = 8192
-"""A run's model files that together pass this stay on the remote host, all of them (R20)."""
+"""A run's model files that together pass this stay on the remote host, all of them."""
 
 MIN_FREE_GPU_MB = 2000
-"""``gpus: auto`` needs a GPU with this much free memory (R15)."""
+"""``gpus: auto`` needs a GPU with this much free memory."""
 
 REMOTE_PYTHON = "python3"
 """Interpreter on an ssh host or login node when ``python`` is not set."""
 
 REMOTE_DIR = "~/.cache/potato-training"
-"""Where code, venvs and jobs live on an ssh host (R18)."""
+"""Where code, venvs and jobs live on an ssh host."""
 
 KEEP_CONNECTION_S = 60
 """How long an ssh backend's connection stays open after a run or check, so the next one starts
@@ -62,19 +62,19 @@ NVIDIA_SMI_TIMEOUT_S = 20
 """How long the probe waits for nvidia-smi on a host before it kills it and lists no GPUs."""
 
 SLURM_POLL_INTERVAL_S = 10.0
-"""Cadence of ``squeue`` calls for a SLURM job (R27)."""
+"""Cadence of ``squeue`` calls for a SLURM job."""
 
 SLURM_LONG_TIME_S = 6 * 3600
-"""A slurm ``time`` above this warns (R6)."""
+"""A slurm ``time`` above this warns."""
 
 HOLDOUT_FRACTION = 0.2
-"""Share of labelled items kept out of training to score the run (C6)."""
+"""Share of labelled items kept out of training to score the run."""
 
 AUTO_RETRAIN_EVERY_N_LABELS = 100
-"""New labels between two automatic runs (C7) when not configured."""
+"""New labels between two automatic runs when not configured."""
 
 ACKNOWLEDGE_MIN_CHARS = 12
-"""Shortest ``validation.acknowledge`` entry that may match a warning (R7)."""
+"""Shortest ``validation.acknowledge`` entry that may match a warning."""
 SESSION_LIFETIME_DAYS = 30
 """How long an annotator stays signed in (upstream Potato's ``session_lifetime_days``)."""
 AUTO_EXPORT_INTERVAL_S = 60

@@ -21,7 +21,7 @@ class Project:
     labels: LabelStore
     queue: Queue
     """Each annotator's items in order: all of them, or their own when the project assigns items."""
-    # Seams the training subsystem fills in (C5, C7); None when training is off.
+    # Seams the training subsystem fills in; None when training is off.
     suggestions_for: Callable[[str], dict[str, Any]] | None = None
     on_labels_saved: Callable[[int], None] | None = None
 
@@ -37,7 +37,7 @@ class Project:
                    queue=queue_for(items, db, labels, config.assignment))
 
     def save_labels(self, labels: Sequence[Label], delete: Iterable[tuple[str, str, str]] = ()) -> None:
-        """Store labels (on disk before this returns) and tell training they arrived (C7)."""
+        """Store labels (on disk before this returns) and tell training they arrived."""
         self.labels.save(labels, delete)
         if labels and self.on_labels_saved is not None:
             self.on_labels_saved(len(labels))

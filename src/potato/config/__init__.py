@@ -1,9 +1,9 @@
-"""Project configuration: load, validate (C1, R1-R8) and report.
+"""Project configuration: load, validate and report.
 
 :func:`load_config` is what the server and CLI use: the typed :class:`Config` or a
 :class:`~potato.errors.ConfigError` that lists every problem. :func:`load_report` is what
 ``potato validate`` uses: errors, warnings and acknowledged warnings, never an exception.
-Callers that print warnings at start (R6) take them from :func:`load_report`.
+Callers that print warnings at start take them from :func:`load_report`.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _failed(source: str, message: str) -> Report:
 
 
 def load_config(path: PathLike) -> Config:
-    """The typed config of ``path``; :class:`ConfigError` listing every error when it is invalid (R5)."""
+    """The typed config of ``path``; :class:`ConfigError` listing every error when it is invalid."""
     report = load_report(path)
     if report.errors or report.config is None:
         raise ConfigError([issue.message for issue in report.errors], str(path))

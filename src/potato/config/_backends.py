@@ -1,4 +1,4 @@
-"""Checks for ``model_training.backends`` (R1, R5, R6, R8, R13-R31, D2); pure, no I/O.
+"""Checks for ``model_training.backends``; pure, no I/O.
 
 One key table per backend type. Keys that are wrong for a known reason (``packages`` or ``gpus`` on
 slurm, ssh settings on an agent backend) get a message that explains the reason instead of the
@@ -32,7 +32,7 @@ from potato.config.schema import AgentBackend, Backend, Container, SlurmBackend,
 from potato.training.slurm import node_local_dir, node_local_message  # one rule with the agent's --workdir
 
 BACKEND_TYPES = ("ssh", "slurm", "agent")
-"""Values of a backend's ``type`` (R1)."""
+"""Values of a backend's ``type``."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -42,7 +42,7 @@ _UNLIMITED = ("infinite", "unlimited")
 
 
 def gpus(value: object) -> str:
-    """``auto``, ``none`` or GPU indices as text (R15); an unquoted ``gpus: 1`` is an int in YAML."""
+    """``auto``, ``none`` or GPU indices as text; an unquoted ``gpus: 1`` is an int in YAML."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10000:
         return str(value)
     if isinstance(value, str):
@@ -61,7 +61,7 @@ def gpus(value: object) -> str:
 
 
 def env(value: object) -> dict[str, str]:
-    """Environment variables for the run (R27): names a shell accepts, values as text."""
+    """Environment variables for the run: names a shell accepts, values as text."""
     raw = mapping(value, "{PATH: /opt/bin:/usr/bin}")
     out: dict[str, str] = {}
     problems: list[Problem] = []
@@ -98,7 +98,7 @@ _CONTAINER_KEYS: Mapping[str, Check] = {
 
 
 def container(value: object) -> Container:
-    """D2: run the worker through apptainer or docker on the host."""
+    """Run the worker through apptainer or docker on the host."""
     raw = mapping(value, "{runtime: apptainer, image: /shared/images/potato-worker.sif}")
     values, problems = check_keys(raw, _CONTAINER_KEYS, "a container")
     if raw.get("runtime") is None:
@@ -189,7 +189,7 @@ SSH_KEYS: Mapping[str, Check] = {
     "gpus": gpus,
     **_REMOTE_REST,
 }
-"""R13-R23 and D2, in the order the docs list them."""
+"""The ssh keys and ``container``, in the order the docs list them."""
 
 SLURM_KEYS: Mapping[str, Check] = {
     **_REMOTE_BASE,
@@ -207,7 +207,7 @@ SLURM_KEYS: Mapping[str, Check] = {
     "extra_sbatch_args": text_list('["--exclusive"]'),
     "poll_interval_s": number(0, open_low=True),
 }
-"""R24-R31: every ssh key but ``gpus`` and ``packages``, plus the sbatch settings."""
+"""Every ssh key but ``gpus`` and ``packages``, plus the sbatch settings."""
 
 AGENT_KEYS: Mapping[str, Check] = {
     "type": text(),
@@ -215,7 +215,7 @@ AGENT_KEYS: Mapping[str, Check] = {
     "heartbeat_timeout_s": integer(1),
     "queue_timeout_s": integer(1),
 }
-"""R8: these and no other key."""
+"""These and no other key."""
 
 _SLURM_HINTS = {
     "packages": (
@@ -250,7 +250,7 @@ _TABLES: Mapping[str, tuple[Mapping[str, Check], Mapping[str, str]]] = {
 
 
 def name_problem(name: object) -> str | None:
-    """Why ``name`` cannot name a backend, or None. ``local`` is taken (R1)."""
+    """Why ``name`` cannot name a backend, or None. ``local`` is taken."""
     if not isinstance(name, str):
         return f"backend names must be text, got {show(name)}; quote the name"
     if name == defaults.LOCAL_BACKEND:
@@ -328,7 +328,7 @@ def _check_backend(name: str, body: object, findings: Findings) -> Backend | Non
 
 
 def _required(btype: str, body: Mapping[Any, object]) -> list[Problem]:
-    """R5: ssh and slurm need ``host``; R26: slurm needs a shared ``remote_dir``."""
+    """ssh and slurm need ``host``; slurm needs a shared ``remote_dir``."""
     problems: list[Problem] = []
     if btype in ("ssh", "slurm") and body.get("host") is None:
         article = "an" if btype == "ssh" else "a"
@@ -348,7 +348,7 @@ _SHARED_DIR_HELP = (
 
 
 def _slurm_extras(name: str, values: Mapping[str, Any], findings: Findings) -> None:
-    """R26: ``remote_dir`` off node-local folders; R6: a long ``time`` warns."""
+    """``remote_dir`` off node-local folders; a long ``time`` warns."""
     where = f"model_training.backends.{name}"
     remote_dir = values.get("remote_dir")
     local = node_local_dir(remote_dir) if isinstance(remote_dir, str) else None

@@ -44,7 +44,7 @@ class Findings:
         self.warnings.append(Issue(path, _message(path, detail), backend))
 
     def warn_exact(self, path: str, message: str, backend: str | None = None) -> None:
-        """A warning whose full text is fixed by the spec (R6), not ``path: detail``."""
+        """A warning whose full text is fixed by the spec, not ``path: detail``."""
         self.warnings.append(Issue(path, message, backend))
 
     def errors_at(self, base: str, problems: Iterable[Problem], backend: str | None = None) -> None:
@@ -105,7 +105,7 @@ def check_keys(
     """Run ``table`` over ``raw``: converted values of the good keys, and every problem.
 
     A key set to null counts as left out, so its default applies. ``hints`` replace the generic
-    unknown-key text for keys that are wrong for a known reason (``packages`` on slurm, R26).
+    unknown-key text for keys that are wrong for a known reason (``packages`` on slurm).
     """
     values: dict[str, Any] = {}
     problems: list[Problem] = []

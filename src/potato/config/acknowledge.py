@@ -1,4 +1,4 @@
-"""R7: ``validation.acknowledge`` entries that quiet known warnings (pure: no I/O).
+"""``validation.acknowledge`` entries that quiet known warnings (pure: no I/O).
 
 An entry is a case-sensitive substring of a warning's text, at least
 :data:`potato.defaults.ACKNOWLEDGE_MIN_CHARS` long so that a word like ``time`` cannot quiet every

@@ -156,7 +156,7 @@ class ItemProperties:
 
 @dataclass(frozen=True)
 class Writeback:
-    """C5: which predictions return to annotators as model suggestions."""
+    """Which predictions return to annotators as model suggestions."""
 
     schemas: tuple[str, ...] = ()
     include_unlabeled: bool = False
@@ -165,7 +165,7 @@ class Writeback:
 
 @dataclass(frozen=True)
 class AutoRetrain:
-    """C7: start a run on its own every ``every_n_labels`` new labels."""
+    """Start a run on its own every ``every_n_labels`` new labels."""
 
     enabled: bool = False
     every_n_labels: int = defaults.AUTO_RETRAIN_EVERY_N_LABELS
@@ -209,7 +209,7 @@ class RemoteHost:
 
 @dataclass(frozen=True)
 class SshBackend(RemoteHost):
-    """R13-R23: a host the server reaches with ssh."""
+    """A host the server reaches with ssh."""
 
     remote_dir: str = defaults.REMOTE_DIR
     type: str = "ssh"
@@ -217,13 +217,13 @@ class SshBackend(RemoteHost):
     gpus: str = "auto"
 
     def describe(self) -> str:
-        """The "Runs on" menu text (R9)."""
+        """The "Runs on" menu text."""
         return f"{self.name} (ssh to {self.host})"
 
 
 @dataclass(frozen=True)
 class SlurmBackend(RemoteHost):
-    """R24-R31: a SLURM cluster behind a login node; the agent runs on the login node."""
+    """A SLURM cluster behind a login node; the agent runs on the login node."""
 
     type: str = "slurm"
     job_python: str | None = None
@@ -245,7 +245,7 @@ class SlurmBackend(RemoteHost):
 
 @dataclass(frozen=True)
 class AgentBackend:
-    """R32-R39: a machine the server cannot reach; a registered agent polls for work."""
+    """A machine the server cannot reach; a registered agent polls for work."""
 
     name: str
     type: str = "agent"
@@ -259,7 +259,7 @@ class AgentBackend:
 
 @dataclass(frozen=True)
 class LocalBackend:
-    """R1, R11: a subprocess on the server itself; always present."""
+    """A subprocess on the server itself; always present."""
 
     name: str = defaults.LOCAL_BACKEND
     type: str = "local"
@@ -295,7 +295,7 @@ class ModelTraining:
     backends: dict[str, Backend] = field(default_factory=dict)
 
     def all_backends(self) -> dict[str, Backend]:
-        """Every backend a run may name, ``local`` first (R1)."""
+        """Every backend a run may name, ``local`` first."""
         out: dict[str, Backend] = {self.local.name: self.local}
         out.update(self.backends)
         return out
@@ -359,7 +359,7 @@ class Page:
 
 @dataclass(frozen=True)
 class Config:
-    """The whole project (C1) as the server and CLI use it."""
+    """The whole project as the server and CLI use it."""
 
     path: Path
     annotation_task_name: str

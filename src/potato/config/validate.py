@@ -1,4 +1,4 @@
-"""The one place a project config is checked and turned into :class:`Config` (C1, R1-R8, R11, R13-R31).
+"""The one place a project config is checked and turned into :class:`Config`.
 
 Pure: takes the already-parsed YAML value and the config's path (only to resolve relative paths),
 reads no file and never raises, whatever the YAML held. Every problem is reported at once, each
@@ -61,7 +61,7 @@ TOP_LEVEL_KEYS = (
     "validation",
     *page_keys.KEYS,
 )
-"""Top-level keys Potato reads (C1, R1, R7); others only warn, as released configs carry many more."""
+"""Top-level keys Potato reads; others only warn, as released configs carry many more."""
 
 _REQUIRED = {
     "annotation_task_name": 'missing; name the project, e.g. annotation_task_name: "Review Sentiment"',
@@ -227,7 +227,7 @@ def _warn_unknown_top_level(raw: Mapping[Any, object], findings: Findings) -> No
 
 
 def _warn_debug(backend_types: Mapping[str, str | None], findings: Findings) -> None:
-    """R21: requests through the ssh socket arrive as loopback, and debug gives loopback admin access.
+    """Requests through the ssh socket arrive as loopback, and debug gives loopback admin access.
 
     One warning per backend, so an acknowledgement that names a backend covers that backend only.
     """
@@ -243,7 +243,7 @@ def _warn_debug(backend_types: Mapping[str, str | None], findings: Findings) -> 
             )
 
 
-# --- item_properties and annotation_schemes (C1) -------------------------------------------------
+# --- item_properties and annotation_schemes -------------------------------------------------
 
 
 _ITEM_PROPERTIES: Mapping[str, Check] = {"id_key": text(), "text_key": text()}
@@ -266,11 +266,11 @@ def _check_item_properties(raw: object, findings: Findings) -> ItemProperties | 
     return ItemProperties(**values)
 
 
-# --- model_training (R1-R3, R11, C5-C7) ----------------------------------------------------------
+# --- model_training ----------------------------------------------------------
 
 
 def _device(value: object) -> str:
-    """R11: auto, cpu, mps, cuda, or one GPU as cuda:N."""
+    """``auto``, ``cpu``, ``mps``, ``cuda``, or one GPU as ``cuda:N``."""
     if isinstance(value, str):
         if value in ("auto", "cpu", "mps", "cuda"):
             return value
@@ -299,7 +299,7 @@ def _trainer_params(value: object) -> dict[str, dict[str, object]]:
 
 
 def _scheme_refs(scheme_types: Mapping[str, str | None], *, labelled_only: bool) -> Check:
-    """A list of existing scheme names; writeback (C5) needs radio or multiselect schemes."""
+    """A list of existing scheme names; writeback needs radio or multiselect schemes."""
 
     def check(value: object) -> tuple[str, ...]:
         names: tuple[str, ...] = text_list('["sentiment"]')(value)
@@ -321,7 +321,7 @@ def _scheme_refs(scheme_types: Mapping[str, str | None], *, labelled_only: bool)
 
 
 def _backend_ref(names: Mapping[str, object] | None) -> Check:
-    """R2, R5: a backend reference must name ``local`` or a declared backend (None: not checkable)."""
+    """A backend reference must name ``local`` or a declared backend (None: not checkable)."""
 
     def check(value: object) -> str:
         name: str = text()(value)
@@ -375,7 +375,7 @@ def _training_table(scheme_types: Mapping[str, str | None], names: Mapping[str, 
 def _check_model_training(
     raw: object, scheme_types: Mapping[str, str | None], findings: Findings
 ) -> tuple[ModelTraining | None, dict[str, str | None]]:
-    """The training settings and the declared backends' types (for references and R21)."""
+    """The training settings and the declared backends' types (for references and the ssh-under-debug warning)."""
     if raw is None:
         return ModelTraining(), {}
     try:
@@ -405,7 +405,7 @@ def _check_model_training(
     return training, backend_types
 
 
-# --- validation (R7) -----------------------------------------------------------------------------
+# --- validation -----------------------------------------------------------------------------
 
 
 def _acknowledge_list(raw: object) -> list[object]:

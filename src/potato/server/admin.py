@@ -1,4 +1,4 @@
-"""Admin routes under ``/admin``: progress, export, and the labels API (C3).
+"""Admin routes under ``/admin``: progress, export, and the labels API.
 
 Every route needs the ``X-API-Key`` header or an admin session (``/admin/login`` with the key).
 """

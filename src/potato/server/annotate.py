@@ -1,4 +1,4 @@
-"""The annotator's side: log in by name, see one item at a time, label it (C2).
+"""The annotator's side: log in by name, see one item at a time, label it.
 
 ``POST /api/label`` stores answers and returns the item to show: the page sends each answer as it is
 picked (``"go": "stay"``), so no way of leaving an item loses it, then moves with ``GET /api/move``;

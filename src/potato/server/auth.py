@@ -1,4 +1,4 @@
-"""Who may do what: annotators by name in the session, admins by key (C3, R21)."""
+"""Who may do what: annotators by name in the session, admins by key."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def admin_required(view: F) -> F:
             if not attempt.counted:
                 return view(*args, **kwargs)
             return jsonify(error="The X-API-Key header does not hold the project's admin_api_key."), 401
-        # R21: a debug server trusts loopback; `potato validate` warns when that meets ssh training.
+        # a debug server trusts loopback; `potato validate` warns when that meets ssh training.
         if admin_session_valid() or (config.debug and _is_loopback(request.remote_addr)):
             return view(*args, **kwargs)
         wants_html = "text/html" in request.headers.get("Accept", "") and "/api/" not in request.path

@@ -3,7 +3,7 @@
 Remote-safe: standard library only, Python 3.8. It turns a job into a worker process and the
 worker's files into protocol calls, the same way wherever it runs:
 
-- polling (R32-R38): ``--server URL --backend NAME`` with the backend's token in
+- polling: ``--server URL --backend NAME`` with the backend's token in
   ``POTATO_TRAINING_TOKEN`` or ``--token-file``. It asks the server for work (a long poll), runs
   each job and waits again. It opens every connection itself and never listens on a port.
 - one run (local, ssh, slurm backends): ``--run RUN_ID --token-stdin``; the server started it for
@@ -13,7 +13,7 @@ A job: download the bundle (``Range`` resume, sha256 checked), extract it safely
 under :class:`~potato.training.supervise.Supervisor`, stream events (the reply carries a cancel),
 upload ``predictions.jsonl``, report the result. Network trouble is retried with backoff and
 jitter and never ends the agent; only a rejected token does. After ``--give-up-after`` seconds
-(300) without reaching the server during a run, the agent stops the worker itself (R38).
+(300) without reaching the server during a run, the agent stops the worker itself.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ class Agent:
 
     def _start_worker(self, job: Dict[str, Any], job_dir: Path, reporter: Reporter,
                       note: Callable[[str], None]) -> Worker:
-        """The worker as a process here, or as a SLURM job that runs it on a compute node (R29)."""
+        """The worker as a process here, or as a SLURM job that runs it on a compute node."""
         run_id = str(job["run_id"])
         if self.slurm is None:
             self.console.say(f"run {run_id}: starting the worker ({self.python})")
@@ -454,7 +454,7 @@ def container_image() -> Optional[str]:
 
 
 def read_slurm_config(path: str) -> SlurmSettings:
-    """``--slurm-config``: the slurm settings as a JSON object (R31), checked before any job."""
+    """``--slurm-config``: the slurm settings as a JSON object, checked before any job."""
     try:
         data = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
     except OSError as exc:
@@ -469,7 +469,7 @@ def read_slurm_config(path: str) -> SlurmSettings:
 
 def check_slurm_workdir(given: str, workdir: Path) -> None:
     """With ``--slurm-config`` the jobs' files live in ``--workdir``, which the compute nodes must
-    share with this login node: the config's rule for ``remote_dir`` (R26), checked before any job."""
+    share with this login node: the config's rule for ``remote_dir``, checked before any job."""
     local = node_local_dir(given) or node_local_dir(str(workdir))
     if local is not None:
         shown = f"--workdir {given}" + (f" ({workdir})" if str(workdir) != given else "")

@@ -1,4 +1,4 @@
-"""Which files make up the Potato a training host runs, and their content hash (D2, R18).
+"""Which files make up the Potato a training host runs, and their content hash.
 
 Remote-safe: standard library only, Python 3.8. The server pushes exactly these files to an ssh
 host or a login node (:mod:`potato.server.training.codepush`), a hand-started SLURM agent copies

@@ -1,4 +1,4 @@
-"""The worker inside a container: the apptainer and docker command lines (D2).
+"""The worker inside a container: the apptainer and docker command lines.
 
 Remote-safe: standard library only, Python 3.8. One function builds both the argv an agent starts
 on an ssh host or a NAT machine and the line SLURM's job script runs: the image's ``python3`` runs

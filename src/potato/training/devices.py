@@ -1,4 +1,4 @@
-"""Which device a local run trains on (R11, R12): pure choice plus one probe that asks torch.
+"""Which device a local run trains on: pure choice plus one probe that asks torch.
 
 Remote-safe: standard library only, Python 3.8; torch is imported lazily by :func:`probe_devices`
 and only there. :func:`resolve_device` and :func:`describe_local` are pure, so the fallback
@@ -115,5 +115,5 @@ def describe_device(device: str, probe: DeviceProbe, num_threads: int | None = N
 
 
 def describe_local(device: str, probe: DeviceProbe, num_threads: int | None = None) -> str:
-    """R12's line, e.g. ``local: this machine, Apple Metal (mps)`` (pure)."""
+    """The device line, e.g. ``local: this machine, Apple Metal (mps)`` (pure)."""
     return "local: this machine, " + describe_device(device, probe, num_threads)

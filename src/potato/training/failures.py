@@ -167,7 +167,7 @@ def image_fix(image: str, module: str) -> str:
 
 
 class TrainerImportError(WorkerError):
-    """SPEC E4: the interpreter that runs the worker lacks a package the trainer needs."""
+    """The interpreter that runs the worker lacks a package the trainer needs."""
 
     exit_code = int(ExitCode.IMPORT)
     reason = Reason.IMPORT

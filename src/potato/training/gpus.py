@@ -69,7 +69,7 @@ def query_gpus(timeout: float = 20.0) -> List[Gpu]:
 
 
 class NoGpuFree(PotatoError):
-    """``gpus: auto`` found GPUs, but none a run may take (E3, E5)."""
+    """``gpus: auto`` found GPUs, but none a run may take."""
 
 
 @dataclass(frozen=True)
@@ -101,10 +101,10 @@ NO_KERNELS = "This host's torch has no kernels for any of its GPUs"
 
 
 def choose_gpus(gpus: List[Gpu], setting: str, min_free_mb: int, no_kernels: Iterable[int] = ()) -> GpuChoice:
-    """R15: ``auto`` takes the GPU with the most free memory (free memory, not utilisation, decides)
+    """``auto`` takes the GPU with the most free memory (free memory, not utilisation, decides)
     and refuses when none has ``min_free_mb`` free; ``none`` is the CPU; ``"1"`` or ``"0,1"`` pin GPUs.
     A host without GPUs trains on the CPU under ``auto``; GPUs in ``no_kernels`` (the host's torch
-    cannot run on them) are skipped by ``auto``, and E5 when that leaves none."""
+    cannot run on them) are skipped by ``auto``, and NoGpuFree when that leaves none."""
     if setting == "none":
         return GpuChoice("", "the CPU (gpus: none)")
     if setting != "auto":
@@ -160,13 +160,13 @@ TORCH_PROBE = (
 )
 """Run with the host's interpreter: which GPU generations its torch has kernels for, and each GPU's
 compute capability, in nvidia-smi's order (PCI bus); on a host with GPUs also a one-line kernel
-compiled with NVRTC (the preflight for E11) and the nvidia-cuda-nvrtc package. ``{}`` without torch."""
+compiled with NVRTC (the NVRTC preflight) and the nvidia-cuda-nvrtc package. ``{}`` without torch."""
 
 NVRTC_BUILTINS = re.compile(r"nvrtc: error: failed to open (libnvrtc-builtins\.so(?:\.\d+)*)")
 
 
 def nvrtc_problem(probe: Dict[str, Any]) -> Optional[str]:
-    """E11 from the torch probe: NVRTC could not compile a kernel with the host's torch (pure).
+    """The torch probe's failure: NVRTC could not compile a kernel with the host's torch (pure).
 
     The usual cause: the nvidia-cuda-nvrtc wheel beside torch belongs to another CUDA version than
     the torch build, so torch's JIT fails only when a run reaches an op that compiles a kernel.

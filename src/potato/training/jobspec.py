@@ -277,7 +277,7 @@ def read_labels(bundle_dir: Path, job: JobSpec) -> list[LabelRow]:
 
 
 def read_holdout(bundle_dir: Path) -> frozenset[str]:
-    """``split.json`` ``holdout``: the item ids the server kept out of training (C6)."""
+    """``split.json`` ``holdout``: the item ids the server kept out of training."""
     path = bundle_dir / SPLIT_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""``num_threads`` and ``max_ram_mb`` (R11, R16): bounds the worker puts on itself before training.
+"""``num_threads`` and ``max_ram_mb``: bounds the worker puts on itself before training.
 
 Remote-safe: standard library only, Python 3.8. Both must be applied before a trainer imports
 numpy or torch: the BLAS and OpenMP pools read their thread counts once, at import.
@@ -31,7 +31,7 @@ MB = 1024 * 1024
 
 
 def apply_thread_limit(num_threads: int | None, environ: MutableMapping[str, str] | None = None) -> None:
-    """Cap the math libraries' thread pools at ``num_threads``, overriding what the shell set (R16)."""
+    """Cap the math libraries' thread pools at ``num_threads``, overriding what the shell set."""
     if not num_threads:
         return
     env = os.environ if environ is None else environ

@@ -1,4 +1,4 @@
-"""The holdout score (C6): accuracy and macro-F1, computed by the worker, not the trainer.
+"""The holdout score: accuracy and macro-F1, computed by the worker, not the trainer.
 
 Remote-safe and pure: standard library only, Python 3.8 (no scikit-learn: the score must be the
 same whichever trainer ran and whatever is installed). Definitions:

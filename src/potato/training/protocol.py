@@ -32,7 +32,7 @@ LONG_POLL_MAX_S = 25.0
 RETRY_AFTER_S = (10, 30)
 """Seconds (range, jittered) an agent is told to wait when no server thread is free to hold its poll."""
 BUNDLE_TRIES = 5
-"""Tries to download a bundle, each resuming where the last stopped (R36)."""
+"""Tries to download a bundle, each resuming where the last stopped."""
 CHUNK = 1 << 20
 Body = Union[None, bytes, IO[bytes]]
 

@@ -24,7 +24,7 @@ from potato.training.results import Reason
 from potato.training.supervise import StopRequest
 
 GIVE_UP_S = 300.0
-"""Seconds without reaching the server after which a running job is stopped (R38)."""
+"""Seconds without reaching the server after which a running job is stopped."""
 HEARTBEAT_S = 2.0
 """A running job reports at least this often, events or not: it is also how a cancel arrives."""
 FLUSH_S = 0.25

@@ -1,5 +1,5 @@
 """SLURM, as pure functions: the job script, the sbatch command line, reading squeue and
-``scontrol show job``, and saying in plain words why a job waits or why it ended (R24-R30).
+``scontrol show job``, and saying in plain words why a job waits or why it ended.
 
 Remote-safe: standard library only, Python 3.8. The agent on a login node uses these through
 :class:`potato.training.slurmjob.SlurmJob`, which does the I/O; everything here is tested on
@@ -43,7 +43,7 @@ SBATCH_FLAGS = (
     ("cpus_per_task", "cpus-per-task"),
     ("constraint", "constraint"),
 )
-"""Each setting that maps to one sbatch flag, in the order the command line shows them (R27)."""
+"""Each setting that maps to one sbatch flag, in the order the command line shows them."""
 
 
 class SlurmConfigError(PotatoError, ValueError):
@@ -51,14 +51,14 @@ class SlurmConfigError(PotatoError, ValueError):
 
 
 NODE_LOCAL_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
-"""Folders each node has its own copy of, so a SLURM job cannot share files through them (R26)."""
+"""Folders each node has its own copy of, so a SLURM job cannot share files through them."""
 
 
 def node_local_dir(path: str) -> Optional[str]:
     """The node-local folder ``path`` lies in (``/tmp``, ``/var/tmp``, ``/dev/shm``), or None.
 
     Normalised first, so ``//tmp/x`` and ``/tmp/../tmp/x`` do not slip through. One rule for the
-    config's ``remote_dir`` and a hand-started agent's ``--workdir`` (R26, R31): both are where the
+    config's ``remote_dir`` and a hand-started agent's ``--workdir``: both are where the
     agent on the login node and the job on a compute node share files.
     """
     if not path.startswith("/"):
@@ -86,8 +86,8 @@ def did_you_mean(word: str, choices: Any) -> str:
 
 @dataclass(frozen=True)
 class SlurmSettings:
-    """What the agent needs to submit a run's worker: the backend's slurm settings (R27), from the
-    server or, for a hand-started agent, from ``--slurm-config slurm.json`` (R31)."""
+    """What the agent needs to submit a run's worker: the backend's slurm settings, from the
+    server or, for a hand-started agent, from ``--slurm-config slurm.json``."""
 
     partition: Optional[str] = None
     account: Optional[str] = None
@@ -158,7 +158,7 @@ class SlurmSettings:
 
 
 def sbatch_flags(settings: SlurmSettings) -> List[str]:
-    """The settings as sbatch flags (R27), ``extra_sbatch_args`` last so they can override."""
+    """The settings as sbatch flags, ``extra_sbatch_args`` last so they can override."""
     flags = [f"--{flag}={getattr(settings, key)}" for key, flag in SBATCH_FLAGS if getattr(settings, key) is not None]
     return flags + list(settings.extra_sbatch_args)
 
@@ -172,7 +172,7 @@ def sbatch_argv(settings: SlurmSettings, job_dir: str, run_id: str) -> List[str]
 
 def worker_command(settings: SlurmSettings, python: str, job_dir: str, code_dir: str,
                    shared_dir: str) -> str:
-    """The worker's command line in job.sh: plain, or through apptainer or docker (D2). In a
+    """The worker's command line in job.sh: plain, or through apptainer or docker. In a
     container the image's own ``python3`` runs it (``job_python`` is the compute node's), as the
     user the job runs as, with the GPUs SLURM gave the job."""
     if settings.container is None:
@@ -303,7 +303,7 @@ class QueueState:
     nodes: str
 
     def line(self, job_id: str) -> str:
-        """run.log's line for this state (R29): ``SLURM job 4242: PENDING (Priority)``. A pending
+        """run.log's line for this state: ``SLURM job 4242: PENDING (Priority)``. A pending
         job always says why it waits: before the scheduler's first look at it, squeue's reason is
         ``None``, which the line says in words (a user never sees a bare "None")."""
         if self.state == "RUNNING":
@@ -316,7 +316,7 @@ class QueueState:
 
 
 def running_line(job_id: str, node: str) -> str:
-    """run.log's line for a job that started (R29): ``SLURM job 4242: RUNNING on node07``."""
+    """run.log's line for a job that started: ``SLURM job 4242: RUNNING on node07``."""
     return f"SLURM job {job_id}: RUNNING on {node or 'an unnamed node'}"
 
 
@@ -371,7 +371,7 @@ PENDING_REASONS: Mapping[str, str] = {
 
 
 def pending_words(reason: str) -> str:
-    """A pending reason in plain words for the step line (R29)."""
+    """A pending reason in plain words for the step line."""
     if not has_reason(reason):
         return PENDING_REASONS["None"]
     if reason in PENDING_REASONS:
@@ -395,7 +395,7 @@ def step_text(job_id: str, state: QueueState) -> str:
 
 @dataclass(frozen=True)
 class Ended:
-    """Why the scheduler ended a job before its worker finished (R30): a reason code for the
+    """Why the scheduler ended a job before its worker finished: a reason code for the
     API and the page, and the message the run shows."""
 
     reason: Reason
@@ -454,7 +454,7 @@ def exit_status(scontrol: Optional[Mapping[str, str]]) -> Optional[int]:
 
 @dataclass
 class Cluster:
-    """What ``sinfo`` says the cluster offers, for the check (R28): can a request ever run?"""
+    """What ``sinfo`` says the cluster offers, for the check: can a request ever run?"""
 
     partitions: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 

@@ -1,4 +1,4 @@
-"""A worker submitted with sbatch, driven by the same Supervisor as a worker process (R24-R30).
+"""A worker submitted with sbatch, driven by the same Supervisor as a worker process.
 
 Remote-safe: standard library only, Python 3.8. The agent runs on the login node; the job runs
 on a compute node and shares the job dir with it (``remote_dir`` is shared storage). So the
@@ -135,7 +135,7 @@ class SlurmJob:
     def submit(cls, job_dir: Path, settings: SlurmSettings, run_id: str, python: str, code_dir: str,
                shared_dir: str, host: str, note: Callable[[str], None], step: Callable[[str], None],
                run: Runner = run_command, clock: Callable[[], float] = time.time) -> "SlurmJob":
-        """Write job.sh and submit it (R29 step 2): ``Submitted SLURM job <id>`` with the flags."""
+        """Write job.sh and submit it: ``Submitted SLURM job <id>`` with the flags."""
         job = str(job_dir)
         script = job_dir / JOB_SCRIPT
         script.write_text(job_script(settings, run_id, python, job, code_dir, shared_dir), encoding="utf-8")
@@ -270,7 +270,7 @@ class SlurmJob:
         return None
 
     def terminate(self) -> None:
-        """Warm stop (R30): TERM to the batch script and the worker; SLURM then ends the job."""
+        """Warm stop: TERM to the batch script and the worker; SLURM then ends the job."""
         self.note(f"scancel --full --signal=TERM {self.job_id}")
         rc, _, err = self.run(["scancel", "--full", "--signal=TERM", self.job_id])
         if rc != 0 and "Invalid job id" not in err:
@@ -279,7 +279,7 @@ class SlurmJob:
     def kill(self) -> None:
         """Cold stop, for a worker that did not stop: plain scancel. SLURM itself SIGKILLs what is
         left after its KillWait (30 s by default), so the job counts as ended now: the run is
-        reported cancelled once grace_seconds have passed, as on every other backend (R22)."""
+        reported cancelled once grace_seconds have passed, as on every other backend."""
         self.note(f"scancel {self.job_id}")
         rc, _, err = self.run(["scancel", self.job_id])
         if rc != 0:

@@ -6,7 +6,7 @@ is started, followed and stopped by exactly this code everywhere.
 
 The decisions are pure functions of the clock (:func:`check_limits`); the loop in
 :class:`Supervisor` only applies them. Stopping is warm, then cold: SIGTERM to the
-worker's whole process group, SIGKILL once ``grace_seconds`` have passed (R22).
+worker's whole process group, SIGKILL once ``grace_seconds`` have passed.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def wall_limit_message(max_wall_seconds: int) -> str:
 
 def check_limits(started_at: Optional[float], now: float, max_wall_seconds: Optional[int],
                  grace_seconds: float, request: Optional[StopRequest]) -> Optional[Stop]:
-    """A Stop when the worker must stop now: someone asked, or it passed max_wall_seconds (R3)."""
+    """A Stop when the worker must stop now: someone asked, or it passed max_wall_seconds."""
     if request is not None:
         return Stop(request.reason, request.message, now + grace_seconds)
     if max_wall_seconds and started_at is not None and now - started_at > max_wall_seconds:
@@ -105,7 +105,7 @@ def allowed_env(source: Mapping[str, str], pass_env: Sequence[str] = (),
 
 def worker_env(num_threads: Optional[int], base: Optional[Mapping[str, str]] = None,
                extra_paths: Optional[List[str]] = None, pass_env: Sequence[str] = ()) -> Dict[str, str]:
-    """The worker's environment: :func:`allowed_env` of the agent's, thread caps when configured (R16)."""
+    """The worker's environment: :func:`allowed_env` of the agent's, thread caps when configured."""
     env = allowed_env(os.environ if base is None else base, pass_env, extra_paths)
     env.setdefault("TRANSFORMERS_VERBOSITY", "error")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")

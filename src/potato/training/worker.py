@@ -42,7 +42,7 @@ Output, in ``JOB_DIR``:
 Exit codes: 0 succeeded, 1 trainer error (or no labels), 2 bad job, 3 trainer could not be
 imported, 4 out of memory, 143 cancelled (SIGTERM).
 
-The holdout score (C6) is computed here, not by the trainer: the trainer fits on the training
+The holdout score is computed here, not by the trainer: the trainer fits on the training
 items only, predicts every item, and the worker scores the holdout items' predictions against
 their majority labels. The model is not refitted on all labelled items afterwards: the
 predictions and the model files then come from the very model the score describes, and a run

@@ -1,4 +1,4 @@
-"""The agent protocol's routes under ``/training/agent/v1/`` (R22, R23, R32-R39).
+"""The agent protocol's routes under ``/training/agent/v1/``.
 
 docs/agent-protocol.yaml (OpenAPI) is the contract; docs/agent-protocol.md explains it. Any
 authenticated request is a heartbeat. A backend token opens ``jobs/next`` for its backend; a
@@ -223,7 +223,7 @@ def run_job(run_id: str) -> Any:
 
 @bp.get("/runs/<run_id>/bundle")
 def run_bundle(run_id: str) -> Any:
-    """The bundle, with ``Range`` support (206), so a broken download resumes (R36)."""
+    """The bundle, with ``Range`` support (206), so a broken download resumes."""
     run = _run_for_token(run_id)
     if run.state.terminal:
         _ended(run)
@@ -237,7 +237,7 @@ def run_bundle(run_id: str) -> Any:
 
 
 def cancel_reply(project: Project, run: Run) -> dict[str, Any]:
-    """What the reply to a report says: go on, or stop and why (R22, R3)."""
+    """What the reply to a report says: go on, or stop and why."""
     if not run.cancel_requested:
         return {"cancel": False}
     if run.stop_reason is Reason.TIMEOUT:
@@ -248,7 +248,7 @@ def cancel_reply(project: Project, run: Run) -> dict[str, Any]:
 
 @bp.post("/runs/<run_id>/events")
 def run_events(run_id: str) -> Any:
-    """A batch of worker events plus the agent's own lines; answers whether to stop (R22)."""
+    """A batch of worker events plus the agent's own lines; answers whether to stop."""
     run = _run_for_token(run_id)
     body = _body()
     seq, events, lines = body.get("seq", 0), body.get("events", []), body.get("log", [])
@@ -280,7 +280,7 @@ def run_events(run_id: str) -> Any:
 @bp.put("/runs/<run_id>/predictions")
 def run_predictions(run_id: str) -> Any:
     """``predictions.jsonl``, streamed to disk. Over ``max_predictions_mb``: 413, and the run fails
-    with a message while its events, log and the project's labels stay as they were (R36)."""
+    with a message while its events, log and the project's labels stay as they were."""
     run = _run_for_token(run_id)
     if run.state.terminal:
         _ended(run)

@@ -1,4 +1,4 @@
-"""The training page and API under ``/admin/training`` (R9, R10, C5-C7), and the server's wiring.
+"""The training page and API under ``/admin/training``, and the server's wiring.
 
 ``init_app`` registers the blueprint, fills the project's writeback and auto-retrain seams and
 starts this process's dispatcher thread.
@@ -82,7 +82,7 @@ def api_backends() -> Any:
 @bp.post("/api/backends/<name>/check")
 @admin_required
 def api_check(name: str) -> Any:
-    """The page's Check button: the same check as ``potato training check`` (R9, R12)."""
+    """The page's Check button: the same check as ``potato training check``."""
     config = current_project().config
     try:
         backend = backend_named(config, name)
@@ -198,7 +198,7 @@ def api_suggestions(run_id: str) -> Any:
 # -- wiring -------------------------------------------------------------------------------------
 
 def _auto_retrain_hook(app: Flask, project: Project, store: RunStore) -> Any:
-    """C7: queue a run once ``every_n_labels`` labels arrived since the last automatic run."""
+    """Queue a run once ``every_n_labels`` labels arrived since the last automatic run."""
 
     def on_saved(count: int) -> None:
         try:

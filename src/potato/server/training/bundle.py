@@ -2,7 +2,7 @@
 
 The same file goes to every place a run can execute (extracted locally, downloaded by an
 agent), so what trained is exactly what the bundle says. The holdout split is decided here, on
-the server, so a score means the same thing wherever the run executed (C6).
+the server, so a score means the same thing wherever the run executed.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What Potato copies to a training host, as one tar stream: the files
-:func:`potato.training.codefiles.shipped_files` names, under their content hash (D2, R18).
+:func:`potato.training.codefiles.shipped_files` names, under their content hash.
 
 The host keeps each version under ``remote_dir/code/<hash>`` and reuses it until the source
 changes. :func:`shipped_files` is also the list the remote-safety test checks, so what ships and

@@ -1,4 +1,4 @@
-"""Copy-back: a run's model files from the ssh host, in one stream over the open connection (R20, E7).
+"""Copy-back: a run's model files from the ssh host, in one stream over the open connection.
 
 On the host, :data:`SEND_ARTIFACTS` (run by the host's own Python) lists the files first: those over
 the per-file cap stay, and when the others together pass the total cap none is sent (the run keeps
@@ -31,7 +31,7 @@ from potato.server.training import quota
 from potato.server.training.sshcmd import preamble_text, start_token
 
 COPY_STALL_S = 180.0
-"""A copy-back that sends nothing this long is given up (E7)."""
+"""A copy-back that sends nothing this long is given up."""
 CHUNK = 1 << 20
 PREAMBLE_MAX = 1 << 20
 """The most a login shell may print before the copy's start line; more is not a copy-back."""
@@ -94,7 +94,7 @@ together, only ``end``, and ``over-total <bytes> <files> <absolute folder>`` on 
 
 
 class CopyFailed(PotatoError):
-    """The copy did not complete; the message says how (E7 for a stall). Nothing was kept."""
+    """The copy did not complete; the message says how (a stall: how long nothing came). Nothing was kept."""
 
     def __init__(self, message: str, remote_pid: int | None = None) -> None:
         super().__init__(message)

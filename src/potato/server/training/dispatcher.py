@@ -1,11 +1,11 @@
-"""The one dispatcher per server: starts local runs and keeps watch over every run (R3, R4, R22).
+"""The one dispatcher per server: starts local runs and keeps watch over every run.
 
 Every gunicorn worker starts a dispatcher thread, but only the one holding the file lock
 ``training/dispatcher.lock`` acts; the others keep trying, so when the holder dies another
 worker takes over. Any worker serves the API and the agent protocol: the queue is the runs table.
 
 The holder (1) starts the oldest queued run of each backend it drives (local, ssh, slurm) when
-that backend is free (R4), as soon as a request queues it (:mod:`~potato.server.training.wakeup`)
+that backend is free, as soon as a request queues it (:mod:`~potato.server.training.wakeup`)
 or at its next look, and once a second (2) applies :func:`potato.server.training.watchdog.judge` to every
 queued and active run: heartbeat and queue timeouts, the end of a cancel's grace, max_wall_seconds.
 """
@@ -35,7 +35,7 @@ IDLE_POLL_S = 0.1
 """How often the dispatcher looks for a queued run when no request rang (a run queued by a request
 rings; one indexed SELECT, cheap)."""
 WATCH_EVERY_S = 1.0
-"""How often every run's timeouts are checked (R3: each second)."""
+"""How often every run's timeouts are checked (each second)."""
 LOCK_RETRY_S = 5.0
 
 

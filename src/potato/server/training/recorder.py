@@ -1,4 +1,4 @@
-"""What the server keeps of a run, whoever executed it: run.log, events, state, results (C4-C6).
+"""What the server keeps of a run, whoever executed it: run.log, events, state, results.
 
 The agent (on this machine or another) supervises the worker; the server only records what it
 reports, through :class:`RunRecorder`. :func:`outcome` (what an ending means) is pure.
@@ -324,7 +324,7 @@ class RunRecorder:
         return moved
 
     def agent_log(self, lines: list[str]) -> None:
-        """``agent.log``: the agent's own lines, so a silent agent's last words are kept (R23)."""
+        """``agent.log``: the agent's own lines, so a silent agent's last words are kept."""
         if lines:
             with (self.run_dir / "agent.log").open("a", encoding="utf-8") as fh:
                 for line in lines:

@@ -249,7 +249,7 @@ class RemoteRun:
         self.step(f"waiting for the agent on {b.host}")
         self.store.update(self.run.id, last_seen=self.clock())
         env = {**b.env, **run_env}
-        apply_thread_limit(b.num_threads, env)  # over what a login shell sets (R16)
+        apply_thread_limit(b.num_threads, env)  # over what a login shell sets
         command = sshlines.start_agent(self.remote_dir, digest, self.python, env, socket, b.name, self.run.id,
                                     list(b.env), agent_args)
         server = urlsplit(self.agent_url)
@@ -294,7 +294,7 @@ class RemoteRun:
                 return False
             if (run.cancel_requested and run.cancel_at is not None
                     and self.clock() - run.cancel_at > mt.grace_seconds + CANCEL_SLACK_S):
-                self.close_session()  # R22: once grace_seconds passed, the agent's session is closed
+                self.close_session()  # once grace_seconds passed, the agent's session is closed
             time.sleep(WATCH_S)
 
     def close_session(self) -> None:
@@ -317,7 +317,7 @@ class RemoteRun:
         return me
 
     def copy_back(self) -> None:
-        """The model files in one stream over the open connection, counted for the step line (R20).
+        """The model files in one stream over the open connection, counted for the step line.
         The host lists them first: files over max_artifact_mb stay there, and when the others together
         pass max_artifacts_total_mb none is sent at all (nothing partial), as with fetch_artifacts: false."""
         b = self.backend

@@ -1,5 +1,5 @@
-"""Starting a run: what a start-run request must be (R10), the source a calibration refines, the
-automatic retraining (C7), and what the start form shows (trainers' parameters, the label summary).
+"""Starting a run: what a start-run request must be, the source a calibration refines, the
+automatic retraining, and what the start form shows (trainers' parameters, the label summary).
 Pure or database-only: the training page's routes and the auto-retrain hook call it.
 """
 
@@ -32,7 +32,7 @@ class RunRequestError(PotatoError):
 
 
 def check_run_request(config: Config, body: object, trainers: Mapping[str, Mapping[str, Any]]) -> tuple[str, list[str], str, dict[str, Any]]:
-    """(trainer, schemas, backend, params) from a start-run body, or RunRequestError (pure, R10)."""
+    """(trainer, schemas, backend, params) from a start-run body, or RunRequestError (pure)."""
     mt = config.model_training
     if not isinstance(body, dict):
         raise RunRequestError(400, 'Send a JSON object: {"trainer": ..., "schemas": [...], "backend": ...}.')
@@ -157,7 +157,7 @@ def label_summary(project: Project) -> dict[str, dict[str, Any]]:
 
 
 def auto_retrain(project: Project, store: RunStore) -> Run | None:
-    """C7: queue a run once ``every_n_labels`` labels arrived since the last automatic run (one
+    """Queue a run once ``every_n_labels`` labels arrived since the last automatic run (one
     waiting automatic run is enough); None when none is due."""
     ar = project.config.model_training.auto_retrain
     conn = project.db.conn

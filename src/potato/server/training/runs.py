@@ -260,7 +260,7 @@ class RunStore:
 
     def request_cancel(self, run_id: str, reason: Reason = Reason.CANCELLED) -> Run | None:
         """Mark a run for stopping; a queued run is cancelled at once, an active one by its agent,
-        which hears of it in the reply to its next report (R22)."""
+        which hears of it in the reply to its next report."""
         run = self.get(run_id)
         if run is None or run.state.terminal:
             return run
@@ -273,7 +273,7 @@ class RunStore:
         return self.get(run_id)
 
     def claim(self, backend: str, agent_id: str, host: str, pid: int | None = None) -> Run | None:
-        """Give the oldest queued run of ``backend`` to one agent, if no run executes now (R4).
+        """Give the oldest queued run of ``backend`` to one agent, if no run executes now.
 
         One transaction checks and takes, so two agents polling the same backend (or an agent and
         the dispatcher) can never both get a run, nor two runs execute at once. A plain read first

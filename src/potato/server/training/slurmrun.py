@@ -1,4 +1,4 @@
-"""One run on a SLURM cluster behind a login node (R24-R30, E8, E9); the backend and its check are
+"""One run on a SLURM cluster behind a login node; the backend and its check are
 in :mod:`potato.server.training.backends.slurm`, the steps it shares with ssh in
 :mod:`potato.server.training.remoterun`.
 
@@ -24,7 +24,7 @@ from potato.training.slurm import SETTINGS_FILE, SlurmSettings
 from potato.training.slurmjob import JOB_ID_FILE
 
 REQUIRED_COMMANDS = ("sbatch", "squeue", "scancel")
-"""What the login node must have on PATH (R25); ``scontrol`` is used where it exists."""
+"""What the login node must have on PATH; ``scontrol`` is used where it exists."""
 
 SLURM_FIX = ("SLURM's commands wait for slurmctld (`Unable to contact slurm controller` after a while): run "
              "`sinfo` on the login node by hand, and ask the cluster's admins if it hangs there too")
@@ -33,7 +33,7 @@ SETTINGS_STEP = Step("writing the job's slurm.json", SSH_STEP_TIMEOUT_S)
 
 
 def settings_for(backend: SlurmBackend) -> SlurmSettings:
-    """The backend's slurm settings as the agent takes them (slurm.json, R31)."""
+    """The backend's slurm settings as the agent takes them (slurm.json)."""
     return SlurmSettings(
         partition=backend.partition, account=backend.account, qos=backend.qos, gres=backend.gres,
         time=backend.time, mem=backend.mem, cpus_per_task=backend.cpus_per_task, constraint=backend.constraint,
@@ -73,7 +73,7 @@ def probe_slurm(target: SshTarget) -> LoginNode:
 
 
 def missing_command_error(host: str, name: str) -> SshFailed:
-    """E8 for sbatch, and the same form for squeue and scancel."""
+    """No sbatch on PATH, and the same form for squeue and scancel."""
     what = {"sbatch": "submit jobs", "squeue": "follow its jobs", "scancel": "cancel its jobs"}[name]
     return SshFailed(f"{host} has no {name} on PATH, so it cannot {what}. Log in there and run `command -v {name}`; "
                      "if SLURM's commands are in a module or an unusual folder, set the backend's env, e.g. "
@@ -95,7 +95,7 @@ class SlurmRun(RemoteRun):
         return f"Python {facts.python_version} on {self.backend.host} ({facts.python_path}) runs the agent"
 
     def before_code(self, facts: HostFacts) -> None:
-        """SLURM's commands on the login node (E8) and what the job will run."""
+        """SLURM's commands on the login node and what the job will run."""
         b = self.slurm_backend
         login = probe_slurm(self.target)
         for name in login.missing():

@@ -1,4 +1,4 @@
-"""ssh command lines and what their failures mean: pure, no processes (R13, E1, E2).
+"""ssh command lines and what their failures mean: pure, no processes.
 
 The system OpenSSH client does the work, so ``~/.ssh/config`` aliases, ssh-agent, ProxyJump and
 known_hosts all apply. Every remote command is one string of :func:`shlex.quote`-d words, so a
@@ -180,7 +180,7 @@ def control_name(backend: RemoteHost) -> str:
 
 @dataclass(frozen=True)
 class SshTarget:
-    """How to reach one ssh backend's host (or a slurm backend's login node): the flags of R13 plus a
+    """How to reach one ssh backend's host (or a slurm backend's login node): its user, port and identity file plus a
     control master, one per login (:func:`control_name`: host, port, user and key): backends and
     checks that log in the same way share it."""
 
@@ -258,7 +258,7 @@ class SshFailed(PotatoError):
 
 
 def connect_error(host: str, stderr: str, step: Step | None = None, target: SshTarget | None = None) -> SshFailed:
-    """E1 and its relatives, from ssh's own stderr (rc 255), with the fix in the backend's own terms
+    """Why ssh could not connect or log in, from its own stderr (rc 255), with the fix in the backend's own terms
     when the ``target`` is known (the exact ``ssh`` command to try, the setting to look at). Without a
     message, a multiplexed command whose connection (the control master) ended under it: said with
     the step it was in."""
@@ -308,6 +308,6 @@ def connect_error(host: str, stderr: str, step: Step | None = None, target: SshT
 
 
 def python_missing(python: str, host: str) -> SshFailed:
-    """E2."""
+    """The host has no such interpreter, or one older than Python 3.8."""
     return SshFailed(f"{python} was not found on {host}. Set `python` in the backend to an interpreter the "
                      f"host has (Python 3.8 or newer), e.g. python: /usr/bin/python3.")

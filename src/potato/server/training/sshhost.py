@@ -1,5 +1,5 @@
 """What the server asks an ssh host (or a slurm login node) before a run or for a check: one
-command each, over the backend's control master (R15, R17, E2, E5, E11).
+command each, over the backend's control master.
 
 A run needs the interpreter, the GPUs, whether its code is there already, and a fresh socket folder
 with stale ones gone: :func:`probe_host` asks all of it in one remote Python, because every command,
@@ -189,7 +189,7 @@ class HostFacts:
     no_kernels: list[int] = field(default_factory=list)
     """GPUs the host's torch has no kernels for (auto skips them)."""
     nvrtc_error: str | None = None
-    """E11: the host's torch could not compile a kernel with NVRTC (a run on a GPU would fail)."""
+    """The host's torch could not compile a kernel with NVRTC (a run on a GPU would fail)."""
     code_present: bool = False
     """With a :class:`Preparation`: this version of Potato's code is on the host."""
     stale_socket_dirs: list[str] = field(default_factory=list)
@@ -201,7 +201,7 @@ class HostFacts:
 
 
 def probe_host(target: SshTarget, read_gpus: bool = True, prepare: Preparation | None = None) -> HostFacts:
-    """Log in, check the interpreter (E2, >= 3.8), read nvidia-smi (none: no GPU) and, for a run,
+    """Log in, check the interpreter (>= 3.8), read nvidia-smi (none: no GPU) and, for a run,
     do its :class:`Preparation`, all in one command. A SLURM login node's own GPUs do not matter
     (``read_gpus=False``): its jobs get theirs from gres."""
     host, python = target.host, target.backend.python
@@ -300,5 +300,5 @@ def gpus_unknown_error(why: str, gpus: str) -> str:
 
 def venv_key(python_path: str, packages: Sequence[str]) -> str:
     """The packages venv's folder name under ``remote_dir/venvs``: one per interpreter (its real path
-    on the host) and package list (R14); the check looks for the same one a run builds."""
+    on the host) and package list; the check looks for the same one a run builds."""
     return hashlib.sha256("\0".join([python_path, *sorted(packages)]).encode()).hexdigest()[:16]

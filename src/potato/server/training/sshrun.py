@@ -35,14 +35,14 @@ class SshRun(RemoteRun):
         return f"Python {facts.python_version} on {self.backend.host} ({facts.python_path})"
 
     def before_code(self, facts: HostFacts) -> None:
-        """The run's GPUs (R15), E11 before the run reaches a JIT-compiled op, the packages venv (R14)."""
+        """The run's GPUs, a broken NVRTC before the run reaches a JIT-compiled op, the packages venv."""
         host, b = self.backend.host, self.ssh_backend
         if facts.gpus_unknown:
             raise SshFailed(gpus_unknown_error(facts.gpus_unknown, b.gpus))
         choice = choose_gpus(facts.gpus, b.gpus, b.min_free_gpu_mb, facts.no_kernels)
         self.say(f"This run gets {choice.text} on {host}")
         if choice.cuda_visible_devices and facts.nvrtc_error and b.container is None:
-            raise SshFailed(facts.nvrtc_error)  # E11 now, not when the run reaches a JIT-compiled op
+            raise SshFailed(facts.nvrtc_error)  # now, not when the run reaches a JIT-compiled op
         if b.packages:
             self.python = self.ensure_venv(facts.python_path)
         self.store.update(self.run.id, device=choice.text)
@@ -57,7 +57,7 @@ class SshRun(RemoteRun):
         return self.gpu_env, sshlines.container_args(box)
 
     def ensure_venv(self, python_path: str) -> str:
-        """R14: a venv with the host's packages visible (``--system-site-packages``: its CUDA torch
+        """A venv with the host's packages visible (``--system-site-packages``: its CUDA torch
         stays) plus ``packages``, built once per (interpreter, packages) and reused; pip's output goes
         to run.log. Built under ``<hash>.tmp`` and renamed when complete, like the code."""
         b = self.ssh_backend

@@ -1,4 +1,4 @@
-"""Agent tokens: one per agent backend (R32) and one per run, random, stored only as hashes.
+"""Agent tokens: one per agent backend and one per run, random, stored only as hashes.
 
 A backend token lets an agent ask for that backend's jobs; a run token opens that one run's
 routes and nothing else. Both are 32 random bytes from :mod:`secrets`, so a plain SHA-256 is
@@ -62,7 +62,7 @@ class BackendTokens:
         self.db = db
 
     def issue(self, backend: str) -> str:
-        """A new token for ``backend``; the one it replaces stops working now (R32)."""
+        """A new token for ``backend``; the one it replaces stops working now."""
         token = new_token()
         now = time.time()
         with self.db.transaction() as conn:

@@ -1,4 +1,4 @@
-"""What the server decides about runs it is not hearing from (R3, R22, R23, R35, R38, E6, E10).
+"""What the server decides about runs it is not hearing from.
 
 Pure: a function of one run, its backend's settings and the clock. The dispatcher applies the
 verdicts once a second; the agent protocol's replies carry the stops to the agent.

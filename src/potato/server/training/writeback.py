@@ -1,4 +1,4 @@
-"""Writeback (C5): a run's predictions become model suggestions that annotators see.
+"""Writeback: a run's predictions become model suggestions that annotators see.
 
 Suggestions live beside labels, never in them: a human label is never overwritten, and a
 suggestion becomes a label only when an annotator accepts it (stored with source
@@ -33,7 +33,7 @@ class WritebackStats:
 def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str], item_ids: set[str],
            labelled: set[tuple[str, str]], stats: WritebackStats,
            schemes: Mapping[str, Scheme] | None = None) -> Iterator[tuple[str, str, str, float]]:
-    """The predictions that become suggestions, per C5's rules (pure). A label the scheme does not
+    """The predictions that become suggestions, by the writeback rules (pure). A label the scheme does not
     have, or a confidence outside [0, 1], is counted invalid: an annotator could not accept it."""
     schemas = set(wb.schemas) & run_schemas
     for row in rows:

@@ -52,7 +52,7 @@ class TrainerInfo:
 
 def get_trainer(name: str) -> type[Trainer]:
     """The trainer class for ``name``. :class:`UnknownTrainer` for a name not in :data:`TRAINERS`;
-    ``ImportError`` if its module cannot be imported (the worker reports that as SPEC E4)."""
+    ``ImportError`` if its module cannot be imported (the worker reports that as ``Trainer '<name>' could not be imported``)."""
     target = TRAINERS.get(name)
     if target is None:
         raise UnknownTrainer(name)

@@ -2,7 +2,7 @@
 
 Remote-safe: standard library only, Python 3.8. A trainer module may import its heavy packages
 (scikit-learn, torch, transformers, peft) only inside functions, so that the worker can report
-a missing package as ``Trainer '<name>' could not be imported`` (SPEC E4) instead of a traceback.
+a missing package as ``Trainer '<name>' could not be imported`` instead of a traceback.
 
 A run, as the worker drives it::
 
@@ -211,7 +211,7 @@ class Trainer:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()
-    """pip names of the packages this trainer imports (shown by the server, named in E4)."""
+    """pip names of the packages this trainer imports (shown by the server, named when one is missing)."""
     params: ClassVar[Mapping[str, Param]] = {}
     uses_device: ClassVar[bool] = False
     """True for a trainer that runs on torch devices; False: always the CPU (torch is not probed)."""

@@ -1,7 +1,7 @@
 """``hf-text-classification``: fine-tune a transformers encoder, fully or with LoRA (peft).
 
 torch, transformers (and peft for LoRA) are imported inside functions, so this module is standard
-library only and Python 3.8 safe, and a missing package is reported as SPEC E4.
+library only and Python 3.8 safe, and a missing package is reported as ``Trainer '<name>' could not be imported``.
 
 ``base_model`` is a local folder (works offline) or a Hugging Face Hub name such as
 ``distilbert-base-uncased`` (the default); a hub name needs network access from wherever the worker runs (or a

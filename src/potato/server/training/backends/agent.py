@@ -1,4 +1,4 @@
-"""The agent backend: a machine the server cannot reach, whose agent asks for work (R32-R39).
+"""The agent backend: a machine the server cannot reach, whose agent asks for work.
 
 The server starts nothing here: a registered agent polls ``jobs/next`` with the backend's token
 and claims the oldest queued run. So what the server can say about such a backend is whether an
@@ -43,9 +43,9 @@ def _when(stamp: float) -> str:
 
 
 def check_agent(config: Config, backend: AgentBackend, now: float | None = None) -> CheckReport:
-    """The backend's token entry with ``last_seen`` (R34), or how to issue one; no secret shown. ok
+    """The backend's token entry with ``last_seen``, or how to issue one; no secret shown. ok
     only while an agent works for the backend (asks for work, or reports on its run): a token
-    without an agent runs nothing (E10), and the check says how to start one."""
+    without an agent runs nothing, and the check says how to start one."""
     now = time.time() if now is None else now
     db = Database(config.database_path)
     active = RunStore(db, config.training_dir / "runs").in_states(list(ACTIVE))
@@ -76,7 +76,7 @@ def check_agent(config: Config, backend: AgentBackend, now: float | None = None)
 
 @dataclass
 class AgentPresence:
-    """Whether an agent works for an agent backend now (E10 when none does)."""
+    """Whether an agent works for an agent backend now (and the fix when none does)."""
 
     token: BackendToken | None
     seen: float | None
@@ -121,7 +121,7 @@ def start_agent_command(config: Config, db: Database, backend: str) -> str:
 
 
 def no_agent_text(config: Config, db: Database, backend: AgentBackend, presence: AgentPresence, now: float) -> str:
-    """E10: no agent polls for the backend, and how to start one (register first, if never registered)."""
+    """No agent polls for the backend, and how to start one (register first, if never registered)."""
     name = backend.name
     if presence.token is None:
         return (f"no agent polls for backend '{name}': no token issued yet; on the server run "
@@ -136,7 +136,7 @@ def no_agent_text(config: Config, db: Database, backend: AgentBackend, presence:
 
 def explain_queued(config: Config, store: RunStore, runs: Sequence[Run], now: float | None = None) -> None:
     """Set the step line of each queued run on an agent backend to why it waits (at read time, so it
-    is always current): no agent polls for its backend (E10), or the run that executes before it."""
+    is always current): no agent polls for its backend, or the run that executes before it."""
     backends = config.model_training.all_backends()
     waiting: list[tuple[Run, AgentBackend]] = []
     for run in runs:

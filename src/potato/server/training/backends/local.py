@@ -1,4 +1,4 @@
-"""The local backend: the agent as a subprocess of the server, for one run (R1, R11).
+"""The local backend: the agent as a subprocess of the server, for one run.
 
 The agent is started in a session of its own, so it outlives a server restart: the worker goes
 on, the agent retries its reports until the server is back, and the run finishes (the local run
@@ -148,9 +148,9 @@ class Local(Backend):
 # -- the check ----------------------------------------------------------------------------------
 
 def check_local(backend: LocalBackend, default_trainer: str | None = None) -> CheckReport:
-    """Which device a local run would get (R11, R12), e.g. ``local: this machine, CPU (2 threads)``,
-    and each trainer this Python cannot import (E4 before a run hits it); ok unless a run could not
-    start: E11, or the default trainer (``model_training.trainer``) lacking a package."""
+    """Which device a local run would get, e.g. ``local: this machine, CPU (2 threads)``,
+    and each trainer this Python cannot import (before a run hits it); ok unless a run could not
+    start: a broken NVRTC, or the default trainer (``model_training.trainer``) lacking a package."""
     from potato.training.devices import describe_local, probe_devices, resolve_device
 
     probe = probe_devices()
@@ -178,7 +178,7 @@ def local_packages_missing() -> dict[str, list[str]]:
 
 
 def local_import_problem(trainer: str, packages: list[str]) -> str:
-    """E4 for a local run, every missing package named once, with the one command that installs them all
+    """The missing packages of a local run, every one named once, with the one command that installs them all
     (Potato's extra where pip installed Potato here; inside one of Potato's images, the image that has them)."""
     from potato.training.failures import image_fix, image_name, install_command, module_name
 
@@ -190,7 +190,7 @@ def local_import_problem(trainer: str, packages: list[str]) -> str:
 
 
 def local_nvrtc_problem() -> str | None:
-    """E11 on this machine: the same one-line NVRTC compile the ssh check runs on a host."""
+    """NVRTC on this machine: the same one-line compile the ssh check runs on a host."""
     import json
 
     from potato.training.gpus import TORCH_PROBE, nvrtc_problem

@@ -1,4 +1,4 @@
-"""The slurm backend: a SLURM cluster behind a login node (R24-R31, E8, E9).
+"""The slurm backend: a SLURM cluster behind a login node.
 
 A run goes as on an ssh backend (:class:`~potato.server.training.slurmrun.SlurmRun`), except that
 the agent on the login node submits the worker with sbatch. The check is SLURM's own: the login
@@ -163,7 +163,7 @@ def read_check_job(output: str, settings: SlurmSettings) -> CheckJob:
 
 
 def run_check_job(target: SshTarget, settings: SlurmSettings, remote_dir: str | None) -> CheckJob | None:
-    """The prelude and job_python in a real job (R28): a compute node may lack what the login node
+    """The prelude and job_python in a real job: a compute node may lack what the login node
     has. Only where remote_dir is known to be shared storage, which brings the output back."""
     if not remote_dir:
         return None

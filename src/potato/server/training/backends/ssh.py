@@ -1,4 +1,4 @@
-"""The ssh backend: a host the server reaches with ssh (R13-R23, E1-E3, E7).
+"""The ssh backend: a host the server reaches with ssh.
 
 The server drives each run itself, as an :class:`~potato.server.training.sshrun.SshRun` session:
 it copies its code there, starts the agent for the one run over the connection and copies the
@@ -90,7 +90,7 @@ class Ssh(Backend):
 
 def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
     """Log in and report the host's Python, every GPU with its free memory and load, and what a
-    run would get (R17); ok when a run could start."""
+    run would get; ok when a run could start."""
     head = backend.describe()
     try:
         target = SshTarget(backend, control_dir(config.training_dir))
@@ -129,7 +129,7 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
         lines.append(f"The worker runs in {backend.container.runtime} image {backend.container.image}; "
                      "the trainers' packages are the image's.")
         return CheckReport(backend.name, "ssh", True, lines, {**details, "container": backend.container.image})
-    # A run's worker has the packages venv's Python when the backend lists packages (R14): built,
+    # A run's worker has the packages venv's Python when the backend lists packages: built,
     # the check asks that Python; not yet built, the first run installs them, so they count as there.
     venv_python: str | None = None
     interpreter, planned = backend.python, set()
@@ -165,7 +165,7 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
 
 
 def trainer_packages_missing(target: Any, default_trainer: str, python: str | None = None) -> dict[str, list[str]]:
-    """Trainer -> the pip packages the host lacks for it (E4 before a run hits it); ``python`` is the
+    """Trainer -> the pip packages the host lacks for it (before a run hits it); ``python`` is the
     interpreter a run's worker would have there as a shell word (the packages venv's), else the
     backend's ``python``."""
     modules_for = {pip: module for module, pip in PIP_NAMES.items()}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from potato.db import connect
-from potato.server.project import SECRET_BYTES, session_secret
+from potato.server.context import SECRET_BYTES, session_secret
 
 
 def mode(path: Path) -> int:

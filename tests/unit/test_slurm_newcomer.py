@@ -18,7 +18,7 @@ import pytest
 from potato.config import validate
 from potato.server.training.backends.slurm import read_check_job
 from potato.training.results import Reason
-from potato.training.slurm import (
+from potato.training.slurmtext import (
     QueueState,
     SlurmConfigError,
     SlurmSettings,

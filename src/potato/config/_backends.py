@@ -29,7 +29,7 @@ from potato.config._checks import (
     text_list,
 )
 from potato.config.schema import AgentBackend, Backend, Container, SlurmBackend, SshBackend
-from potato.training.slurm import node_local_dir, node_local_message  # one rule with the agent's --workdir
+from potato.training.slurmtext import node_local_dir, node_local_message  # one rule with the agent's --workdir
 
 BACKEND_TYPES = ("ssh", "slurm", "agent")
 """Values of a backend's ``type``."""

@@ -11,7 +11,8 @@ from flask import Flask, jsonify, request
 
 from potato.config.schema import Config
 from potato.db import disk_full
-from potato.server import admin, annotate, autoexport, health, project, security
+from potato.project import Project
+from potato.server import admin, annotate, autoexport, context, health, security
 from potato.server.jsonio import StrictJSONProvider
 from potato.server.training import blueprint as training_server
 
@@ -31,8 +32,8 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
     )
     if overrides:
         app.config.update(overrides)
-    proj = project.Project.open(config)
-    project.init_app(app, proj)
+    proj = Project.open(config)
+    context.init_app(app, proj)
     autoexport.init_app(app, proj)
     security.init_app(app, proj)
     health.init_app(app)

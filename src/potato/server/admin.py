@@ -14,7 +14,7 @@ from potato.label_import import Entry, check_entries, compare
 from potato.labels import LabelSource, LabelStore
 from potato.server.auth import admin_required, clean_user_name, key_matches
 from potato.server.jsonio import why_not_json
-from potato.server.project import current_project
+from potato.server.context import current_project
 from potato.server.security import (ADMIN_KEY_FAILURES, admin_sessions, client_addr, end_admin_session, safe_next,
                                      throttle)
 

@@ -17,7 +17,7 @@ from potato.config.schema import Config
 from potato.items import shown_text
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
-from potato.server.project import Project, current_project
+from potato.server.context import Project, current_project
 from potato.server.security import LOGINS, PASSWORD_FAILURES, client_addr, throttle, too_many
 
 bp = Blueprint("annotate", __name__)

@@ -9,7 +9,7 @@ from typing import Any, Callable, TypeVar, cast
 
 from flask import abort, current_app, jsonify, redirect, request, session, url_for
 
-from potato.server.project import current_project
+from potato.server.context import current_project
 from potato.server.security import ADMIN_KEY_FAILURES, admin_sessions, client_addr, throttle, too_many
 
 F = TypeVar("F", bound=Callable[..., Any])

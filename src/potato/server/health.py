@@ -13,7 +13,7 @@ from typing import Any
 from flask import Blueprint, Flask, jsonify
 
 import potato
-from potato.server.project import current_project
+from potato.server.context import current_project
 
 bp = Blueprint("health", __name__)
 

@@ -54,7 +54,7 @@ from potato.training.protocol import (
 )
 from potato.training.reporting import GIVE_UP_S, HEARTBEAT_S, Console, Reporter
 from potato.training.results import Reason
-from potato.training.slurm import SlurmConfigError, SlurmSettings, node_local_dir, node_local_message
+from potato.training.slurmtext import SlurmConfigError, SlurmSettings, node_local_dir, node_local_message
 from potato.training.slurmjob import SlurmError, SlurmJob, shared_code
 from potato.training.supervise import Ending, Stop, StopRequest, Supervisor, Worker, WorkerProcess
 

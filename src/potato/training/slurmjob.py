@@ -6,7 +6,7 @@ agent follows the worker exactly as it follows a local one, through ``events.jso
 ``exit_code`` in the job dir, and asks SLURM only what the files cannot say: whether the job
 still waits (``squeue``, at most once per ``poll_interval_s``) and, when it ended early, why
 (``scontrol show job`` where the cluster has it, and ``slurm.out``). What SLURM prints is read by
-the pure functions in :mod:`potato.training.slurm`.
+the pure functions in :mod:`potato.training.slurmtext`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Callable, List, Optional, Tuple
 from potato.errors import PotatoError
 from potato.training.codefiles import code_hash, code_root, shipped_files
 from potato.training.jobfiles import read_exit_code, read_json, tail
-from potato.training.slurm import (
+from potato.training.slurmtext import (
     JOB_SCRIPT,
     SLURM_OUT,
     SQUEUE_FORMAT,

@@ -15,7 +15,7 @@ import pytest
 
 from potato.training import agent
 from potato.training.containers import ContainerSpec, Shell, shell_line, worker_argv
-from potato.training.slurm import SlurmConfigError, SlurmSettings
+from potato.training.slurmtext import SlurmConfigError, SlurmSettings
 from potato.training.supervise import Supervisor, WorkerProcess
 from tests.unit.training.jobdirs import review_job
 

@@ -17,7 +17,7 @@ import pytest
 
 from potato.training.containers import ContainerSpec
 from potato.training.results import Reason
-from potato.training.slurm import (
+from potato.training.slurmtext import (
     ENDED_BEFORE,
     QueueState,
     SlurmConfigError,

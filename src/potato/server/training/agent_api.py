@@ -25,7 +25,7 @@ import potato
 from potato.server import stopping
 from potato.server.jsonio import strict_loads
 from potato.server.training import package, quota
-from potato.server.project import Project, current_project
+from potato.server.context import Project, current_project
 from potato.server.training.backends import Backend, Results, backends_of
 from potato.server.training.launch import claim_for_agent, job_description
 from potato.server.training.recorder import RunRecorder, SeqGap, WriteRateExceeded

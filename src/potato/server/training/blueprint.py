@@ -23,7 +23,7 @@ from flask import (
 
 from potato.server.auth import admin_required
 from potato.server.jsonio import why_not_json
-from potato.server.project import Project, current_project
+from potato.server.context import Project, current_project
 from potato.server.training import agent_api
 from potato.server.training.backends import UnknownBackend, backend_named, backends_of
 from potato.server.training.backends.agent import agent_entries, explain_queued

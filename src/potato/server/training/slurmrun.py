@@ -20,7 +20,7 @@ from potato.defaults import SSH_STEP_TIMEOUT_S
 from potato.server.training.remoterun import RemoteRun
 from potato.server.training.sshhost import HostFacts, run_ssh
 from potato.server.training.sshcmd import SshFailed, SshTarget, Step
-from potato.training.slurm import SETTINGS_FILE, SlurmSettings
+from potato.training.slurmtext import SETTINGS_FILE, SlurmSettings
 from potato.training.slurmjob import JOB_ID_FILE
 
 REQUIRED_COMMANDS = ("sbatch", "squeue", "scancel")

@@ -21,7 +21,7 @@ from potato.server.training.backends.ssh import Ssh
 from potato.server.training.slurmrun import SLURM_FIX, SlurmRun, missing_command_error, probe_slurm, settings_for
 from potato.server.training.sshcmd import SshFailed, SshTarget, Step, preamble_notice, remote_path, shell
 from potato.server.training.sshhost import control_dir, probe_host, run_ssh
-from potato.training.slurm import (
+from potato.training.slurmtext import (
     PRELUDE_FIX,
     PreludeFailure,
     SlurmSettings,

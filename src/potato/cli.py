@@ -173,8 +173,9 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None) 
     store = LabelStore(Database(config.database_path))
     if upstream_format:
         from potato import upstream_export
+        from potato.config.schema import export_format
 
-        fmt = upstream_export.export_format(upstream_format)
+        fmt = export_format(upstream_format)
         folder = output or upstream_export.default_folder(config, fmt)
         try:
             path, records = upstream_export.write(config, store.iter_labels(), fmt, folder)

@@ -23,14 +23,8 @@ from typing import Any, Iterable, Iterator
 from potato.config.schema import FREE_RESPONSE, Config, Scheme, SchemeType
 from potato.labels import Label
 
-FORMATS = ("jsonl", "csv", "tsv")
 _FIXED_NAME = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeType.NUMBER: "number",
                SchemeType.SELECT: "select-one"}
-
-
-def export_format(name: str) -> str:
-    """Upstream's reading of ``output_annotation_format``: ``json`` is its ``jsonl`` exporter."""
-    return "jsonl" if name == "json" else name
 
 
 def _text(value: Any) -> str:

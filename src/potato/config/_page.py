@@ -24,9 +24,8 @@ from potato.config._checks import (
     show,
     text,
 )
-from potato.config.schema import Access, Assignment, DisplayField, Page
+from potato.config.schema import EXPORT_FORMATS, Access, Assignment, DisplayField, Page, export_format
 from potato.config.upstream import unsupported_message
-from potato.upstream_export import FORMATS, export_format
 
 KEYS = (
     "user_config", "require_password", "login", "session_lifetime_days",
@@ -293,12 +292,12 @@ def _export_formats(values: dict[str, Any], findings: Findings) -> tuple[str, ..
     raw = values.get("export_annotation_format")
     for i, name in enumerate(raw if isinstance(raw, list) else [] if raw is None else [raw]):
         at = "export_annotation_format" + (f"[{i}]" if isinstance(raw, list) else "")
-        if not isinstance(name, str) or export_format(name) not in FORMATS:
+        if not isinstance(name, str) or export_format(name) not in EXPORT_FORMATS:
             if isinstance(name, str) and name.strip():
                 findings.error(at, unsupported_message(f"export_annotation_format: {name}", "exports in formats "
                                "other than jsonl, csv and tsv (CoNLL, COCO, Hugging Face...)"))
             else:
-                findings.error(at, f"must be one of {', '.join(FORMATS)}, got {show(name)}")
+                findings.error(at, f"must be one of {', '.join(EXPORT_FORMATS)}, got {show(name)}")
             return None
         wanted.append(export_format(name))
     return tuple(dict.fromkeys(wanted))

@@ -35,6 +35,13 @@ NUMERIC_TYPES = frozenset({SchemeType.SLIDER, SchemeType.NUMBER})
 FREE_RESPONSE = "free_response"
 """Upstream's label name for the free-text box that ``has_free_response`` adds to a scheme."""
 FREE_RESPONSE_INSTRUCTION = "Other (please specify)"
+EXPORT_FORMATS = ("jsonl", "csv", "tsv")
+"""The layouts of upstream's exporters that ``output_annotation_format`` may name."""
+
+
+def export_format(name: str) -> str:
+    """Upstream's reading of ``output_annotation_format``: ``json`` is its ``jsonl`` exporter."""
+    return "jsonl" if name == "json" else name
 
 
 def free_response_name(scheme: str) -> str:

@@ -8,13 +8,13 @@ from __future__ import annotations
 from potato.config.schema import Backend as Settings
 from potato.config.schema import Config
 from potato.errors import PotatoError
-from potato.server.training.backends.agent import Agent
+from potato.server.training.backends.agent import Polling
 from potato.server.training.backends.base import Backend, CheckReport, Launch, Limits, Results, Session
 from potato.server.training.backends.local import Local
 from potato.server.training.backends.slurm import Slurm
 from potato.server.training.backends.ssh import Ssh
 
-KINDS: dict[str, type[Backend]] = {kind.type: kind for kind in (Local, Ssh, Slurm, Agent)}
+KINDS: dict[str, type[Backend]] = {kind.type: kind for kind in (Local, Ssh, Slurm, Polling)}
 
 
 class UnknownBackend(PotatoError):
@@ -38,5 +38,5 @@ def backend_named(config: Config, name: str) -> Backend:
     return backends[name]
 
 
-__all__ = ["Agent", "Backend", "CheckReport", "Launch", "Limits", "Local", "Results", "Session", "Slurm", "Ssh",
+__all__ = ["Backend", "CheckReport", "Launch", "Limits", "Local", "Polling", "Results", "Session", "Slurm", "Ssh",
            "UnknownBackend", "backend_for", "backend_named", "backends_of"]

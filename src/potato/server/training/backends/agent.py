@@ -21,8 +21,10 @@ from potato.server.training.tokens import BackendToken, BackendTokens
 from potato.training.protocol import LONG_POLL_MAX_S, RETRY_AFTER_S
 
 
-class Agent(Backend):
-    """A backend whose runs its own agents claim; the server only hands them out and records them."""
+class Polling(Backend):
+    """``type: agent``: a backend whose runs its own agents claim by polling; the server only hands
+    them out and records them. (Every backend's runs are carried out by the agent program,
+    :mod:`potato.training.agent`; this is the one where a person starts that program.)"""
 
     type = "agent"
     claimed_by_agents = True

@@ -3,7 +3,7 @@
 Each takes what it needs as shell words (:func:`~potato.server.training.sshcmd.remote_path` for a
 folder that may start with ``~``, :func:`shlex.quote` for everything else) or quotes it here, so a
 value from the config (a backend name, a package, an image) is always one word on the remote
-shell (tests/unit/training/test_ssh_lines.py runs them in a real ``sh`` with hostile values).
+shell (tests/unit/server/training/test_ssh_lines.py runs them in a real ``sh`` with hostile values).
 """
 
 from __future__ import annotations

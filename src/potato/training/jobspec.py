@@ -18,6 +18,7 @@ from potato import defaults
 from potato.training.devices import DEVICE_CHOICES, is_valid_device
 from potato.training.failures import BadJob
 from potato.training.results import Label
+from potato.training.spans import Span
 
 JOB_FORMAT = 1
 """The ``format`` of ``job.json`` this worker reads."""
@@ -33,9 +34,10 @@ class AnnotationType(str, Enum):
     RADIO = "radio"
     MULTISELECT = "multiselect"
     TEXT = "text"
+    SPAN = "span"
 
 
-TRAINABLE = (AnnotationType.RADIO, AnnotationType.MULTISELECT)
+TRAINABLE = (AnnotationType.RADIO, AnnotationType.MULTISELECT, AnnotationType.SPAN)
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,10 @@ class SchemaSpec:
     @property
     def multiselect(self) -> bool:
         return self.annotation_type is AnnotationType.MULTISELECT
+
+    @property
+    def spans(self) -> bool:
+        return self.annotation_type is AnnotationType.SPAN
 
 
 @dataclass(frozen=True)
@@ -121,8 +127,8 @@ def _parse_schemes(data: dict[str, Any], problems: list[str]) -> tuple[SchemaSpe
         try:
             annotation_type = AnnotationType(kind)
         except ValueError:
-            problems.append("schemes[{}] ({}) has annotation_type {!r}; valid types are: radio, multiselect, "
-                            "text".format(i, raw["name"], kind))
+            problems.append("schemes[{}] ({}) has annotation_type {!r}; valid types are: {}".format(
+                i, raw["name"], kind, ", ".join(t.value for t in AnnotationType)))
             continue
         labels = raw.get("labels") or []
         if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
@@ -135,8 +141,8 @@ def _parse_schemes(data: dict[str, Any], problems: list[str]) -> tuple[SchemaSpe
         if spec is None:
             problems.append(f"schema {name!r} is in schemas but not in schemes")
         elif spec.annotation_type not in TRAINABLE:
-            problems.append(f"schema {name!r} is a {spec.annotation_type.value} scheme; trainers predict radio and "
-                            "multiselect schemes only")
+            problems.append(f"schema {name!r} is a {spec.annotation_type.value} scheme; trainers predict radio, "
+                            "multiselect and span schemes only")
         else:
             out.append(spec)
     if len(set(names)) != len(names):
@@ -249,7 +255,9 @@ def parse_label_row(obj: dict[str, Any], number: int, schemas: dict[str, SchemaS
         raise BadJob(f"{LABELS_FILE} line {number} has no item_id")
     value = obj.get("label")
     label: Label
-    if spec.multiselect:
+    if spec.spans:
+        label = _span_label(value, number, spec.name)
+    elif spec.multiselect:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise BadJob(f"{LABELS_FILE} line {number}: schema {spec.name!r} is multiselect, so label must be "
                          f"a list of strings, not {value!r}")
@@ -263,6 +271,26 @@ def parse_label_row(obj: dict[str, Any], number: int, schemas: dict[str, SchemaS
     # A row without a user counts as its own annotator (one vote), never merged with another.
     user_id = str(user) if isinstance(user, (str, int)) and not isinstance(user, bool) else f"#line{number}"
     return LabelRow(str(item_id), spec.name, label, user_id)
+
+
+SPAN_FORM = '{"start": int, "end": int, "label": str}'
+
+
+def _span_label(value: Any, number: int, schema: str) -> tuple[Span, ...]:
+    """A span scheme's label: its spans, by position, each once (their offsets are checked against
+    the item's text once items are read)."""
+    if not isinstance(value, list):
+        raise BadJob(f"{LABELS_FILE} line {number}: schema {schema!r} is a span scheme, so label must be "
+                     f"[{SPAN_FORM}, ...], not {value!r}")
+    spans = set()
+    for raw in value:
+        ok = (isinstance(raw, dict) and _is_int(raw.get("start")) and _is_int(raw.get("end"))
+              and isinstance(raw.get("label"), str) and 0 <= raw["start"] < raw["end"])
+        if not ok:
+            raise BadJob(f"{LABELS_FILE} line {number}: schema {schema!r}: {raw!r} is not a span {SPAN_FORM} "
+                         "with 0 <= start < end")
+        spans.add(Span(raw["start"], raw["end"], raw["label"]))
+    return tuple(sorted(spans, key=lambda s: (s.start, -s.end, s.label)))
 
 
 def read_labels(bundle_dir: Path, job: JobSpec) -> list[LabelRow]:

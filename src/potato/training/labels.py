@@ -6,6 +6,8 @@ Remote-safe and pure (no I/O): standard library only, Python 3.8.
   same labels always give the same target.
 - multiselect: a label is on when more than half of the item's annotators (for that schema)
   chose it; the target may be the empty set.
+- span: a span is in the target when more than half of the item's annotators marked it exactly
+  (the same start, end and label); the target may hold no span (nothing to mark in the item).
 - An annotator who answered twice counts once, with their last answer (file order).
 - An item without a label for a schema is not a training example for that schema.
 """
@@ -18,6 +20,7 @@ from typing import Dict, Iterable, Mapping, Sequence
 
 from potato.training.jobspec import Item, LabelRow, SchemaSpec
 from potato.training.results import Label
+from potato.training.spans import Span, majority_spans
 
 Targets = Dict[str, Dict[str, Label]]
 """item id -> schema name -> majority label."""
@@ -77,8 +80,12 @@ def aggregate(rows: Iterable[LabelRow], schemas: Sequence[SchemaSpec]) -> Target
         votes = list(per_user.values())
         spec = by_name[schema]
         target: Label
-        if spec.multiselect:
-            target = majority_set([v if isinstance(v, tuple) else (v,) for v in votes], spec.labels)
+        if spec.spans:
+            target = majority_spans([tuple(s for s in v if isinstance(s, Span)) if isinstance(v, tuple) else ()
+                                     for v in votes])
+        elif spec.multiselect:
+            target = majority_set([tuple(x for x in v if isinstance(x, str)) if isinstance(v, tuple) else (v,)
+                                   for v in votes], spec.labels)
         else:
             target = majority_label([v for v in votes if isinstance(v, str)])
         targets.setdefault(item_id, {})[schema] = target
@@ -92,8 +99,15 @@ def class_labels(spec: SchemaSpec, targets: Targets) -> tuple[str, ...]:
         value = per_schema.get(spec.name)
         if value is None:
             continue
-        seen.update(value if isinstance(value, tuple) else (value,))
+        seen.update(label_names(value))
     return tuple(spec.labels) + tuple(sorted(seen - set(spec.labels)))
+
+
+def label_names(value: Label) -> tuple[str, ...]:
+    """The label names in one target: the label, the chosen labels, or each span's label."""
+    if isinstance(value, tuple):
+        return tuple(x if isinstance(x, str) else x.label for x in value)
+    return (value,)
 
 
 def unknown_labels(spec: SchemaSpec, targets: Targets) -> list[str]:

@@ -12,6 +12,11 @@ same whichever trainer ran and whatever is installed). Definitions:
   (or label set) equals the truth: how well the confidences match the hit rate.
 - overall ``holdout_accuracy``: over every scored (item, schema) pair; ``holdout_macro_f1``: the
   mean of the per-schema macro-F1 values.
+- span schemes are scored by their spans, not as one answer per item: exact-match precision,
+  recall and F1 over all spans (micro) and per label (:func:`potato.training.spans.entity_scores`,
+  seqeval's definition), as ``<schema>/holdout_precision``, ``holdout_recall``, ``holdout_f1`` and
+  ``<schema>/<label>/holdout_f1`` (with ``_precision``, ``_recall``, ``_support``). They count
+  towards ``n_holdout`` only, not towards the overall accuracy and macro-F1.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from potato.training.jobspec import SchemaSpec
 from potato.training.results import Label
+from potato.training.spans import Span, entity_scores
 
 
 def _f1(tp: int, fp: int, fn: int) -> float:
@@ -89,6 +95,17 @@ def _as_tuple(label: Any) -> tuple[str, ...]:
     return tuple(label) if isinstance(label, (tuple, list, frozenset, set)) else (str(label),)
 
 
+def _span_metrics(schema: str, truth: Sequence[Label], predicted: Sequence[Label]) -> dict[str, float]:
+    def spans(label: Label) -> list[Span]:
+        return [Span(s.start, s.end, s.label) for s in label if not isinstance(s, str)] if isinstance(label, tuple) else []
+
+    scores = entity_scores([spans(t) for t in truth], [spans(p) for p in predicted])
+    out = {f"{schema}/holdout_{key}": float(value) for key, value in scores["micro"].items() if key != "support"}
+    for label, per in scores["per_label"].items():
+        out.update({f"{schema}/{label}/holdout_{key}": float(value) for key, value in per.items()})
+    return out
+
+
 def score_holdout(
     schemas: Sequence[SchemaSpec],
     truth: Mapping[str, Mapping[str, Label]],
@@ -115,6 +132,9 @@ def score_holdout(
         if not rows_ok:
             continue
         scored_items.update(i for i, (_, p) in zip(ids, rows) if p is not None)
+        if spec.spans:
+            metrics.update(_span_metrics(spec.name, [t for t, _ in rows_ok], [p[0] for _, p in rows_ok]))
+            continue
         t_labels: list[Any] = [t for t, _ in rows_ok]
         p_labels: list[Any] = [p[0] for _, p in rows_ok]
         if spec.multiselect:  # a label set: order does not matter

@@ -14,6 +14,8 @@ from enum import Enum, IntEnum
 from pathlib import Path
 from typing import Any, Iterable, Sequence, Tuple, Union
 
+from potato.training.spans import ScoredSpan, Span
+
 RESULT_FILE = "result.json"
 PREDICTIONS_FILE = "predictions.jsonl"
 EXIT_CODE_FILE = "exit_code"
@@ -25,8 +27,9 @@ LIFELINE_FLAG = "--lifeline-stdin"
 """The worker's option saying that its stdin is a lifeline: end of file there means the agent that
 started it has ended (the agent and a container's command line pass it; the worker reads it)."""
 
-Label = Union[str, Tuple[str, ...]]
-"""A radio answer (one label) or a multiselect answer (labels in the scheme's order)."""
+Label = Union[str, Tuple[str, ...], Tuple[Span, ...], Tuple[ScoredSpan, ...]]
+"""A radio answer (one label), a multiselect answer (labels in the scheme's order), or a span
+scheme's spans (by position; a prediction's with their confidence)."""
 
 
 class RunStatus(str, Enum):
@@ -138,8 +141,11 @@ def write_exit_code(job_dir: Path, code: int) -> None:
 
 
 def prediction_row(item_id: str, schema: str, label: Label, confidence: float) -> dict[str, Any]:
-    """One ``predictions.jsonl`` line: a multiselect label is a JSON list."""
-    value: Any = list(label) if isinstance(label, tuple) else label
+    """One ``predictions.jsonl`` line: a multiselect label is a JSON list, a span scheme's a list of
+    ``{"start", "end", "label", "confidence"}`` objects."""
+    value: Any = label
+    if isinstance(label, tuple):
+        value = [x.to_json() if isinstance(x, ScoredSpan) else x for x in label]
     return {"item_id": item_id, "schema": schema, "label": value, "confidence": round(float(confidence), 6)}
 
 

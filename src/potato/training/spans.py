@@ -39,6 +39,22 @@ class Span(NamedTuple):
         return out
 
 
+class ScoredSpan(NamedTuple):
+    """A predicted span and how sure the model is of it (0 to 1)."""
+
+    start: int
+    end: int
+    label: str
+    confidence: float
+
+    @property
+    def span(self) -> Span:
+        return Span(self.start, self.end, self.label)
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"start": self.start, "end": self.end, "label": self.label, "confidence": round(self.confidence, 6)}
+
+
 class BadSpan(PotatoError, ValueError):
     """A span that does not fit the item's text or the scheme; the message names which and why."""
 
@@ -112,16 +128,16 @@ def bio_tags(offsets: Offsets, spans: Iterable[Span]) -> Tuple[List[str], List[S
 
 
 def spans_from_tags(offsets: Offsets, tags: Sequence[str],
-                    confidences: Optional[Sequence[float]] = None) -> List[Tuple[Span, float]]:
+                    confidences: Optional[Sequence[float]] = None) -> List[ScoredSpan]:
     """The spans that predicted ``tags`` mark, each with the mean confidence of its tokens (1.0
     without ``confidences``). Tokens that stand for no text are passed over."""
-    found: List[Tuple[Span, float]] = []
+    found: List[ScoredSpan] = []
     current: Optional[List[Any]] = None  # [start, end, label, confidences]
 
     def close() -> None:
         if current is not None:
             scores = current[3]
-            found.append((Span(current[0], current[1], current[2]), sum(scores) / len(scores)))
+            found.append(ScoredSpan(current[0], current[1], current[2], sum(scores) / len(scores)))
 
     for i, ((start, end), tag) in enumerate(zip(offsets, tags)):
         if start >= end:
@@ -139,6 +155,18 @@ def spans_from_tags(offsets: Offsets, tags: Sequence[str],
             current = [start, end, label, [score]]
     close()
     return found
+
+
+def majority_spans(votes: Sequence[Iterable[Span]]) -> Tuple[Span, ...]:
+    """The spans more than half of an item's annotators marked exactly (same start, end and label),
+    by position: as for a multiselect scheme's labels, so two annotators who disagree give none."""
+    if not votes:
+        raise ValueError("majority_spans needs at least one vote")
+    counts: Dict[Span, int] = {}
+    for vote in votes:
+        for span in set(vote):
+            counts[span] = counts.get(span, 0) + 1
+    return tuple(sorted((s for s, n in counts.items() if n * 2 > len(votes)), key=lambda s: (s.start, -s.end, s.label)))
 
 
 def _prf(hits: int, predicted: int, true: int) -> Dict[str, float]:

@@ -89,7 +89,17 @@ from potato.training import labels as labelling
 from potato.training.devices import DeviceProbe, describe_device, probe_devices, resolve_device
 from potato.training.events import EventWriter, make_event
 from potato.training.failures import BadJob, Cancelled, NoLabels, OutOfMemory, TrainerImportError, WorkerError
-from potato.training.jobspec import Item, JobSpec, SchemaSpec, read_holdout, read_items, read_job, read_labels
+from potato.training.jobspec import (
+    LABELS_FILE,
+    Item,
+    JobSpec,
+    LabelRow,
+    SchemaSpec,
+    read_holdout,
+    read_items,
+    read_job,
+    read_labels,
+)
 from potato.training.limits import apply_memory_limit, apply_thread_limit, is_out_of_memory, oom_message
 from potato.training.metrics import score_holdout
 from potato.training.results import (
@@ -108,6 +118,7 @@ from potato.training.results import (
     write_predictions,
     write_result,
 )
+from potato.training.spans import ScoredSpan
 from potato.training.trainers import UnknownTrainer, get_trainer
 from potato.training.trainers.base import Prediction, TrainContext, Trainer
 
@@ -180,13 +191,16 @@ def _prepare(run: _Run, bundle_dir: Path, events: EventWriter, result: Result, s
         raise Cancelled("cancelled before training")
 
 
-def _check_prediction(spec: SchemaSpec, value: Any, where: str) -> Prediction | None:
-    """A trainer's prediction in the worker's terms: a string (radio) or a tuple in the scheme's label
-    order (multiselect), and a finite confidence in [0, 1]."""
+def _check_prediction(spec: SchemaSpec, value: Any, where: str, text: str) -> Prediction | None:
+    """A trainer's prediction in the worker's terms: a string (radio), a tuple in the scheme's label
+    order (multiselect) or scored spans inside ``text`` by position (span), and a finite confidence
+    in [0, 1]."""
     if value is None:
         return None
     label, confidence = value
-    if spec.multiselect:
+    if spec.spans:
+        label = tuple(sorted((_check_span(s, where, text) for s in label), key=lambda s: (s.start, -s.end, s.label)))
+    elif spec.multiselect:
         chosen = label if isinstance(label, (list, tuple)) else (str(label),)
         label = labelling.order_labels(chosen, spec.labels)
     elif not isinstance(label, str):
@@ -195,6 +209,32 @@ def _check_prediction(spec: SchemaSpec, value: Any, where: str) -> Prediction | 
     if not math.isfinite(confidence):
         raise ValueError(f"the trainer predicted confidence {confidence} for {where}")
     return Prediction(label, min(1.0, max(0.0, confidence)))
+
+
+def _check_span(value: Any, where: str, text: str) -> ScoredSpan:
+    start, end, label, confidence = value
+    if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)):
+        raise ValueError(f"the trainer predicted a span at {start!r}-{end!r} for {where}, outside its "
+                         f"{len(text)} characters")
+    confidence = float(confidence)
+    if not math.isfinite(confidence):
+        raise ValueError(f"the trainer predicted confidence {confidence} for a span of {where}")
+    return ScoredSpan(start, end, str(label), min(1.0, max(0.0, confidence)))
+
+
+def _check_span_labels(rows: Sequence[LabelRow], items: Sequence[Item], schemas: Sequence[SchemaSpec]) -> None:
+    """Every span a label row marks lies inside its item's text: a bundle whose spans do not fit
+    the text the worker trains on is a bad job, not a model trained on shifted words."""
+    span_schemas = {s.name for s in schemas if s.spans}
+    if not span_schemas:
+        return
+    lengths = {item.id: len(item.text) for item in items}
+    for row in rows:
+        if row.schema in span_schemas and row.item_id in lengths and isinstance(row.label, tuple):
+            for span in row.label:
+                if not isinstance(span, str) and span.end > lengths[row.item_id]:
+                    raise BadJob(f"{LABELS_FILE}: a span of schema {row.schema!r} on item {row.item_id!r} ends at "
+                                 f"{span.end}, past the item's text ({lengths[row.item_id]} characters)")
 
 
 def _train(job_dir: Path, run: _Run, events: EventWriter, result: Result, stop: StopFlag) -> None:
@@ -211,6 +251,7 @@ def _train(job_dir: Path, run: _Run, events: EventWriter, result: Result, stop: 
     orphans = sum(1 for row in rows if row.item_id not in item_ids)
     if orphans:
         events.warning(f"{orphans} label(s) name items that are not in items.jsonl; they were ignored")
+    _check_span_labels(rows, items, job.schemas)
     targets = labelling.aggregate((r for r in rows if r.item_id in item_ids), job.schemas)
     train_ids = [i for i in targets if i not in holdout]
     train = labelling.examples_for(items, targets, train_ids)
@@ -256,7 +297,7 @@ def _train(job_dir: Path, run: _Run, events: EventWriter, result: Result, stop: 
     for item, per_schema in zip(items, raw):
         predicted[item.id] = {
             spec.name: _check_prediction(spec, per_schema.get(spec.name),
-                                         f"item {item.id!r}, schema {spec.name!r}")
+                                         f"item {item.id!r}, schema {spec.name!r}", item.text)
             for spec in job.schemas
         }
     ctx.check_stop()

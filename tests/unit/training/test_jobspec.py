@@ -44,7 +44,7 @@ def test_invalid_jobs(change: dict[str, Any], message: str) -> None:
 
 def test_a_text_schema_cannot_be_trained() -> None:
     note = {"name": "note", "annotation_type": "text", "labels": []}
-    with pytest.raises(BadJob, match="schema 'note' is a text scheme; trainers predict radio and multiselect"):
+    with pytest.raises(BadJob, match="schema 'note' is a text scheme; trainers predict radio, multiselect and span schemes only"):
         parse_job(job_json("noop", (SENTIMENT, note)))
 
 

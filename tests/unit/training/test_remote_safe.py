@@ -28,6 +28,7 @@ SRC = Path(__file__).resolve().parents[3] / "src"
 
 LAZY_HEAVY = [
     "potato/training/trainers/sklearn_text.py",
+    "potato/training/trainers/sklearn_tokens.py",
     "potato/training/trainers/hf_text.py",
 ]
 

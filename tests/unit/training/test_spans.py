@@ -11,7 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from seqeval.metrics import classification_report
 
-from potato.training.spans import BadSpan, Span, bio_tags, check_spans, entity_scores, simple_tokens, spans_from_tags
+from potato.training.spans import (
+    BadSpan,
+    Span,
+    bio_tags,
+    check_spans,
+    entity_scores,
+    majority_spans,
+    simple_tokens,
+    spans_from_tags,
+)
 
 TEXT = "Ada Lovelace met Charles Babbage in London."
 LABELS = ["PER", "LOC", "ORG"]
@@ -65,7 +74,7 @@ def test_bio_tags_follow_subword_offsets_and_decode_back_to_the_same_spans() -> 
     tags, left_out = bio_tags(offsets, spans)
     assert tags == ["O", "B-PER", "I-PER", "I-PER", "O", "B-PER", "I-PER", "O", "B-LOC", "O", "O"]
     assert left_out == []
-    assert [s for s, _ in spans_from_tags(offsets, tags)] == spans
+    assert [s.span for s in spans_from_tags(offsets, tags)] == spans
 
 
 def test_spans_bio_cannot_hold_are_returned_as_left_out() -> None:
@@ -79,7 +88,7 @@ def test_spans_bio_cannot_hold_are_returned_as_left_out() -> None:
 def test_a_predicted_span_carries_the_mean_confidence_of_its_tokens() -> None:
     offsets = [(0, 3), (4, 12), (13, 16)]
     found = spans_from_tags(offsets, ["B-PER", "I-PER", "O"], [0.9, 0.7, 0.99])
-    assert found == [(Span(0, 12, "PER"), pytest.approx(0.8))]
+    assert [s.span for s in found] == [Span(0, 12, "PER")] and found[0].confidence == pytest.approx(0.8)
 
 
 def test_simple_tokens_are_words_and_punctuation() -> None:
@@ -105,7 +114,7 @@ TAG = st.sampled_from(["O", "O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I
                 min_size=1, max_size=6))
 def test_the_score_is_seqevals_on_any_tag_sequences(items: list[tuple[list[str], list[str]]]) -> None:
     def spans_of(tags: list[str]) -> list[Span]:
-        return [s for s, _ in spans_from_tags([(i, i + 1) for i in range(len(tags))], tags)]
+        return [s.span for s in spans_from_tags([(i, i + 1) for i in range(len(tags))], tags)]
 
     truth_tags = [t for t, _ in items]
     pred_tags = [p for _, p in items]
@@ -119,3 +128,10 @@ def test_the_score_is_seqevals_on_any_tag_sequences(items: list[tuple[list[str],
             assert mine[key] == pytest.approx(theirs[label][their_key]), (label, key)
     for key, their_key in (("precision", "precision"), ("recall", "recall"), ("f1", "f1-score")):
         assert ours["micro"][key] == pytest.approx(theirs["micro avg"][their_key]), key
+
+
+def test_the_target_holds_the_spans_more_than_half_of_the_annotators_marked_exactly() -> None:
+    ada, lon, lon_short = Span(0, 12, "PER"), Span(36, 42, "LOC"), Span(36, 41, "LOC")
+    assert majority_spans([[ada, lon], [ada, lon_short], [ada]]) == (ada,)
+    assert majority_spans([[ada, lon], [ada, lon, ada]]) == (ada, lon)  # one annotator counts once per span
+    assert majority_spans([[ada], []]) == ()  # two annotators who disagree give none

@@ -16,7 +16,7 @@ from potato.server.training import bundle
 from potato.server.training.backends import backend_for
 from potato.server.training.runs import Run, RunState, RunStore, Trigger
 from potato.training.failures import BadJob
-from potato.training.labels import aggregate, class_labels
+from potato.training.labels import aggregate, class_labels, label_names
 from potato.training.trainers import available_trainers, get_trainer
 
 CALIBRATE = "decision-calibrate"
@@ -29,6 +29,10 @@ class RunRequestError(PotatoError):
         super().__init__(message)
         self.status = status
         self.extra = extra
+
+
+CLASSIFIES = ("radio", "multiselect")
+"""What a trainer learns when it does not say (:attr:`TrainerInfo.annotation_types`' default)."""
 
 
 def check_run_request(config: Config, body: object, trainers: Mapping[str, Mapping[str, Any]]) -> tuple[str, list[str], str, dict[str, Any]]:
@@ -54,6 +58,13 @@ def check_run_request(config: Config, body: object, trainers: Mapping[str, Mappi
     schemas = body.get("schemas") or list(mt.writeback.schemas) or trainable[:1]
     if not isinstance(schemas, list) or not schemas or any(s not in trainable for s in schemas):
         raise RunRequestError(400, f"Schemas {schemas!r} cannot be trained. Trainable schemas: {', '.join(trainable)}.")
+    kinds = {s.name: s.training_type for s in config.annotation_schemes}
+    learns = trainers[trainer].get("annotation_types", CLASSIFIES)
+    for schema in schemas:
+        if kinds[schema] not in learns:
+            fit = sorted(name for name, t in trainers.items() if kinds[schema] in t.get("annotation_types", CLASSIFIES))
+            raise RunRequestError(400, f"Trainer '{trainer}' learns {' and '.join(learns)} schemes, and {schema!r} "
+                                  f"is a {kinds[schema]} scheme. Trainers for it: {', '.join(fit)}.")
     params = body.get("params") or {}
     if not isinstance(params, dict):
         raise RunRequestError(400, "'params' must be an object of trainer parameters.")
@@ -142,7 +153,7 @@ def label_summary(project: Project) -> dict[str, dict[str, Any]]:
         none = 0
         for per_schema in targets.values():
             target = per_schema[scheme.name]
-            chosen = target if isinstance(target, tuple) else (target,)
+            chosen = label_names(target)
             none += not chosen
             for label in chosen:
                 per_label[label] = per_label.get(label, 0) + 1

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 TRAINERS: dict[str, str] = {
     "sklearn-text-classification": "potato.training.trainers.sklearn_text:SklearnTextTrainer",
+    "sklearn-token-classification": "potato.training.trainers.sklearn_tokens:SklearnTokenTrainer",
     "hf-text-classification": "potato.training.trainers.hf_text:HfTextTrainer",
     "decision-calibrate": "potato.training.trainers.decision_calibrate:DecisionCalibrateTrainer",
     "noop": "potato.training.trainers.noop:NoopTrainer",
@@ -48,6 +49,8 @@ class TrainerInfo:
     """Parameters the form shows unfolded: the required ones and those most runs set."""
     reports_loss: bool = False
     """Whether its progress events carry a training loss (the page's loss chart)."""
+    annotation_types: tuple[str, ...] = ("radio", "multiselect")
+    """The kinds of scheme it learns (radio, multiselect, span)."""
 
 
 def get_trainer(name: str) -> type[Trainer]:
@@ -72,5 +75,6 @@ def available_trainers() -> list[TrainerInfo]:
         }
         shown = tuple(key for key, p in cls.params.items() if p.required or p.shown)
         out.append(TrainerInfo(name, cls.description, tuple(cls.requires), bool(cls.local_only),
-                               bool(cls.uses_device), params, shown, bool(cls.reports_loss)))
+                               bool(cls.uses_device), params, shown, bool(cls.reports_loss),
+                               tuple(t.value for t in cls.annotation_types)))
     return out

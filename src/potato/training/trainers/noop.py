@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import ClassVar, Mapping, Sequence
 
+from potato.training.labels import label_names
 from potato.training.trainers.base import (
     Example,
     Item,
@@ -70,7 +71,7 @@ class NoopTrainer(Trainer):
             if not rows:
                 continue
             if spec.multiselect:
-                counts = Counter(label for _, target in rows for label in target)
+                counts = Counter(label for _, target in rows for label in label_names(target))
                 freq = {label: counts[label] / len(rows) for label in self.ctx.class_labels[spec.name]}
                 # on for more than half of the items, as the majority vote puts a label on
                 self.answers[spec.name] = multiselect_prediction(freq, inclusive=False)

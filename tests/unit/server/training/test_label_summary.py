@@ -88,3 +88,10 @@ def test_the_page_counts_what_the_worker_trains_on(app: Any, tmp_path: Path) -> 
     summary = page_summary(app)["sentiment"]
     assert summary["items"] == len(targets) == 32
     assert dict(summary["classes"]) == dict(trained)
+
+
+def test_the_start_form_offers_only_trainers_for_the_projects_schemes(app: Any) -> None:
+    """Issue 23: the span trainer is registered, and a project with no span scheme is not offered it."""
+    page = app.test_client().get("/admin/training/", headers={"X-API-Key": ADMIN_KEY}).get_data(as_text=True)
+    offered = re.findall(r'<option value="([^"]+)" data-description', page)
+    assert "sklearn-text-classification" in offered and "sklearn-token-classification" not in offered

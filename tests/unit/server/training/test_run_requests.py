@@ -86,3 +86,22 @@ def test_decision_calibrate_names_a_run_never_a_path(cfg: Any) -> None:
     assert _error(cfg, {"trainer": "decision-calibrate", "params": {"source_run": 5}}).status == 400
     _, _, _, params = check_run_request(cfg, {"trainer": "decision-calibrate", "params": {"source_run": "r1"}}, TRAINERS)
     assert params == {"source_run": "r1"}  # start_run turns it into this server's own run folder
+
+
+def test_a_trainer_that_cannot_learn_the_schema_is_refused_naming_those_that_can(cfg: Any) -> None:
+    """Issue 23: the span trainer is registered; asked for a radio schema it is a 400 before any run."""
+    trainers = {**TRAINERS, "sklearn-token-classification": {"name": "sklearn-token-classification",
+                                                             "local_only": False, "annotation_types": ["span"]}}
+    with pytest.raises(RunRequestError) as err:
+        check_run_request(cfg, {"trainer": "sklearn-token-classification"}, trainers)
+    assert err.value.status == 400
+    assert str(err.value) == ("Trainer 'sklearn-token-classification' learns span schemes, and 'sentiment' is a radio "
+                              "scheme. Trainers for it: decision-calibrate, noop, sklearn-text-classification.")
+
+
+def test_the_registered_trainers_say_what_they_learn() -> None:
+    from potato.server.training.run_requests import trainer_table
+
+    table = trainer_table()
+    assert table["sklearn-token-classification"]["annotation_types"] == ("span",)
+    assert table["sklearn-text-classification"]["annotation_types"] == ("radio", "multiselect")

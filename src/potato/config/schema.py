@@ -395,6 +395,11 @@ class Config:
     upstream Potato does for ``output_annotation_format`` / ``export_annotation_format``."""
     auto_export_interval: int = defaults.AUTO_EXPORT_INTERVAL_S
 
+    def training_kinds(self) -> frozenset[str]:
+        """The kinds of answer this project's trainable schemes give (radio, multiselect): a trainer
+        that learns none of them is no choice here."""
+        return frozenset(s.training_type for s in self.annotation_schemes if s.training_type)
+
     def scheme(self, name: str) -> Scheme | None:
         for s in self.annotation_schemes:
             if s.name == name:

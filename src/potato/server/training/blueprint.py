@@ -58,9 +58,9 @@ def page() -> Any:
     backends = [{"name": name, "label": b.describe(), "type": b.type, "here": b.on_this_machine}
                 for name, b in drivers.items()]
     trainable = [s.name for s in project.config.annotation_schemes if s.training_type]
-    kinds = {s.training_type for s in project.config.annotation_schemes if s.training_type}
+    kinds = project.config.training_kinds()
     trainers = [{**t, "form_params": form_params(t)} for t in trainer_table().values()
-                if kinds & set(t["annotation_types"])]  # a trainer none of the project's schemes fits is no choice
+                if kinds & set(t["annotation_types"])]
     return render_template(
         "training.html", title=project.config.annotation_task_name, backends=backends,
         default_backend=mt.backend, trainers=trainers, default_trainer=mt.trainer,

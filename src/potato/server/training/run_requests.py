@@ -17,7 +17,7 @@ from potato.server.training.backends import backend_for
 from potato.server.training.runs import Run, RunState, RunStore, Trigger
 from potato.training.failures import BadJob
 from potato.training.labels import aggregate, class_labels, label_names
-from potato.training.trainers import available_trainers, get_trainer
+from potato.training.trainers import CLASSIFIES, available_trainers, get_trainer
 
 CALIBRATE = "decision-calibrate"
 MIN_PER_CLASS = 5
@@ -29,10 +29,6 @@ class RunRequestError(PotatoError):
         super().__init__(message)
         self.status = status
         self.extra = extra
-
-
-CLASSIFIES = ("radio", "multiselect")
-"""What a trainer learns when it does not say (:attr:`TrainerInfo.annotation_types`' default)."""
 
 
 def check_run_request(config: Config, body: object, trainers: Mapping[str, Mapping[str, Any]]) -> tuple[str, list[str], str, dict[str, Any]]:

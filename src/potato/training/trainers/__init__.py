@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from potato.errors import TrainingError
 
@@ -20,10 +20,14 @@ TRAINERS: dict[str, str] = {
     "sklearn-text-classification": "potato.training.trainers.sklearn_text:SklearnTextTrainer",
     "sklearn-token-classification": "potato.training.trainers.sklearn_tokens:SklearnTokenTrainer",
     "hf-text-classification": "potato.training.trainers.hf_text:HfTextTrainer",
+    "hf-token-classification": "potato.training.trainers.hf_tokens:HfTokenTrainer",
     "decision-calibrate": "potato.training.trainers.decision_calibrate:DecisionCalibrateTrainer",
     "noop": "potato.training.trainers.noop:NoopTrainer",
 }
 """Every trainer a job may name."""
+
+CLASSIFIES = ("radio", "multiselect")
+"""The kinds of scheme a trainer learns unless it says otherwise: one label, or a set of them."""
 
 
 class UnknownTrainer(TrainingError):
@@ -49,7 +53,7 @@ class TrainerInfo:
     """Parameters the form shows unfolded: the required ones and those most runs set."""
     reports_loss: bool = False
     """Whether its progress events carry a training loss (the page's loss chart)."""
-    annotation_types: tuple[str, ...] = ("radio", "multiselect")
+    annotation_types: tuple[str, ...] = CLASSIFIES
     """The kinds of scheme it learns (radio, multiselect, span)."""
 
 
@@ -62,6 +66,12 @@ def get_trainer(name: str) -> type[Trainer]:
     module_name, _, class_name = target.partition(":")
     module = importlib.import_module(module_name)
     return getattr(module, class_name)  # type: ignore[no-any-return]
+
+
+def trainers_for(kinds: Iterable[str]) -> list[TrainerInfo]:
+    """The trainers that learn at least one of ``kinds`` of scheme (a project's: what a check lists)."""
+    wanted = set(kinds)
+    return [t for t in available_trainers() if wanted & set(t.annotation_types)]
 
 
 def available_trainers() -> list[TrainerInfo]:

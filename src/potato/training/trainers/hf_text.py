@@ -28,7 +28,7 @@ import math
 import re
 import warnings
 from pathlib import Path
-from typing import Any, ClassVar, Iterator, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 from potato.training.failures import BadJob, ModelNotFound
 from potato.training.results import Label
@@ -118,6 +118,9 @@ class HfTextTrainer(Trainer):
     requires = ("torch", "transformers", "peft")
     uses_device = True
     reports_loss = True
+    auto_model: ClassVar[str] = "AutoModelForSequenceClassification"
+    """The transformers class whose head the run trains (hf-token-classification: per token)."""
+    lora_task: ClassVar[str] = "SEQ_CLS"
     params: ClassVar[Mapping[str, Param]] = {
         "base_model": Param(DEFAULT_BASE_MODEL, (str,), "local model folder or Hugging Face Hub name (a hub name "
                             f"needs network or a filled hub cache; default {DEFAULT_BASE_MODEL})", shown=True),
@@ -186,28 +189,38 @@ class HfTextTrainer(Trainer):
 
     def _load_model(self, labels: Sequence[str], multiselect: bool,
                     prior: Sequence[float] | None = None) -> Any:
-        from transformers import AutoModelForSequenceClassification
+        model = self._pretrained(labels, problem_type="multi_label_classification" if multiselect
+                                 else "single_label_classification")
+        if prior is not None:
+            _set_head_bias(model, len(labels), prior)
+        return self._with_adapter(model)
+
+    def _pretrained(self, labels: Sequence[str], **extra: Any) -> Any:
+        """``base_model`` with a fresh head of ``labels`` (:attr:`auto_model`'s kind of head)."""
+        import transformers
 
         with self._model_available():
-            model = AutoModelForSequenceClassification.from_pretrained(
+            model = getattr(transformers, self.auto_model).from_pretrained(
                 self.base_model,
                 num_labels=len(labels),
                 id2label=dict(enumerate(labels)),
                 label2id={label: i for i, label in enumerate(labels)},
-                problem_type="multi_label_classification" if multiselect else "single_label_classification",
                 ignore_mismatched_sizes=True,  # a base model fine-tuned on other labels gets a fresh head
+                **extra,
             )
         if model.config.pad_token_id is None:
             model.config.pad_token_id = self.tokenizer.pad_token_id
-        if prior is not None:
-            _set_head_bias(model, len(labels), prior)
+        return model
+
+    def _with_adapter(self, model: Any) -> Any:
+        """With ``lora: true``, peft's LoRA adapter around ``model`` (only it and the head train)."""
         if self.ctx.params["lora"]:
             from peft import LoraConfig, TaskType, get_peft_model
 
             r = int(self.ctx.params["lora_r"])
             with _known_noise_ignored():
-                model = get_peft_model(model, LoraConfig(task_type=TaskType.SEQ_CLS, r=r, lora_alpha=2 * r,
-                                                         lora_dropout=0.1))
+                model = get_peft_model(model, LoraConfig(task_type=getattr(TaskType, self.lora_task), r=r,
+                                                         lora_alpha=2 * r, lora_dropout=0.1))
         return model
 
     def fit(self, examples: Sequence[Example]) -> None:
@@ -237,12 +250,23 @@ class HfTextTrainer(Trainer):
             trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
             self.ctx.log("{}: {} labels, {} training items, {:,} trainable parameters{}".format(
                 spec.name, len(labels), len(rows), trainable, " (LoRA)" if self.ctx.params["lora"] else ""))
-            self._train_one(spec.name, model, [ex.text for ex, _ in rows], targets, spec.multiselect)
+            texts = [ex.text for ex, _ in rows]
+            dtype = torch.float32 if spec.multiselect else torch.long
+
+            def batch_of(idx: list[int], device: Any, texts: list[str] = texts, targets: list[Any] = targets,
+                         dtype: Any = dtype) -> tuple[dict[str, Any], Any]:
+                return (self._encode([texts[i] for i in idx], device),
+                        torch.tensor([targets[i] for i in idx], dtype=dtype, device=device))
+
+            self._train_one(spec.name, model, len(texts), batch_of)
             if several:  # one model on the accelerator at a time
                 model.to("cpu")
             self.models[spec.name] = model
 
-    def _train_one(self, schema: str, model: Any, texts: list[str], targets: list[Any], multiselect: bool) -> None:
+    def _train_one(self, schema: str, model: Any, n: int,
+                   batch_of: Callable[[list[int], Any], tuple[dict[str, Any], Any]]) -> None:
+        """``epochs`` passes over ``n`` examples in a seeded order; ``batch_of(indices, device)`` gives
+        a batch's model inputs and labels (a class per text, or a tag per token)."""
         import torch
 
         ctx = self.ctx
@@ -251,22 +275,19 @@ class HfTextTrainer(Trainer):
         model.train()
         batch_size = int(ctx.params["batch_size"])
         epochs = int(ctx.params["epochs"])
-        per_epoch = math.ceil(len(texts) / batch_size)
+        per_epoch = math.ceil(n / batch_size)
         total = per_epoch * epochs
         optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=self.learning_rate)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: max(0.0, 1.0 - s / total))
         generator = torch.Generator().manual_seed(ctx.seed)
-        dtype = torch.float32 if multiselect else torch.long
         step = 0
         for epoch in range(1, epochs + 1):
             ctx.step(f"training {schema} (epoch {epoch} of {epochs})")
-            order = torch.randperm(len(texts), generator=generator).tolist()
+            order = torch.randperm(n, generator=generator).tolist()
             losses = []
-            for start in range(0, len(texts), batch_size):
+            for start in range(0, n, batch_size):
                 ctx.check_stop()
-                idx = order[start:start + batch_size]
-                batch = self._encode([texts[i] for i in idx], device)
-                y = torch.tensor([targets[i] for i in idx], dtype=dtype, device=device)
+                batch, y = batch_of(order[start:start + batch_size], device)
                 loss = model(**batch, labels=y).loss
                 loss.backward()
                 optimizer.step()

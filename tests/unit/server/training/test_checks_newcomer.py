@@ -63,6 +63,16 @@ def test_check_local_names_every_missing_package_of_a_trainer_with_the_extra(mon
     assert not check_local(LocalBackend(), "hf-text-classification").ok
 
 
+def test_check_local_names_the_trainers_of_the_projects_kinds_of_scheme_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23: a span project hears about the span trainers' packages, a classification project
+    (the default) about the classification trainers' only."""
+    hide_modules(monkeypatch, *HF_PACKAGES)
+    spans = check_local(LocalBackend(), "sklearn-token-classification", {"span"})
+    assert spans.ok and spans.details["missing_packages"] == {"hf-token-classification": list(HF_PACKAGES)}
+    assert "hf-token-classification" not in check_local(LocalBackend(), "sklearn-text-classification",
+                                                        {"radio"}).details["missing_packages"]
+
+
 def test_check_local_is_not_ok_when_the_default_trainer_cannot_be_imported(monkeypatch: pytest.MonkeyPatch) -> None:
     hide_modules(monkeypatch, "sklearn")
     report = check_local(LocalBackend(), "sklearn-text-classification")

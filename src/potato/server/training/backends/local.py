@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from potato.config.schema import Config, LocalBackend
 from potato.defaults import LOCAL_BACKEND
@@ -26,6 +26,7 @@ from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import Run, RunStore
 from potato.training.codefiles import code_root
 from potato.training.supervise import allowed_env
+from potato.training.trainers import CLASSIFIES
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ class Local(Backend):
         self.local = settings
 
     def check(self, config: Config) -> CheckReport:
-        return check_local(self.local, config.model_training.trainer)
+        return check_local(self.local, config.model_training.trainer, config.training_kinds())
 
     def claimer(self) -> tuple[str, str]:
         return f"local-{os.getpid()}", "this machine"
@@ -147,7 +148,8 @@ class Local(Backend):
 
 # -- the check ----------------------------------------------------------------------------------
 
-def check_local(backend: LocalBackend, default_trainer: str | None = None) -> CheckReport:
+def check_local(backend: LocalBackend, default_trainer: str | None = None,
+                kinds: Iterable[str] = CLASSIFIES) -> CheckReport:
     """Which device a local run would get, e.g. ``local: this machine, CPU (2 threads)``,
     and each trainer this Python cannot import (before a run hits it); ok unless a run could not
     start: a broken NVRTC, or the default trainer (``model_training.trainer``) lacking a package."""
@@ -161,19 +163,19 @@ def check_local(backend: LocalBackend, default_trainer: str | None = None) -> Ch
     nvrtc = local_nvrtc_problem() if device.startswith("cuda") else None
     if nvrtc:
         lines.append(nvrtc)
-    missing = local_packages_missing()
+    missing = local_packages_missing(kinds)
     lines.extend(local_import_problem(trainer, packages) for trainer, packages in missing.items())
     ok = nvrtc is None and default_trainer not in missing
     return CheckReport(backend.name, "local", ok, lines,
                        {"device": device, "warning": warning, "nvrtc_error": nvrtc, "missing_packages": missing})
 
 
-def local_packages_missing() -> dict[str, list[str]]:
+def local_packages_missing(kinds: Iterable[str] = CLASSIFIES) -> dict[str, list[str]]:
     """Trainer -> the pip packages this Python (the one local runs' workers use) cannot import."""
     from potato.training.failures import missing_packages
-    from potato.training.trainers import available_trainers
+    from potato.training.trainers import trainers_for
 
-    missing = {t.name: missing_packages(t.requires) for t in available_trainers() if t.requires}
+    missing = {t.name: missing_packages(t.requires) for t in trainers_for(kinds) if t.requires}
     return {name: packages for name, packages in missing.items() if packages}
 
 

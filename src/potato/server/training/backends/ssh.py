@@ -12,7 +12,7 @@ import json
 import os
 import re
 import threading
-from typing import Any, ClassVar, Sequence, Type
+from typing import Any, ClassVar, Iterable, Sequence, Type
 
 from potato.config.schema import Config, SlurmBackend, SshBackend
 from potato.project import Project
@@ -33,7 +33,7 @@ from potato.server.training.sshhost import (
 )
 from potato.training.failures import PIP_NAMES
 from potato.training.gpus import NoGpuFree, choose_gpus
-from potato.training.trainers import available_trainers
+from potato.training.trainers import CLASSIFIES, trainers_for
 
 
 class SessionThread:
@@ -146,7 +146,8 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
                          f"a venv with them ({shown}; pip there must reach the package index).")
         details["packages_venv"] = {"path": shown, "built": venv_python is not None}
     missing: dict[str, list[str]] = {}
-    for trainer, packages in trainer_packages_missing(target, config.model_training.trainer, venv_python).items():
+    for trainer, packages in trainer_packages_missing(target, config.model_training.trainer, venv_python,
+                                                      config.training_kinds()).items():
         left = [p for p in packages if requirement_name(p) not in planned]
         if left:
             missing[trainer] = left
@@ -164,12 +165,13 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
     return CheckReport(backend.name, "ssh", not default_missing, lines, details)
 
 
-def trainer_packages_missing(target: Any, default_trainer: str, python: str | None = None) -> dict[str, list[str]]:
-    """Trainer -> the pip packages the host lacks for it (before a run hits it); ``python`` is the
-    interpreter a run's worker would have there as a shell word (the packages venv's), else the
-    backend's ``python``."""
+def trainer_packages_missing(target: Any, default_trainer: str, python: str | None = None,
+                             kinds: Iterable[str] = CLASSIFIES) -> dict[str, list[str]]:
+    """Trainer -> the pip packages the host lacks for it (before a run hits it), for the trainers of
+    ``kinds`` of scheme (the project's); ``python`` is the interpreter a run's worker would have
+    there as a shell word (the packages venv's), else the backend's ``python``."""
     modules_for = {pip: module for module, pip in PIP_NAMES.items()}
-    wanted = {t.name: list(t.requires) for t in available_trainers() if t.requires and not t.local_only}
+    wanted = {t.name: list(t.requires) for t in trainers_for(kinds) if t.requires and not t.local_only}
     modules = sorted({modules_for.get(p, p) for packages in wanted.values() for p in packages})
     absent = set(missing_modules(target, modules, python))
     return {name: [p for p in packages if modules_for.get(p, p) in absent]

@@ -10,7 +10,8 @@
   var TERMINAL = ["succeeded", "failed", "cancelled"];
   var FAST_MS = 1000, SLOW_MS = 5000;
   var SVG_NS = "http://www.w3.org/2000/svg", W = 600, H = 200, PAD = { l: 52, r: 14, t: 14, b: 30 };
-  var state = { runs: [], selected: null, detailDone: false, events: null, timer: null, polling: false, again: false };
+  var state = { runs: [], selected: null, detailDone: false, events: null, timer: null, polling: false, again: false,
+                curveFrom: null, curve: null };
 
   function api(path) { return BASE + "api/" + path; }
   function runApi(id, rest) { return api("runs/" + encodeURIComponent(id) + (rest || "")); }
@@ -394,6 +395,65 @@
     chart.setAttribute("aria-label", "Training loss by step: " + pts.length + " points, last " + fmtNum(last.y) + " at step " + last.x);
   }
 
+  // -- What each label bought: holdout F1 against labelled items, a line per trainer and schema ----
+
+  var CH = 220;
+
+  // Drawn at the chart's own width (not scaled from 600 units), so its text stays legible on a phone.
+  function drawCurve(series) {
+    var card = $("curve-card"), chart = $("curve-chart"), legend = $("curve-legend");
+    var lines = series.filter(function (s) { return s.points.length; });
+    state.curve = series;
+    card.hidden = !lines.length;
+    while (chart.firstChild) chart.removeChild(chart.firstChild);
+    legend.textContent = "";
+    if (!lines.length) return;
+    var W = Math.round(Math.min(600, Math.max(260, chart.getBoundingClientRect().width || 600)));
+    chart.setAttribute("viewBox", "0 0 " + W + " " + CH);
+    var xs = [].concat.apply([], lines.map(function (s) { return s.points.map(function (p) { return p.labels; }); }));
+    var x0 = Math.min.apply(null, xs), x1 = Math.max.apply(null, xs);
+    if (x1 === x0) { x0 = Math.max(0, x0 - 1); x1 = x1 + 1; }
+    var sx = function (x) { return PAD.l + (x - x0) / (x1 - x0) * (W - PAD.l - PAD.r); };
+    var sy = function (y) { return PAD.t + (1 - y) * (CH - PAD.t - PAD.b); };
+    chart.appendChild(svg("polyline", { "class": "chart-axis", points: PAD.l + "," + PAD.t + " " + PAD.l + "," + (CH - PAD.b) + " " + (W - PAD.r) + "," + (CH - PAD.b) }));
+    chart.appendChild(svg("text", { x: PAD.l - 6, y: PAD.t + 4, "text-anchor": "end" }, "1.0"));
+    chart.appendChild(svg("text", { x: PAD.l - 6, y: CH - PAD.b, "text-anchor": "end" }, "0.0"));
+    chart.appendChild(svg("text", { x: PAD.l, y: CH - 8, "text-anchor": "start" }, String(x0)));
+    chart.appendChild(svg("text", { x: W - PAD.r, y: CH - 8, "text-anchor": "end" }, String(x1)));
+    chart.appendChild(svg("text", { x: (W + PAD.l) / 2, y: CH - 8, "text-anchor": "middle" }, "labelled items"));
+    var said = [];
+    lines.forEach(function (s, i) {
+      var cls = "series-" + (i % 6), last = s.points[s.points.length - 1];
+      var pts = s.points.map(function (p) { return sx(p.labels).toFixed(1) + "," + sy(p.score).toFixed(1); });
+      var line = svg("polyline", { "class": "curve-line " + cls, points: pts.join(" ") });
+      line.dataset.schema = s.schema;
+      line.dataset.trainer = s.trainer;
+      chart.appendChild(line);
+      s.points.forEach(function (p) {
+        var dot = svg("circle", { "class": "curve-dot " + cls, cx: sx(p.labels), cy: sy(p.score), r: 3 });
+        dot.appendChild(svg("title", {}, s.schema + ", " + s.trainer + ": " + s.metric + " " + fmtScore(p.score) +
+                                       " with " + p.labels + " labelled items (run " + p.run + ")"));
+        chart.appendChild(dot);
+      });
+      var li = document.createElement("li"), swatch = document.createElement("span");
+      swatch.className = "swatch " + cls;
+      li.appendChild(swatch);
+      li.appendChild(document.createTextNode(s.schema + " · " + s.trainer + ": " + s.metric + " " + fmtScore(last.score) +
+                                             " at " + last.labels + " labels (" + s.points.length + " run" + (s.points.length === 1 ? "" : "s") + ")"));
+      legend.appendChild(li);
+      said.push(s.schema + " with " + s.trainer + " reached " + s.metric + " " + fmtScore(last.score) + " at " + last.labels + " labels");
+    });
+    chart.setAttribute("aria-label", "Holdout F1 by labelled items: " + said.join("; "));
+  }
+
+  function loadCurve() {
+    var done = state.runs.filter(function (r) { return r.state === "succeeded"; }).length;
+    if (done === state.curveFrom) return;
+    state.curveFrom = done;
+    request("GET", api("learning-curve")).then(function (data) { drawCurve(data.series || []); })
+      .catch(function () { state.curveFrom = null; /* the runs poll reports connection trouble */ });
+  }
+
   // -- Polling: one request chain at a time; a poll asked for mid-flight runs right after ---------
 
   // -- Agents (agent backends): connected or not, last seen, host, Python, GPUs, running run ----
@@ -444,6 +504,7 @@
       state.runs = data.runs || [];
       setText($("runs-error"), "");
       renderRuns();
+      loadCurve();
       return loadDetail();
     }).catch(function (err) {
       setText($("runs-error"), "Could not refresh the runs: " + err.message);
@@ -461,6 +522,7 @@
   $("run-cancel").addEventListener("click", function () { if (state.selected) cancelRun(state.selected, $("run-cancel")); });
   document.addEventListener("visibilitychange", function () { if (!document.hidden) poll(); });
   $("schemas").addEventListener("change", showLabels);
+  window.addEventListener("resize", function () { if (state.curve) drawCurve(state.curve); });
   showTrainer();
   showLabels();
   var fromHash = /^#run=(.+)$/.exec(window.location.hash);

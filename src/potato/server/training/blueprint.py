@@ -27,6 +27,7 @@ from potato.server.context import Project, current_project
 from potato.server.training import agent_api
 from potato.server.training.backends import UnknownBackend, backend_named, backends_of
 from potato.server.training.backends.agent import agent_entries, explain_queued
+from potato.server.training.curve import learning_curve
 from potato.server.training.dispatcher import Dispatcher
 from potato.server.training.run_requests import (
     MIN_PER_CLASS,
@@ -125,6 +126,12 @@ def api_list() -> Any:
     runs = _store().list()
     explain_queued(current_project().config, _store(), runs)
     return jsonify(runs=[r.to_json() for r in runs])
+
+
+@bp.get("/api/learning-curve")
+@admin_required
+def api_learning_curve() -> Any:
+    return jsonify(series=learning_curve(_store().list()))
 
 
 def _run_or_404(run_id: str) -> Run:

@@ -67,13 +67,14 @@ CHECK = f"{TRAINING}/backends/{{name}}/check"
 AGENTS = f"{TRAINING}/agents"
 TRAINERS = f"{TRAINING}/trainers"
 RUNS = f"{TRAINING}/runs"
+CURVE = f"{TRAINING}/learning-curve"
 RUN = f"{RUNS}/{{run_id}}"
 CANCEL = f"{RUN}/cancel"
 LOG = f"{RUN}/log"
 EVENTS = f"{RUN}/events"
 SUGGESTIONS = f"{RUN}/suggestions"
 PLAIN_ROUTES = [(PROGRESS, "GET"), (EXPORT, "GET"), (LABELS, "GET"), (LABELS, "POST"), (BACKENDS, "GET"),
-                (CHECK, "POST"), (AGENTS, "GET"), (TRAINERS, "GET"), (RUNS, "GET"), (RUNS, "POST")]
+                (CHECK, "POST"), (AGENTS, "GET"), (TRAINERS, "GET"), (RUNS, "GET"), (RUNS, "POST"), (CURVE, "GET")]
 RUN_ROUTES = [(RUN, "GET"), (CANCEL, "POST"), (LOG, "GET"), (EVENTS, "GET"), (SUGGESTIONS, "GET")]
 ROUTES = PLAIN_ROUTES + RUN_ROUTES
 STRICT_BODIES = [(LABELS, "POST"), (RUNS, "POST")]

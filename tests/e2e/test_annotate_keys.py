@@ -190,3 +190,35 @@ def test_a_pick_is_stored_while_a_required_question_is_still_open(make_project: 
         assert page.is_checked("input[name=topics][value=price]")
     finally:
         srv.stop()
+
+
+def test_a_pick_made_after_the_session_ended_is_saved_once_the_annotator_signs_in_again(
+        server: ServerProcess, page: Any) -> None:
+    """The session ended (expired, or the server's key changed) while the page was open: the pick got
+    a 401 and the page went to the sign-in form with the pick gone. Now it is kept in the tab and
+    saved after the same annotator signs in; another name signing in in that tab does not get it."""
+    _sign_in(page, server, "mo")
+    page.keyboard.press("1")
+    labels_become(server, "mo", [("r000", "positive")])
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#item-id:text('r001')")
+    page.context.clear_cookies()  # the session is gone
+    page.keyboard.press("2")
+    page.wait_for_selector("#name")  # the sign-in form
+    assert "session ended" in page.inner_text("body")
+    page.fill("#name", "mo")
+    page.press("#name", "Enter")
+    page.wait_for_selector("#item-id:text('r001')")
+    labels_become(server, "mo", [("r000", "positive"), ("r001", "negative")])
+    assert page.is_checked("input[name=sentiment][value=negative]")
+    assert "saved" in page.inner_text("#status").lower()
+
+    page.context.clear_cookies()
+    page.keyboard.press("1")  # r001 again, changed: kept for mo
+    page.wait_for_selector("#name")
+    page.fill("#name", "someone-else")
+    page.press("#name", "Enter")
+    page.wait_for_selector("#item-id:text('r000')")
+    time.sleep(1)
+    assert _labels(server, "someone-else") == []
+    assert _labels(server, "mo") == [("r000", "positive"), ("r001", "negative")]

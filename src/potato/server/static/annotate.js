@@ -4,7 +4,7 @@
   // saved: the answers the server holds for the item shown, as answers() writes them; failed: a
   // save did not get through, so the answers on the page may be the only copy.
   var state = { item: JSON.parse(document.getElementById("first-item").textContent), accepted: {}, saved: {},
-                failed: false };
+                failed: false, leaving: false };
   var $ = function (id) { return document.getElementById(id); };
   var schemes = Array.prototype.slice.call(document.querySelectorAll("fieldset.scheme"));
 
@@ -202,7 +202,7 @@
     if (keepalive) opts.keepalive = true;
     return fetch(url, opts).then(function (resp) {
       return resp.json().catch(function () { return {}; }).then(function (data) {
-        if (resp.status === 401) { window.location.href = "/"; }
+        if (resp.status === 401) { var gone = new Error(data.error || "Your session ended."); gone.expired = true; throw gone; }
         // A proxy in front of a stopped server answers for it, without the server's JSON error.
         if (!data.error && (resp.status === 502 || resp.status === 503 || resp.status === 504)) throw unreachable();
         if (!resp.ok) throw new Error(data.error || ("HTTP " + resp.status));
@@ -213,7 +213,8 @@
 
   // Says why a request failed; `kept`: it carried answers, which are still on the page and still
   // differ from what the server holds, so Enter sends them again. Always false (the task failed).
-  function failed(err, kept) {
+  function failed(err, kept, snap) {
+    if (err.expired) return sessionEnded(snap);
     if (kept) {
       state.failed = true;
       $("badge").textContent = "Not saved";
@@ -226,6 +227,36 @@
       setStatus((kept ? "Not saved: " : "") + err.message, true);
     }
     return false;
+  }
+
+  // -- A session that ended while the page was open (expired, or signed out in another tab) ------
+  // The answer that met the 401 is kept in this tab (sessionStorage) and saved once the same
+  // annotator signs in again; another name signing in here never gets it.
+  var KEPT = "potato.answer-kept-for-sign-in", USER = $("annotate").dataset.user;
+
+  function sessionEnded(snap) {
+    if (snap && Object.keys(snap.labels).length) {
+      try {
+        sessionStorage.setItem(KEPT, JSON.stringify({ user: USER, id: snap.id, labels: snap.labels, accepted: snap.accepted }));
+      } catch (e) { /* storage refused (private mode): the pick is lost as before, the form says why */ }
+    }
+    state.leaving = true;
+    window.location.href = "/?session=ended";
+    return false;
+  }
+
+  function saveKept() {
+    var kept = null;
+    try { kept = JSON.parse(sessionStorage.getItem(KEPT) || "null"); sessionStorage.removeItem(KEPT); } catch (e) { kept = null; }
+    if (!kept || kept.user !== USER || !kept.labels) return;
+    later(function () {
+      var body = { id: kept.id, labels: kept.labels, accepted: kept.accepted || {}, go: "stay", partial: true };
+      return request("POST", "/api/label", body).then(function (data) {
+        if (kept.id === state.item.id) render(data.item);
+        setStatus("Saved the answer you gave just before signing in again" + (kept.id === state.item.id ? "." : " (item " + kept.id + ")."));
+        return true;
+      }, function (err) { return failed(err, false); });
+    }, false);
   }
 
   // -- One queue for all that talks to the server ------------------------------------------------
@@ -307,7 +338,7 @@
       showProgress(data.item, current);
       setStatus(note || "Saved.");
       return true;
-    }, function (err) { return failed(err, snap.id === state.item.id); });
+    }, function (err) { return failed(err, snap.id === state.item.id, snap); });
   }
 
   // Show the item `go` names; answers not stored yet (a box typed into, a pick whose save failed)
@@ -323,7 +354,8 @@
     if (!dirty()) return move(go);
     setStatus("Saving…");
     return request("POST", "/api/label", { id: state.item.id, labels: a, accepted: state.accepted, go: go })
-      .then(function (data) { render(data.item, data.note); return true; }, function (err) { return failed(err, true); });
+      .then(function (data) { render(data.item, data.note); return true; },
+            function (err) { return failed(err, true, { id: state.item.id, labels: a, accepted: state.accepted }); });
   }
 
   function move(go) {
@@ -400,10 +432,10 @@
   // the way out (keepalive outlives the page). If the server could not be reached, the browser asks
   // first whether to leave.
   window.addEventListener("beforeunload", function (ev) {
-    if (state.failed && dirty()) { ev.preventDefault(); ev.returnValue = ""; }
+    if (state.failed && dirty() && !state.leaving) { ev.preventDefault(); ev.returnValue = ""; }
   });
   window.addEventListener("pagehide", function () {
-    if (!dirty()) return;
+    if (!dirty() || state.leaving) return;
     var snap = snapshot();
     request("POST", "/api/label", { id: snap.id, labels: snap.labels, accepted: snap.accepted, go: "stay", partial: true }, true)
       .catch(function () { /* the page is gone: nobody is left to tell; beforeunload asked if it had failed */ });
@@ -453,4 +485,5 @@
   }
 
   render(state.item);
+  saveKept();
 })();

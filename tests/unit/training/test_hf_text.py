@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -18,26 +18,13 @@ pytest.importorskip("transformers")
 from potato.training.worker import run_job
 
 from .jobdirs import ASPECTS, SENTIMENT, job_json, read_jsonl, read_result, write_bundle
-from .tinybert import build_tiny_bert, synthetic_reviews
+from .tinybert import build_tiny_bert, synthetic_reviews, torch_threads_restored
 
 N = 400
 DATA = synthetic_reviews(N)
 
 
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The jobs below set num_threads 1: as fast for a 23k-parameter model, and immune to a busy CI
-    machine (two torch processes spinning two OpenMP threads each on two cores ran epochs 100x slower).
-    The worker's thread settings are undone after each test, the environment's by monkeypatch."""
-    import torch
-
-    from potato.training.limits import THREAD_VARIABLES
-
-    for name in THREAD_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
+one_thread = pytest.fixture(autouse=True)(torch_threads_restored)
 
 
 @pytest.fixture(scope="module")

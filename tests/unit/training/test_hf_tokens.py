@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -17,24 +17,13 @@ from potato.training.worker import run_job
 
 from .jobdirs import job_json, read_jsonl, read_result, write_bundle
 from .test_sklearn_tokens import ENTITIES, sentences
-from .tinybert import build_tiny_bert
+from .tinybert import build_tiny_bert, torch_threads_restored
 
 N = 240
 DATA = sentences(N)
 
 
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """As in test_hf_text: one torch thread, restored after each test."""
-    import torch
-
-    from potato.training.limits import THREAD_VARIABLES
-
-    for name in THREAD_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
+one_thread = pytest.fixture(autouse=True)(torch_threads_restored)
 
 
 @pytest.fixture(scope="module")

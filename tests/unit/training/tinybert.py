@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
+
+import pytest
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -65,3 +67,19 @@ def build_tiny_bert(folder: Path, texts: Iterable[str], num_labels: int = 2, see
     tokenizer.save_pretrained(str(folder))
     model.save_pretrained(str(folder))
     return folder
+
+
+def torch_threads_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """For an autouse fixture of the hf trainers' tests, whose jobs set num_threads 1: as fast for a
+    23k-parameter model, and immune to a busy CI machine (two torch processes spinning two OpenMP
+    threads each on two cores ran epochs 100x slower). The worker's thread settings are undone after
+    each test, the environment's by monkeypatch."""
+    import torch
+
+    from potato.training.limits import THREAD_VARIABLES
+
+    for name in THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)

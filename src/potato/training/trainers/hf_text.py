@@ -223,7 +223,8 @@ class HfTextTrainer(Trainer):
                                                          lora_alpha=2 * r, lora_dropout=0.1))
         return model
 
-    def fit(self, examples: Sequence[Example]) -> None:
+    def _begin_fit(self) -> None:
+        """What every fit does first: quiet transformers, the thread cap, the seed, the tokenizer."""
         import torch
         from transformers import set_seed
 
@@ -233,6 +234,11 @@ class HfTextTrainer(Trainer):
         set_seed(self.ctx.seed)
         self.ctx.step("loading {}".format(self.ctx.params["base_model"]))
         self.tokenizer = self._load_tokenizer()
+
+    def fit(self, examples: Sequence[Example]) -> None:
+        import torch
+
+        self._begin_fit()
         several = len(self.ctx.schemas) > 1
         for spec in self.ctx.schemas:
             rows = labelled(examples, spec.name)

@@ -20,7 +20,7 @@ from potato.training.failures import BadJob
 from potato.training.jobspec import AnnotationType
 from potato.training.spans import OUTSIDE, Span, bio_tags, spans_from_tags
 from potato.training.trainers.base import Example, Item, Prediction, labelled
-from potato.training.trainers.hf_text import HfTextTrainer, _quiet_transformers
+from potato.training.trainers.hf_text import HfTextTrainer
 
 IGNORED = -100
 """The label torch's cross-entropy skips: special and padding tokens."""
@@ -47,14 +47,8 @@ class HfTokenTrainer(HfTextTrainer):
 
     def fit(self, examples: Sequence[Example]) -> None:
         import torch
-        from transformers import set_seed
 
-        _quiet_transformers()
-        if self.ctx.num_threads:
-            torch.set_num_threads(self.ctx.num_threads)
-        set_seed(self.ctx.seed)
-        self.ctx.step("loading {}".format(self.ctx.params["base_model"]))
-        self.tokenizer = self._load_tokenizer()
+        self._begin_fit()
         if not getattr(self.tokenizer, "is_fast", False):
             raise BadJob("base_model {}'s tokenizer gives no character offsets (it is not a fast tokenizer), so "
                          "spans cannot be placed on its tokens; pick a model that has a tokenizer.json".format(

@@ -18,7 +18,7 @@ from potato import defaults
 from potato.training.devices import DEVICE_CHOICES, is_valid_device
 from potato.training.failures import BadJob
 from potato.training.results import Label
-from potato.training.spans import Span
+from potato.training.spans import Span, by_position
 
 JOB_FORMAT = 1
 """The ``format`` of ``job.json`` this worker reads."""
@@ -290,7 +290,7 @@ def _span_label(value: Any, number: int, schema: str) -> tuple[Span, ...]:
             raise BadJob(f"{LABELS_FILE} line {number}: schema {schema!r}: {raw!r} is not a span {SPAN_FORM} "
                          "with 0 <= start < end")
         spans.add(Span(raw["start"], raw["end"], raw["label"]))
-    return tuple(sorted(spans, key=lambda s: (s.start, -s.end, s.label)))
+    return tuple(sorted(spans, key=by_position))
 
 
 def read_labels(bundle_dir: Path, job: JobSpec) -> list[LabelRow]:

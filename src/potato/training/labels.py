@@ -81,8 +81,7 @@ def aggregate(rows: Iterable[LabelRow], schemas: Sequence[SchemaSpec]) -> Target
         spec = by_name[schema]
         target: Label
         if spec.spans:
-            target = majority_spans([tuple(s for s in v if isinstance(s, Span)) if isinstance(v, tuple) else ()
-                                     for v in votes])
+            target = majority_spans([label_spans(v) for v in votes])
         elif spec.multiselect:
             target = majority_set([tuple(x for x in v if isinstance(x, str)) if isinstance(v, tuple) else (v,)
                                    for v in votes], spec.labels)
@@ -108,6 +107,14 @@ def label_names(value: Label) -> tuple[str, ...]:
     if isinstance(value, tuple):
         return tuple(x if isinstance(x, str) else x.label for x in value)
     return (value,)
+
+
+def label_spans(value: Label) -> list[Span]:
+    """A span scheme's target or prediction as plain spans (a prediction's confidences dropped); no
+    span for an answer of another kind."""
+    if not isinstance(value, tuple):
+        return []
+    return [Span(x.start, x.end, x.label) for x in value if not isinstance(x, str)]
 
 
 def unknown_labels(spec: SchemaSpec, targets: Targets) -> list[str]:

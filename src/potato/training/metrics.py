@@ -26,7 +26,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from potato.training.jobspec import SchemaSpec
 from potato.training.results import Label
-from potato.training.spans import Span, entity_scores
+from potato.training.labels import label_spans
+from potato.training.spans import entity_scores
 
 
 def _f1(tp: int, fp: int, fn: int) -> float:
@@ -96,10 +97,7 @@ def _as_tuple(label: Any) -> tuple[str, ...]:
 
 
 def _span_metrics(schema: str, truth: Sequence[Label], predicted: Sequence[Label]) -> dict[str, float]:
-    def spans(label: Label) -> list[Span]:
-        return [Span(s.start, s.end, s.label) for s in label if not isinstance(s, str)] if isinstance(label, tuple) else []
-
-    scores = entity_scores([spans(t) for t in truth], [spans(p) for p in predicted])
+    scores = entity_scores([label_spans(t) for t in truth], [label_spans(p) for p in predicted])
     out = {f"{schema}/holdout_{key}": float(value) for key, value in scores["micro"].items() if key != "support"}
     for label, per in scores["per_label"].items():
         out.update({f"{schema}/{label}/holdout_{key}": float(value) for key, value in per.items()})

@@ -55,6 +55,11 @@ class ScoredSpan(NamedTuple):
         return {"start": self.start, "end": self.end, "label": self.label, "confidence": round(self.confidence, 6)}
 
 
+def by_position(span: Any) -> Tuple[int, int, str]:
+    """The order spans are kept in: by start, the longer first at one start, then by label."""
+    return (span.start, -span.end, span.label)
+
+
 class BadSpan(PotatoError, ValueError):
     """A span that does not fit the item's text or the scheme; the message names which and why."""
 
@@ -69,7 +74,7 @@ def check_spans(text: str, spans: Any, labels: Sequence[str], allow_overlap: boo
     out: List[Span] = []
     for number, raw in enumerate(spans, 1):
         out.append(_one_span(text, raw, labels, number))
-    out.sort(key=lambda s: (s.start, -s.end, s.label))
+    out.sort(key=by_position)
     for before, after in zip(out, out[1:]):
         if before == after:
             raise BadSpan(f"the span {_show(before, text)} is there twice")
@@ -116,7 +121,7 @@ def bio_tags(offsets: Offsets, spans: Iterable[Span]) -> Tuple[List[str], List[S
     start, the longer) is tagged and the other is returned as left out, with any span no token covers."""
     tags = [OUTSIDE] * len(offsets)
     left_out: List[Span] = []
-    for span in sorted(spans, key=lambda s: (s.start, -s.end, s.label)):
+    for span in sorted(spans, key=by_position):
         covered = [i for i, (start, end) in enumerate(offsets)
                    if start < end and start < span.end and span.start < end]
         if not covered or any(tags[i] != OUTSIDE for i in covered):
@@ -166,7 +171,7 @@ def majority_spans(votes: Sequence[Iterable[Span]]) -> Tuple[Span, ...]:
     for vote in votes:
         for span in set(vote):
             counts[span] = counts.get(span, 0) + 1
-    return tuple(sorted((s for s, n in counts.items() if n * 2 > len(votes)), key=lambda s: (s.start, -s.end, s.label)))
+    return tuple(sorted((s for s, n in counts.items() if n * 2 > len(votes)), key=by_position))
 
 
 def _prf(hits: int, predicted: int, true: int) -> Dict[str, float]:

@@ -118,7 +118,7 @@ from potato.training.results import (
     write_predictions,
     write_result,
 )
-from potato.training.spans import ScoredSpan
+from potato.training.spans import ScoredSpan, by_position
 from potato.training.trainers import UnknownTrainer, get_trainer
 from potato.training.trainers.base import Prediction, TrainContext, Trainer
 
@@ -199,7 +199,7 @@ def _check_prediction(spec: SchemaSpec, value: Any, where: str, text: str) -> Pr
         return None
     label, confidence = value
     if spec.spans:
-        label = tuple(sorted((_check_span(s, where, text) for s in label), key=lambda s: (s.start, -s.end, s.label)))
+        label = tuple(sorted((_check_span(s, where, text) for s in label), key=by_position))
     elif spec.multiselect:
         chosen = label if isinstance(label, (list, tuple)) else (str(label),)
         label = labelling.order_labels(chosen, spec.labels)
@@ -230,9 +230,9 @@ def _check_span_labels(rows: Sequence[LabelRow], items: Sequence[Item], schemas:
         return
     lengths = {item.id: len(item.text) for item in items}
     for row in rows:
-        if row.schema in span_schemas and row.item_id in lengths and isinstance(row.label, tuple):
-            for span in row.label:
-                if not isinstance(span, str) and span.end > lengths[row.item_id]:
+        if row.schema in span_schemas and row.item_id in lengths:
+            for span in labelling.label_spans(row.label):
+                if span.end > lengths[row.item_id]:
                     raise BadJob(f"{LABELS_FILE}: a span of schema {row.schema!r} on item {row.item_id!r} ends at "
                                  f"{span.end}, past the item's text ({lengths[row.item_id]} characters)")
 

@@ -25,19 +25,22 @@ def learning_curve(runs: Iterable[Run]) -> list[dict[str, Any]]:
         if run.state is not RunState.SUCCEEDED:
             continue
         for schema in run.schemas:
-            labels = run.metrics.get(f"{schema}/n_train")
-            found = [(run.metrics.get(f"{schema}/{key}"), name) for key, name in SCORES]
-            score, metric = next(((v, n) for v, n in found if _number(v)), (None, ""))
-            if not isinstance(labels, (int, float)) or not _number(labels) or score is None:
+            labels = _number(run.metrics.get(f"{schema}/n_train"))
+            found = [(_number(run.metrics.get(f"{schema}/{key}")), name) for key, name in SCORES]
+            score, metric = next(((v, n) for v, n in found if v is not None), (None, ""))
+            if labels is None or score is None:
                 continue
             line = series.setdefault((run.trainer, schema), {"trainer": run.trainer, "schema": schema,
                                                              "metric": metric, "points": []})
-            line["points"].append({"run": run.id, "labels": int(labels), "score": float(score),
+            line["points"].append({"run": run.id, "labels": int(labels), "score": score,
                                    "finished_at": run.finished_at})
     for line in series.values():
         line["points"].sort(key=lambda p: (p["labels"], p["finished_at"] or 0.0))
     return [series[key] for key in sorted(series, key=lambda k: (k[1], k[0]))]
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def _number(value: object) -> float | None:
+    """A metric's value when it is a finite number (metrics come from the worker's result.json)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None

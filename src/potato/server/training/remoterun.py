@@ -114,8 +114,6 @@ class RemoteRun:
         """The agent's reverse forward, ``<socket>:<server host>:<port>``: cancelled at the end."""
         self.preamble_said = False
         """Whether run.log named what the host's login shell prints (once per run)."""
-        self.gpu_env: dict[str, str] = {}
-        """The agent's CUDA settings for the GPUs :meth:`before_code` chose."""
 
     # -- plumbing ---------------------------------------------------------------------------------
 

@@ -5,6 +5,8 @@ container), over the skeleton every run the server drives over ssh shares
 
 from __future__ import annotations
 
+from typing import Any
+
 from potato.config.schema import SshBackend
 from potato.defaults import SSH_STEP_TIMEOUT_S, SSH_VENV_TIMEOUT_S
 from potato.server.training import sshlines
@@ -21,6 +23,11 @@ VENV_STEP = Step("installing the backend's packages", SSH_VENV_TIMEOUT_S,
 
 class SshRun(RemoteRun):
     """One run on an ssh backend: the agent starts the worker on the host itself."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gpu_env: dict[str, str] = {}
+        """The agent's CUDA settings for the GPUs :meth:`before_code` chose."""
 
     @property
     def ssh_backend(self) -> SshBackend:

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Sequence
 
 from potato.training.failures import BadJob
 from potato.training.jobspec import AnnotationType
+from potato.training.labels import label_spans
 from potato.training.spans import OUTSIDE, Span, bio_tags, spans_from_tags
 from potato.training.trainers.base import Example, Item, Prediction, labelled
 from potato.training.trainers.hf_text import HfTextTrainer
@@ -56,7 +57,7 @@ class HfTokenTrainer(HfTextTrainer):
         several = len(self.ctx.schemas) > 1
         for spec in self.ctx.schemas:
             rows = labelled(examples, spec.name)
-            spans = [[s for s in target if isinstance(s, Span)] if isinstance(target, tuple) else [] for _, target in rows]
+            spans = [label_spans(target) for _, target in rows]
             if not any(spans):
                 self.constant[spec.name] = ()  # nothing marked yet: the model would learn "O" everywhere
                 continue

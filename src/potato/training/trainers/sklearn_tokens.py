@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Dict, List, Mapping, Sequence, Tuple
 
 from potato.training.jobspec import AnnotationType
-from potato.training.spans import OUTSIDE, Span, bio_tags, simple_tokens, spans_from_tags
+from potato.training.labels import label_spans
+from potato.training.spans import OUTSIDE, bio_tags, simple_tokens, spans_from_tags
 from potato.training.trainers.base import Example, Item, Param, Prediction, TrainContext, Trainer, labelled, write_labels_json
 
 FEATURES = ("word", "prefix", "suffix", "shape")
@@ -106,8 +107,7 @@ class SklearnTokenTrainer(Trainer):
             left_out = 0
             for example, target in labelled(examples, spec.name):
                 offsets = simple_tokens(example.text)
-                item_tags, skipped = bio_tags(offsets, [s for s in target if isinstance(s, Span)]
-                                              if isinstance(target, tuple) else [])
+                item_tags, skipped = bio_tags(offsets, label_spans(target))
                 left_out += len(skipped)
                 rows.extend(token_features(example.text, offsets))
                 tags.extend(item_tags)

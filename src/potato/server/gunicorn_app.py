@@ -3,12 +3,32 @@
 from __future__ import annotations
 
 import gc
+import signal
+import sys
 from typing import Any, Callable
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
 
-from potato.server.gunicorn_worker import worker_class
+from potato.server.gunicorn_worker import STOP_SIGNALS, worker_class
+
+GRACEFUL_TIMEOUT_S = 25
+"""Under the 30 s the systemd unit and the compose file give a stop, so the master ends its workers itself."""
+
+
+class StopSafeArbiter(Arbiter):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's master, except that a stop signal sent while it forks a worker reaches that worker
+    (see :class:`potato.server.gunicorn_worker.StopSafeWorker`, which releases what is held here)."""
+
+    def spawn_worker(self) -> int:
+        if not getattr(self.worker_class, "releases_held_signals", False):
+            return super().spawn_worker()  # type: ignore[no-any-return]
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            return super().spawn_worker()  # type: ignore[no-any-return]
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 class GunicornApp(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
@@ -25,6 +45,13 @@ class GunicornApp(BaseApplication):  # type: ignore[misc]  # gunicorn ships no t
     def load(self) -> Flask:
         return self.application
 
+    def run(self) -> None:
+        try:
+            StopSafeArbiter(self).run()
+        except RuntimeError as e:  # gunicorn's own way to say it cannot start (e.g. the port is taken)
+            print(f"\nError: {e}\n", file=sys.stderr)
+            sys.exit(1)
+
 
 def serve(app: Flask, host: str, port: int, workers: int, threads: int,
           on_worker_start: Callable[[], None] | None = None, on_worker_exit: Callable[[], None] | None = None) -> None:
@@ -37,7 +64,7 @@ def serve(app: Flask, host: str, port: int, workers: int, threads: int,
         # Annotators pause seconds between labels; gunicorn's default 2 s keep-alive made nearly
         # every label open a new connection (and a client racing the close got a broken pipe).
         "keepalive": 75,
-        "graceful_timeout": 30,
+        "graceful_timeout": GRACEFUL_TIMEOUT_S,
         "accesslog": None,
         "errorlog": "-",
         "loglevel": "info",

@@ -38,6 +38,7 @@ import math
 import os
 import re
 import selectors
+import signal
 import socket
 import threading
 import time
@@ -337,7 +338,28 @@ class _Pending:
         self.lingering = -1  # while collecting; after a refusal, the bytes dropped since
 
 
-class HeadFirstWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no type hints
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
+"""What the master holds across a fork (:class:`potato.server.gunicorn_app.StopSafeArbiter`)."""
+
+
+class StopSafeWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's threaded worker that takes the stop signals its master held while forking it.
+
+    Until a worker installs its own handlers it runs the master's, which only queue a signal in the
+    child's copy of the master's queue: a SIGTERM that came while a worker booted was lost, and that
+    worker served on until the master's graceful timeout killed it (30 s, all of systemd's stop time).
+    The master now blocks the stop signals across the fork; one sent meanwhile stays pending and
+    arrives here, once the worker's own handler is in place.
+    """
+
+    releases_held_signals = True
+
+    def init_signals(self) -> None:
+        super().init_signals()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+class HeadFirstWorker(StopSafeWorker):
     def handle_exit(self, sig: int, frame: Any) -> None:
         stopping.requested.set()  # waiting long polls answer now instead of holding the shutdown
         super().handle_exit(sig, frame)
@@ -516,4 +538,4 @@ def worker_class(cfg_http2_cleartext: str | None = None) -> str:
     if all(hasattr(ThreadWorker, name) for name in needed) and hasattr(TConn, "init") \
             and "data_ready" in TConn.__init__.__code__.co_names and cfg_http2_cleartext in (None, "off"):
         return f"{__name__}.HeadFirstWorker"
-    return "gthread"
+    return f"{__name__}.StopSafeWorker"

@@ -122,9 +122,9 @@ def test_likert_select_slider_and_number_schemes_build() -> None:
      "annotation_schemes[0].labels[0].key_value: must be one key (a letter, digit or sign), got 'xy'"),
     ({"annotation_type": "radio", "name": "x", "labels": ["a", "b"], "size": 5},
      "annotation_schemes[0].size: applies to likert schemes only; remove it from this radio scheme"),
-    ({"annotation_type": "span", "name": "x", "labels": ["a", "b"]},
-     "annotation_schemes[0].annotation_type: 'span' is a Potato feature this server does not support: marking "
-     "spans of the text; remove it or run that project on upstream Potato"),
+    ({"annotation_type": "span_link", "name": "x", "labels": ["a", "b"]},
+     "annotation_schemes[0].annotation_type: 'span_link' is a Potato feature this server does not support: links "
+     "between marked spans; remove it or run that project on upstream Potato"),
     ({"annotation_type": "likert", "name": "x", "size": 5, "min_label": "a", "max_label": "b",
       "has_free_response": True},
      "annotation_schemes[0].has_free_response: applies to radio and multiselect schemes only; remove it from this "

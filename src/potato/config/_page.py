@@ -273,9 +273,8 @@ def _instance_display(value: object, findings: Findings) -> tuple[tuple[DisplayF
             findings.error(f"{at}.type", unsupported_message(f"type: {kind}", "fields other than text in "
                                                              "instance_display (images, dialogues, PDFs, code...)"))
         elif not field_problems:
-            fields.append(DisplayField(field_values["key"], field_values.get("label", "")))
-        if field_values.get("span_target"):
-            findings.error(f"{at}.span_target", unsupported_message("span_target", "marking spans of the text"))
+            fields.append(DisplayField(field_values["key"], field_values.get("label", ""),
+                                       field_values.get("span_target", False)))
     layout = values.get("layout") or {}
     horizontal = isinstance(layout, dict) and layout.get("direction") == "horizontal"
     if problems or len(fields) != len(raw_fields):

@@ -83,6 +83,12 @@ _SCHEME_KEYS: Mapping[str, Check] = {
     "step": number(0, open_low=True),
     "display_logic": anything,
     "has_free_response": anything,
+    "title": text(allow_empty=True),
+    "show_span_labels": boolean,
+    "allow_overlapping": boolean,
+    "allow_discontinuous": boolean,
+    "entity_linking": anything,
+    "target_field": text(),
 }
 
 _EXAMPLE = "{annotation_type: radio, name: sentiment, labels: [positive, negative]}"
@@ -203,8 +209,11 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "size": ("likert",), "min_label": ("likert",), "max_label": ("likert",),
     "min_value": ("slider", "number"), "max_value": ("slider", "number"), "min": ("number",), "max": ("number",),
     "starting_value": ("slider",), "step": ("slider", "number"),
-    "horizontal": ("radio", "multiselect", "likert"), "sequential_key_binding": ("radio", "multiselect", "likert"),
+    "horizontal": ("radio", "multiselect", "likert"),
+    "sequential_key_binding": ("radio", "multiselect", "likert", "span"),
     "has_free_response": ("radio", "multiselect"),
+    "title": ("span",), "show_span_labels": ("span",), "allow_overlapping": ("span",),
+    "allow_discontinuous": ("span",), "entity_linking": ("span",), "target_field": ("span",),
 }
 
 
@@ -235,17 +244,35 @@ def _type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any])
                                               "e.g. size: 5, min_label: Disagree, max_label: Agree"))
         else:
             values["options"] = tuple(LabelOption(str(i)) for i in range(1, values.get("size", 2) + 1))
-    elif kind in ("radio", "multiselect", "select", "likert"):
+    elif kind in ("radio", "multiselect", "select", "likert", "span"):
         problems += _options(kind, raw.get("labels"), values)
     elif raw.get("labels") not in (None, []) and kind == "text":
         problems += _options("multiselect", raw.get("labels"), values)  # one box per label, at least one
     elif raw.get("labels") not in (None, []):
         problems.append((".labels", f"a {kind} scheme takes no labels (annotators pick a number); remove labels, "
                                     "or use annotation_type: radio or likert"))
+    if kind == "span":
+        problems += _span_features(values)
     if kind == "text":
         problems += _text_layout(values)
     if kind in ("slider", "number"):
         problems += _bounds(kind, values)
+    return problems
+
+
+def _span_features(values: dict[str, Any]) -> list[Problem]:
+    """Upstream's span keys this server does not draw are refused by name when they are switched on."""
+    problems: list[Problem] = []
+    if values.pop("allow_discontinuous", False):
+        problems.append((".allow_discontinuous", unsupported_message(
+            "allow_discontinuous", "spans made of several separate stretches of text")))
+    linking = values.pop("entity_linking", None)
+    if linking not in (None, False, {}) and not (isinstance(linking, dict) and not linking.get("enabled", False)):
+        problems.append((".entity_linking", unsupported_message(
+            "entity_linking", "linking spans to entries of a knowledge base")))
+    if "title" in values and not values.get("description"):
+        values["description"] = values["title"]  # upstream shows its title above the labels
+    values.pop("title", None)
     return problems
 
 
@@ -272,7 +299,7 @@ def _label_requirement(value: object) -> bool:
 
 def _options(kind: str, raw: object, values: dict[str, Any]) -> list[Problem]:
     """Labels as plain names or upstream's mappings; at least two to choose between (one for multiselect)."""
-    need = 1 if kind == "multiselect" else 2
+    need = 1 if kind in ("multiselect", "span") else 2
     example = 'e.g. labels: ["positive", "negative"]'
     if raw is None:
         return [(".labels", f"missing; a {kind} scheme needs at least {need} label{'s' if need > 1 else ''}, {example}")]
@@ -424,6 +451,8 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         step=values.get("step") if numeric else None,
         starting_value=values.get("starting_value") if numeric else None,
         display_logic=values.get("display_logic_checked"),
+        allow_overlapping=values.get("allow_overlapping", False),
+        show_span_labels=values.get("show_span_labels", True),
     )
 
 

@@ -16,6 +16,7 @@ from typing import Mapping, Union
 from potato import defaults
 from potato.conditions import DisplayLogic
 from potato.training.containers import ContainerSpec
+from potato.training.spans import BadSpan, check_spans
 
 
 class SchemeType(str, Enum):
@@ -26,6 +27,7 @@ class SchemeType(str, Enum):
     SELECT = "select"
     SLIDER = "slider"
     NUMBER = "number"
+    SPAN = "span"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT})
@@ -95,6 +97,10 @@ class Scheme:
     """Shown only for some answers to other schemes; None: always shown."""
     free_response_of: str = ""
     """The radio or multiselect scheme whose "Other (please specify)" box this text scheme is."""
+    allow_overlapping: bool = False
+    """A span scheme lets one span start inside another (off: each stretch of text has one label)."""
+    show_span_labels: bool = True
+    """A span scheme's highlights carry their label's name (upstream's ``show_span_labels``)."""
 
     def shown_for(self, answers: Mapping[str, object]) -> bool:
         return self.display_logic is None or self.display_logic.shows(answers)
@@ -106,10 +112,23 @@ class Scheme:
             return SchemeType.RADIO.value
         if self.annotation_type is SchemeType.MULTISELECT:
             return SchemeType.MULTISELECT.value
+        if self.annotation_type is SchemeType.SPAN:
+            return SchemeType.SPAN.value
         return None
 
-    def accepts(self, value: object) -> bool:
-        """Whether ``value`` is a well-formed answer to this scheme (pure)."""
+    def span_problem(self, value: object, text: str) -> str | None:
+        """What is wrong with ``value`` as this span scheme's spans over ``text`` (pure); None: nothing."""
+        try:
+            check_spans(text, value, self.labels, self.allow_overlapping)
+        except BadSpan as bad:
+            return str(bad)
+        return None
+
+    def accepts(self, value: object, text: str | None = None) -> bool:
+        """Whether ``value`` is a well-formed answer to this scheme (pure). Spans are an answer only
+        against the item's ``text``: their offsets and text must fit it."""
+        if self.annotation_type is SchemeType.SPAN:
+            return text is not None and self.span_problem(value, text) is None
         if self.annotation_type in CHOICE_TYPES:
             return isinstance(value, str) and value in self.labels
         if self.annotation_type is SchemeType.MULTISELECT:
@@ -127,6 +146,9 @@ class Scheme:
 
     def valid_answers(self) -> str:
         """What this scheme takes, for an error message (pure)."""
+        if self.annotation_type is SchemeType.SPAN:
+            return ('a list of spans {"start", "end", "label"} over the item\'s text, labels: '
+                    + ", ".join(self.labels))
         if self.labels and self.annotation_type is SchemeType.TEXT:
             return f"an object of texts of at most {self.max_length} characters by box: {', '.join(self.labels)}"
         if self.labels:
@@ -345,6 +367,8 @@ class DisplayField:
 
     key: str
     label: str = ""
+    span_target: bool = False
+    """Span schemes mark this field (the item's own text: ``item_properties.text_key``)."""
 
 
 @dataclass(frozen=True)
@@ -396,7 +420,7 @@ class Config:
     auto_export_interval: int = defaults.AUTO_EXPORT_INTERVAL_S
 
     def training_kinds(self) -> frozenset[str]:
-        """The kinds of answer this project's trainable schemes give (radio, multiselect): a trainer
+        """The kinds of answer this project's trainable schemes give (radio, multiselect, span): a trainer
         that learns none of them is no choice here."""
         return frozenset(s.training_type for s in self.annotation_schemes if s.training_type)
 

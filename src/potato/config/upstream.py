@@ -185,11 +185,11 @@ SCHEME_KEYS: Mapping[str, Feature] = {
     "label_content": _w("custom label contents"),
     "annotation_id": _w("a fixed id for the scheme in upstream's exports"),
     "cols": _w("the width of a text box"),
+    "columns": _w("a grid of the labels' buttons"),
 }
 """Scheme keys of upstream Potato this server does not honour."""
 
 SCHEME_TYPES: Mapping[str, str] = {
-    "span": "marking spans of the text",
     "span_link": "links between marked spans",
     "coreference": "coreference chains over spans",
     "event_annotation": "events over spans",
@@ -218,7 +218,7 @@ SCHEME_TYPES: Mapping[str, str] = {
     "triage": "accept/reject triage",
 }
 """Upstream annotation types other than the ones this server draws (radio, multiselect, text,
-likert, select, slider, number); types not listed get the generic message."""
+likert, select, slider, number, span); types not listed get the generic message."""
 
 
 def unsupported_message(key: str, what: str) -> str:

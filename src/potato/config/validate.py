@@ -9,6 +9,7 @@ shows the whole list. Item data files are not opened here; the item loader repor
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -44,6 +45,8 @@ from potato.config.schema import (
     LocalBackend,
     ModelTraining,
     Report,
+    Scheme,
+    SchemeType,
     Writeback,
 )
 
@@ -130,6 +133,8 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
     if values.get("debug") is True:
         _warn_debug(backend_types, findings)
     names = list(backend_types)
+    if schemes is not None and item_properties is not None and page is not None:
+        page = _span_target(raw.get("annotation_schemes"), schemes, item_properties, page, findings)
     if findings.errors or schemes is None or item_properties is None or training is None or page is None:
         return None, names
     task_dir = _resolve(path.parent, values.get("task_dir", "."))
@@ -244,6 +249,40 @@ def _warn_debug(backend_types: Mapping[str, str | None], findings: Findings) -> 
 
 
 # --- item_properties and annotation_schemes -------------------------------------------------
+
+def _span_target(raw_schemes: object, schemes: tuple[Scheme, ...], items: ItemProperties, page: dict[str, Any],
+                 findings: Findings) -> dict[str, Any] | None:
+    """Spans are marked on the item's own text (``item_properties.text_key``): a scheme's
+    ``target_field`` or a field's ``span_target`` may name that field and no other, and where
+    ``instance_display`` lists fields, that one must be among them so the annotator sees what they mark."""
+    text_key = items.text_key
+    ok = True
+    for index, raw in enumerate(raw_schemes if isinstance(raw_schemes, list) else []):
+        target = raw.get("target_field") if isinstance(raw, dict) else None
+        if target is not None and target != text_key:
+            findings.error(f"annotation_schemes[{index}].target_field", unsupported_message(
+                f"target_field: {target}", f"marking spans of a field other than the item's text ({text_key}, "
+                "from item_properties.text_key)"))
+            ok = False
+    fields = page["page"].display_fields
+    for index, field in enumerate(fields):
+        if field.span_target and field.key != text_key:
+            findings.error(f"instance_display.fields[{index}].span_target", unsupported_message(
+                "span_target", f"marking spans of a field other than the item's text ({text_key}, from "
+                "item_properties.text_key)"))
+            ok = False
+    spans = [s.name for s in schemes if s.annotation_type is SchemeType.SPAN]
+    if spans and fields and text_key not in [f.key for f in fields]:
+        findings.error("instance_display.fields", f"shows no field {text_key!r}, the item's text that the span "
+                       f"scheme {spans[0]!r} marks; add {{key: {text_key}, type: text, span_target: true}}")
+        ok = False
+    if not ok:
+        return None
+    if spans and fields:
+        marked = tuple(replace(f, span_target=f.key == text_key) for f in fields)
+        page = {**page, "page": replace(page["page"], display_fields=marked)}
+    return page
+
 
 
 _ITEM_PROPERTIES: Mapping[str, Check] = {"id_key": text(), "text_key": text()}

@@ -13,12 +13,13 @@ from typing import Any, Callable, Mapping
 from flask import Blueprint, Flask, current_app, jsonify, redirect, render_template, request, session, url_for
 
 from potato.accounts import AccountError, Accounts
-from potato.config.schema import Config
+from potato.config.schema import Config, Scheme, SchemeType
 from potato.items import shown_text
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.context import Project, current_project
 from potato.server.security import LOGINS, PASSWORD_FAILURES, client_addr, throttle, too_many
+from potato.training.spans import check_spans
 
 bp = Blueprint("annotate", __name__)
 
@@ -26,14 +27,15 @@ bp = Blueprint("annotate", __name__)
 # -- pure helpers -------------------------------------------------------------------------------
 
 def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | None = None,
-                  partial: bool = False) -> tuple[dict[str, Any], list[str], list[str]]:
+                  partial: bool = False, text: str = "") -> tuple[dict[str, Any], list[str], list[str]]:
     """Split a submitted ``{schema: value}`` into values to store and schemas to clear.
 
     Returns (store, clear, problems); problems name the schema and the valid answers. A scheme
     whose ``display_logic`` hides it for the item's answers (``stored`` ones, overridden by the
     submitted ones) was not asked: its answer is cleared and it is never required. ``partial``
     is an answer stored as it is picked: a required question may still be open (the page asks
-    for it before it moves on).
+    for it before it moves on). Spans are checked against the item's ``text`` and stored by
+    position, each with the text it covers; an empty list of spans is an answer (nothing to mark).
     """
     store: dict[str, Any] = {}
     clear: list[str] = []
@@ -45,6 +47,12 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
         if scheme is None:
             valid = ", ".join(s.name for s in config.annotation_schemes)
             problems.append(f"unknown schema '{name}' (valid: {valid})")
+        elif scheme.annotation_type is SchemeType.SPAN and value is not None:
+            problem = scheme.span_problem(value, text)
+            if problem:
+                problems.append(f"'{scheme.name}': {problem}")
+            else:
+                store[scheme.name] = stored_spans(value, text, scheme)
         elif isinstance(value, dict) and scheme.labels and not any(value.values()):
             clear.append(scheme.name)  # every box of a several-box text scheme emptied
         elif value is None or value == "" or value == []:
@@ -69,6 +77,11 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
         elif store and scheme.required and scheme.name not in store and not partial:
             problems.append(f"'{scheme.name}' needs an answer: it is required")
     return store, clear, problems
+
+
+def stored_spans(value: list[Any], text: str, scheme: Scheme) -> list[dict[str, Any]]:
+    """Checked spans as they are stored: by position, each with the text it covers."""
+    return [span.to_json(text) for span in check_spans(text, value, scheme.labels, scheme.allow_overlapping)]
 
 
 def shorten(value: Any, limit: int = 60) -> str:
@@ -97,7 +110,8 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         # Every item labelled, or (items assigned) none left to assign to this annotator.
         "finished": done == total or (done == queue.size(user) and not queue.can_extend(user)),
         "suggestions": project.suggestions_for(item.id) if project.suggestions_for is not None else {},
-        "fields": [{"label": f.label or f.key, "text": field_text(item.data.get(f.key))}
+        "fields": [{"label": f.label or f.key, "text": field_text(item.data.get(f.key)),
+                    **({"span_target": True} if f.span_target else {})}
                    for f in project.config.page.display_fields],
     }
 
@@ -351,7 +365,8 @@ def label() -> Any:
                              "their own."), 400
     stored = values_by_schema(project.labels.for_item(user, item_id))
     partial = body.get("partial") is True
-    store, clear, problems = check_answers(project.config, body.get("labels"), stored, partial=partial)
+    store, clear, problems = check_answers(project.config, body.get("labels"), stored, partial=partial,
+                                           text=project.items.get(item_id).text)
     if problems:
         return jsonify(error="; ".join(problems)), 400
     accepted = body.get("accepted")

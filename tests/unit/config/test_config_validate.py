@@ -328,7 +328,7 @@ def test_scheme_type_lists_valid_types() -> None:
     message = scheme_error({"annotation_type": "star_rating", "name": "x", "labels": ["a", "b"]})
     assert message == (
         "annotation_schemes[0].annotation_type: 'star_rating' is not a valid annotation_type; "
-        "valid choices: radio, multiselect, text, likert, select, slider, number"
+        "valid choices: radio, multiselect, text, likert, select, slider, number, span"
     )
     message = scheme_error({"annotation_type": "radi", "name": "x", "labels": ["a", "b"]})
     assert "(did you mean 'radio'?)" in message
@@ -339,7 +339,7 @@ def test_scheme_type_and_name_are_required() -> None:
     raw["annotation_schemes"] = [{"labels": ["a", "b"]}]
     assert errors(validate(raw, CONFIG)) == [
         "annotation_schemes[0].annotation_type: missing; valid types: radio, multiselect, text, likert, select, "
-        "slider, number",
+        "slider, number, span",
         "annotation_schemes[0].name: missing; name the scheme, e.g. name: sentiment",
     ]
 
@@ -350,7 +350,8 @@ def test_scheme_unknown_key_is_an_error() -> None:
         "annotation_schemes[0].lables: unknown key for an annotation scheme (did you mean 'labels'?). "
         "Valid keys: annotation_type, name, description, labels, max_length, sequential_key_binding, "
         "label_requirement, horizontal, layout, textarea, multiline, single_line, text_box_single_line, rows, "
-        "placeholder, size, min_label, max_label, min_value, max_value, min, max, starting_value, step, display_logic, has_free_response"
+        "placeholder, size, min_label, max_label, min_value, max_value, min, max, starting_value, step, display_logic, has_free_response, "
+        "title, show_span_labels, allow_overlapping, allow_discontinuous, entity_linking, target_field"
     )
 
 

@@ -338,7 +338,7 @@ def _trainer_params(value: object) -> dict[str, dict[str, object]]:
 
 
 def _scheme_refs(scheme_types: Mapping[str, str | None], *, labelled_only: bool) -> Check:
-    """A list of existing scheme names; writeback needs radio or multiselect schemes."""
+    """A list of existing scheme names; writeback needs schemes a model can suggest an answer to."""
 
     def check(value: object) -> tuple[str, ...]:
         names: tuple[str, ...] = text_list('["sentiment"]')(value)
@@ -348,9 +348,9 @@ def _scheme_refs(scheme_types: Mapping[str, str | None], *, labelled_only: bool)
                 known = ", ".join(scheme_types) or "none"
                 near = did_you_mean(name, scheme_types)
                 problems.append((f"[{i}]", f"{show(name)} names no annotation scheme{near}; schemes: {known}"))
-            elif labelled_only and scheme_types[name] not in ("radio", "multiselect"):
+            elif labelled_only and scheme_types[name] not in ("radio", "multiselect", "span"):
                 why = (f"is a {scheme_types[name] or 'broken'} scheme, and suggestions need a scheme with labels "
-                       "(radio, multiselect, likert or select); remove it")
+                       "(radio, multiselect, likert, select or span); remove it")
                 problems.append((f"[{i}]", f"{show(name)} {why}"))
         if problems:
             raise Invalid(problems=problems)

@@ -343,6 +343,20 @@ def _provenance(project: Project, item_id: str, schema: str, value: Any, accepte
     return {"source": LabelSource.HUMAN, "run_id": None}
 
 
+def span_sources(spans: list[dict[str, Any]], submitted: object, shown: Mapping[str, Any] | None,
+                 claimed: object) -> tuple[list[dict[str, Any]], bool]:
+    """Which stored spans came from the model's suggestion (pure): a span keeps the run id the page
+    sent with it only when that run's suggestion shown on this item has the same span. The answer
+    is the suggestion's as a whole (True) when every span came from it and none of it was left out."""
+    if not shown or not isinstance(claimed, str) or shown.get("run_id") != claimed:
+        return spans, False
+    offered = {(s["start"], s["end"], s["label"]) for s in shown.get("label") or []}
+    sent = {(s.get("start"), s.get("end"), s.get("label")) for s in submitted if isinstance(s, dict)
+            and s.get("run_id") == claimed} if isinstance(submitted, list) else set()
+    out = [{**s, "run_id": claimed} if (s["start"], s["end"], s["label"]) in offered & sent else s for s in spans]
+    return out, len(out) == len(offered) and all("run_id" in s for s in out)
+
+
 @bp.post("/api/label")
 @login_required
 def label() -> Any:
@@ -370,10 +384,18 @@ def label() -> Any:
     if problems:
         return jsonify(error="; ".join(problems)), 400
     accepted = body.get("accepted")
-    rows = [
-        Label(user=user, item_id=item_id, schema=schema, value=value, **_provenance(project, item_id, schema, value, accepted))
-        for schema, value in store.items()
-    ]
+    rows = []
+    for schema, value in store.items():
+        scheme = project.config.scheme(schema)
+        if scheme is not None and scheme.annotation_type is SchemeType.SPAN:
+            shown = project.suggestions_for(item_id).get(schema) if project.suggestions_for is not None else None
+            claimed = accepted.get(schema) if isinstance(accepted, dict) else None
+            value, whole = span_sources(value, body["labels"][schema], shown, claimed)
+            source = {"source": LabelSource.SUGGESTION, "run_id": claimed} if whole else \
+                {"source": LabelSource.HUMAN, "run_id": None}
+        else:
+            source = _provenance(project, item_id, schema, value, accepted)
+        rows.append(Label(user=user, item_id=item_id, schema=schema, value=value, **source))
     project.save_labels(rows, delete=[(user, item_id, schema) for schema in clear])
     target, note = _move(project, user, position, str(body.get("go", "next_unlabelled")))
     return jsonify(saved=True, item=item_payload(project, user, target), note=note)

@@ -137,3 +137,23 @@ def test_two_annotators_are_independent(app: Any) -> None:
     _login(b, "bob")
     _label(a, "r000", "positive")
     assert b.get("/api/item/1").get_json()["item"]["labels"] == {}
+
+
+def test_span_sources_believe_a_run_id_only_on_a_span_that_run_suggested() -> None:
+    """Issue 23: per-span provenance. The answer is the suggestion's only when nothing was changed."""
+    from potato.server.annotate import span_sources
+
+    per = {"start": 0, "end": 3, "label": "PER", "text": "Ada"}
+    loc = {"start": 12, "end": 16, "label": "LOC", "text": "Oslo"}
+    shown = {"run_id": "r1", "label": [{**per, "confidence": 0.9}, {**loc, "confidence": 0.8}]}
+    sent = [{**per, "run_id": "r1"}, {**loc, "run_id": "r1"}]
+    assert span_sources([per, loc], sent, shown, "r1") == ([{**per, "run_id": "r1"}, {**loc, "run_id": "r1"}], True)
+    # one of two accepted: per-span provenance, the answer is the annotator's
+    assert span_sources([per], [{**per, "run_id": "r1"}], shown, "r1") == ([{**per, "run_id": "r1"}], False)
+    # a claim for a span the run never suggested, a claim for another run, no suggestion shown
+    moved = {**per, "end": 2, "text": "Ad"}
+    assert span_sources([moved], [{**moved, "run_id": "r1"}], shown, "r1") == ([moved], False)
+    assert span_sources([per], [{**per, "run_id": "r1"}], shown, "r2") == ([per], False)
+    assert span_sources([per], [{**per, "run_id": "r1"}], None, "r1") == ([per], False)
+    # the model said there is nothing to mark, and the annotator agreed
+    assert span_sources([], [], {"run_id": "r1", "label": []}, "r1") == ([], True)

@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from potato.project import Project
 from potato.server.training import quota
@@ -287,7 +287,7 @@ class RunRecorder:
                         current, self.project.config.model_training.max_wall_seconds), None, None)
                 return current.state if current else RunState.FAILED  # ended meanwhile (cancel, timeout)
             try:
-                metrics.update(self._keep(predictions, artifacts, metrics.get("holdout_accuracy")))
+                metrics.update(self._keep(predictions, artifacts, metrics))
             except RunStopped as stopped:
                 state, reason, message = stopped.state, stopped.reason, stopped.message
             except Exception as exc:  # a failed save fails this run, not the dispatcher
@@ -330,7 +330,7 @@ class RunRecorder:
                 for line in lines:
                     fh.write(str(line).replace("\n", " ") + "\n")
 
-    def _keep(self, predictions: Path | None, artifacts: Path | None, score: float | None) -> dict[str, float]:
+    def _keep(self, predictions: Path | None, artifacts: Path | None, metrics: Mapping[str, Any]) -> dict[str, float]:
         """Move the outputs into the run folder and write back; the writeback's counts, for the page
         ("0 suggestions written: all below min_confidence 0.6" instead of a silent green run)."""
         kept = self.run_dir / "predictions.jsonl"
@@ -344,7 +344,7 @@ class RunRecorder:
             self.store.update(self.run.id, artifact_uri=str(target))
         if not kept.exists():
             return {}
-        stats = write_back(self.project, self.run, kept, score)
+        stats = write_back(self.project, self.run, kept, metrics)
         if stats.stopped:
             current = self.store.get(self.run.id) or self.run
             stop = requested_stop(current, self.project.config.model_training.max_wall_seconds)

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from potato.config.schema import Scheme, Writeback
+from potato.config.schema import Scheme, SchemeType, Writeback
 from potato.project import Project
 from potato.server.jsonio import strict_loads
 from potato.server.training.runs import Run
+from potato.training.spans import Span, by_position
 
 
 @dataclass
@@ -30,11 +31,33 @@ class WritebackStats:
     """The run was asked to stop before its suggestions were stored: nothing was written."""
 
 
-def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str], item_ids: set[str],
+def _is_confidence(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        and 0.0 <= value <= 1.0
+
+
+def suggested_spans(label: object, text: str, scheme: Scheme, min_confidence: float) -> list[dict[str, Any]] | None:
+    """A span prediction as the suggestion annotators see: its spans of at least ``min_confidence``,
+    by position, each with its confidence (pure). None when the prediction is not spans over ``text``
+    that the scheme takes, each with a confidence in [0, 1]: an annotator could not accept it."""
+    if scheme.span_problem(label, text) is not None or not isinstance(label, list):
+        return None
+    if not all(_is_confidence(raw.get("confidence")) for raw in label):
+        return None
+    kept = [{"start": raw["start"], "end": raw["end"], "label": raw["label"], "confidence": float(raw["confidence"])}
+            for raw in label if raw["confidence"] >= min_confidence]
+    return sorted(kept, key=lambda s: by_position(Span(s["start"], s["end"], s["label"])))
+
+
+def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str], texts: Mapping[str, str],
            labelled: set[tuple[str, str]], stats: WritebackStats,
            schemes: Mapping[str, Scheme] | None = None) -> Iterator[tuple[str, str, str, float]]:
     """The predictions that become suggestions, by the writeback rules (pure). A label the scheme does not
-    have, or a confidence outside [0, 1], is counted invalid: an annotator could not accept it."""
+    have, or a confidence outside [0, 1], is counted invalid: an annotator could not accept it.
+
+    A span prediction is suggested span by span: those under ``min_confidence`` are left out, and
+    a prediction left with none of the spans it had counts as below the confidence. ``texts`` are
+    the items' texts by id (spans are checked against them)."""
     schemas = set(wb.schemas) & run_schemas
     for row in rows:
         try:
@@ -42,13 +65,22 @@ def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str],
         except (KeyError, TypeError, ValueError):
             stats.invalid += 1
             continue
-        if schema not in schemas or item_id not in item_ids:
+        if schema not in schemas or item_id not in texts:
             continue
         scheme = (schemes or {}).get(schema)
-        if not (math.isfinite(conf) and 0.0 <= conf <= 1.0) or (scheme is not None and not scheme.accepts(label)):
+        if scheme is not None and scheme.annotation_type is SchemeType.SPAN and _is_confidence(conf):
+            spans = suggested_spans(label, texts[item_id], scheme, wb.min_confidence)
+            if spans is None:
+                stats.invalid += 1
+                continue
+            if (spans == [] and label) or (not label and conf < wb.min_confidence):
+                stats.below_confidence += 1
+                continue
+            label = spans
+        elif not _is_confidence(conf) or (scheme is not None and not scheme.accepts(label)):
             stats.invalid += 1
             continue
-        if conf < wb.min_confidence:
+        elif conf < wb.min_confidence:
             stats.below_confidence += 1
             continue
         if not wb.include_unlabeled and (item_id, schema) not in labelled:
@@ -72,7 +104,17 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             yield row if isinstance(row, dict) else {}
 
 
-def write_back(project: Project, run: Run, predictions: Path, score: float | None) -> WritebackStats:
+def schema_score(metrics: Mapping[str, Any], scheme: Scheme | None) -> float | None:
+    """The holdout score annotators see beside a schema's suggestions: span F1 for a span scheme
+    (its answers are scored span by span), else the run's accuracy."""
+    if scheme is not None and scheme.annotation_type is SchemeType.SPAN:
+        score = metrics.get(f"{scheme.name}/holdout_f1")
+    else:
+        score = metrics.get("holdout_accuracy")
+    return score if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+
+
+def write_back(project: Project, run: Run, predictions: Path, metrics: Mapping[str, Any]) -> WritebackStats:
     """Store the run's suggestions in one transaction and make it the shown run for its schemas."""
     wb = project.config.model_training.writeback
     stats = WritebackStats(schemas=sorted(set(wb.schemas) & set(run.schemas)))
@@ -84,7 +126,8 @@ def write_back(project: Project, run: Run, predictions: Path, score: float | Non
         (r[0], r[1]) for r in conn.execute("SELECT DISTINCT item_id, schema FROM labels")
     }
     schemes = {s.name: s for s in project.config.annotation_schemes}
-    rows = select(_read_jsonl(predictions), wb, set(run.schemas), set(project.items.ids), labelled, stats, schemes)
+    texts = {item.id: item.text for item in project.items}
+    rows = select(_read_jsonl(predictions), wb, set(run.schemas), texts, labelled, stats, schemes)
     with project.db.transaction() as tx:
         asked = tx.execute("SELECT cancel_requested FROM runs WHERE id = ?", (run.id,)).fetchone()
         if asked is not None and asked[0]:
@@ -97,7 +140,8 @@ def write_back(project: Project, run: Run, predictions: Path, score: float | Non
         for schema in stats.schemas:
             tx.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                (f"writeback:{schema}", json.dumps({"run_id": run.id, "trainer": run.trainer, "score": score})),
+                (f"writeback:{schema}", json.dumps({"run_id": run.id, "trainer": run.trainer,
+                                                     "score": schema_score(metrics, schemes.get(schema))})),
             )
     return stats
 
@@ -119,7 +163,7 @@ def withdraw(project: Project, run_id: str) -> int:
             if previous is None:
                 tx.execute("DELETE FROM meta WHERE key = ?", (key,))
             else:
-                score = json.loads(previous[2] or "{}").get("holdout_accuracy")
+                score = schema_score(json.loads(previous[2] or "{}"), project.config.scheme(schema))
                 tx.execute("UPDATE meta SET value = ? WHERE key = ?",
                            (json.dumps({"run_id": previous[0], "trainer": previous[1], "score": score}), key))
     return removed

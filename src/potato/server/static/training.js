@@ -92,12 +92,12 @@
       var s = summary[schema] || { items: 0, classes: [], disagree: 0, none: 0 };
       if (!s.items) { lines.push(schema + ": no labelled items yet"); few.push(schema + " has no labels"); return; }
       var parts = s.classes.map(function (c) { return c[0] + " " + c[1]; });
-      if (s.none) parts.push(s.none + " with no label");
+      if (s.none) parts.push(s.none + (s.kind === "span" ? " with nothing marked" : " with no label"));
       var line = schema + ": " + s.items + " labelled item" + (s.items === 1 ? "" : "s") + ": " + parts.join(" · ");
       if (s.disagree) line += " (" + s.disagree + " of them with disagreeing labels)";
       lines.push(line);
       disagree = disagree || s.disagree > 0;
-      if (s.classes.length + (s.none ? 1 : 0) < 2) few.push(schema + " has one class");
+      if (s.kind !== "span" && s.classes.length + (s.none ? 1 : 0) < 2) few.push(schema + " has one class");
       s.classes.forEach(function (c) { if (c[1] < least) few.push(c[0] + " (" + schema + ") has " + c[1]); });
     });
     setText($("label-summary"), lines.join("\n"));
@@ -191,8 +191,9 @@
     setText(c[3], run.state);
     c[3].title = [run.reason, run.message].filter(Boolean).join(": ");
     setText(c[4], (run.step || "") + (!done && typeof run.progress === "number" ? " (" + pct(run.progress) + ")" : ""));
-    setText(c[5], fmtScore(m.holdout_accuracy));
-    c[5].title = typeof m.holdout_macro_f1 === "number" ? "Accuracy on the holdout split; macro-F1 " + fmtScore(m.holdout_macro_f1) : "";
+    var head = headline(run);
+    setText(c[5], fmtScore(head.value));
+    c[5].title = head.title;
     setText(c[6], fmtShort(run.started_at));
     c[6].title = (run.started_at ? "Started " + fmtTime(run.started_at) + "; queued " : "Queued ") + fmtTime(run.created_at) + (run.trigger === "auto" ? " by auto_retrain" : "");
     var btn = c[7].querySelector("button.cancel");
@@ -238,12 +239,65 @@
     poll();
   }
 
-  function scoreText(m) {
-    if (typeof m.holdout_accuracy !== "number") return "—";
-    var parts = [fmtScore(m.holdout_accuracy) + " accuracy"];
+  // Span schemas are scored span by span (exact match), so a run of span schemas alone has no
+  // accuracy: its headline is the span F1 (the mean over its span schemas).
+  function spanSchemas(run) {
+    var m = run.metrics || {};
+    return (run.schemas || []).filter(function (s) { return typeof m[s + "/holdout_f1"] === "number"; });
+  }
+
+  function headline(run) {
+    var m = run.metrics || {};
+    if (typeof m.holdout_accuracy === "number") {
+      return { value: m.holdout_accuracy, title: "Accuracy on the holdout split" +
+        (typeof m.holdout_macro_f1 === "number" ? "; macro-F1 " + fmtScore(m.holdout_macro_f1) : "") };
+    }
+    var spans = spanSchemas(run);
+    if (!spans.length) return { value: null, title: "" };
+    var sum = spans.reduce(function (acc, s) { return acc + m[s + "/holdout_f1"]; }, 0);
+    return { value: sum / spans.length, title: "Span F1 on the holdout split (a span counts when its start, end and label are right)" };
+  }
+
+  function scoreText(run) {
+    var m = run.metrics || {}, parts = [];
+    if (typeof m.holdout_accuracy === "number") parts.push(fmtScore(m.holdout_accuracy) + " accuracy");
     if (typeof m.holdout_macro_f1 === "number") parts.push("macro-F1 " + fmtScore(m.holdout_macro_f1));
+    spanSchemas(run).forEach(function (s) {
+      parts.push(s + ": span F1 " + fmtScore(m[s + "/holdout_f1"]) + " (precision " + fmtScore(m[s + "/holdout_precision"]) +
+        ", recall " + fmtScore(m[s + "/holdout_recall"]) + ")");
+    });
+    if (!parts.length) return "—";
     if (m.n_train != null && m.n_holdout != null) parts.push(m.n_train + " train / " + m.n_holdout + " holdout items");
     return parts.join(" · ");
+  }
+
+  // One row per span label: what the model finds well and what it misses.
+  function renderSpanScores(run) {
+    var m = run.metrics || {}, table = $("run-span-scores"), body = table.tBodies[0], rows = [];
+    spanSchemas(run).forEach(function (schema) {
+      var prefix = schema + "/", seen = {};
+      Object.keys(m).forEach(function (key) {
+        var match = key.indexOf(prefix) === 0 && /^(.+)\/holdout_f1$/.exec(key.slice(prefix.length));
+        if (match && !seen[match[1]]) { seen[match[1]] = true; rows.push([schema, match[1]]); }
+      });
+    });
+    rows.sort(function (a, b) { return a[0] === b[0] ? (a[1] < b[1] ? -1 : 1) : (a[0] < b[0] ? -1 : 1); });
+    var wanted = rows.map(function (r) { return r.join("\u0000"); }).join("\n");
+    table.hidden = !rows.length;
+    if (table.dataset.rows === wanted + "|" + run.id) return;
+    table.dataset.rows = wanted + "|" + run.id;
+    body.textContent = "";
+    rows.forEach(function (r) {
+      var base = r[0] + "/" + r[1] + "/holdout_", tr = document.createElement("tr");
+      [r[0], r[1], fmtScore(m[base + "precision"]), fmtScore(m[base + "recall"]), fmtScore(m[base + "f1"]),
+       m[base + "support"] == null ? "—" : String(m[base + "support"])].forEach(function (text, i) {
+        var td = document.createElement(i < 2 ? "th" : "td");
+        if (i < 2) td.scope = "row";
+        td.textContent = text;
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
   }
 
   function suggestionText(m) {
@@ -285,7 +339,8 @@
     if (run.cancel_requested && !done) note = "Cancel requested; the run stops shortly.";
     setText($("run-message"), note);
     $("run-message").className = run.state === "failed" ? "error" : "muted";
-    setText($("run-score"), scoreText(run.metrics || {}));
+    setText($("run-score"), scoreText(run));
+    renderSpanScores(run);
     setText($("run-suggestion-count"), suggestionText(run.metrics || {}));
     setText($("run-trainer"), run.trainer);
     setText($("run-schemas"), (run.schemas || []).join(", "));

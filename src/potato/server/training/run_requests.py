@@ -131,11 +131,12 @@ def label_summary(project: Project) -> dict[str, dict[str, Any]]:
     started blind: ``items`` (distinct labelled items), ``classes`` ([label, items] pairs in the
     scheme's order, each item counted by the label a run trains on, see
     :func:`potato.training.labels.aggregate`), ``disagree`` (items whose annotators gave different
-    answers), ``none`` (multiselect items whose trained answer has no label) and ``kind``."""
+    answers), ``none`` (multiselect items whose trained answer has no label, span items with nothing
+    marked) and ``kind``. A span scheme's classes count the items with a span of each label."""
     labels = list(project.labels.iter_labels())
     out: dict[str, dict[str, Any]] = {}
     for scheme in project.config.annotation_schemes:
-        if scheme.training_type not in ("radio", "multiselect"):
+        if scheme.training_type is None:
             continue
         specs = bundle.scheme_specs(project.config, [scheme.name])
         answers = bundle.training_answers(specs, bundle.label_rows([scheme.name], project.items, labels))
@@ -149,7 +150,7 @@ def label_summary(project: Project) -> dict[str, dict[str, Any]]:
         none = 0
         for per_schema in targets.values():
             target = per_schema[scheme.name]
-            chosen = label_names(target)
+            chosen = set(label_names(target))  # a label a span scheme marks twice on one item counts once
             none += not chosen
             for label in chosen:
                 per_label[label] = per_label.get(label, 0) + 1

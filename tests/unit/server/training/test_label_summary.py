@@ -95,3 +95,24 @@ def test_the_start_form_offers_only_trainers_for_the_projects_schemes(app: Any) 
     page = app.test_client().get("/admin/training/", headers={"X-API-Key": ADMIN_KEY}).get_data(as_text=True)
     offered = re.findall(r'<option value="([^"]+)" data-description', page)
     assert "sklearn-text-classification" in offered and "sklearn-token-classification" not in offered
+
+
+def test_a_span_schema_counts_items_by_the_labels_of_their_majority_spans(make_project: Callable[..., Path]) -> None:
+    """Issue 23: the form said "no labelled items yet" for a span schema with 30 marked items. Now an
+    item counts once per label its majority spans have, and an item with nothing marked apart."""
+    from potato.server import close_app, create_app
+
+    ner = {"annotation_type": "span", "name": "names", "labels": ["PER", "ORG"]}
+    config = load_config(make_project(annotation_schemes=[ner], model_training={"enabled": True}))
+    application = create_app(config, {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+    try:
+        per, item = {"start": 0, "end": 3, "label": "PER"}, {"start": 4, "end": 8, "label": "PER"}
+        org = {"start": 4, "end": 8, "label": "ORG"}  # "The item 0 ...": "The" and "item"
+        application.extensions["potato"].labels.save([
+            Label("a", "r000", "names", [per, item]), Label("a", "r001", "names", [per, org]),
+            Label("b", "r001", "names", [per]), Label("a", "r002", "names", []),
+        ])
+        assert page_summary(application)["names"] == {
+            "kind": "span", "items": 3, "classes": [["PER", 2]], "disagree": 1, "none": 1}
+    finally:
+        close_app(application)

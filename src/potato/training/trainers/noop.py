@@ -3,7 +3,10 @@
 Standard library only, so it runs on any interpreter that runs the worker (check a new backend
 with it before installing torch there). It predicts, per schema, the most frequent training
 label with its frequency as confidence (multiselect: each label on when more than half of the
-training items have it, confidence as :func:`multiselect_prediction` defines). Its holdout score
+training items have it, confidence as :func:`multiselect_prediction` defines). On a span schema
+it memorises: every stretch of text marked in training is marked again wherever it stands as
+whole words, with its most frequent label, its confidence the share of its appearances in the
+training texts that were marked so (longer stretches first, none overlapping). Its holdout score
 is the floor any real trainer should beat.
 
 Diagnostic parameters (for tests of cancel, kill and memory limits; harmless elsewhere):
@@ -26,7 +29,9 @@ from collections import Counter
 from pathlib import Path
 from typing import ClassVar, Mapping, Sequence
 
-from potato.training.labels import label_names
+from potato.training.jobspec import AnnotationType
+from potato.training.labels import label_names, label_spans
+from potato.training.spans import ScoredSpan, Span, by_position
 from potato.training.trainers.base import (
     Example,
     Item,
@@ -46,6 +51,7 @@ class NoopTrainer(Trainer):
     name = "noop"
     description = "Majority-class baseline (standard library only); also a diagnostic trainer for tests"
     requires = ()
+    annotation_types = (AnnotationType.RADIO, AnnotationType.MULTISELECT, AnnotationType.SPAN)
     params: ClassVar[Mapping[str, Param]] = {
         "sleep_s": Param(0.0, (float,), "seconds to sleep during fit, stoppable by SIGTERM", minimum=0),
         "ignore_term": Param(False, (bool,), "ignore SIGTERM during fit (tests cancel escalation to SIGKILL)"),
@@ -56,6 +62,7 @@ class NoopTrainer(Trainer):
     def __init__(self, ctx: TrainContext) -> None:
         super().__init__(ctx)
         self.answers: dict[str, Prediction] = {}
+        self.memory: dict[str, dict[str, tuple[str, float]]] = {}
 
     def fit(self, examples: Sequence[Example]) -> None:
         params = self.ctx.params
@@ -70,7 +77,9 @@ class NoopTrainer(Trainer):
             rows = labelled(examples, spec.name)
             if not rows:
                 continue
-            if spec.multiselect:
+            if spec.spans:
+                self.memory[spec.name] = memorise([(ex.item.text, label_spans(target)) for ex, target in rows])
+            elif spec.multiselect:
                 counts = Counter(label for _, target in rows for label in label_names(target))
                 freq = {label: counts[label] / len(rows) for label in self.ctx.class_labels[spec.name]}
                 # on for more than half of the items, as the majority vote puts a label on
@@ -92,15 +101,72 @@ class NoopTrainer(Trainer):
             self.ctx.progress(step, total)
 
     def predict(self, items: Sequence[Item]) -> list[dict[str, Prediction | None]]:
-        return [{s.name: self.answers.get(s.name) for s in self.ctx.schemas} for _ in items]
+        out: list[dict[str, Prediction | None]] = []
+        for item in items:
+            row: dict[str, Prediction | None] = {}
+            for spec in self.ctx.schemas:
+                if spec.name in self.memory:
+                    found = recall(item.text, self.memory[spec.name])
+                    row[spec.name] = Prediction(found, sum(s.confidence for s in found) / len(found) if found else 1.0)
+                else:
+                    row[spec.name] = self.answers.get(spec.name)
+            out.append(row)
+        return out
 
     def save(self, artifacts_dir: Path) -> None:
         write_labels_json(artifacts_dir, self.name, self.ctx.schemas, self.ctx.class_labels)
-        model = {name: {"label": list(p.label) if isinstance(p.label, tuple) else p.label,
-                        "confidence": p.confidence} for name, p in self.answers.items()}
+        model: dict[str, object] = {name: {"label": list(p.label) if isinstance(p.label, tuple) else p.label,
+                                           "confidence": p.confidence} for name, p in self.answers.items()}
+        model.update({name: {"memorised": {text: list(known) for text, known in sorted(memory.items())}}
+                      for name, memory in self.memory.items()})
         (artifacts_dir / "model.json").write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
         size_mb = int(self.ctx.params["artifact_mb"])
         if size_mb:
             with (artifacts_dir / "weights.bin").open("wb") as out:
                 for _ in range(size_mb):
                     out.write(os.urandom(1 << 20))
+
+
+def _whole_words(text: str, start: int, end: int) -> bool:
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    return not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_")
+
+
+def _appearances(text: str, stretch: str) -> list[int]:
+    """Where ``stretch`` stands in ``text`` as whole words (the starts)."""
+    found, at = [], text.find(stretch)
+    while at >= 0:
+        if _whole_words(text, at, at + len(stretch)):
+            found.append(at)
+        at = text.find(stretch, at + 1)
+    return found
+
+
+def memorise(examples: Sequence[tuple[str, Sequence[Span]]]) -> dict[str, tuple[str, float]]:
+    """Each marked stretch of text: its most frequent label (ties: the label that sorts first) and the
+    share of its whole-word appearances in the training texts that carry that label."""
+    marked: dict[str, Counter[str]] = {}
+    for text, spans in examples:
+        for span in spans:
+            stretch = text[span.start:span.end]
+            marked.setdefault(stretch, Counter())[span.label] += 1
+    memory: dict[str, tuple[str, float]] = {}
+    for stretch, labels in marked.items():
+        best = max(labels.values())
+        label = min(k for k, v in labels.items() if v == best)
+        seen = sum(len(_appearances(text, stretch)) for text, _ in examples)
+        memory[stretch] = (label, min(1.0, best / max(1, seen)))
+    return memory
+
+
+def recall(text: str, memory: Mapping[str, tuple[str, float]]) -> tuple[ScoredSpan, ...]:
+    """The memorised stretches in ``text``, longer ones first, none overlapping another, by position."""
+    taken: list[ScoredSpan] = []
+    for stretch in sorted(memory, key=lambda s: (-len(s), s)):
+        label, confidence = memory[stretch]
+        for start in _appearances(text, stretch):
+            end = start + len(stretch)
+            if all(end <= t.start or start >= t.end for t in taken):
+                taken.append(ScoredSpan(start, end, label, confidence))
+    return tuple(sorted(taken, key=by_position))

@@ -105,7 +105,7 @@ TABLE: Mapping[str, Check] = {
     "annotation_codebook_url": _url,
     "hide_navbar": boolean,
     "jumping_to_id_disabled": boolean,
-    "alert_time_each_instance": integer(1),
+    "alert_time_each_instance": integer(0),  # upstream's 0: no alert
     "completion_code": text(numbers=True),
     "port": integer(1, 65535),
     "host": text(),
@@ -164,6 +164,11 @@ def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | Non
     values, problems = check_keys(simple, TABLE, "the config")
     findings.errors_at("", problems)
     ok = not problems
+    users = raw.get("user_config")
+    if isinstance(users, dict) and "allow_anonymous" in users:  # in upstream's demos, read by nothing there
+        findings.warn("user_config.allow_anonymous", "upstream Potato does not read this key either, so it is "
+                                                     "ignored; allow_all_users: true lets anyone sign in by name")
+        raw = {**raw, "user_config": {k: v for k, v in users.items() if k != "allow_anonymous"}}
     user_config = _section(raw, "user_config", _USER_CONFIG, "{allow_all_users: false, users: [alice, bob]}", findings)
     login = _section(raw, "login", _LOGIN, "{type: url_direct, url_argument: PROLIFIC_PID}", findings)
     server = _section(raw, "server", _SERVER, "{host: 0.0.0.0, port: 8000}", findings)

@@ -181,8 +181,9 @@ def _scheme_values(item: object, at: str, findings: Findings) -> tuple[dict[str,
         (findings.error if feature.error else findings.warn)(f"{at}.{key}", unsupported_message(key, feature.what))
         del raw[key]
     values, more = check_keys(raw, _SCHEME_KEYS, "an annotation scheme")
-    problems += more
     kind = raw.get("annotation_type")
+    if not (isinstance(kind, str) and kind in SCHEME_TYPES):  # upstream's other types: their own keys are
+        problems += more                                        # not typos; the type is the one thing named
     if kind is None:
         problems.append((".annotation_type", f"missing; valid types: {', '.join(SCHEME_TYPE_NAMES)}"))
     elif not isinstance(kind, str) or kind not in SCHEME_TYPE_NAMES:

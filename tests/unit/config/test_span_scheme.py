@@ -153,3 +153,55 @@ def test_a_bad_span_is_refused_naming_it_and_the_earlier_answer_stays(client: An
     r = client.post("/api/label", json={"id": "r000", "labels": {"entities": spans}, "go": "stay"})
     assert r.status_code == 400 and says in r.get_json()["error"]
     assert stored(client)[("r000", "entities")] == [{"start": 0, "end": 3, "label": "LOC", "text": "The"}]
+
+
+def test_upstreams_ner_demo_config_runs_unchanged(tmp_path: Path) -> None:
+    """Upstream's NER demo (demo/03-ner-spans) as it is written there: string-quoted values, label
+    mappings with colours and tooltips, ``user_config: {allow_anonymous: true}`` (a key upstream
+    itself never reads) and ``debug: true``. It validates, serves, and stores a span."""
+    import json
+
+    import yaml
+
+    raw = {
+        "annotation_task_name": "Named Entity Recognition",
+        "data_files": ["data/news.json"],
+        "item_properties": {"id_key": "id", "text_key": "text"},
+        "task_dir": ".", "output_annotation_dir": "annotation_output", "output_annotation_format": "json",
+        "user_config": {"allow_anonymous": True},
+        "annotation_schemes": [{
+            "annotation_type": "span", "name": "entities", "description": "Highlight named entities in the text",
+            "labels": [{"name": "PERSON", "color": "#FF6B6B", "tooltip": "Person names (Tim Cook, Dr. Sarah Chen)"},
+                       {"name": "ORG", "color": "#4ECDC4", "tooltip": "Organizations (Apple, United Nations, MIT)"},
+                       {"name": "LOC", "color": "#45B7D1", "tooltip": "Locations (Cupertino, New York, Berlin)"}],
+            "sequential_key_binding": True}],
+        "debug": True,
+    }
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "news.json").write_text(json.dumps([
+        {"id": "news_01", "text": "Tim Cook announced that Apple will invest in Cupertino."}]), encoding="utf-8")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    report = validate(raw, tmp_path / "config.yaml")
+    assert report.errors == []
+    assert "user_config.allow_anonymous" in [w.path for w in report.warnings]
+    app = create_app(load_config(tmp_path / "config.yaml"), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+    try:
+        c = app.test_client()
+        c.post("/login", data={"name": "ann"})
+        page = c.get("/annotate").get_data(as_text=True)
+        assert 'data-type="span"' in page and "Person names (Tim Cook, Dr. Sarah Chen)" in page
+        r = c.post("/api/label", json={"id": "news_01", "go": "stay", "labels": {"entities": [
+            {"start": 0, "end": 8, "label": "PERSON"}, {"start": 24, "end": 29, "label": "ORG"}]}})
+        assert r.status_code == 200, r.get_json()
+        assert [s["text"] for s in r.get_json()["item"]["labels"]["entities"]] == ["Tim Cook", "Apple"]
+    finally:
+        close_app(app)
+
+
+def test_upstreams_other_span_types_are_named_once_not_with_their_keys() -> None:
+    """A span_link scheme (upstream's relations between spans) is refused by its type alone; its own
+    keys (span_schema, link_types) are not reported as typos besides."""
+    link = {"annotation_type": "span_link", "name": "relations", "span_schema": "entities",
+            "link_types": [{"name": "WORKS_FOR"}]}
+    assert errors(upstream(annotation_schemes=[NER, link])) == [
+        "annotation_schemes[1].annotation_type: " + unsupported_message("span_link", "links between marked spans")]

@@ -107,7 +107,7 @@ def _span_metrics(schema: str, truth: Sequence[Label], predicted: Sequence[Label
 def score_holdout(
     schemas: Sequence[SchemaSpec],
     truth: Mapping[str, Mapping[str, Label]],
-    predicted: Mapping[str, Mapping[str, tuple[Label, float] | None]],
+    predicted: Mapping[str, Mapping[str, tuple[Any, ...] | None]],
     holdout: Iterable[str],
 ) -> dict[str, float]:
     """Holdout metrics for ``result.json``: overall and ``<schema>/<metric>`` per schema.

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from pathlib import Path
-from typing import Any, Iterable, Sequence, Tuple, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from potato.training.spans import ScoredSpan, Span
 
@@ -140,13 +140,18 @@ def write_exit_code(job_dir: Path, code: int) -> None:
     write_text_atomic(job_dir / EXIT_CODE_FILE, f"{int(code)}\n")
 
 
-def prediction_row(item_id: str, schema: str, label: Label, confidence: float) -> dict[str, Any]:
+def prediction_row(item_id: str, schema: str, label: Label, confidence: float,
+                   probabilities: Optional[Mapping[str, float]] = None) -> dict[str, Any]:
     """One ``predictions.jsonl`` line: a multiselect label is a JSON list, a span scheme's a list of
-    ``{"start", "end", "label", "confidence"}`` objects."""
+    ``{"start", "end", "label", "confidence"}`` objects; ``probabilities`` (each label's, where the
+    trainer gives them) only when there are some."""
     value: Any = label
     if isinstance(label, tuple):
         value = [x.to_json() if isinstance(x, ScoredSpan) else x for x in label]
-    return {"item_id": item_id, "schema": schema, "label": value, "confidence": round(float(confidence), 6)}
+    row = {"item_id": item_id, "schema": schema, "label": value, "confidence": round(float(confidence), 6)}
+    if probabilities:
+        row["probabilities"] = {str(k): round(float(v), 6) for k, v in probabilities.items()}
+    return row
 
 
 def write_predictions(path: Path, rows: Iterable[dict[str, Any]]) -> int:

@@ -82,7 +82,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Callable, Sequence
+from typing import IO, Any, Callable, Dict, Optional, Sequence
 
 from potato import defaults
 from potato.training import labels as labelling
@@ -197,7 +197,8 @@ def _check_prediction(spec: SchemaSpec, value: Any, where: str, text: str) -> Pr
     in [0, 1]."""
     if value is None:
         return None
-    label, confidence = value
+    label, confidence = value[0], value[1]
+    probabilities = _check_probabilities(value[2] if len(value) > 2 else None, where) if not spec.spans else None
     if spec.spans:
         label = tuple(sorted((_check_span(s, where, text) for s in label), key=by_position))
     elif spec.multiselect:
@@ -208,7 +209,20 @@ def _check_prediction(spec: SchemaSpec, value: Any, where: str, text: str) -> Pr
     confidence = float(confidence)
     if not math.isfinite(confidence):
         raise ValueError(f"the trainer predicted confidence {confidence} for {where}")
-    return Prediction(label, min(1.0, max(0.0, confidence)))
+    return Prediction(label, min(1.0, max(0.0, confidence)), probabilities)
+
+
+def _check_probabilities(value: Any, where: str) -> Optional[Dict[str, float]]:
+    """Each label's probability, as a trainer gives them: finite numbers in [0, 1] by label name."""
+    if value is None:
+        return None
+    out = {}
+    for label, p in dict(value).items():
+        p = float(p)
+        if not (math.isfinite(p) and 0.0 <= p <= 1.0):
+            raise ValueError(f"the trainer gave label {label!r} the probability {p} for {where}")
+        out[str(label)] = p
+    return out
 
 
 def _check_span(value: Any, where: str, text: str) -> ScoredSpan:
@@ -324,7 +338,7 @@ def _write_predictions(job_dir: Path, job: JobSpec, items: Sequence[Item],
                 if p is None:
                     missing += 1
                     continue
-                yield prediction_row(item.id, spec.name, p.label, p.confidence)
+                yield prediction_row(item.id, spec.name, p.label, p.confidence, getattr(p, "probabilities", None))
 
     result.predictions = write_predictions(job_dir / PREDICTIONS_FILE, rows())
     if missing:

@@ -61,8 +61,10 @@ def test_params_are_validated() -> None:
 
 
 def test_prediction_helpers() -> None:
-    assert radio_prediction({"a": 0.2, "b": 0.8}) == ("b", 0.8)
-    assert radio_prediction({"a": 0.5, "b": 0.5}) == ("a", 0.5)
-    assert multiselect_prediction({"p": 0.9, "q": 0.5, "r": 0.1}) == (("p", "q"), pytest.approx(0.7))
-    assert multiselect_prediction({"p": 0.2, "q": 0.4}) == ((), pytest.approx(0.7))  # mean of 1 - p
-    assert multiselect_prediction({}) == ((), 1.0)
+    assert radio_prediction({"a": 0.2, "b": 0.8})[:2] == ("b", 0.8)
+    assert radio_prediction({"a": 0.5, "b": 0.5})[:2] == ("a", 0.5)
+    assert radio_prediction({"a": 0.2, "b": 0.8}).probabilities == {"a": 0.2, "b": 0.8}  # for margin and entropy
+    assert multiselect_prediction({"p": 0.9, "q": 0.5, "r": 0.1})[:2] == (("p", "q"), pytest.approx(0.7))
+    assert multiselect_prediction({"p": 0.2, "q": 0.4})[:2] == ((), pytest.approx(0.7))  # mean of 1 - p
+    assert multiselect_prediction({"p": 0.2, "q": 0.4}).probabilities == {"p": 0.2, "q": 0.4}
+    assert multiselect_prediction({}) == ((), 1.0, None)

@@ -54,9 +54,17 @@ def assert_complete_run(job_dir: Path, trainer: str, n_items: int = 40) -> dict[
     assert {(r["item_id"], r["schema"]) for r in rows} == {
         (f"r{i:03d}", s) for i in range(n_items) for s in ("sentiment", "aspects")
     }
+    if trainer == "sklearn-text-classification":  # a model that gives every label's probability passes them on
+        assert all(set(r["probabilities"]) == ({"positive", "negative"} if r["schema"] == "sentiment"
+                                               else {"price", "quality", "delivery"}) for r in rows)
     for row in rows:
-        assert set(row) == {"item_id", "schema", "label", "confidence"}
+        assert {"item_id", "schema", "label", "confidence"} <= set(row) <= {
+            "item_id", "schema", "label", "confidence", "probabilities"}
         assert 0.0 <= row["confidence"] <= 1.0
+        if "probabilities" in row:  # each label's, for active learning's margin and entropy
+            assert all(0.0 <= p <= 1.0 for p in row["probabilities"].values())
+            if row["schema"] == "sentiment":
+                assert row["probabilities"][row["label"]] == row["confidence"]
         assert isinstance(row["label"], list if row["schema"] == "aspects" else str)
     metrics = result["metrics"]
     assert metrics["n_train"] == 28 and metrics["n_holdout"] == 8  # 36 labelled, every 5th held out

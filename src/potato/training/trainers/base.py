@@ -27,7 +27,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, ClassVar, Mapping, NamedTuple, Optional, Sequence
 
 from potato.training.events import EventWriter
 from potato.training.failures import BadJob, Cancelled
@@ -47,10 +47,13 @@ PROGRESS_INTERVAL_S = 0.25
 
 
 class Prediction(NamedTuple):
-    """A trainer's answer for one item and schema: the label (a tuple for multiselect) and how sure."""
+    """A trainer's answer for one item and schema: the label (a tuple for multiselect) and how sure,
+    with each label's probability where the model gives them (what margin and entropy are computed
+    from when active learning orders items by them)."""
 
     label: Label
     confidence: float
+    probabilities: Optional[Mapping[str, float]] = None
 
 
 def radio_prediction(probabilities: Mapping[str, float]) -> Prediction:
@@ -59,7 +62,7 @@ def radio_prediction(probabilities: Mapping[str, float]) -> Prediction:
         raise ValueError("no labels to choose from")
     best = max(probabilities.values())
     label = next(k for k, v in probabilities.items() if v == best)
-    return Prediction(label, float(best))
+    return Prediction(label, float(best), dict(probabilities))
 
 
 def multiselect_prediction(probabilities: Mapping[str, float], threshold: float = 0.5,
@@ -70,11 +73,12 @@ def multiselect_prediction(probabilities: Mapping[str, float], threshold: float 
     ``1 - p`` over all labels (how sure the model is that none applies). No labels at all: 1.0.
     """
     chosen = tuple(k for k, p in probabilities.items() if p > threshold or (p == threshold and inclusive))
+    every = dict(probabilities)
     if chosen:
-        return Prediction(chosen, sum(float(probabilities[k]) for k in chosen) / len(chosen))
+        return Prediction(chosen, sum(float(probabilities[k]) for k in chosen) / len(chosen), every)
     if not probabilities:
         return Prediction((), 1.0)
-    return Prediction((), sum(1.0 - float(p) for p in probabilities.values()) / len(probabilities))
+    return Prediction((), sum(1.0 - float(p) for p in probabilities.values()) / len(probabilities), every)
 
 
 @dataclass(frozen=True)

@@ -197,13 +197,15 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None) 
         click.echo(f"Exported {count} labels to {output}", err=True)
 
 
-@cli.command("import-labels", short_help="Store labels from a .jsonl or .csv file.")
+@cli.command("import-labels", short_help="Store labels from a .jsonl, .csv or .tsv file.")
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
 @click.argument("labels_path", metavar="LABELS", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--user", required=True, help="Annotator name the labels are stored under.")
 @click.option("--skip-invalid", is_flag=True, help="Import the valid lines and report the rest.")
 def import_labels(config_path: Path, labels_path: Path, user: str, skip_invalid: bool) -> None:
-    """Store LABELS (.jsonl or .csv: id, schema, label) as USER's labels. Safe while the server runs."""
+    """Store LABELS as USER's labels: .jsonl or .csv entries of id, schema, label (as `potato export`
+    writes them), or upstream Potato's export (.jsonl, .csv or .tsv). Spans are checked against each
+    item's text. Safe while the server runs."""
     from potato.errors import LabelImportError
     from potato.label_import import check_entries, compare, read_entries
     from potato.project import Project

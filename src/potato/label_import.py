@@ -1,7 +1,10 @@
-"""Bring existing labels in: parse a jsonl/csv file or an API body and check every entry.
+"""Bring existing labels in: parse a jsonl/csv/tsv file or an API body and check every entry.
 
-Checking is pure (config + item ids in, labels and problems out), so the CLI and the labels
-API share it and both refuse a whole batch with the same per-line messages.
+Checking is pure (config + items in, labels and problems out), so the CLI and the labels
+API share it and both refuse a whole batch with the same per-line messages. A file holds our
+entries (``id``, ``schema``, ``label``, as ``potato export`` writes them) or upstream Potato's export
+(one record per annotator and item, as its jsonl/csv/tsv exporter writes them), told apart by their
+keys. Spans are checked against the item's text and stored as the annotation page stores them.
 """
 
 from __future__ import annotations
@@ -9,15 +12,18 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Container, Iterable
+from typing import Any, Container, Iterable, Mapping
 
+from potato import upstream_export
 from potato.config._checks import did_you_mean
-from potato.config.schema import CHOICE_TYPES, NUMERIC_TYPES, Config, SchemeType
+from potato.config.schema import CHOICE_TYPES, NUMERIC_TYPES, Config, Scheme, SchemeType
 from potato.errors import DataError, LabelImportError
-from potato.items import csv_rows, read_utf8
+from potato.items import ItemSet, csv_rows, read_utf8
 from potato.labels import Label, LabelSource
+from potato.training.spans import check_spans
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,7 @@ class Entry:
     where: str
     data: Any
     from_csv: bool = False
+    """Its values are text (a csv cell, or upstream's export): numbers and lists are read from it."""
 
 
 @dataclass
@@ -36,18 +43,21 @@ class CheckedBatch:
 
 
 def read_entries(path: Path) -> list[Entry]:
-    """Entries of a ``.jsonl`` (one object per line) or ``.csv`` (columns id, schema, label) file."""
+    """Entries of a ``.jsonl`` (one object per line) or ``.csv`` / ``.tsv`` file (columns id, schema,
+    label; or upstream's instance_id, user_id and a ``scheme.label_name`` column per answer)."""
     try:
         text = read_utf8(path, "Check the path.", what="labels file")
         entries: list[Entry] = []
-        if path.suffix.lower() == ".csv":
-            header = next(csv.reader(io.StringIO(text, newline="")), [])
+        if path.suffix.lower() in (".csv", ".tsv"):
+            delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+            header = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
             missing = {"id", "schema", "label"} - set(header)
-            if missing:
+            if missing and "instance_id" not in header:
                 raise LabelImportError(
-                    [f"{path}:1: the header lacks column(s) {', '.join(sorted(missing))}; it needs id, schema, label"]
+                    [f"{path}:1: the header lacks column(s) {', '.join(sorted(missing))}; it needs id, schema, label "
+                     "(or instance_id, user_id and scheme.label columns, as upstream Potato exports them)"]
                 )
-            for lineno, row in csv_rows(path, text, ","):
+            for lineno, row in csv_rows(path, text, delimiter):
                 entries.append(Entry(f"{path}:{lineno}", dict(row), from_csv=True))
             return entries
     except DataError as exc:
@@ -77,6 +87,11 @@ def _csv_value(kind: SchemeType, raw: str) -> Any:
         except ValueError:
             return raw
         return int(number) if number.is_integer() else number
+    if kind is SchemeType.SPAN:  # spans as JSON text, as the upstream layout's _spans column holds them
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
     if kind is not SchemeType.MULTISELECT:
         return raw
     raw = raw.strip()
@@ -88,8 +103,37 @@ def _csv_value(kind: SchemeType, raw: str) -> Any:
     return [part.strip() for part in raw.split("|") if part.strip()]
 
 
+def stored_spans(value: list[Any], text: str, scheme: Scheme) -> list[dict[str, Any]]:
+    """Checked spans as they are stored: by position, each with the text it covers. The annotation
+    page's answers and imported labels both store this, so an import of an export stores the same value."""
+    return [span.to_json(text) for span in check_spans(text, value, scheme.labels, scheme.allow_overlapping)]
+
+
+def item_text(items: Container[str], item_id: str) -> str | None:
+    """The text annotators saw for ``item_id``, which spans index: from the project's items, or a
+    mapping of id to text; None when ``items`` holds only ids."""
+    if isinstance(items, ItemSet):
+        return items.get(item_id).text
+    if isinstance(items, Mapping):
+        text = items.get(item_id)
+        return text if isinstance(text, str) else None
+    return None
+
+
+def _span_problem(where: str, item_id: str, scheme: Scheme, value: Any, problem: str) -> str:
+    """A refused span answer: the line, the item, the span (its number and itself) and the fix."""
+    number = re.match(r"span (\d+)", problem)
+    if number and isinstance(value, list) and int(number[1]) <= len(value):
+        shown = json.dumps(value[int(number[1]) - 1], ensure_ascii=False)
+        problem = f"span {number[1]} {shown}{problem[len(number[0]):]}"
+    return (f"{where}: the spans of '{scheme.name}' on item {item_id!r}: {problem}; fix that span or leave it out "
+            "(start and end count characters of the item's text from 0, end exclusive; labels: "
+            f"{', '.join(scheme.labels)})")
+
+
 def check_entry(config: Config, item_ids: Container[str], entry: Entry) -> tuple[tuple[str, str, Any] | None, str | None]:
-    """(item id, schema, value) for a good entry, else a problem text that says what is valid."""
+    """(item id, schema, value) for a good entry, else a problem text that says what is valid. Spans
+    are checked against the item's text, so ``item_ids`` must be the project's items (or id -> text)."""
     data = entry.data
     if isinstance(data, _Unparsable):
         return None, f"{entry.where}: not valid JSON ({data.reason}); each line must be one JSON object"
@@ -111,6 +155,14 @@ def check_entry(config: Config, item_ids: Container[str], entry: Entry) -> tuple
     value = data["label"]
     if entry.from_csv and isinstance(value, str):
         value = _csv_value(scheme.annotation_type, value)
+    if scheme.annotation_type is SchemeType.SPAN:
+        text = item_text(item_ids, item_id)
+        if text is None:
+            return None, f"{entry.where}: the text of item {item_id!r} is unknown here, so its spans cannot be checked"
+        problem = scheme.span_problem(value, text)
+        if problem:
+            return None, _span_problem(entry.where, item_id, scheme, value, problem)
+        return (item_id, scheme.name, stored_spans(value, text, scheme)), None
     if not scheme.accepts(value):
         if scheme.annotation_type in CHOICE_TYPES:
             want = f"one of: {', '.join(scheme.labels)}"
@@ -151,16 +203,34 @@ def compare(stored: Iterable[Label], incoming: Iterable[Label]) -> Changes:
     return Changes(new, changed, unchanged)
 
 
+def expand(config: Config, entry: Entry) -> tuple[list[Entry], list[str]]:
+    """An entry as our entries: itself, or one per answer of an upstream record (on the record's
+    line, values as text); and the problems with the record's layout (pure)."""
+    if not upstream_export.is_record(entry.data):
+        return [entry], []
+    record, problems = (upstream_export.record_from_row(config, entry.data) if entry.from_csv
+                        else (entry.data, []))
+    answers, more = upstream_export.answers_from_record(config, record)
+    entries = [Entry(entry.where, {"id": record["instance_id"], "schema": schema, "label": value}, from_csv=True)
+               for schema, value in answers]
+    return entries, [f"{entry.where}: {problem}" for problem in problems + more]
+
+
 def check_entries(config: Config, item_ids: Container[str], entries: Iterable[Entry], user: str, source: LabelSource = LabelSource.IMPORT) -> CheckedBatch:
     """Check every entry; later entries for the same (item, schema) win, as if clicked in order."""
     batch = CheckedBatch(labels=[], problems=[])
     latest: dict = {}
-    for entry in entries:
-        good, problem = check_entry(config, item_ids, entry)
-        if problem is not None:
-            batch.problems.append(problem)
-        elif good is not None:
-            item_id, schema, value = good
-            latest[(item_id, schema)] = Label(user=user, item_id=item_id, schema=schema, value=value, source=source)
+    for raw in entries:
+        ours, problems = expand(config, raw)
+        batch.problems.extend(problems)
+        for entry in ours:
+            good, problem = check_entry(config, item_ids, entry)
+            if problem is not None:
+                if problem not in batch.problems:  # an upstream record's unknown item, said once for its line
+                    batch.problems.append(problem)
+            elif good is not None:
+                item_id, schema, value = good
+                latest[(item_id, schema)] = Label(user=user, item_id=item_id, schema=schema, value=value,
+                                                  source=source)
     batch.labels = list(latest.values())
     return batch

@@ -4,11 +4,16 @@ Upstream keeps each answer as ``labels[schema][label_name] = value``, with the n
 gives each kind of input: a radio or multiselect label is its own name and value, a likert point
 its number (``"4": "4"``), a text box ``text_box``, a slider ``slider``, a number ``number``, a
 drop-down ``select-one``, a scheme's free-text box ``free_response`` (next to the scheme's own
-labels); values are text. Its exporter writes one record per (annotator, item)
+labels); values are text. Spans are not labels: they go under ``spans[schema]`` as the objects
+its span manager saves (``schema``, ``name`` = the label, ``title`` = the label again, ``start``,
+``end``, ``id`` = ``<schema>_<label>_<start>_<end>``) plus the ``text`` they cover, in the order of
+their position. Its exporter writes one record per (annotator, item)
 as ``annotations.jsonl`` (``instance_id``, ``user_id``, ``labels``, ``spans``, ``links``), or a
-``.csv`` / ``.tsv`` with a ``schema.label_name`` column per answer. Upstream reads
+``.csv`` / ``.tsv`` with a ``schema.label_name`` column per answer and a ``schema._spans`` column
+holding a scheme's spans as JSON text. Upstream reads
 ``output_annotation_format`` as that export's format (``json`` meaning ``jsonl``) and writes it
-under ``<output_annotation_dir>/exports/<format>/``; so does this server.
+under ``<output_annotation_dir>/exports/<format>/``; so does this server. The functions at the end
+read that layout back into this server's answers, for ``potato import-labels``.
 """
 
 from __future__ import annotations
@@ -18,13 +23,17 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
-from potato.config.schema import FREE_RESPONSE, Config, Scheme, SchemeType
+from potato.config.schema import FREE_RESPONSE, Config, Scheme, SchemeType, free_response_name
 from potato.labels import Label
 
-_FIXED_NAME = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeType.NUMBER: "number",
+FIXED_NAMES = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeType.NUMBER: "number",
                SchemeType.SELECT: "select-one"}
+"""The one label name upstream gives the answer of these kinds of scheme (a text scheme without labels)."""
+SPANS_COLUMN = "_spans"
+"""The csv/tsv column ``<schema>._spans`` holds a span scheme's spans as JSON text."""
+RECORD_KEYS = ("instance_id", "user_id")
 
 
 def _text(value: Any) -> str:
@@ -37,11 +46,24 @@ def upstream_labels(scheme: Scheme | None, value: Any) -> dict[str, str]:
     """One stored answer as upstream's ``{label_name: value}`` (pure)."""
     if isinstance(value, dict):  # a text scheme's boxes, by label
         return {str(k): _text(v) for k, v in value.items()}
-    if scheme is not None and scheme.annotation_type in _FIXED_NAME:
-        return {_FIXED_NAME[scheme.annotation_type]: _text(value)}
+    if scheme is not None and scheme.annotation_type in FIXED_NAMES:
+        return {FIXED_NAMES[scheme.annotation_type]: _text(value)}
     if isinstance(value, list):
         return {str(v): str(v) for v in value}
     return {_text(value): _text(value)}
+
+
+def upstream_spans(schema: str, value: Any) -> list[dict[str, Any]]:
+    """One stored span answer as upstream's span objects, keys in its order (pure). An empty list
+    (nothing to mark) has no spans, as upstream keeps none; a ``run_id`` is this server's, not upstream's."""
+    return [{"schema": schema, "name": span["label"], "title": span["label"], "start": span["start"],
+             "end": span["end"], "id": f"{schema}_{span['label']}_{span['start']}_{span['end']}",
+             "text": span.get("text", "")}
+            for span in value if isinstance(span, dict)] if isinstance(value, list) else []
+
+
+def _in_order(answers: dict[str, Any], order: dict[str, int]) -> dict[str, Any]:
+    return dict(sorted(answers.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
 def records(config: Config, labels: Iterable[Label]) -> Iterator[dict[str, Any]]:
@@ -50,7 +72,7 @@ def records(config: Config, labels: Iterable[Label]) -> Iterator[dict[str, Any]]
     order = {s.name: i for i, s in enumerate(config.annotation_schemes)}
 
     def done(record: dict[str, Any]) -> dict[str, Any]:
-        record["labels"] = dict(sorted(record["labels"].items(), key=lambda kv: order.get(kv[0], len(order))))
+        record["labels"], record["spans"] = _in_order(record["labels"], order), _in_order(record["spans"], order)
         return record
 
     current: dict[str, Any] | None = None
@@ -60,7 +82,10 @@ def records(config: Config, labels: Iterable[Label]) -> Iterator[dict[str, Any]]
                 yield done(current)
             current = {"instance_id": lab.item_id, "user_id": lab.user, "labels": {}, "spans": {}, "links": {}}
         scheme = config.scheme(lab.schema)
-        if scheme is not None and scheme.free_response_of:
+        if scheme is not None and scheme.annotation_type is SchemeType.SPAN:
+            if spans := upstream_spans(lab.schema, lab.value):
+                current["spans"][lab.schema] = spans
+        elif scheme is not None and scheme.free_response_of:
             current["labels"].setdefault(scheme.free_response_of, {})[FREE_RESPONSE] = _text(lab.value)
         else:
             current["labels"].setdefault(lab.schema, {}).update(upstream_labels(scheme, lab.value))
@@ -82,6 +107,11 @@ def render(fmt: str, rows: list[dict[str, Any]]) -> str:
                 if column not in columns:
                     columns.append(column)
                 out[column] = value
+        for schema, spans in row["spans"].items():
+            column = f"{schema}._spans"
+            if column not in columns:
+                columns.append(column)
+            out[column] = json.dumps(spans)  # ASCII-escaped, as upstream's exporter writes the cell
         flat.append(out)
     buffer = io.StringIO(newline="")
     # Lines end in \r\n, as upstream's exporter (the csv module's default) writes them.
@@ -108,3 +138,107 @@ def write(config: Config, labels: Iterable[Label], fmt: str, folder: Path) -> tu
 
 def default_folder(config: Config, fmt: str) -> Path:
     return config.output_annotation_dir / "exports" / fmt
+
+
+# -- reading upstream's layout back (``potato import-labels``) -------------------------------------
+
+def is_record(data: object) -> bool:
+    """Whether a parsed line or csv row is one of upstream's records rather than one of our entries."""
+    return isinstance(data, dict) and "instance_id" in data and "schema" not in data
+
+
+def our_value(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
+    """Upstream's ``{label_name: value}`` for one scheme as the value this server stores: the inverse
+    of :func:`upstream_labels`, numbers still as text (pure). An answer that fits no reading is handed
+    back as it is, for the import's check to refuse with the scheme's valid answers."""
+    kind = scheme.annotation_type
+    if kind is SchemeType.TEXT and scheme.labels:
+        return dict(answer)
+    if kind in FIXED_NAMES:
+        return answer[FIXED_NAMES[kind]] if set(answer) == {FIXED_NAMES[kind]} else dict(answer)
+    if kind is SchemeType.MULTISELECT:
+        return list(answer)
+    return next(iter(answer)) if len(answer) == 1 else list(answer)
+
+
+def our_spans(schema: str, spans: Any, text_key: str) -> tuple[Any, str | None]:
+    """Upstream's span objects of one scheme as this server's ``{"start", "end", "label", "text"}``
+    (``name`` is the label; ``schema``, ``title`` and ``id`` are upstream's bookkeeping), and a problem
+    for a span this server cannot keep: discontinuous, or marking a field other than the item's text.
+    An empty ``text`` is upstream's "could not slice it", not a claim about the offsets, so it is dropped."""
+    if not isinstance(spans, list):
+        return spans, None
+    out: list[Any] = []
+    for number, span in enumerate(spans, 1):
+        if not isinstance(span, dict):
+            out.append(span)
+            continue
+        where = f"the spans of '{schema}': span {number} {json.dumps(span, ensure_ascii=False)}"
+        if span.get("additional_parts"):
+            return spans, (f"{where} is discontinuous (additional_parts), which this server does not store; "
+                           "split it into one span per stretch of text, or leave it out")
+        if span.get("target_field") not in (None, "", text_key):
+            return spans, (f"{where} marks the field {span['target_field']!r}, not the item's text "
+                           f"({text_key}); only spans over the item's text can be imported")
+        ours = {"start": span.get("start"), "end": span.get("end"), "label": span.get("name", span.get("label"))}
+        if span.get("text"):
+            ours["text"] = span["text"]
+        out.append(ours)
+    return out, None
+
+
+def record_from_row(config: Config, row: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A csv/tsv row of upstream's export as its jsonl record (``labels`` and ``spans``), and problems
+    with its cells (pure). A column ``<schema>.<label_name>`` is split after the longest scheme name
+    it starts with, so a scheme or label named with a dot is read as it was written."""
+    record: dict[str, Any] = {key: row.get(key) for key in RECORD_KEYS}
+    labels: dict[str, dict[str, Any]] = {}
+    spans: dict[str, Any] = {}
+    problems: list[str] = []
+    names = sorted((s.name for s in config.annotation_schemes), key=len, reverse=True)
+    for column, cell in row.items():
+        if column in RECORD_KEYS or cell in (None, ""):
+            continue
+        schema = next((n for n in names if column.startswith(n + ".")), column.partition(".")[0])
+        label_name = column[len(schema) + 1:]
+        if label_name == SPANS_COLUMN:
+            try:
+                spans[schema] = json.loads(cell)
+            except json.JSONDecodeError as exc:
+                problems.append(f"column {column} is not JSON ({exc.msg}); it holds the spans as upstream "
+                                'writes them: [{"name": label, "start": int, "end": int, ...}]')
+        else:
+            labels.setdefault(schema, {})[label_name] = cell
+    record.update(labels=labels, spans=spans)
+    return record, problems
+
+
+def answers_from_record(config: Config, record: Mapping[str, Any]) -> tuple[list[tuple[str, Any]], list[str]]:
+    """One record of upstream's export as ``(schema, value)`` answers in this server's shapes, and
+    problems with its layout (pure). The annotator (``user_id``) is not read: an import names whose
+    labels they become. A schema this config lacks is passed on for the import to name."""
+    labels, spans = record.get("labels", {}), record.get("spans", {})
+    labels, spans = {} if labels is None else labels, {} if spans is None else spans
+    if not isinstance(labels, dict) or not all(isinstance(v, dict) for v in labels.values()):
+        return [], ['"labels" must map each scheme to {label_name: value}, as upstream Potato exports it']
+    if not isinstance(spans, dict):
+        return [], ['"spans" must map each span scheme to its list of spans, as upstream Potato exports it']
+    answers: list[tuple[str, Any]] = []
+    problems: list[str] = []
+    for schema, answer in labels.items():
+        scheme = config.scheme(schema)
+        if scheme is None:
+            answers.append((schema, answer))
+            continue
+        rest = dict(answer)
+        if FREE_RESPONSE in rest and config.scheme(free_response_name(schema)) is not None:
+            answers.append((free_response_name(schema), rest.pop(FREE_RESPONSE)))
+        if rest:
+            answers.append((schema, our_value(scheme, rest)))
+    for schema, value in spans.items():
+        ours, problem = our_spans(schema, value, config.item_properties.text_key)
+        if problem:
+            problems.append(problem)
+        else:
+            answers.append((schema, ours))
+    return answers, problems

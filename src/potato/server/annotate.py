@@ -13,13 +13,13 @@ from typing import Any, Callable, Mapping
 from flask import Blueprint, Flask, current_app, jsonify, redirect, render_template, request, session, url_for
 
 from potato.accounts import AccountError, Accounts
-from potato.config.schema import Config, Scheme, SchemeType
+from potato.config.schema import Config, SchemeType
 from potato.items import shown_text
+from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.context import Project, current_project
 from potato.server.security import LOGINS, PASSWORD_FAILURES, client_addr, throttle, too_many
-from potato.training.spans import check_spans
 
 bp = Blueprint("annotate", __name__)
 
@@ -77,11 +77,6 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
         elif store and scheme.required and scheme.name not in store and not partial:
             problems.append(f"'{scheme.name}' needs an answer: it is required")
     return store, clear, problems
-
-
-def stored_spans(value: list[Any], text: str, scheme: Scheme) -> list[dict[str, Any]]:
-    """Checked spans as they are stored: by position, each with the text it covers."""
-    return [span.to_json(text) for span in check_spans(text, value, scheme.labels, scheme.allow_overlapping)]
 
 
 def shorten(value: Any, limit: int = 60) -> str:

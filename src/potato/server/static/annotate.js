@@ -7,6 +7,8 @@
                 failed: false, leaving: false };
   var $ = function (id) { return document.getElementById(id); };
   var schemes = Array.prototype.slice.call(document.querySelectorAll("fieldset.scheme"));
+  // A label's colour: the page's Content-Security-Policy refuses style attributes, not styles set here.
+  document.querySelectorAll("#answers [data-color]").forEach(function (el) { el.style.setProperty("--label-color", el.dataset.color); });
 
   function setStatus(text, isError) {
     var el = $("status");
@@ -25,19 +27,26 @@
   }
 
   // The item's text, or the fields instance_display names, each under its label (as text, never HTML).
+  // Span questions mark the item's text, or the field that carries span_target.
   function showText(item) {
-    var box = $("item-text");
-    if (!item.fields || !item.fields.length) { box.textContent = item.text; return; }
-    box.textContent = "";
-    item.fields.forEach(function (f) {
-      var part = document.createElement("section"), head = document.createElement("h3"), body = document.createElement("div");
-      part.className = "field";
-      head.textContent = f.label;
-      body.textContent = f.text;
-      part.appendChild(head);
-      part.appendChild(body);
-      box.appendChild(part);
-    });
+    var box = $("item-text"), target = box, text = item.text, refocus = !!tgt.el && document.activeElement === tgt.el;
+    if (!item.fields || !item.fields.length) {
+      box.textContent = item.text;
+    } else {
+      box.textContent = "";
+      target = null;
+      item.fields.forEach(function (f) {
+        var part = document.createElement("section"), head = document.createElement("h3"), body = document.createElement("div");
+        part.className = "field";
+        head.textContent = f.label;
+        body.textContent = f.text;
+        part.appendChild(head);
+        part.appendChild(body);
+        box.appendChild(part);
+        if (f.span_target && !target) { target = body; text = f.text; }
+      });
+    }
+    if (spanSets.length) setTarget(target, text, refocus && target !== box);
   }
 
   // Progress, and whether the item shown is labelled: after a move, and after an answer is stored.
@@ -63,7 +72,9 @@
     showText(item);
     schemes.forEach(function (fs) {
       var name = fs.dataset.schema, type = fs.dataset.type, value = item.labels[name];
+      if (type === "span") SP[name].rejected = {};
       setValue(fs, type, value);
+      if (type === "span") return;  // its suggestion box is drawn with its spans (showSpanState)
       var box = fs.querySelector(".suggestion"), s = (item.suggestions || {})[name];
       if (s) {
         box.hidden = false;
@@ -84,7 +95,15 @@
   function field(fs) { return fs.querySelector("textarea, select, input[type=text], input[type=range], input[type=number]"); }
 
   function setValue(fs, type, value) {
-    if (type === "slider" || type === "number") {
+    if (type === "span") {
+      var st = SP[fs.dataset.schema];
+      st.answered = Array.isArray(value);
+      st.spans = st.answered ? value.map(function (s) {
+        var out = { start: s.start, end: s.end, label: s.label };
+        if (s.run_id) out.run_id = s.run_id;
+        return out;
+      }) : [];
+    } else if (type === "slider" || type === "number") {
       var input = field(fs), has = typeof value === "number";
       input.value = has ? String(value) : (type === "slider" ? (input.dataset.start || input.min || "0") : "");
       fs.dataset.touched = has ? "1" : "";
@@ -106,6 +125,10 @@
 
   function getValue(fs) {
     var type = fs.dataset.type;
+    if (type === "span") {
+      var st = SP[fs.dataset.schema];
+      return st.answered ? canonSpans(st.spans) : null;  // [] is an answer: nothing to mark
+    }
     if (type === "slider" || type === "number") {
       var input = field(fs);
       // An untouched slider is no answer: its resting place is not the annotator's choice.
@@ -172,6 +195,7 @@
       }
       current[fs.dataset.schema] = fs.hidden ? null : getValue(fs);
     });
+    if (spanSets.length) redrawIfShownChanged();
   }
 
   function answers() {
@@ -182,11 +206,14 @@
 
   // The schemes marked required that have no answer yet, by their question.
   function missingRequired(a) {
-    return schemes.filter(function (fs) { return fs.dataset.required && !fs.hidden && isEmpty(a[fs.dataset.schema]); })
+    return schemes.filter(function (fs) { return fs.dataset.required && !fs.hidden && unanswered(fs, a[fs.dataset.schema]); })
       .map(function (fs) { return fs.querySelector("legend").firstChild.textContent.trim(); });
   }
 
   function isEmpty(value) { return value === null || value === "" || (Array.isArray(value) && value.length === 0); }
+
+  // No spans is an answer to a span question ("Nothing to mark"); elsewhere an empty list is none.
+  function unanswered(fs, value) { return fs.dataset.type === "span" ? value === null || value === undefined : isEmpty(value); }
 
 
   function touchScreen() { return !!(window.matchMedia && window.matchMedia("(pointer: coarse)").matches); }
@@ -345,7 +372,7 @@
   // are stored with the same request. Stored answers are not sent again.
   function saveAndGo(go) {
     var a = answers();
-    var hasAnswer = Object.keys(a).some(function (k) { return !isEmpty(a[k]); });
+    var hasAnswer = schemes.some(function (fs) { return !unanswered(fs, a[fs.dataset.schema]); });
     var missing = missingRequired(a), forward = go === "next" || go === "next_unlabelled";
     if (missing.length && (hasAnswer || forward)) {
       setStatus("Answer \u201c" + missing.join("\u201d, \u201c") + "\u201d first: it is required.", true);
@@ -371,18 +398,29 @@
     later(function () { return saveAndGo("item:" + n); }, true);
   }
 
-  // Accepting is picking: the suggestion is stored as the annotator's answer, with its run.
+  // Accepting is picking: the suggestion is stored as the annotator's answer, with its run. A span
+  // question takes the model's spans not rejected, each with the run, while it has no answer yet.
   function acceptSuggestions() {
-    var any = false;
+    var any = false, spansTaken = false;
     schemes.forEach(function (fs) {
       var name = fs.dataset.schema, s = (state.item.suggestions || {})[name];
       if (!s) return;
+      if (fs.dataset.type === "span") {
+        var offered = suggestedSpans(fs);
+        if (fs.hidden || !suggestionOf(fs) || SP[name].answered || (!offered.length && s.label.length)) return;
+        SP[name].spans = offered.map(function (x) { return { start: x.start, end: x.end, label: x.label, run_id: s.run_id }; });
+        SP[name].answered = true;
+        state.accepted[name] = s.run_id;
+        any = spansTaken = true;
+        return;
+      }
       any = true;
       setValue(fs, fs.dataset.type, s.label);
       state.accepted[name] = s.run_id;
     });
     if (!any) return true;
     updateVisibility();
+    if (spansTaken) { drawSpans(); spanSets.forEach(showSpanState); }
     return store(snapshot(), "Suggestion accepted and saved as your label: " + enterKey() + " for the next item.");
   }
 
@@ -402,6 +440,500 @@
     var btn = fs.querySelector(".s-accept");
     if (btn) btn.addEventListener("click", function () { later(acceptSuggestions, true); });
   });
+  // -- Spans: stretches of the item's text marked with a label -----------------------------------
+  // Offsets are code points into the text as shown (Python's str indices, as the server counts
+  // them), never UTF-16 units: an emoji before a span must not move it. The text stays text nodes;
+  // each change redraws it once, as one fragment cut at every span boundary.
+  var spanSets = schemes.filter(function (fs) { return fs.dataset.type === "span"; });
+  var SP = {};  // by schema: the annotator's spans, whether they are an answer ([] is), rejected suggestions
+  // The text being marked: its code points, where each starts in UTF-16, the keyboard caret and
+  // selection anchor (code points), what the last drawing showed, and where its text nodes start.
+  var tgt = { el: null, text: "", cps: [], u16: [0], caret: 0, anchor: null, drawn: [], starts: new WeakMap(), shown: "" };
+  var armed = null;  // { fs, label }: a label clicked with no text selected marks the next selection
+  var pointerDown = false, downAt = null, suppressClick = false, captured = null, selTimer = null;
+  var WORD = /[\p{L}\p{N}\p{M}_]/u, SPACE = /\s/u;
+
+  function spanKey(s) { return s.start + ":" + s.end + ":" + s.label; }
+  function spanText(s) { return tgt.text.slice(tgt.u16[s.start], tgt.u16[s.end]); }
+  function quoted(s) { var t = spanText(s); return "\u201c" + (t.length > 40 ? t.slice(0, 39) + "\u2026" : t) + "\u201d"; }
+  function byPosition(a, b) {
+    return a.start - b.start || b.end - a.end || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0);
+  }
+
+  // The spans as the server stores them (by position, each with its text), so a saved answer and
+  // the one on the page compare equal; a span accepted from a suggestion keeps its run.
+  function canonSpans(list) {
+    return list.slice().sort(byPosition).map(function (s) {
+      var out = { start: s.start, end: s.end, label: s.label, text: spanText(s) };
+      if (s.run_id) out.run_id = s.run_id;
+      return out;
+    });
+  }
+
+  function spanOk(s, fs) {
+    var n = tgt.cps.length;
+    return !!s && typeof s.start === "number" && typeof s.end === "number" && s.start % 1 === 0 && s.end % 1 === 0
+      && 0 <= s.start && s.start < s.end && s.end <= n && Object.prototype.hasOwnProperty.call(SP[fs.dataset.schema].colors, s.label);
+  }
+
+  function labelColor(fs, label) { return SP[fs.dataset.schema].colors[label] || "var(--accent)"; }
+
+  function suggestionOf(fs) {
+    var s = (state.item.suggestions || {})[fs.dataset.schema];
+    return s && Array.isArray(s.label) ? s : null;
+  }
+
+  // The model's spans still on offer: none once the annotator has an answer, none they rejected.
+  function suggestedSpans(fs) {
+    var st = SP[fs.dataset.schema], s = suggestionOf(fs);
+    if (!s || st.answered) return [];
+    return s.label.filter(function (x) { return spanOk(x, fs) && !st.rejected[spanKey(x)]; });
+  }
+
+  // The element whose text is marked: the item's text, or the field instance_display marks.
+  function setTarget(el, text, refocus) {
+    if (tgt.el && tgt.el !== el) {
+      ["tabindex", "role", "aria-label", "aria-readonly", "aria-multiline"].forEach(function (a) { tgt.el.removeAttribute(a); });
+      tgt.el.classList.remove("span-target", "kbd");
+    }
+    tgt.el = el;
+    tgt.text = text || "";
+    tgt.cps = Array.from(tgt.text);
+    tgt.u16 = [0];
+    for (var i = 0, at = 0; i < tgt.cps.length; i++) { at += tgt.cps[i].length; tgt.u16.push(at); }
+    tgt.caret = 0;
+    tgt.anchor = null;
+    tgt.shown = "";
+    if (!el) return;
+    el.tabIndex = 0;
+    el.setAttribute("role", "textbox");
+    el.setAttribute("aria-readonly", "true");
+    el.setAttribute("aria-multiline", "true");
+    el.setAttribute("aria-label", "Text to mark: select with Shift and the arrow keys, then press a label's key; "
+      + "Delete removes the span at the caret, Escape clears the selection");
+    el.classList.add("span-target");
+    if (refocus) el.focus();
+  }
+
+  // Every span drawn now, of every span question shown: the annotator's, then the model's.
+  function collectDrawn() {
+    var out = [];
+    spanSets.forEach(function (fs) {
+      if (fs.hidden) return;
+      var st = SP[fs.dataset.schema], s = suggestionOf(fs);
+      st.spans.forEach(function (x) { out.push({ fs: fs, s: x, own: true, color: labelColor(fs, x.label) }); });
+      suggestedSpans(fs).forEach(function (x) {
+        out.push({ fs: fs, s: x, own: false, color: labelColor(fs, x.label), conf: x.confidence, run: s.run_id });
+      });
+    });
+    out.forEach(function (d, i) { d.id = i; });
+    return out;
+  }
+
+  function keyboardRange() {
+    if (!tgt.el || !tgt.el.classList.contains("kbd") || tgt.anchor === null || tgt.anchor === tgt.caret) return null;
+    return { start: Math.min(tgt.anchor, tgt.caret), end: Math.max(tgt.anchor, tgt.caret) };
+  }
+
+  function percent(c) { return typeof c === "number" ? Math.round(c * 100) + "%" : ""; }
+
+  function tagFor(d) {
+    var el = document.createElement("span"), label = d.s.label, show = d.fs.dataset.showLabels !== "false";
+    el.className = "hl-end " + (d.own ? "own" : "model");
+    el.dataset.id = String(d.id);
+    el.style.setProperty("--c", d.color);
+    el.setAttribute("aria-hidden", "true");
+    if (d.own) {
+      el.dataset.tag = (show ? label + " " : "") + "\u00d7";
+      el.title = "Remove: " + label + " " + quoted(d.s);
+    } else {
+      el.dataset.tag = "model" + (show ? " \u00b7 " + label : "") + (d.conf !== undefined ? " " + percent(d.conf) : "");
+      el.title = modelTitle(d);
+    }
+    return el;
+  }
+
+  function modelTitle(d) {
+    return "Model suggests " + d.s.label + " " + quoted(d.s) + (d.conf !== undefined ? " (" + percent(d.conf) + " confident)" : "")
+      + ": click to reject it; a accepts the model's spans";
+  }
+
+  // Draw the text once per change: one DocumentFragment cut at every span boundary, the caret and
+  // the keyboard selection; a stretch covered by several spans gets one underline per span and the
+  // innermost one's colour.
+  function drawSpans() {
+    if (!tgt.el || !spanSets.length) return;
+    var u = tgt.u16, n = tgt.cps.length, drawn = collectDrawn(), sel = keyboardRange();
+    var caretAt = tgt.el.classList.contains("kbd") ? tgt.caret : -1;  // the caret is the keyboard's
+    var cuts = {}, endsAt = {};
+    cuts[0] = cuts[n] = true;
+    if (caretAt >= 0) cuts[caretAt] = true;
+    if (sel) cuts[sel.start] = cuts[sel.end] = true;
+    drawn.forEach(function (d) {
+      cuts[d.s.start] = cuts[d.s.end] = true;
+      (endsAt[d.s.end] = endsAt[d.s.end] || []).push(d);
+    });
+    var points = Object.keys(cuts).map(Number).sort(function (a, b) { return a - b; });
+    var frag = document.createDocumentFragment(), starts = new WeakMap();
+    var inner = function (a, b) { return (a.s.end - a.s.start) - (b.s.end - b.s.start) || (a.own === b.own ? a.id - b.id : a.own ? -1 : 1); };
+    for (var i = 0; i < points.length; i++) {
+      var p = points[i];
+      if (p === caretAt) {
+        var caret = document.createElement("span");
+        caret.className = "caret";
+        caret.setAttribute("aria-hidden", "true");
+        frag.appendChild(caret);
+      }
+      if (i + 1 === points.length) break;
+      var q = points[i + 1], node = document.createTextNode(tgt.text.slice(u[p], u[q]));
+      starts.set(node, p);
+      var cover = drawn.filter(function (d) { return d.s.start <= p && d.s.end >= q; }).sort(inner);
+      var selected = sel && sel.start <= p && sel.end >= q, wrap = null;
+      if (cover.length) {
+        var top = cover[0];
+        wrap = document.createElement("mark");
+        wrap.className = "hl " + (top.own ? "own" : "model") + (cover.length > 1 ? " nested" : "");
+        wrap.dataset.ids = cover.map(function (d) { return d.id; }).join(" ");
+        wrap.style.setProperty("--c", top.color);
+        wrap.style.boxShadow = cover.map(function (d, k) { return "inset 0 -" + (3 * (k + 1)) + "px 0 0 " + d.color; }).join(", ");
+        wrap.title = top.own ? "Remove: " + top.s.label + " " + quoted(top.s) + (cover.length > 1 ? " (each span's \u00d7 tag removes that one)" : "")
+          : modelTitle(top);
+      } else if (selected) {
+        wrap = document.createElement("span");
+      }
+      if (wrap) {
+        if (selected) wrap.classList.add("ksel");
+        wrap.appendChild(node);
+        frag.appendChild(wrap);
+      } else {
+        frag.appendChild(node);
+      }
+      (endsAt[q] || []).sort(inner).forEach(function (d) { frag.appendChild(tagFor(d)); });
+    }
+    tgt.drawn = drawn;
+    tgt.starts = starts;
+    tgt.el.replaceChildren(frag);
+    if (tgt.el.classList.contains("kbd") && document.activeElement === tgt.el) caretIntoView();
+  }
+
+  // The caret kept on screen in a long text: once a frame (keys repeat faster), after the browser
+  // lays the text out for that frame anyway, never by forcing a layout per key.
+  var scrollPending = false;
+  function caretIntoView() {
+    if (scrollPending) return;
+    scrollPending = true;
+    requestAnimationFrame(function () {
+      scrollPending = false;
+      var c = tgt.el && tgt.el.querySelector(".caret");
+      if (!c || document.activeElement !== tgt.el) return;
+      var r = c.getBoundingClientRect();
+      if (r.top < 0 || r.bottom > window.innerHeight) c.scrollIntoView({ block: "nearest" });
+    });
+  }
+
+  // Redraw only when a question was shown or hidden (updateVisibility runs on every keystroke in a box).
+  function redrawIfShownChanged() {
+    var shown = spanSets.map(function (fs) { return fs.hidden ? "0" : "1"; }).join("");
+    if (shown !== tgt.shown) { tgt.shown = shown; drawSpans(); spanSets.forEach(showSpanState); }
+  }
+
+  // What the question says under its labels, and its suggestion box.
+  function showSpanState(fs) {
+    var st = SP[fs.dataset.schema], n = st.spans.length, line = fs.querySelector(".span-state");
+    var text = !st.answered ? "No spans marked yet: select text, then " + (touchScreen() ? "tap" : "pick") + " a label."
+      : n === 0 ? "Nothing to mark: saved as your answer. Marking a span replaces it."
+      : n + (n === 1 ? " span" : " spans") + " marked: click one to remove it.";
+    if (armed && armed.fs === fs) text = armed.label + " is on: text you select now is marked " + armed.label + ". " + text;
+    line.textContent = text;
+    var none = fs.querySelector(".span-none");
+    none.setAttribute("aria-pressed", st.answered && n === 0 ? "true" : "false");
+    none.disabled = n > 0;
+    none.title = n > 0 ? "Remove the spans first: this item has spans marked" : "This item has nothing to mark: saved as your answer";
+    fs.querySelectorAll(".span-label").forEach(function (b) {
+      b.setAttribute("aria-pressed", armed && armed.fs === fs && armed.label === b.dataset.label ? "true" : "false");
+    });
+    var box = fs.querySelector(".suggestion"), s = suggestionOf(fs);
+    if (!s || st.answered) { box.hidden = true; return; }
+    var left = suggestedSpans(fs).length, offered = s.label.length, gone = offered - left;
+    box.hidden = false;
+    box.querySelector(".s-label").textContent = offered === 0 ? "nothing to mark"
+      : left + (left === 1 ? " span" : " spans") + (gone ? " (" + gone + " rejected)" : "");
+    box.querySelector(".s-conf").textContent = "(" + percent(s.confidence) + " confident, run " + s.run_id + ")";
+    box.querySelector(".s-accept").disabled = offered > 0 && left === 0;
+  }
+
+  // A change of the annotator's spans: shown, and saved at once (as a pick is).
+  function spansChanged(fs) {
+    delete state.accepted[fs.dataset.schema];
+    updateVisibility();
+    drawSpans();
+    spanSets.forEach(showSpanState);
+    saveSoon();
+  }
+
+  // -- Where a selection is, in code points of the text ------------------------------------------
+  function domPointToCp(node, offset) {
+    var whole = document.createRange();
+    whole.selectNodeContents(tgt.el);
+    var where;
+    try { where = whole.comparePoint(node, offset); } catch (e) { return null; }
+    if (where < 0) return 0;
+    if (where > 0) return tgt.cps.length;
+    if (node.nodeType === 3) {
+      var base = tgt.starts.get(node);
+      if (base !== undefined) return base + Array.from(node.data.slice(0, offset)).length;
+    }
+    // Between elements (or in a tag, which holds no text): the first text node at or after the point.
+    var point = document.createRange();
+    point.setStart(node, offset);
+    var walk = document.createTreeWalker(tgt.el, NodeFilter.SHOW_TEXT), t;
+    while ((t = walk.nextNode())) {
+      if (tgt.starts.has(t) && point.comparePoint(t, 0) >= 0) return tgt.starts.get(t);
+    }
+    return tgt.cps.length;
+  }
+
+  // The mouse's (or a finger's) selection, cut to the text: parts outside it are ignored.
+  function domRange() {
+    var sel = window.getSelection();
+    if (!tgt.el || !sel || !sel.rangeCount || sel.isCollapsed) return null;
+    var r = sel.getRangeAt(0);
+    if (!r.intersectsNode(tgt.el)) return null;
+    var start = domPointToCp(r.startContainer, r.startOffset), end = domPointToCp(r.endContainer, r.endOffset);
+    return start === null || end === null || start >= end ? null : { start: start, end: end };
+  }
+
+  // Snap to the text: whitespace around a selection is not part of the span.
+  function trimmed(r) {
+    if (!r) return null;
+    var a = r.start, b = r.end;
+    while (a < b && SPACE.test(tgt.cps[a])) a++;
+    while (b > a && SPACE.test(tgt.cps[b - 1])) b--;
+    return a < b ? { start: a, end: b } : null;
+  }
+
+  function currentSelection() { return trimmed(keyboardRange() || domRange()); }
+
+  function clearSelection() {
+    tgt.anchor = null;
+    var sel = window.getSelection();
+    if (sel && sel.rangeCount && tgt.el && sel.getRangeAt(0).intersectsNode(tgt.el)) sel.removeAllRanges();
+  }
+
+  // -- Marking and removing ------------------------------------------------------------------------
+  // The selection a label is given to is used up at once (the caret goes to its end), even when the
+  // mark waits its turn behind keys typed before it: a selection made meanwhile is another one.
+  function takeSelection(range) {
+    clearSelection();
+    tgt.caret = range.end;
+  }
+
+  function markSpan(fs, label, range) {
+    if (!range || fs.hidden) return false;
+    var st = SP[fs.dataset.schema], span = { start: range.start, end: range.end, label: label };
+    var note = fs.querySelector(".span-state");
+    if (st.spans.some(function (s) { return spanKey(s) === spanKey(span); })) {
+      drawSpans();
+      note.textContent = label + " " + quoted(span) + " is marked already.";
+      return false;
+    }
+    if (fs.dataset.allowOverlapping !== "true") {
+      var clash = st.spans.filter(function (s) {
+        return s.start < span.end && span.start < s.end && !(s.start === span.start && s.end === span.end);
+      })[0];
+      if (clash) {
+        drawSpans();
+        setStatus(quoted(span) + " overlaps " + clash.label + " " + quoted(clash) + ", and this question marks each "
+          + "stretch of text once: remove that span first (click it), then mark again.", true);
+        return false;
+      }
+      // The same stretch with another label: the new label replaces the old.
+      st.spans = st.spans.filter(function (s) { return !(s.start === span.start && s.end === span.end); });
+    }
+    st.spans.push(span);
+    st.answered = true;
+    spansChanged(fs);
+    return true;
+  }
+
+  function removeDrawn(d) {
+    var st = SP[d.fs.dataset.schema];
+    st.rejected[spanKey(d.s)] = true;  // a removed accepted span is not offered again
+    if (!d.own) {  // a rejected suggestion only leaves the page: nothing is stored
+      drawSpans();
+      spanSets.forEach(showSpanState);
+      return;
+    }
+    var i = st.spans.indexOf(d.s);
+    if (i < 0) return;
+    st.spans.splice(i, 1);
+    // The last span gone is no answer: "Nothing to mark" says that one on purpose.
+    if (!st.spans.length) st.answered = false;
+    spansChanged(d.fs);
+  }
+
+  // Delete (forward) or Backspace: the innermost span at the caret, the annotator's before the model's.
+  function removeAtCaret(back) {
+    var c = tgt.caret, inner = function (a, b) { return (a.s.end - a.s.start) - (b.s.end - b.s.start) || (a.own ? -1 : 1); };
+    var hit = function (fwd) {
+      return tgt.drawn.filter(function (d) { return fwd ? d.s.start <= c && c < d.s.end : d.s.start < c && c <= d.s.end; }).sort(inner)[0];
+    };
+    var d = hit(!back) || hit(back);
+    if (d) removeDrawn(d); else setStatus("No span at the caret to remove.");
+  }
+
+  function arm(fs, label) {
+    armed = armed && armed.fs === fs && armed.label === label ? null : { fs: fs, label: label };
+    spanSets.forEach(showSpanState);
+  }
+
+  // True when a selection was there for the label that is on.
+  function armedMark() {
+    if (!armed || armed.fs.hidden) return false;
+    var r = trimmed(domRange());
+    if (!r) return false;
+    takeSelection(r);
+    markSpan(armed.fs, armed.label, r);
+    return true;  // the selection was used, marked or not
+  }
+
+  // -- The keyboard on the text: a caret, Shift to select, Delete to remove ------------------------
+  function keyboardMode() {
+    if (tgt.el.classList.contains("kbd")) return;
+    tgt.el.classList.add("kbd");
+    var sel = window.getSelection();  // where the mouse left off, the keys go on
+    if (sel && sel.rangeCount && sel.getRangeAt(0).intersectsNode(tgt.el)) {
+      var a = domPointToCp(sel.anchorNode, sel.anchorOffset), f = domPointToCp(sel.focusNode, sel.focusOffset);
+      if (f !== null) { tgt.caret = f; tgt.anchor = a !== null && a !== f ? a : null; }
+      sel.removeAllRanges();
+    }
+  }
+
+  function wordStep(from, forward) {
+    var cps = tgt.cps, i = from;
+    if (forward) {
+      while (i < cps.length && !WORD.test(cps[i])) i++;
+      while (i < cps.length && WORD.test(cps[i])) i++;
+    } else {
+      while (i > 0 && !WORD.test(cps[i - 1])) i--;
+      while (i > 0 && WORD.test(cps[i - 1])) i--;
+    }
+    return i;
+  }
+
+  // Keys on the focused text; true: the key was the text's (the page does nothing more with it).
+  function textKey(ev) {
+    var k = ev.key, n = tgt.cps.length;
+    if (ev.metaKey) return false;
+    if (k === "ArrowLeft" || k === "ArrowRight" || k === "Home" || k === "End") {
+      keyboardMode();
+      var forward = k === "ArrowRight", word = ev.ctrlKey || ev.altKey, sel = keyboardRange();
+      var to = k === "Home" ? 0 : k === "End" ? n : word ? wordStep(tgt.caret, forward)
+        : Math.max(0, Math.min(n, tgt.caret + (forward ? 1 : -1)));
+      if (ev.shiftKey) {
+        if (tgt.anchor === null) tgt.anchor = tgt.caret;
+      } else {
+        if (sel && !word && (k === "ArrowLeft" || k === "ArrowRight")) to = forward ? sel.end : sel.start;  // as text boxes do
+        tgt.anchor = null;
+      }
+      tgt.caret = to;
+      drawSpans();
+      return true;
+    }
+    if (ev.ctrlKey || ev.altKey) return false;
+    if (k === "Delete" || k === "Backspace") { keyboardMode(); removeAtCaret(k === "Backspace"); return true; }
+    if (k === "Escape") {
+      clearSelection();
+      if (armed) arm(armed.fs, armed.label);
+      drawSpans();
+      return true;
+    }
+    return false;
+  }
+
+  // A span label's key: marks the selection, if there is one; without one it does nothing.
+  function spanLabelKey(key) {
+    var btn = null;
+    spanSets.forEach(function (fs) {
+      if (!fs.hidden && !btn) btn = Array.prototype.filter.call(fs.querySelectorAll(".span-label[data-key]"), function (b) { return b.dataset.key === key; })[0] || null;
+    });
+    return btn;
+  }
+
+  spanSets.forEach(function (fs) {
+    var colors = {};
+    fs.querySelectorAll(".span-label").forEach(function (btn) { colors[btn.dataset.label] = btn.dataset.color; });
+    SP[fs.dataset.schema] = { spans: [], answered: false, rejected: {}, colors: colors };
+    fs.querySelectorAll(".span-label").forEach(function (btn) {
+      // The selection as it is before the click takes it away (a tap on a phone does).
+      btn.addEventListener("pointerdown", function () { captured = { id: state.item.id, range: currentSelection() }; });
+      btn.addEventListener("mousedown", function (ev) { ev.preventDefault(); });  // keeps the selection and the focus
+      btn.addEventListener("click", function () {
+        var r = currentSelection();
+        if (!r && captured && captured.id === state.item.id) r = captured.range;
+        captured = null;
+        if (r) { takeSelection(r); markSpan(fs, btn.dataset.label, r); } else { arm(fs, btn.dataset.label); }
+      });
+    });
+    fs.querySelector(".span-none").addEventListener("click", function () {
+      var st = SP[fs.dataset.schema];
+      if (st.spans.length) return;
+      st.answered = true;
+      spansChanged(fs);
+    });
+  });
+
+  if (spanSets.length) {
+    document.addEventListener("mousedown", function (ev) {
+      suppressClick = false;
+      if (!tgt.el || !tgt.el.contains(ev.target)) return;
+      pointerDown = true;
+      downAt = { x: ev.clientX, y: ev.clientY };
+      tgt.anchor = null;  // the keyboard's selection gives way to the mouse's (hidden until the next drawing)
+      tgt.el.classList.remove("kbd");
+    });
+    // The text clicked or dragged over with the mouse lets go of the focus (as a clicked button does):
+    // the arrow keys move between items again, and a label's key marks the mouse's selection.
+    // Tab gives the text the keyboard's caret.
+    document.addEventListener("mouseup", function () {
+      if (!pointerDown) return;
+      pointerDown = false;
+      if (document.activeElement === tgt.el) tgt.el.blur();
+      if (armedMark()) suppressClick = true;  // the click that ends this selection removes nothing
+    });
+    document.addEventListener("touchstart", function (ev) {
+      if (tgt.el && tgt.el.contains(ev.target)) { pointerDown = true; tgt.anchor = null; tgt.el.classList.remove("kbd"); }
+    }, { passive: true });
+    document.addEventListener("touchend", function () {
+      if (!pointerDown) return;
+      pointerDown = false;
+      if (document.activeElement === tgt.el) tgt.el.blur();
+      setTimeout(armedMark, 0);  // the selection a long press makes is there once the touch ends
+    });
+    // A phone's selection handles move without touch events reaching the page: the selection
+    // marked is the one that has stopped changing for a moment.
+    document.addEventListener("selectionchange", function () {
+      if (!armed) return;
+      clearTimeout(selTimer);
+      selTimer = setTimeout(function () { if (!pointerDown) armedMark(); }, 700);
+    });
+    // One click on a highlight removes it (a model's span: rejects it); a drag or a selection is no click.
+    document.addEventListener("click", function (ev) {
+      if (!tgt.el || !tgt.el.contains(ev.target)) return;
+      if (suppressClick) { suppressClick = false; return; }
+      var sel = window.getSelection();
+      if (sel && !sel.isCollapsed) return;
+      if (downAt && ev.detail > 0 && Math.abs(ev.clientX - downAt.x) + Math.abs(ev.clientY - downAt.y) > 6) return;
+      var tag = ev.target.closest(".hl-end"), mark = ev.target.closest("mark.hl");
+      var id = tag ? tag.dataset.id : mark ? mark.dataset.ids.split(" ")[0] : null;
+      var d = id === null ? null : tgt.drawn[Number(id)];
+      if (d) removeDrawn(d);
+    });
+    document.addEventListener("focusin", function (ev) {
+      if (tgt.el && ev.target === tgt.el && !pointerDown) { keyboardMode(); drawSpans(); }
+    });
+  }
+
   function onClick(id, go) {
     $(id).addEventListener("click", function () { later(function () { return saveAndGo(go); }, true); });
   }
@@ -453,12 +985,27 @@
   var PAGE_KEYS = ["Enter", "ArrowRight", "ArrowLeft", "a", "g"];
 
   document.addEventListener("keydown", function (ev) {
+    // The focused text takes the caret keys (arrows, Home, End, Delete, Escape), not the page.
+    if (tgt.el && ev.target === tgt.el && textKey(ev)) { ev.preventDefault(); return; }
     var tag = (ev.target.tagName || "").toLowerCase();
     // Typing into a field is typing; the label choices (radios, checkboxes) are the page's own.
     if (tag === "textarea" || tag === "select" || (tag === "input" && ev.target.type !== "radio" && ev.target.type !== "checkbox")) return;
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     // Enter or Space on a button or link the keyboard moved to does that button ("← Previous", "Sign out").
     if ((ev.key === "Enter" || ev.key === " ") && (tag === "button" || tag === "a" || tag === "summary")) return;
+    if (ev.key === "Escape" && armed) { arm(armed.fs, armed.label); return; }
+    var spanBtn = spanSets.length ? spanLabelKey(ev.key) : null;
+    if (spanBtn) {
+      // A span label's key marks the text selected now (with the mouse or the keyboard); with
+      // nothing selected it does nothing. Its turn comes after the keys typed before it.
+      var range = currentSelection(), id = state.item.id, fs = spanBtn.closest("fieldset");
+      ev.preventDefault();
+      if (!range) return;
+      takeSelection(range);
+      drawSpans();
+      later(function () { if (state.item.id === id) markSpan(fs, spanBtn.dataset.label, range); return true; }, true);
+      return;
+    }
     var label = keyed.some(function (i) { return i.dataset.key === ev.key; });
     if (!label && ev.key === "d") { window.potatoToggleTheme(); return; }
     if (!label && (PAGE_KEYS.indexOf(ev.key) < 0 || (ev.key === "g" && !$("goto-number")))) return;

@@ -4,7 +4,7 @@ Each test runs at a phone's width (390 px) and a laptop's (1280 px): spans marke
 alone (caret, Shift to select, a label's key, Delete), with the mouse alone (a drag or a double click,
 a label button, a click on the highlight), "Nothing to mark", an emoji before a span (offsets count
 code points, as the server does), and a 5,000-character item with 50 spans. Model suggestions for
-span questions wait for the server side that offers them.
+span questions, from a real run, are in test_span_suggestions.py.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ BENCHMARKS = sorted(p.stem for p in BENCH.glob("*.py") if p.stem != "quick")
 
 
 def test_every_benchmark_is_here() -> None:
-    assert set(BENCHMARKS) >= {"agents", "annotators", "run_overhead", "slowloris", "slurm", "ssh", "trainers",
-                               "writeback"}
+    assert set(BENCHMARKS) >= {"active_learning", "agents", "annotators", "run_overhead", "slowloris",
+                               "slurm", "ssh", "trainers", "writeback"}
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)

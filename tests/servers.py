@@ -22,8 +22,11 @@ def free_port() -> int:
 class ServerProcess:
     """``potato start`` in its own process group, so kill -9 reaches gunicorn's master and workers."""
 
-    def __init__(self, config_path: Path, extra_args: list[str] | None = None, port: int | None = None) -> None:
+    def __init__(self, config_path: Path, extra_args: list[str] | None = None, port: int | None = None,
+                 env: dict[str, str] | None = None) -> None:
         self.config_path = config_path
+        self.env = env
+        """Variables set for the server over this process's environment (HF_ENDPOINT, HF_TOKEN...)."""
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.extra_args = extra_args or []
@@ -33,7 +36,8 @@ class ServerProcess:
     def start(self, timeout: float = 30.0) -> ServerProcess:
         cmd = [sys.executable, "-m", "potato", "start", str(self.config_path), "-p", str(self.port), *self.extra_args]
         self.log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+                                     env={**os.environ, **self.env} if self.env else None)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

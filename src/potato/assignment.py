@@ -12,6 +12,7 @@ people.
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 import time
@@ -95,11 +96,26 @@ def order_key(strategy: str, seed: int, user: str, n_items: int) -> Callable[[in
     return lambda position, annotators: (position,)
 
 
-class Assigned:
-    """Queues of their own per annotator, in the ``assignments`` table."""
+ORDER_KEY = "active_learning:order"
+"""The ``meta`` row holding active learning's order: ``{"run_id", "uncertainty", "ids": [...]}``."""
 
-    def __init__(self, items: ItemSet, db: Database, rules: Assignment) -> None:
-        self.items, self.db, self.rules = items, db, rules
+
+def uncertain_first(conn: sqlite3.Connection) -> dict[str, int]:
+    """Active learning's order, item id -> place (0 first); empty before its first run."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (ORDER_KEY,)).fetchone()
+    return {item_id: place for place, item_id in enumerate(json.loads(row[0])["ids"])} if row else {}
+
+
+class Assigned:
+    """Queues of their own per annotator, in the ``assignments`` table.
+
+    With active learning (``model_first``) the next item assigned is the first in the latest run's
+    order that the rules allow, before the assignment strategy's own order; items the annotator
+    labelled before their queue existed (a project that turned active learning on midway) come first,
+    so they keep counting as done."""
+
+    def __init__(self, items: ItemSet, db: Database, rules: Assignment, model_first: bool = False) -> None:
+        self.items, self.db, self.rules, self.model_first = items, db, rules, model_first
 
     def total(self, user: str) -> int:
         cap = self.rules.max_annotations_per_user
@@ -156,16 +172,28 @@ class Assigned:
         mine = {r[0] for r in conn.execute("SELECT item_id FROM assignments WHERE user = ?", (user,))}
         cap = rules.max_annotations_per_item
         rank = order_key(rules.strategy, rules.random_seed, user, len(self.items))
+        ahead = uncertain_first(conn) if self.model_first else {}
+        done = {r[0] for r in conn.execute("SELECT DISTINCT item_id FROM labels WHERE user = ?", (user,))} \
+            if self.model_first else set()
         best: tuple[tuple[int, ...], str] | None = None
         for position, item in enumerate(self.items):
             taken = counts.get(item.id, 0)
             if item.id in mine or (cap is not None and taken >= cap):
                 continue
-            key = rank(position, taken)
+            if item.id in done:
+                key: tuple[int, ...] = (-1, position)
+            elif item.id in ahead:
+                key = (0, ahead[item.id])
+            else:
+                key = (1, *rank(position, taken))
             if best is None or key < best[0]:
                 best = (key, item.id)
         return None if best is None else (int(have), best[1])
 
 
-def queue_for(items: ItemSet, db: Database, labels: LabelStore, rules: Assignment) -> Queue:
-    return Assigned(items, db, rules) if rules.active else AllItems(items, labels)
+def queue_for(items: ItemSet, db: Database, labels: LabelStore, rules: Assignment, model_first: bool = False) -> Queue:
+    """Every item in file order for everyone, unless assignment rules or active learning give each
+    annotator a queue of their own (active learning's order can only apply to items not yet handed out)."""
+    if rules.active or model_first:
+        return Assigned(items, db, rules, model_first)
+    return AllItems(items, labels)

@@ -71,6 +71,12 @@ HOLDOUT_FRACTION = 0.2
 """Share of labelled items kept out of training to score the run."""
 
 AUTO_RETRAIN_EVERY_N_LABELS = 100
+ACTIVE_LEARNING_EVERY_N_LABELS = 5
+"""Upstream's ``update_frequency`` default: labels between active learning's runs."""
+ACTIVE_LEARNING_MIN_ITEMS = 10
+"""Upstream's ``min_instances_for_training`` default: labelled items before the first run."""
+ACTIVE_LEARNING_MAX_REORDERED = 100
+"""Upstream's ``max_instances_to_reorder`` default: the uncertain items put first."""
 """New labels between two automatic runs when not configured."""
 
 ACKNOWLEDGE_MIN_CHARS = 12

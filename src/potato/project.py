@@ -34,7 +34,7 @@ class Project:
         sync_items(db, items)
         labels = LabelStore(db)
         return cls(config=config, items=items, db=db, labels=labels,
-                   queue=queue_for(items, db, labels, config.assignment))
+                   queue=queue_for(items, db, labels, config.assignment, config.active_learning.enabled))
 
     def save_labels(self, labels: Sequence[Label], delete: Iterable[tuple[str, str, str]] = ()) -> None:
         """Store labels (on disk before this returns) and tell training they arrived."""

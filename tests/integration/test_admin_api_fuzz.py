@@ -68,15 +68,21 @@ AGENTS = f"{TRAINING}/agents"
 TRAINERS = f"{TRAINING}/trainers"
 RUNS = f"{TRAINING}/runs"
 CURVE = f"{TRAINING}/learning-curve"
+ACTIVE = f"{TRAINING}/active-learning"
 RUN = f"{RUNS}/{{run_id}}"
 CANCEL = f"{RUN}/cancel"
 LOG = f"{RUN}/log"
 EVENTS = f"{RUN}/events"
 SUGGESTIONS = f"{RUN}/suggestions"
+PUSH = f"{RUN}/push"
 PLAIN_ROUTES = [(PROGRESS, "GET"), (EXPORT, "GET"), (LABELS, "GET"), (LABELS, "POST"), (BACKENDS, "GET"),
-                (CHECK, "POST"), (AGENTS, "GET"), (TRAINERS, "GET"), (RUNS, "GET"), (RUNS, "POST"), (CURVE, "GET")]
+                (CHECK, "POST"), (AGENTS, "GET"), (TRAINERS, "GET"), (RUNS, "GET"), (RUNS, "POST"), (CURVE, "GET"),
+                (ACTIVE, "GET")]
 RUN_ROUTES = [(RUN, "GET"), (CANCEL, "POST"), (LOG, "GET"), (EVENTS, "GET"), (SUGGESTIONS, "GET")]
-ROUTES = PLAIN_ROUTES + RUN_ROUTES
+PUSH_ROUTES = [(PUSH, "GET"), (PUSH, "POST")]
+"""Pushing to the Hugging Face Hub: no run of the test project can be pushed (its model stayed on the
+agent's machine, or it has not succeeded), so a push is refused (409) whatever the request."""
+ROUTES = PLAIN_ROUTES + RUN_ROUTES + PUSH_ROUTES
 STRICT_BODIES = [(LABELS, "POST"), (RUNS, "POST")]
 """The routes that take a body; the server checks it, so invalid bodies (negative generation) must be refused."""
 
@@ -264,13 +270,39 @@ def live(make_project: Callable[..., Path]) -> Iterator[Live]:
 
 # -- sending and checking ---------------------------------------------------------------------------
 
+def send_refused_for_the_run(live: Live, case: schemathesis.Case, headers: Dict[str, str]) -> Any:
+    """A valid request that the route refuses for the run's sake, whatever the request (a push of a run
+    whose model is not on the server): every check but "valid data is accepted"."""
+    try:
+        return case.call_and_validate(base_url=live.url, headers=headers, timeout=60,
+                                      excluded_checks=[schemathesis.checks.positive_data_acceptance])
+    except Exception as exc:
+        raise AssertionError(f"{exc}\n--- {live.srv.log_path} (tail) ---\n{live.srv.output()[-4000:]}") from exc
+
+
+def fuzz_pushes(live: Live, examples: int) -> List[int]:
+    """The push routes on the real runs: the state says why not (200), a push is refused (409), an
+    invalid body too (400 or 409); on generated run ids 404."""
+    seen: List[int] = []
+    for run_id in (live.succeeded, live.queued):
+        params = {"run_id": run_id}
+        seen += fuzz(live, PUSH, "GET", GenerationMode.POSITIVE, ADMIN_KEY, params, examples=examples, expect={200})
+        seen += fuzz(live, PUSH, "POST", GenerationMode.POSITIVE, ADMIN_KEY, params, examples=examples,
+                     expect={409}, sender=send_refused_for_the_run)
+        seen += fuzz(live, PUSH, "POST", GenerationMode.NEGATIVE, ADMIN_KEY, params, examples=examples,
+                     expect={400, 409}, sender=send_refused_for_the_run)  # some "invalid" bodies are valid
+    for path, method in PUSH_ROUTES:
+        seen += fuzz(live, path, method, GenerationMode.POSITIVE, ADMIN_KEY, examples=REFUSED_EXAMPLES, expect={404})
+    return seen
+
+
 def send(live: Live, case: schemathesis.Case, headers: Dict[str, str]) -> Any:
     return call_and_check(live.srv, case, headers)
 
 
 def fuzz(live: Live, path: str, method: str, mode: GenerationMode, key: Optional[str],
          path_parameters: Optional[Dict[str, str]] = None, examples: int = EXAMPLES,
-         expect: Optional[Set[int]] = None) -> List[int]:
+         expect: Optional[Set[int]] = None, sender: Callable[..., Any] = send) -> List[int]:
     """Up to ``examples`` generated requests to one route, each from an address of its own, with
     ``key`` (None: no header); the status codes seen, each one in ``expect`` when given."""
     operation = live.schema[path][method]
@@ -287,7 +319,7 @@ def fuzz(live: Live, path: str, method: str, mode: GenerationMode, key: Optional
             # JSON Schema cannot say (UserName in the contract describes it).
             body["user"] = "fuzz annotator"
         headers = live.headers(key)
-        response = send(live, case, headers)
+        response = sender(live, case, headers)
         seen.append(response.status_code)
         if expect is not None:
             assert response.status_code in expect, (
@@ -385,6 +417,8 @@ def test_every_route_answers_as_documented(live: Live) -> None:
     # invalid bodies where the route takes one.
     accepted = {200, 201, 202}
     for path, method in ROUTES:
+        if (path, method) in PUSH_ROUTES:
+            continue  # fuzz_pushes below
         if (path, method) in STRICT_BODIES:
             fuzz(live, path, method, GenerationMode.NEGATIVE, ADMIN_KEY, expect={400, 409})
         if (path, method) in RUN_ROUTES:
@@ -393,6 +427,9 @@ def test_every_route_answers_as_documented(live: Live) -> None:
             fuzz(live, path, method, GenerationMode.POSITIVE, ADMIN_KEY, examples=REFUSED_EXAMPLES, expect={404})
         else:
             fuzz(live, path, method, GenerationMode.POSITIVE, ADMIN_KEY, expect=accepted)
+    state = send(live, schema[PUSH]["GET"].Case(path_parameters={"run_id": live.succeeded}), own).json()
+    assert state["can_push"] is False and "agent backend 'lab'" in state["blocked"]
+    fuzz_pushes(live, EXAMPLES)
 
     # Without the key, and with a wrong one: 401 on every route, whatever the request.
     statuses_of(live, None, {401}, REFUSED_EXAMPLES, (GenerationMode.POSITIVE, GenerationMode.NEGATIVE))
@@ -447,6 +484,7 @@ def test_refused_requests_change_nothing(live: Live) -> None:
     for path, method in RUN_ROUTES:
         statuses += fuzz(live, path, method, GenerationMode.POSITIVE, ADMIN_KEY, examples=REFUSED_EXAMPLES,
                          expect={404})
+    statuses += fuzz_pushes(live, REFUSED_EXAMPLES)  # refused pushes leave the runs' files alone
     # A throttled address: even the right key and valid requests are refused.
     address = throttle_one_address(live)
     throttled = live.headers(ADMIN_KEY, address)

@@ -162,15 +162,14 @@ def test_text_scheme_layout_keys_and_required() -> None:
 
 
 def test_features_this_server_lacks_are_named_errors_or_warnings() -> None:
-    report = report_of(upstream(active_learning={"enabled": True}, ai_support={"enabled": True}, base_css="x.css"))
+    report = report_of(upstream(ai_support={"enabled": True}, base_css="x.css"))
     assert messages(report.errors) == [
-        "active_learning: " + unsupported_message("active_learning", TOP_LEVEL["active_learning"].what),
         "ai_support: " + unsupported_message("ai_support", TOP_LEVEL["ai_support"].what),
     ]
     assert "base_css: " + unsupported_message("base_css", TOP_LEVEL["base_css"].what) in messages(report.warnings)
     assert messages(report.errors)[0] == (
-        "active_learning: 'active_learning' is a Potato feature this server does not support: ordering items by "
-        "a model's uncertainty; remove it or run that project on upstream Potato")
+        "ai_support: 'ai_support' is a Potato feature this server does not support: AI assistance for annotators "
+        "(LLM hints, highlighted options); remove it or run that project on upstream Potato")
     assert messages(report_of(upstream(assignment_strategy="diversity_clustering")).errors) == [
         "assignment_strategy: 'assignment_strategy: diversity_clustering' is a Potato feature this server does not "
         "support: items ordered by models, surveys or groups; remove it or run that project on upstream Potato "

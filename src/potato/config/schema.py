@@ -201,6 +201,32 @@ class AutoRetrain:
     trainer: str | None = None
     schemas: tuple[str, ...] = ()
     backend: str | None = None
+    min_items: int = 0
+    """No run before this many items have labels on the schemas (active learning's first run)."""
+    min_annotations_per_item: int = 1
+    """What counts as a labelled item for ``min_items``: this many annotators' labels."""
+
+
+UNCERTAINTY_MEASURES = ("least_confidence", "margin", "entropy")
+
+
+@dataclass(frozen=True)
+class ActiveLearning:
+    """Items nobody has labelled go to annotators most uncertain first, by the latest run on ``schemas``
+    (upstream Potato's ``active_learning``); its runs start as automatic runs do."""
+
+    enabled: bool = False
+    schemas: tuple[str, ...] = ()
+    min_annotations_per_item: int = 1
+    min_items: int = defaults.ACTIVE_LEARNING_MIN_ITEMS
+    every_n_labels: int = defaults.ACTIVE_LEARNING_EVERY_N_LABELS
+    max_reordered: int = defaults.ACTIVE_LEARNING_MAX_REORDERED
+    """How many of the most uncertain items are put first; the rest keep the assignment's order."""
+    random_share: float = 0.0
+    """Of the items put first, this share is drawn at random instead (upstream's random_sample_percent)."""
+    uncertainty: str = UNCERTAINTY_MEASURES[0]
+    trainer: str | None = None
+    backend: str | None = None
 
 
 Container = ContainerSpec
@@ -306,6 +332,20 @@ class LocalBackend:
 Backend = Union[LocalBackend, SshBackend, SlurmBackend, AgentBackend]
 
 
+HUB_NAME = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
+"""One part of a Hugging Face Hub repository id (a namespace or a name), as the Hub takes it; the Hub
+also refuses ``--`` and ``..`` inside one."""
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    """Pushing a run's model to the Hugging Face Hub: where the token is read from (``HF_TOKEN`` in the
+    server's environment when no file is named) and the namespace a default repository goes under."""
+
+    token_file: Path | None = None
+    organization: str | None = None
+
+
 @dataclass(frozen=True)
 class ModelTraining:
     enabled: bool = False
@@ -322,6 +362,7 @@ class ModelTraining:
     auto_retrain: AutoRetrain = field(default_factory=AutoRetrain)
     local: LocalBackend = field(default_factory=LocalBackend)
     backends: dict[str, Backend] = field(default_factory=dict)
+    hub: HubSettings = field(default_factory=HubSettings)
 
     def all_backends(self) -> dict[str, Backend]:
         """Every backend a run may name, ``local`` first."""
@@ -418,6 +459,7 @@ class Config:
     """Formats (jsonl, csv, tsv) the server keeps written under output_annotation_dir/exports/, as
     upstream Potato does for ``output_annotation_format`` / ``export_annotation_format``."""
     auto_export_interval: int = defaults.AUTO_EXPORT_INTERVAL_S
+    active_learning: ActiveLearning = field(default_factory=ActiveLearning)
 
     def training_kinds(self) -> frozenset[str]:
         """The kinds of answer this project's trainable schemes give (radio, multiselect, span): a trainer

@@ -61,7 +61,6 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "annotation_ui": _e("an alternative annotation interface"),
     "cases": _e("case-based qualitative coding"),
     "search": _e("item search for annotators"),
-    "active_learning": _e("ordering items by a model's uncertainty"),
     "category_assignment": _e("assigning items to annotators by category"),
     "diversity_ordering": _e("ordering items for diversity"),
     "diversity_config": _e("settings of diversity ordering"),

@@ -9,12 +9,14 @@ shows the whole list. Item data files are not opened here; the item loader repor
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from potato import defaults
 from potato.config import _page as page_keys
+from potato.config._active import as_auto_retrain, check_active_learning
 from potato.config._schemes import check_schemes, training_types
 from potato.config._backends import check_backends, declared_types, env_names
 from potato.config._checks import (
@@ -39,8 +41,11 @@ from potato.config.acknowledge import apply_acknowledge
 from potato.config.upstream import TOP_LEVEL as UPSTREAM_KEYS
 from potato.config.upstream import unsupported_message
 from potato.config.schema import (
+    HUB_NAME,
+    ActiveLearning,
     AutoRetrain,
     Config,
+    HubSettings,
     ItemProperties,
     LocalBackend,
     ModelTraining,
@@ -61,6 +66,7 @@ TOP_LEVEL_KEYS = (
     "debug",
     "trust_proxy",
     "model_training",
+    "active_learning",
     "validation",
     *page_keys.KEYS,
 )
@@ -129,13 +135,18 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
     schemes = check_schemes(raw.get("annotation_schemes"), findings)
     scheme_types = training_types(raw.get("annotation_schemes"))
     item_properties = _check_item_properties(raw.get("item_properties"), findings)
-    training, backend_types = _check_model_training(raw.get("model_training"), scheme_types, findings)
+    training, backend_types = _check_model_training(raw.get("model_training"), scheme_types, findings, path.parent)
+    active = check_active_learning(raw.get("active_learning"), scheme_types,
+                                   training is not None and training.enabled, findings)
+    if active is not None and active.enabled and training is not None:
+        training = _with_active_learning(training, active, backend_types, findings)
     if values.get("debug") is True:
         _warn_debug(backend_types, findings)
     names = list(backend_types)
     if schemes is not None and item_properties is not None and page is not None:
         page = _span_target(raw.get("annotation_schemes"), schemes, item_properties, page, findings)
-    if findings.errors or schemes is None or item_properties is None or training is None or page is None:
+    if findings.errors or schemes is None or item_properties is None or training is None or page is None \
+            or active is None:
         return None, names
     task_dir = _resolve(path.parent, values.get("task_dir", "."))
     config = Config(
@@ -151,9 +162,24 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
         trust_proxy=values.get("trust_proxy", False),
         model_training=training,
         acknowledge=tuple(_acknowledge_list(raw.get("validation"))),
+        active_learning=active,
         **page,
     )
     return config, names
+
+
+def _with_active_learning(training: ModelTraining, active: ActiveLearning, backend_types: Mapping[str, str | None],
+                          findings: Findings) -> ModelTraining | None:
+    """Active learning's runs are automatic runs: one every ``update_frequency`` labels, on its backend."""
+    if training.auto_retrain.enabled:
+        findings.error("model_training.auto_retrain", "active_learning starts its own runs every update_frequency "
+                                                      "labels; remove auto_retrain, or turn active_learning off")
+        return None
+    if active.backend is not None and active.backend != defaults.LOCAL_BACKEND and active.backend not in backend_types:
+        findings.error("active_learning.backend", f"{show(active.backend)} names no backend; backends: "
+                                                  f"{', '.join([defaults.LOCAL_BACKEND, *backend_types])}")
+        return None
+    return replace(training, auto_retrain=as_auto_retrain(active, training.backend))
 
 
 def _resolve(base: Path, value: str) -> Path:
@@ -408,11 +434,12 @@ def _training_table(scheme_types: Mapping[str, str | None], names: Mapping[str, 
         "writeback": section(writeback, "model_training.writeback", "{schemas: [sentiment]}"),
         "auto_retrain": section(auto_retrain, "model_training.auto_retrain", "{enabled: true, every_n_labels: 100}"),
         "backends": anything,
+        "hub": anything,
     }
 
 
 def _check_model_training(
-    raw: object, scheme_types: Mapping[str, str | None], findings: Findings
+    raw: object, scheme_types: Mapping[str, str | None], findings: Findings, base: Path | None = None
 ) -> tuple[ModelTraining | None, dict[str, str | None]]:
     """The training settings and the declared backends' types (for references and the ssh-under-debug warning)."""
     if raw is None:
@@ -430,11 +457,14 @@ def _check_model_training(
     values, problems = check_keys(body, table, "model_training")
     findings.errors_at("model_training", problems)
     backends = check_backends(raw_backends, findings) if raw_backends is not None else {}
-    if len(findings.errors) > before or backends is None:
+    hub = _check_hub(body.get("hub"), base, findings)
+    if len(findings.errors) > before or backends is None or hub is None:
         return None, backend_types
     local = {k: values.pop(k) for k in ("device", "num_threads", "max_ram_mb", "pass_env") if k in values}
     values.pop("backends", None)
+    values.pop("hub", None)
     training = ModelTraining(
+        hub=hub,
         writeback=Writeback(**values.pop("writeback", {})),
         auto_retrain=AutoRetrain(**values.pop("auto_retrain", {})),
         local=LocalBackend(**local),
@@ -473,3 +503,52 @@ def _entry_list(value: object) -> object:
             f'is"], got {show(value)}'
         )
     return value
+
+
+# --- model_training.hub ---------------------------------------------------------------------
+
+_HUB_EXAMPLE = "{token_file: secrets/hf_token, organization: my-lab}"
+
+
+def _hub_namespace(value: object) -> str:
+    """A Hub user or organization: the namespace a run's default repository goes under."""
+    name: str = text()(value)
+    if not re.fullmatch(HUB_NAME, name) or "--" in name or ".." in name:
+        raise Invalid(f"{show(name)} is not a Hub user or organization name; write it as it appears in its "
+                      "address on huggingface.co (letters, digits, '-', '_' and '.', at most 96), e.g. my-lab")
+    return name
+
+
+def _check_hub(raw: object, base: Path | None, findings: Findings) -> HubSettings | None:
+    """``model_training.hub``, with ``token_file`` resolved against the config's folder; None when it
+    is wrong (each problem reported)."""
+    if raw is None:
+        return HubSettings()
+    table: Mapping[str, Check] = {"token_file": text(), "organization": _hub_namespace}
+    try:
+        values = section(table, "model_training.hub", _HUB_EXAMPLE)(raw)
+    except Invalid as bad:
+        findings.errors_at("model_training.hub", bad.problems)
+        return None
+    token_file = None
+    if "token_file" in values:
+        token_file = _resolve(base if base is not None else Path("."), values["token_file"])
+        _warn_token_file(token_file, findings)
+    return HubSettings(token_file=token_file, organization=values.get("organization"))
+
+
+def _warn_token_file(path: Path, findings: Findings) -> None:
+    """A token file that other accounts can read, or that is not there: each a warning, as for the
+    config that holds the admin key. The one look beyond the config file itself: at the file's mode,
+    never at what it holds."""
+    where = "model_training.hub.token_file"
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        findings.warn(where, f"{path} cannot be read ({exc.strerror or exc}); pushing a model to the Hugging Face "
+                             "Hub fails until it holds a token with write access (from "
+                             "https://huggingface.co/settings/tokens); chmod 600 it")
+        return
+    if mode & 0o044:
+        findings.warn(where, f"{path} holds a Hugging Face token, and other accounts on this machine can read it "
+                             f"(mode {mode & 0o777:04o}); make the file yours alone: chmod 600 {path}")

@@ -11,7 +11,7 @@
   var FAST_MS = 1000, SLOW_MS = 5000;
   var SVG_NS = "http://www.w3.org/2000/svg", W = 600, H = 200, PAD = { l: 52, r: 14, t: 14, b: 30 };
   var state = { runs: [], selected: null, detailDone: false, events: null, timer: null, polling: false, again: false,
-                curveFrom: null, curve: null };
+                curveFrom: null, curve: null, alFrom: null };
 
   function api(path) { return BASE + "api/" + path; }
   function runApi(id, rest) { return api("runs/" + encodeURIComponent(id) + (rest || "")); }
@@ -362,6 +362,77 @@
       setText(log, run.log_tail || "(nothing logged yet)");
       if (atEnd) log.scrollTop = log.scrollHeight;
     }
+    renderPush(run);
+  }
+
+  // -- Push to Hugging Face Hub: a succeeded run's model files and a model card, in one commit ------
+  // The push runs on the server; its state (GET runs/<id>/push) is polled every second while it runs.
+
+  var push = { id: null, timer: null, bound: false };
+
+  function renderPush(run) {
+    var box = $("push");
+    if (!push.bound) { push.bound = true; $("push-form").addEventListener("submit", startPush); }
+    box.hidden = run.state !== "succeeded";
+    if (box.hidden) { clearTimeout(push.timer); push.id = null; return; }
+    if (push.id === run.id) return; // loaded already; it polls itself while a push runs
+    push.id = run.id;
+    setText($("push-error"), "");
+    setText($("push-status"), "");
+    $("push-done").hidden = true;
+    $("push-form").hidden = true;
+    $("push-blocked").hidden = true;
+    loadPush(run.id, true);
+  }
+
+  function loadPush(id, fill) {
+    clearTimeout(push.timer);
+    return request("GET", runApi(id, "/push")).then(function (data) {
+      if (push.id === id) showPush(id, data, fill);
+    }).catch(function (err) {
+      if (push.id !== id) return;
+      setText($("push-error"), "Could not load the push state: " + err.message);
+      push.timer = setTimeout(function () { loadPush(id, fill); }, SLOW_MS);
+    });
+  }
+
+  function showPush(id, data, fill) {
+    var form = $("push-form"), pushing = data.state === "pushing", done = data.state === "done";
+    var blocked = $("push-blocked");
+    blocked.hidden = !!data.can_push;
+    setText(blocked, data.can_push ? "" : data.blocked);
+    form.hidden = !data.can_push;
+    if (fill) {
+      $("push-repo").value = data.repo_id || data.default_repo_id || "";
+      $("push-private").checked = data.private !== false;
+      $("push-message").value = data.default_commit_message || "";
+    }
+    Array.prototype.forEach.call(form.querySelectorAll("input, button"), function (el) { el.disabled = pushing; });
+    setText($("push-token"), data.token_from ? "The token comes from " + data.token_from + "." :
+      "No token is set up: set HF_TOKEN in the server's environment, or model_training.hub.token_file in the config.");
+    setText($("push-status"), pushing ? "Pushing: " + (data.progress || "starting") + "…" : "");
+    var link = $("push-link"), url = done && /^https?:\/\//.test(data.repo_url || "") ? data.repo_url : "";
+    $("push-done").hidden = !url;
+    link.href = url || "#";
+    setText(link, url ? data.repo_id || url : "");
+    setText($("push-error"), data.state === "failed" ? data.error : "");
+    if (pushing) push.timer = setTimeout(function () { loadPush(id, false); }, FAST_MS);
+  }
+
+  function startPush(ev) {
+    ev.preventDefault();
+    var id = push.id, btn = $("push-start");
+    if (!id) return;
+    btn.disabled = true;
+    setText($("push-error"), "");
+    $("push-done").hidden = true;
+    request("POST", runApi(id, "/push"), { repo_id: $("push-repo").value.trim(), private: $("push-private").checked,
+                                           commit_message: $("push-message").value.trim() })
+      .then(function (data) { if (push.id === id) showPush(id, data, false); })
+      .catch(function (err) {
+        btn.disabled = false;
+        if (push.id === id) setText($("push-error"), err.message);
+      });
   }
 
   function addEvents(id, after, data) {
@@ -509,6 +580,24 @@
       .catch(function () { state.curveFrom = null; /* the runs poll reports connection trouble */ });
   }
 
+  // Active learning: which run orders the items annotators get next (asked again after each run).
+  function loadActiveLearning() {
+    var done = state.runs.filter(function (r) { return r.state === "succeeded"; }).length;
+    if (done === state.alFrom) return;
+    state.alFrom = done;
+    request("GET", api("active-learning")).then(function (al) {
+      var box = $("al-state");
+      box.hidden = !al.enabled;
+      if (!al.enabled) return;
+      var share = al.random_share ? ", " + Math.round(al.random_share * 100) + "% of them at random" : "";
+      setText(box, al.run_id
+        ? "Active learning: the next " + al.ordered + " items nobody has labelled go to annotators least certain " +
+          "first (" + al.uncertainty.replace("_", " ") + "), by run " + al.run_id + " (" + al.trainer + ")" + share + "."
+        : "Active learning: items come in the assignment's order until the first run, which starts once " +
+          al.min_items + " items are labelled; then a run every " + al.every_n_labels + " labels reorders them.");
+    }).catch(function () { state.alFrom = null; /* the runs poll reports connection trouble */ });
+  }
+
   // -- Polling: one request chain at a time; a poll asked for mid-flight runs right after ---------
 
   // -- Agents (agent backends): connected or not, last seen, host, Python, GPUs, running run ----
@@ -560,6 +649,7 @@
       setText($("runs-error"), "");
       renderRuns();
       loadCurve();
+      loadActiveLearning();
       return loadDetail();
     }).catch(function (err) {
       setText($("runs-error"), "Could not refresh the runs: " + err.message);

@@ -24,7 +24,7 @@ from flask import (
 from potato.server.auth import admin_required
 from potato.server.jsonio import why_not_json
 from potato.server.context import Project, current_project
-from potato.server.training import agent_api
+from potato.server.training import activelearning, agent_api, hubpush
 from potato.server.training.backends import UnknownBackend, backend_named, backends_of
 from potato.server.training.backends.agent import agent_entries, explain_queued
 from potato.server.training.curve import learning_curve
@@ -134,6 +134,13 @@ def api_learning_curve() -> Any:
     return jsonify(series=learning_curve(_store().list()))
 
 
+@bp.get("/api/active-learning")
+@admin_required
+def api_active_learning() -> Any:
+    """Whether items go to annotators most uncertain first, and by which run's predictions."""
+    return jsonify(activelearning.current(current_project()))
+
+
 def _run_or_404(run_id: str) -> Run:
     run = _store().get(run_id)
     if run is None:
@@ -202,6 +209,32 @@ def api_suggestions(run_id: str) -> Any:
                         headers={"Content-Disposition": f"attachment; filename=suggestions-{run_id}.jsonl"})
     items = list(rows)
     return jsonify(suggestions=items, count=len(items), shown=shown_runs(project))
+
+
+@bp.get("/api/runs/<run_id>/push")
+@admin_required
+def api_push_state(run_id: str) -> Any:
+    """The run's last push to the Hugging Face Hub, and what a new one would take."""
+    run = _run_or_404(run_id)
+    return jsonify(hubpush.status(current_project(), _store(), run))
+
+
+@bp.post("/api/runs/<run_id>/push")
+@admin_required
+def api_push(run_id: str) -> Any:
+    """Push the run's model and a model card to the Hub in one commit, in a thread; 202 with its state."""
+    run = _run_or_404(run_id)
+    data = request.get_data(cache=True)
+    body = request.get_json(silent=True) if data.strip() else None
+    if data.strip() and not isinstance(body, dict):
+        problem = why_not_json(data)
+        return jsonify(error='Send a JSON object: {"repo_id": "my-lab/my-model", "private": true, '
+                             f'"commit_message": "..."}}, each field optional{problem}.'), 400
+    try:
+        state = hubpush.start(current_project(), _store(), run, body)
+    except hubpush.PushRefused as exc:
+        return jsonify(error=str(exc)), exc.status
+    return jsonify(state), 202
 
 
 # -- wiring -------------------------------------------------------------------------------------

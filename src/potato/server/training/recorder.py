@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from potato.project import Project
-from potato.server.training import quota
+from potato.server.training import activelearning, quota
 from potato.server.training.bundle import BundleInfo, build_bundle, job_spec
 from potato.server.training.runs import Reason, Run, RunState, RunStore
 from potato.server.training.writeback import withdraw, write_back
@@ -353,6 +353,11 @@ class RunRecorder:
         self.log.write(f"Writeback: {stats.written} suggestions for {', '.join(stats.schemas) or 'no schema'} "
                        f"({stats.below_confidence} below min_confidence, {stats.skipped_unlabelled} unlabelled skipped"
                        f", {stats.invalid} invalid)")
+        ordered = activelearning.record_order(self.project, self.run, kept)
+        if ordered is not None:
+            share = f", {ordered['random_share']:.0%} of them at random" if ordered["random_share"] else ""
+            self.log.write(f"Active learning: the next {len(ordered['ids'])} items nobody has labelled go to "
+                           f"annotators most uncertain first ({ordered['uncertainty']}){share}")
         if not stats.schemas:
             return {}
         return {"suggestions/written": stats.written, "suggestions/below_confidence": stats.below_confidence,

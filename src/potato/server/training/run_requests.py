@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from potato.config.schema import Config
 from potato.errors import PotatoError
@@ -176,8 +176,21 @@ def auto_retrain(project: Project, store: RunStore) -> Run | None:
         return None
     if any(r.trigger is Trigger.AUTO for r in store.in_states([RunState.QUEUED])):
         return None
+    if ar.min_items and labelled_items(project, ar.schemas, ar.min_annotations_per_item) < ar.min_items:
+        return None  # too few labelled items for a first model (active learning's min_instances_for_training)
     now = time.time()
     project.db.write([("INSERT OR REPLACE INTO meta (key, value) VALUES ('auto_retrain:since', ?)", (str(now),))])
     body = {"trainer": ar.trainer, "schemas": list(ar.schemas) or None,
             "backend": ar.backend or project.config.model_training.backend}
     return start_run(project, store, body, trigger=Trigger.AUTO)
+
+
+def labelled_items(project: Project, schemas: Sequence[str], annotators: int = 1) -> int:
+    """Items with labels from at least ``annotators`` people on any of ``schemas`` (all trainable
+    schemes when none are named)."""
+    names = list(schemas) or [s.name for s in project.config.annotation_schemes if s.training_type]
+    marks = ", ".join("?" * len(names))
+    row = project.db.conn.execute(
+        f"SELECT COUNT(*) FROM (SELECT item_id FROM labels WHERE schema IN ({marks}) GROUP BY item_id "
+        "HAVING COUNT(DISTINCT user) >= ?)", (*names, annotators)).fetchone()
+    return int(row[0])

@@ -1,0 +1,173 @@
+"""``active_learning``: upstream Potato's keys for letting a model choose what is labelled next.
+
+Upstream trains its own scikit-learn classifier inside the server. Here the section is mapped onto
+this server's trainers and backends: ``update_frequency`` starts a run every that many labels (as
+``model_training.auto_retrain`` does), on the configured backend, so the model may train on a GPU
+anywhere while annotators go on; after each run the items nobody has labelled are ordered by the
+run's uncertainty. Upstream's own classifier keys choose among our trainers or are refused by name,
+as are its LLM, persistence and database options.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from potato import defaults
+from potato.config._checks import (
+    Check,
+    Findings,
+    Invalid,
+    anything,
+    boolean,
+    check_keys,
+    choice,
+    integer,
+    mapping,
+    number,
+    show,
+    text,
+    text_list,
+)
+from potato.config.schema import ActiveLearning, AutoRetrain, UNCERTAINTY_MEASURES
+from potato.config.upstream import unsupported_message
+
+_TRAINER_OF = {("LogisticRegression", "TfidfVectorizer"): "sklearn-text-classification"}
+"""Upstream's classifier and vectorizer (class names, module paths dropped) -> the trainer that is them."""
+
+_REFUSED: Mapping[str, str] = {
+    "llm_enabled": "LLM confidence scores for active learning",
+    "llm_config": "LLM confidence scores for active learning",
+    "llm": "LLM confidence scores for active learning",
+    "use_icl_ensemble": "blending in-context-learning predictions into active learning",
+    "annotation_routing": "LLM-based annotation routing",
+    "cold_start_strategy": "an LLM choosing items before the first model",
+    "cold_start_batch_size": "an LLM choosing items before the first model",
+    "model_persistence_enabled": "saving active learning's models in a folder of their own (every run keeps "
+                                 "its model in its run folder here)",
+    "model_save_directory": "saving active learning's models in a folder of their own",
+    "model_retention_count": "saving active learning's models in a folder of their own",
+    "database_enabled": "keeping active learning's state in an external database",
+    "database_config": "keeping active learning's state in an external database",
+    "schema_configs": "different active learning settings per schema",
+    "hybrid_weights": "the hybrid query strategy",
+    "bald_params": "the BALD query strategy",
+}
+"""Upstream keys refused when switched on (given and not false, empty or random)."""
+
+_IGNORED: Mapping[str, str] = {
+    "classifier_kwargs": "model_training.trainer_params",
+    "classifier_params": "model_training.trainer_params",
+    "vectorizer_kwargs": "model_training.trainer_params",
+    "vectorizer_params": "model_training.trainer_params",
+    "calibrate_probabilities": "the decision-calibrate trainer",
+}
+"""Upstream keys that only warn: what this server uses instead."""
+
+_KEYS: Mapping[str, Check] = {
+    "enabled": boolean,
+    "schema_names": text_list('["sentiment"]'),
+    "min_annotations_per_instance": integer(1),
+    "min_instances_for_training": integer(1),
+    "update_frequency": integer(1),
+    "max_instances_to_reorder": integer(1),
+    "random_sample_percent": number(0, open_low=False),
+    "resolution_strategy": text(),
+    "query_strategy": text(),
+    "uncertainty": choice(UNCERTAINTY_MEASURES, "uncertainty"),
+    "classifier_name": text(),
+    "vectorizer_name": text(),
+    "trainer": text(),
+    "backend": text(),
+    **{key: anything for key in (*_REFUSED, *_IGNORED)},
+}
+
+
+def check_active_learning(raw: object, scheme_types: Mapping[str, str | None], training_on: bool,
+                          findings: Findings) -> ActiveLearning | None:
+    """The section, or None when it is wrong (each problem reported); off when absent."""
+    if raw is None:
+        return ActiveLearning()
+    try:
+        values, problems = check_keys(mapping(raw, "{enabled: true, schema_names: [sentiment]}"), _KEYS,
+                                      "active_learning")
+    except Invalid as bad:
+        findings.errors_at("active_learning", bad.problems)
+        return None
+    for key, what in _REFUSED.items():
+        if values.pop(key, None) not in (None, False, {}, [], "random", "uncertainty"):
+            problems.append((f".{key}", unsupported_message(key, what)))
+    for key, instead in _IGNORED.items():
+        if key in values and values.pop(key) not in (None, {}, True):
+            findings.warn(f"active_learning.{key}", f"is ignored here; the trainer's settings are in {instead}")
+    if values.get("random_sample_percent", 0) > 100:
+        problems.append((".random_sample_percent", f"must be a share from 0 to 100, got {values['random_sample_percent']:g}"))
+    strategy = values.pop("resolution_strategy", "majority_vote")
+    if strategy != "majority_vote":
+        problems.append((".resolution_strategy", unsupported_message(
+            f"resolution_strategy: {strategy}", "resolving annotators' disagreement other than by majority vote "
+            "(this server trains on the label most of an item's annotators chose)")))
+    query = values.pop("query_strategy", "uncertainty")
+    if query != "uncertainty":
+        problems.append((".query_strategy", unsupported_message(
+            f"query_strategy: {query}", "query strategies other than uncertainty sampling (choose the measure "
+            f"with uncertainty: {', '.join(UNCERTAINTY_MEASURES)})")))
+    trainer = _trainer(values, problems)
+    names = values.get("schema_names") or tuple(n for n, kind in scheme_types.items() if kind in ("radio", "multiselect"))
+    for i, name in enumerate(values.get("schema_names", ())):
+        if name not in scheme_types:
+            problems.append((f".schema_names[{i}]", f"{show(name)} names no annotation scheme; schemes: "
+                                                    f"{', '.join(scheme_types) or 'none'}"))
+        elif scheme_types[name] not in ("radio", "multiselect", "span"):
+            problems.append((f".schema_names[{i}]", f"{show(name)} is a {scheme_types[name] or 'broken'} scheme; a "
+                                                    "model orders items by radio, multiselect or span schemes"))
+    enabled = values.get("enabled", False)
+    if enabled and not training_on:
+        problems.append((".enabled", "needs a model to order items by: add model_training: {enabled: true}"))
+    if enabled and not names:
+        problems.append((".schema_names", "no radio, multiselect or span scheme to train on; name one, e.g. "
+                                          "schema_names: [sentiment]"))
+    findings.errors_at("active_learning", problems)
+    if problems:
+        return None
+    return ActiveLearning(
+        enabled=enabled,
+        schemas=tuple(names),
+        min_annotations_per_item=values.get("min_annotations_per_instance", 1),
+        min_items=values.get("min_instances_for_training", defaults.ACTIVE_LEARNING_MIN_ITEMS),
+        every_n_labels=values.get("update_frequency", defaults.ACTIVE_LEARNING_EVERY_N_LABELS),
+        max_reordered=values.get("max_instances_to_reorder", defaults.ACTIVE_LEARNING_MAX_REORDERED),
+        random_share=float(values.get("random_sample_percent", 0)) / 100.0,
+        uncertainty=values.get("uncertainty", UNCERTAINTY_MEASURES[0]),
+        trainer=trainer,
+        backend=values.get("backend"),
+    )
+
+
+def _trainer(values: dict[str, Any], problems: list[tuple[str, str]]) -> str | None:
+    """Our ``trainer`` key, else the trainer upstream's classifier and vectorizer are (None: the
+    project's default trainer)."""
+    trainer = values.get("trainer")
+    classifier, vectorizer = values.get("classifier_name"), values.get("vectorizer_name")
+    if classifier is None and vectorizer is None:
+        return str(trainer) if trainer else None
+    pair = (str(classifier or "LogisticRegression").rsplit(".", 1)[-1],
+            str(vectorizer or "TfidfVectorizer").rsplit(".", 1)[-1])
+    mapped = _TRAINER_OF.get(pair)
+    if mapped is None:
+        key = "classifier_name" if pair[0] != "LogisticRegression" else "vectorizer_name"
+        problems.append((f".{key}", unsupported_message(
+            f"{key}: {classifier if key == 'classifier_name' else vectorizer}",
+            "training active learning's own scikit-learn model (here a run of one of this server's trainers "
+            "orders the items: set active_learning.trainer, e.g. trainer: sklearn-text-classification)")))
+        return None
+    if trainer and trainer != mapped:
+        problems.append((".trainer", f"{show(trainer)} is not the {pair[0]} on {pair[1]} that classifier_name and "
+                                     f"vectorizer_name ask for ({mapped}); keep one of them"))
+    return mapped
+
+
+def as_auto_retrain(al: ActiveLearning, backend: str | None) -> AutoRetrain:
+    """Active learning's runs, started as automatic runs are: every ``every_n_labels`` labels."""
+    return AutoRetrain(enabled=True, every_n_labels=al.every_n_labels, trainer=al.trainer, schemas=al.schemas,
+                       backend=al.backend or backend, min_items=al.min_items,
+                       min_annotations_per_item=al.min_annotations_per_item)

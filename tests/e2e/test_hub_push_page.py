@@ -1,0 +1,101 @@
+"""Issue 24 (push to the Hugging Face Hub) in a real browser at a phone's width: the run's panel offers
+the push with the repository name filled in, shows its progress and then the repository's link; a run
+whose model stayed on the training machine shows why instead of the form. The server reads its token
+from ``model_training.hub.token_file`` and talks to a stand-in Hub on loopback (``HF_ENDPOINT``)."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any, Callable, Iterator, Tuple
+
+import pytest
+
+from tests import agents
+from tests.e2e.test_training_page_newcomer import open_page
+from tests.hubstandin import USER, HubStandIn
+from tests.integration.test_hub_push import agent_run_with_model_left_on_host
+from tests.integration.test_training_local import label_all, start, wait
+from tests.servers import ServerProcess
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+
+@pytest.fixture
+def server(make_project: Callable[..., Path]) -> Iterator[Tuple[ServerProcess, HubStandIn, str, str, str]]:
+    """(server, stand-in Hub, token, a pushable run, a run whose model stayed on lab-pc)."""
+    token = "hf_" + secrets.token_urlsafe(24)
+    config_path = make_project(model_training={"enabled": True, "backends": {"lab": {"type": "agent"}},
+                                               "hub": {"token_file": "hf_token"}})
+    token_file = config_path.parent / "hf_token"
+    token_file.write_text(token + "\n", encoding="utf-8")
+    token_file.chmod(0o600)
+    backend_token = agents.register(config_path, "lab")[1]
+    with HubStandIn(token) as hub:
+        srv = ServerProcess(config_path, env={"HF_ENDPOINT": hub.url, "HF_HOME": str(config_path.parent / "hf")})
+        srv.start()
+        try:
+            label_all(srv, 30)
+            run = wait(srv, start(srv, trainer="sklearn-text-classification", schemas=["sentiment"],
+                                  backend="local")["id"], {"succeeded", "failed", "cancelled"})
+            assert run["state"] == "succeeded", (run["reason"], run["message"], run.get("log_tail"))
+            stayed = agent_run_with_model_left_on_host(srv.url, backend_token)
+            yield srv, hub, token, run["id"], stayed
+        finally:
+            srv.stop()
+
+
+def fits(page: Any, width: int) -> None:
+    """Nothing sticks out sideways (each element that does is named)."""
+    wide = page.evaluate(f"""() => Array.from(document.querySelectorAll('body *'))
+        .filter(el => el.getBoundingClientRect().right > {width} && el.getClientRects().length
+                      && !el.closest('.table-scroll'))
+        .map(el => el.tagName + '#' + el.id + '.' + el.className + ' ' + Math.round(el.getBoundingClientRect().right))""")
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= width, wide
+
+
+def test_pushing_from_the_page_at_390_px(server: Tuple[ServerProcess, HubStandIn, str, str, str], page: Any,
+                                         tmp_path: Path) -> None:
+    srv, hub, token, run_id, stayed = server
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_page(page, f"{srv.url}/admin/training/#run={run_id}")
+    page.wait_for_selector("#push-form:not([hidden])")
+    assert page.input_value("#push-repo") == "review-sentiment-sklearn-text-classification"
+    assert page.is_checked("#push-private")
+    assert page.input_value("#push-message") == f"Upload the sklearn-text-classification model of Potato run {run_id}"
+    assert "model_training.hub.token_file" in page.inner_text("#push-token")
+    assert token not in page.content()
+    fits(page, 390)
+    box = page.eval_on_selector("#push-start", "el => el.getBoundingClientRect().right")
+    assert box <= 390
+    page.screenshot(path=str(tmp_path / "push-form-390.png"), full_page=True)
+
+    page.fill("#push-repo", "sentiment-from-page")
+    page.fill("#push-message", "Pushed from the training page")
+    hub.commit_delay_s = 1.5  # long enough to see the push under way
+    page.click("#push-start")
+    page.wait_for_selector("#push-status:has-text('Pushing')")
+    assert page.is_disabled("#push-start")
+    page.wait_for_selector("#push-done:not([hidden])", timeout=60_000)
+    link = page.locator("#push-link")
+    assert link.get_attribute("href") == f"{hub.url}/{USER}/sentiment-from-page"
+    assert link.inner_text() == f"{USER}/sentiment-from-page"
+    assert page.inner_text("#push-error") == ""
+    assert not page.is_disabled("#push-start")
+    fits(page, 390)
+    page.screenshot(path=str(tmp_path / "push-done-390.png"), full_page=True)
+    page.locator("#push").screenshot(path=str(tmp_path / "push-section-done-390.png"))
+    commit = hub.repos[f"{USER}/sentiment-from-page"].commits[0]
+    assert commit.summary == "Pushed from the training page"
+    assert {"model.pkl", "labels.json", "README.md"} == set(commit.files)
+    assert token not in page.content()
+
+    # A run whose model stayed on the agent's machine: the reason, no form.
+    open_page(page, f"{srv.url}/admin/training/#run={stayed}")
+    page.wait_for_selector("#push-blocked:not([hidden])")
+    assert page.is_hidden("#push-form")
+    reason = page.inner_text("#push-blocked")
+    assert reason.startswith("The model stayed on lab-pc at /home/me/.cache/potato-training/jobs/")
+    fits(page, 390)
+    page.screenshot(path=str(tmp_path / "push-blocked-390.png"), full_page=True)
+    page.locator("#push").screenshot(path=str(tmp_path / "push-section-blocked-390.png"))

@@ -23,6 +23,8 @@ KEY_NAMES = [
     "data_files", "task_dir", "debug", "admin_api_key", "writeback", "auto_retrain", "schemas", "gpus",
     "packages", "env", "container", "image", "runtime", "options", "port", "prelude", "device", "trainer_params",
     "item_properties", "id_key", "holdout_fraction", "poll_interval_s", "queue_timeout_s", "gres", "sentiment",
+    "span", "allow_overlapping", "target_field", "span_target", "active_learning", "enabled", "schema_names",
+    "update_frequency", "random_sample_percent", "uncertainty", "hub", "token_file", "organization",
 ]
 SPECIAL_TEXT = [
     "/tmp/x", "//tmp/../tmp/y", "12:00:00", "1-00:00:00", "UNLIMITED", "auto", "none", "0,1", "cuda:1", "radio",

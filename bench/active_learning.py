@@ -21,7 +21,7 @@ Baseline, in the same run: random order (the same ``order`` with ``random_share`
 drawn at random from the pool), which is what annotators get without active learning on shuffled
 items. Every strategy starts from the same seed set for a given seed, and the test split is the same
 for all. Also measured: least confidence with ``--random-share`` (0.2) of the queue random, as
-upstream Potato's ``random_sample_percent: 20`` keeps it.
+upstream Potato's ``random_sample_percent: 0.2`` (its default) keeps it.
 
 The data: scikit-learn's bundled ``load_digits`` (UCI optdigits, 1,797 8x8 images of handwritten
 digits, 10 classes), because the benchmark must run without a network and no installed package

@@ -75,8 +75,8 @@ ACTIVE_LEARNING_EVERY_N_LABELS = 5
 """Upstream's ``update_frequency`` default: labels between active learning's runs."""
 ACTIVE_LEARNING_MIN_ITEMS = 10
 """Upstream's ``min_instances_for_training`` default: labelled items before the first run."""
-ACTIVE_LEARNING_MAX_REORDERED = 100
-"""Upstream's ``max_instances_to_reorder`` default: the uncertain items put first."""
+ACTIVE_LEARNING_RANDOM_SHARE = 0.2
+"""Upstream's ``random_sample_percent`` default: a share (0 to 1) of the reordered items drawn at random."""
 """New labels between two automatic runs when not configured."""
 
 ACKNOWLEDGE_MIN_CHARS = 12

@@ -6,33 +6,18 @@ still names its run."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 import requests
 
-from tests.integration.test_spans_local import H, mark, signed_in, span_items, span_project, true_spans
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.e2e.test_span_scores import trained  # noqa: F401  (the fixture: a server after a real span run)
+from tests.integration.test_spans_local import H, span_items, true_spans
 from tests.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 MODEL = "#item-text mark.hl.model"
 OWN = "#item-text mark.hl.own"
-
-
-@pytest.fixture
-def trained(make_project: Callable[..., Path]) -> Iterator[tuple[ServerProcess, str]]:
-    srv = ServerProcess(span_project(make_project)).start()
-    try:
-        gold = signed_in(srv, "gold")
-        for item in span_items()[:30]:
-            mark(gold, srv, item["id"], true_spans(item))
-        run = start(srv, trainer="sklearn-token-classification", schemas=["entities"])
-        assert wait(srv, run["id"], TERMINAL, timeout=180)["state"] == "succeeded", srv.output()[-3000:]
-        yield srv, run["id"]
-    finally:
-        srv.stop()
 
 
 def stored(srv: ServerProcess, user: str, item_id: str, within: float = 15.0) -> dict[str, Any]:
@@ -52,9 +37,10 @@ def go_to(page: Any, number: int, item_id: str) -> None:
 
 
 @pytest.mark.parametrize("width", [390, 1280])
-def test_the_models_spans_are_accepted_whole_or_after_a_rejection(trained: tuple[ServerProcess, str], page: Any,
-                                                                  width: int) -> None:
-    srv, run_id = trained
+def test_the_models_spans_are_accepted_whole_or_after_a_rejection(
+        trained: tuple[ServerProcess, dict[str, Any]], page: Any, width: int) -> None:  # noqa: F811
+    srv, run = trained
+    run_id = run["id"]
     errors: list[str] = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.set_viewport_size({"width": width, "height": 900})

@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from tests.conftest import ADMIN_KEY, truth
+from tests.integration.test_spans_local import signed_in
 from tests.servers import ServerProcess
 
 pytestmark = pytest.mark.integration
@@ -23,16 +24,11 @@ H = {"X-API-Key": ADMIN_KEY}
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
     config = make_project(n_items=80, model_training={"enabled": True, "grace_seconds": 2}, active_learning={
         "enabled": True, "schema_names": ["sentiment"], "min_instances_for_training": 10,
-        "update_frequency": 20, "max_instances_to_reorder": 30, "resolution_strategy": "majority_vote"})
+        "update_frequency": 20, "max_instances_to_reorder": 30, "random_sample_percent": 0,
+        "resolution_strategy": "majority_vote"})
     srv = ServerProcess(config).start()
     yield srv
     srv.stop()
-
-
-def signed_in(srv: ServerProcess, name: str) -> requests.Session:
-    s = requests.Session()
-    assert s.post(srv.url + "/login", data={"name": name}, allow_redirects=False).status_code == 302
-    return s
 
 
 def current_item(s: requests.Session, srv: ServerProcess) -> Dict[str, Any]:

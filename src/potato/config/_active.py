@@ -48,6 +48,7 @@ _REFUSED: Mapping[str, str] = {
     "model_retention_count": "saving active learning's models in a folder of their own",
     "database_enabled": "keeping active learning's state in an external database",
     "database_config": "keeping active learning's state in an external database",
+    "database": "keeping active learning's state in an external database",
     "schema_configs": "different active learning settings per schema",
     "hybrid_weights": "the hybrid query strategy",
     "bald_params": "the BALD query strategy",
@@ -70,7 +71,7 @@ _KEYS: Mapping[str, Check] = {
     "min_instances_for_training": integer(1),
     "update_frequency": integer(1),
     "max_instances_to_reorder": integer(1),
-    "random_sample_percent": number(0, open_low=False),
+    "random_sample_percent": number(0, 1, open_low=False),  # upstream reads a share: 0.2 is a fifth
     "resolution_strategy": text(),
     "query_strategy": text(),
     "uncertainty": choice(UNCERTAINTY_MEASURES, "uncertainty"),
@@ -82,9 +83,11 @@ _KEYS: Mapping[str, Check] = {
 }
 
 
-def check_active_learning(raw: object, scheme_types: Mapping[str, str | None], training_on: bool,
+def check_active_learning(raw: object, scheme_types: Mapping[str, str | None], training_on: bool | None,
                           findings: Findings) -> ActiveLearning | None:
-    """The section, or None when it is wrong (each problem reported); off when absent."""
+    """The section, or None when it is wrong (each problem reported); off when absent. ``training_on``:
+    model_training's ``enabled``, None where the config has no model_training (upstream's configs
+    have none: active learning turns training on with its defaults)."""
     if raw is None:
         return ActiveLearning()
     try:
@@ -99,8 +102,6 @@ def check_active_learning(raw: object, scheme_types: Mapping[str, str | None], t
     for key, instead in _IGNORED.items():
         if key in values and values.pop(key) not in (None, {}, True):
             findings.warn(f"active_learning.{key}", f"is ignored here; the trainer's settings are in {instead}")
-    if values.get("random_sample_percent", 0) > 100:
-        problems.append((".random_sample_percent", f"must be a share from 0 to 100, got {values['random_sample_percent']:g}"))
     strategy = values.pop("resolution_strategy", "majority_vote")
     if strategy != "majority_vote":
         problems.append((".resolution_strategy", unsupported_message(
@@ -121,8 +122,9 @@ def check_active_learning(raw: object, scheme_types: Mapping[str, str | None], t
             problems.append((f".schema_names[{i}]", f"{show(name)} is a {scheme_types[name] or 'broken'} scheme; a "
                                                     "model orders items by radio, multiselect or span schemes"))
     enabled = values.get("enabled", False)
-    if enabled and not training_on:
-        problems.append((".enabled", "needs a model to order items by: add model_training: {enabled: true}"))
+    if enabled and training_on is False:
+        problems.append((".enabled", "needs a model to order items by, and model_training says enabled: false; "
+                                     "set it to true (or leave model_training out: active learning turns it on)"))
     if enabled and not names:
         problems.append((".schema_names", "no radio, multiselect or span scheme to train on; name one, e.g. "
                                           "schema_names: [sentiment]"))
@@ -135,8 +137,8 @@ def check_active_learning(raw: object, scheme_types: Mapping[str, str | None], t
         min_annotations_per_item=values.get("min_annotations_per_instance", 1),
         min_items=values.get("min_instances_for_training", defaults.ACTIVE_LEARNING_MIN_ITEMS),
         every_n_labels=values.get("update_frequency", defaults.ACTIVE_LEARNING_EVERY_N_LABELS),
-        max_reordered=values.get("max_instances_to_reorder", defaults.ACTIVE_LEARNING_MAX_REORDERED),
-        random_share=float(values.get("random_sample_percent", 0)) / 100.0,
+        max_reordered=values.get("max_instances_to_reorder"),
+        random_share=float(values.get("random_sample_percent", defaults.ACTIVE_LEARNING_RANDOM_SHARE)),
         uncertainty=values.get("uncertainty", UNCERTAINTY_MEASURES[0]),
         trainer=trainer,
         backend=values.get("backend"),

@@ -130,8 +130,16 @@ def _cap(value: object) -> int | None:
     return integer(1)(value)
 
 
-def _assignment(values: dict[str, Any], findings: Findings) -> Assignment | None:
+def _assignment(values: dict[str, Any], findings: Findings, active_learning: object = None) -> Assignment | None:
     strategy = values.get("assignment_strategy", "fixed_order")
+    if strategy == "active_learning":  # upstream's switch for the order its active_learning section makes
+        if isinstance(active_learning, dict) and active_learning.get("enabled") is True:
+            strategy = "fixed_order"  # before the first run and after the ordered items: file order
+        else:
+            findings.error("assignment_strategy", "active_learning orders items by a model's uncertainty, and "
+                                                  "the active_learning section is missing or off; add "
+                                                  "active_learning: {enabled: true}, or pick another strategy")
+            return None
     if strategy not in STRATEGIES:
         if isinstance(strategy, str) and strategy.strip():
             findings.error("assignment_strategy", unsupported_message(
@@ -174,7 +182,7 @@ def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | Non
     server = _section(raw, "server", _SERVER, "{host: 0.0.0.0, port: 8000}", findings)
     ok = ok and None not in (user_config, login, server)
     ok = _site_dir(raw.get("site_dir"), findings) and ok
-    assignment = _assignment(values, findings)
+    assignment = _assignment(values, findings, raw.get("active_learning"))
     display = _instance_display(raw.get("instance_display"), findings)
     if not ok or user_config is None or login is None or server is None or assignment is None or display is None:
         return None

@@ -220,9 +220,10 @@ class ActiveLearning:
     min_annotations_per_item: int = 1
     min_items: int = defaults.ACTIVE_LEARNING_MIN_ITEMS
     every_n_labels: int = defaults.ACTIVE_LEARNING_EVERY_N_LABELS
-    max_reordered: int = defaults.ACTIVE_LEARNING_MAX_REORDERED
-    """How many of the most uncertain items are put first; the rest keep the assignment's order."""
-    random_share: float = 0.0
+    max_reordered: int | None = None
+    """How many of the most uncertain items are put first (None: every item nobody has labelled); the
+    rest keep the assignment's order."""
+    random_share: float = defaults.ACTIVE_LEARNING_RANDOM_SHARE
     """Of the items put first, this share is drawn at random instead (upstream's random_sample_percent)."""
     uncertainty: str = UNCERTAINTY_MEASURES[0]
     trainer: str | None = None

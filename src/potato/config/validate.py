@@ -136,8 +136,8 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
     scheme_types = training_types(raw.get("annotation_schemes"))
     item_properties = _check_item_properties(raw.get("item_properties"), findings)
     training, backend_types = _check_model_training(raw.get("model_training"), scheme_types, findings, path.parent)
-    active = check_active_learning(raw.get("active_learning"), scheme_types,
-                                   training is not None and training.enabled, findings)
+    stated = None if raw.get("model_training") is None else training is not None and training.enabled
+    active = check_active_learning(raw.get("active_learning"), scheme_types, stated, findings)
     if active is not None and active.enabled and training is not None:
         training = _with_active_learning(training, active, backend_types, findings)
     if values.get("debug") is True:
@@ -170,7 +170,8 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
 
 def _with_active_learning(training: ModelTraining, active: ActiveLearning, backend_types: Mapping[str, str | None],
                           findings: Findings) -> ModelTraining | None:
-    """Active learning's runs are automatic runs: one every ``update_frequency`` labels, on its backend."""
+    """Active learning's runs are automatic runs: one every ``update_frequency`` labels, on its backend
+    (training is on: an upstream config has no model_training, and its active learning trains)."""
     if training.auto_retrain.enabled:
         findings.error("model_training.auto_retrain", "active_learning starts its own runs every update_frequency "
                                                       "labels; remove auto_retrain, or turn active_learning off")
@@ -179,7 +180,7 @@ def _with_active_learning(training: ModelTraining, active: ActiveLearning, backe
         findings.error("active_learning.backend", f"{show(active.backend)} names no backend; backends: "
                                                   f"{', '.join([defaults.LOCAL_BACKEND, *backend_types])}")
         return None
-    return replace(training, auto_retrain=as_auto_retrain(active, training.backend))
+    return replace(training, enabled=True, auto_retrain=as_auto_retrain(active, training.backend))
 
 
 def _resolve(base: Path, value: str) -> Path:

@@ -118,7 +118,8 @@ def record_order(project: Project, run: Run, predictions: Path) -> dict[str, Any
         f"SELECT DISTINCT item_id FROM labels WHERE schema IN ({marks})", schemas)}
     pool = [i for i in project.items.ids if i not in labelled]
     doubt = item_doubt(_rows(predictions), schemas, al.uncertainty)
-    ids = order(doubt, pool, al.max_reordered, al.random_share, seed=run.id)
+    ids = order(doubt, pool, len(pool) if al.max_reordered is None else al.max_reordered, al.random_share,
+                seed=run.id)
     value = {"run_id": run.id, "trainer": run.trainer, "uncertainty": al.uncertainty, "ids": ids,
              "random_share": al.random_share, "at": time.time()}
     project.db.write([("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (ORDER_KEY, json.dumps(value)))])

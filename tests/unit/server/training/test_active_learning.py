@@ -17,7 +17,7 @@ from tests.unit.test_upstream_configs import upstream
 CONFIG = Path("/projects/al/config.yaml")
 UPSTREAM_AL = {"enabled": True, "schema_names": ["sentiment"], "min_annotations_per_instance": 1,
                "min_instances_for_training": 20, "update_frequency": 10, "max_instances_to_reorder": 100,
-               "random_sample_percent": 20, "resolution_strategy": "majority_vote",
+               "random_sample_percent": 0.2, "resolution_strategy": "majority_vote",
                "classifier_name": "sklearn.linear_model.LogisticRegression",
                "vectorizer_name": "sklearn.feature_extraction.text.TfidfVectorizer"}
 
@@ -41,7 +41,21 @@ def test_upstreams_section_maps_onto_automatic_runs_of_our_trainer() -> None:
 def test_defaults_are_upstreams_and_every_trainable_scheme() -> None:
     al = config_with({"enabled": True}).config.active_learning
     assert (al.schemas, al.min_items, al.every_n_labels, al.max_reordered, al.random_share) == (
-        ("sentiment",), 10, 5, 100, 0.0)
+        ("sentiment",), 10, 5, None, 0.2)
+
+
+def test_upstreams_active_learning_example_runs_unchanged() -> None:
+    """examples/advanced/active-learning as upstream writes it: no model_training (its active learning
+    trains by itself) and assignment_strategy: active_learning beside the section."""
+    raw = upstream(assignment_strategy="active_learning", active_learning={
+        "enabled": True, "query_strategy": "uncertainty", "min_instances_for_training": 5, "update_frequency": 5,
+        "random_sample_percent": 0.2, "schema_names": ["sentiment"]})
+    report = validate(raw, CONFIG)
+    assert report.errors == []
+    assert report.config.model_training.enabled and report.config.model_training.auto_retrain.every_n_labels == 5
+    assert report.config.assignment.strategy == "fixed_order" and report.config.active_learning.random_share == 0.2
+    alone = validate(upstream(assignment_strategy="active_learning"), CONFIG)
+    assert [e.path for e in alone.errors] == ["assignment_strategy"]
 
 
 @pytest.mark.parametrize(("change", "path", "message"), [
@@ -60,7 +74,8 @@ def test_defaults_are_upstreams_and_every_trainable_scheme() -> None:
      unsupported_message("llm_enabled", "LLM confidence scores for active learning")),
     ({"schema_names": ["note"]}, "active_learning.schema_names[0]",
      "'note' is a text scheme; a model orders items by radio, multiselect or span schemes"),
-    ({"random_sample_percent": 120}, "active_learning.random_sample_percent", "must be a share from 0 to 100, got 120"),
+    ({"random_sample_percent": 20}, "active_learning.random_sample_percent",
+     "must be a number at least 0 and at most 1, got 20"),
 ])
 def test_what_this_server_does_not_do_is_refused_by_name(change: dict[str, Any], path: str, message: str) -> None:
     raw = upstream(active_learning={**UPSTREAM_AL, **change}, model_training={"enabled": True},
@@ -71,10 +86,10 @@ def test_what_this_server_does_not_do_is_refused_by_name(change: dict[str, Any],
 
 
 def test_active_learning_needs_training_and_replaces_auto_retrain() -> None:
-    no_training = validate(upstream(active_learning={"enabled": True}), CONFIG)
-    assert [(e.path, e.message) for e in no_training.errors] == [
-        ("active_learning.enabled", "active_learning.enabled: needs a model to order items by: add "
-         "model_training: {enabled: true}")]
+    training_off = validate(upstream(active_learning={"enabled": True}, model_training={"enabled": False}), CONFIG)
+    assert [(e.path, e.message) for e in training_off.errors] == [
+        ("active_learning.enabled", "active_learning.enabled: needs a model to order items by, and model_training "
+         "says enabled: false; set it to true (or leave model_training out: active learning turns it on)")]
     both = config_with({"enabled": True}, auto_retrain={"enabled": True})
     assert [e.path for e in both.errors] == ["model_training.auto_retrain"]
 

@@ -59,26 +59,23 @@ def _binary_entropy(p: float) -> float:
 def order(unsure: Mapping[str, float], pool: Sequence[str], count: int, random_share: float, seed: str) -> list[str]:
     """The ``count`` items put first (pure): the most uncertain of ``pool`` (ties by pool order), except
     that every ``1/random_share``-th place is an item drawn at random from the rest of the pool, as
-    upstream's ``random_sample_percent`` keeps some of the queue a random sample."""
-    rng = random.Random(seed)
+    upstream's ``random_sample_percent`` keeps some of the queue a random sample. Linear in the pool:
+    it is every unlabelled item of a large project."""
     by_doubt = sorted((i for i in pool if i in unsure), key=lambda i: -unsure[i])
-    left = list(pool)
+    shuffled = list(pool)
+    random.Random(seed).shuffle(shuffled)
+    queues = {False: iter(by_doubt), True: iter(shuffled)}
     chosen: list[str] = []
     taken: set[str] = set()
     for place in range(min(count, len(pool))):
-        if math.floor((place + 1) * random_share) > math.floor(place * random_share):
-            left = [i for i in left if i not in taken]
-            if left:
-                pick = left[rng.randrange(len(left))]
-                chosen.append(pick)
-                taken.add(pick)
-                continue
-        while by_doubt and by_doubt[0] in taken:
-            by_doubt.pop(0)
-        if not by_doubt:
+        at_random = math.floor((place + 1) * random_share) > math.floor(place * random_share)
+        pick = next((i for i in queues[at_random] if i not in taken), None)
+        if pick is None and at_random:
+            pick = next((i for i in queues[False] if i not in taken), None)
+        if pick is None:
             break
-        chosen.append(by_doubt[0])
-        taken.add(by_doubt.pop(0))
+        chosen.append(pick)
+        taken.add(pick)
     return chosen
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 import yaml
@@ -58,6 +59,33 @@ def base_config() -> dict:
     }
 
 
+RIG_ENTRIES = ("from tests.sshd import", "from tests.slurmcluster import")
+
+
+@functools.lru_cache(maxsize=None)
+def scope_of(module: str) -> str:
+    """Where a test module runs under pytest-xdist (README's test command: ``-n 4``): on a worker of
+    its own (its module fixtures, a trained server say, are made once), but every module that trains
+    through the test rig on one worker together, since they share the rig's ``trainer`` account,
+    whose jobs and files a test may clear. Read off the module's imports, so no list can fall behind."""
+    try:
+        text = (Path(__file__).parent.parent / module).read_text(encoding="utf-8")
+    except OSError:
+        return module
+    return "the test rig" if any(entry in text for entry in RIG_ENTRIES) else module
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleOrRig(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid.split("::", 1)[0])
+
+    return ModuleOrRig(config, log)
+
+
 @pytest.fixture
 def make_project(tmp_path: Path) -> Callable[..., Path]:
     """Write a project folder; returns the config path. Pass overrides for top-level keys."""
@@ -108,7 +136,7 @@ def admin_headers() -> dict[str, str]:
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test sees the developer's tokens or a proxy."""
+    """No test sees the developer's tokens or a proxy (the rig's description stays: tests/sshd.py)."""
     for name in list(os.environ):
-        if name.startswith("POTATO_") or name.lower().endswith("_proxy"):
+        if (name.startswith("POTATO_") and name != "POTATO_TEST_RIG") or name.lower().endswith("_proxy"):
             monkeypatch.delenv(name, raising=False)

@@ -5,8 +5,8 @@ cannot show cheaply: preemption and node failure. Everything else is tested on t
 Installed as symlinks named after the commands (``install(folder)``) and put first on the
 backend's PATH; it keeps each job's state in ``$STANDIN_STATE/<id>.json`` and prints what SLURM
 22.05 prints (the same formats the real-cluster tests see). A job runs its script with bash, in a
-session of its own, as sbatch would on a node. ``preempt(state, id)`` and ``fail_node(state, id)``
-are what the scheduler does: TERM to every process then KILL (preemption, with slurmstepd's line
+session of its own, as sbatch would on a node. ``preempt`` and ``fail_node`` (``slurm_standin.py
+preempt|fail_node STATE_DIR JOB_ID``, run on the login node beside the jobs) are what the scheduler does: TERM to every process then KILL (preemption, with slurmstepd's line
 in slurm.out), or KILL at once with nothing written (the node is gone).
 """
 
@@ -150,10 +150,15 @@ def fail_node(state: Path, job_id: str) -> None:
 def main() -> int:
     name = Path(sys.argv[0]).name
     commands = {"sbatch": sbatch, "squeue": squeue, "scontrol": scontrol, "scancel": scancel}
-    if name not in commands:
-        print(f"slurm_standin: run me as one of {', '.join(COMMANDS)}", file=sys.stderr)
-        return 2
-    return commands[name](sys.argv[1:])
+    faults = {"preempt": preempt, "fail_node": fail_node}
+    if name in commands:
+        return commands[name](sys.argv[1:])
+    if len(sys.argv) == 4 and sys.argv[1] in faults:  # the scheduler's act: slurm_standin.py FAULT STATE JOB
+        faults[sys.argv[1]](Path(sys.argv[2]), sys.argv[3])
+        return 0
+    print(f"slurm_standin: run me as one of {', '.join(COMMANDS)}, or as slurm_standin.py "
+          f"{'|'.join(faults)} STATE_DIR JOB_ID", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

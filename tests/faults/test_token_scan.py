@@ -10,7 +10,6 @@ with the run's stored hash: a match is the token, wherever it turned up.
 from __future__ import annotations
 
 import hashlib
-import pwd
 import re
 import secrets
 import shutil
@@ -60,6 +59,7 @@ def token_hashes(srv: ServerProcess) -> set[str]:
 @fault("Tokens and secrets", "Someone reads every command line, environment, log and file of an ssh and a SLURM run, on the server and on the host, during the run and after it",
        "Finds no run token: it reaches the agent on stdin; only its hash is stored",
        "Nothing to see")
+@pytest.mark.rig
 @pytest.mark.parametrize("kind", ["ssh", "slurm"])
 def test_no_run_token_in_any_process_log_or_file_on_either_side(
         kind: str, make_server: Callable[..., ServerProcess],  # noqa: F811
@@ -75,7 +75,7 @@ def test_no_run_token_in_any_process_log_or_file_on_either_side(
         backend, remote_dir = "cluster", the_cluster.remote_dir
     srv = make_server(config)
     run = start(srv, trainer="noop", schemas=["sentiment"], backend=backend, params={"sleep_s": 4})
-    home = Path(pwd.getpwnam(host.user).pw_dir)
+    home = host.fs / host.run("cd && pwd -P").stdout.strip().lstrip("/")
     remote = home / remote_dir.removeprefix("~/")
     assert srv.proc is not None
     scanned = 0
@@ -97,7 +97,7 @@ def test_no_run_token_in_any_process_log_or_file_on_either_side(
     try:
         server_files = list(files_under(srv.config_path.parent))
         host_files = list(files_under(remote / "jobs" / run["id"], remote / "code",
-                                      *Path("/tmp").glob(f"potato-{run['id']}*")))
+                                      *(host.fs / "tmp").glob(f"potato-{run['id']}*")))
         assert any(p.name == "run.log" for p in server_files) and any(p.name == "events.jsonl" for p in host_files)
         for path in server_files + host_files:
             assert not leaks(path.read_bytes(), hashes), f"the run token is in {path}"

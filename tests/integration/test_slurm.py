@@ -1,15 +1,16 @@
-"""The slurm backend against a real single-node SLURM over a real sshd (R24-R30, E8, E9): the agent
-on the login node submits the worker with sbatch and follows it through the shared job dir."""
+"""The slurm backend against a real SLURM over a real sshd (R24-R30, E8, E9): the agent on the login
+node submits the worker with sbatch and follows it through the shared job dir. The rig's cluster is
+one node on this machine, or a login node and two compute nodes in containers (tests/slurmcluster.py);
+what needs nodes of their own (a node that really dies, /tmp that really is not shared) runs on the
+latter only."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict
@@ -24,10 +25,10 @@ from tests.integration.test_agent import wait_until, worker_pids
 from tests.integration.test_ssh import _remote_agent_pid, _session_pid, log_of
 from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.servers import ServerProcess
-from tests.slurmcluster import SLURM_CONF, Cluster, start_cluster
+from tests.slurmcluster import Cluster, start_cluster
 from tests.faults.matrix import fault
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.rig]
 H = {"X-API-Key": ADMIN_KEY}
 
 
@@ -88,7 +89,7 @@ def wait_for_log(srv: ServerProcess, run_id: str, text: str, timeout: float = 60
 
 def test_a_job_pending_on_resources_says_so_then_runs(
         cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
-    blocker = cluster.run("sbatch --parsable -c 2 -o /dev/null --wrap 'sleep 60'").stdout.strip()
+    blocker = cluster.fill(60)
     try:
         wait_until(lambda: f"{blocker} RUNNING" in " ".join(cluster.jobs()), timeout=30, what="the blocker to run")
         srv = make_server(slurm_config(cluster))
@@ -251,7 +252,7 @@ def test_check_says_when_the_request_can_never_run(cluster: Cluster, make_projec
 def test_a_login_node_without_sbatch_is_e8_in_the_check_and_the_run(
         cluster: Cluster, make_project: Callable[..., Path], make_server: Callable[..., ServerProcess]) -> None:
     cluster.run("mkdir -p ~/bin-without-slurm && ln -sf /bin/sh /bin/bash /bin/cat /bin/mkdir ~/bin-without-slurm/")
-    config = slurm_config(cluster, env={"PATH": "/home/trainer/bin-without-slurm", "SLURM_CONF": SLURM_CONF})
+    config = slurm_config(cluster, env={"PATH": "/home/trainer/bin-without-slurm", "SLURM_CONF": cluster.slurm_conf})
     out = _check(make_project(**config))
     assert out.returncode == 1
     assert "127.0.0.1 has no sbatch on PATH, so it cannot submit jobs" in out.stdout
@@ -262,44 +263,90 @@ def test_a_login_node_without_sbatch_is_e8_in_the_check_and_the_run(
         "127.0.0.1 has no sbatch on PATH, so it cannot submit jobs. "), done
 
 
+def needs_own_nodes(cluster: Cluster) -> None:
+    if len(cluster.node_containers) < 2:
+        pytest.skip("needs compute nodes of their own that can be powered off: the container rig "
+                    "(scripts/test-infra start --containers)")
+
+
+def test_a_remote_dir_on_node_local_storage_is_named_by_the_check(
+        cluster: Cluster, make_project: Callable[..., Path]) -> None:
+    """Issue 25: remote_dir through a link into /tmp looks like home in the config; the check follows
+    the link and names it. On nodes of their own, a job really cannot see what the login node put there."""
+    assert cluster.run("mkdir -p /tmp/potato-scratch && ln -sfn /tmp/potato-scratch ~/scratch").returncode == 0
+    try:
+        out = _check(make_project(**slurm_config(cluster, remote_dir="~/scratch")))
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert ("remote_dir ~/scratch is /tmp/potato-scratch, under /tmp, which each node has its own copy of; use "
+                "storage the login and compute nodes share") in out.stdout
+        if len(cluster.node_containers) >= 2:
+            cluster.run("echo from-login > ~/scratch/marker && echo from-login > ~/marker")
+            seen = cluster.run("srun -N1 -o /dev/stdout bash -c 'cat ~/marker; cat ~/scratch/marker 2>&1 || true'")
+            assert seen.stdout.splitlines()[0] == "from-login", seen  # home is shared storage
+            assert "No such file or directory" in seen.stdout, seen  # /tmp is the node's own
+    finally:
+        cluster.run("rm -rf ~/scratch ~/marker /tmp/potato-scratch")
+
+
+@fault("SLURM clusters",
+       "A compute node dies while its job runs",
+       "SLURM marks the node DOWN and requeues the job on another node; the agent follows the job there",
+       "The run succeeds; run.log shows it running on the first node, then on the second")
+def test_a_compute_node_that_dies_requeues_the_job_and_the_run_still_succeeds(
+        cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
+    needs_own_nodes(cluster)
+    srv = make_server(slurm_config(cluster))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 15})
+    job = slurm_job_id(srv, run["id"])
+    wait_for_log(srv, run["id"], f"SLURM job {job}: RUNNING on ")
+    first = cluster.run(f"squeue -h -j {job} -o %N").stdout.strip()
+    assert first in cluster.nodes
+    try:
+        cluster.node_down(first)
+        done = wait(srv, run["id"], TERMINAL, timeout=300)
+        log = log_of(srv, run["id"])
+        assert done["state"] == "succeeded", (done, log)
+        (other,) = set(cluster.nodes) - {first}
+        assert f"SLURM job {job}: RUNNING on {first}" in log and f"SLURM job {job}: RUNNING on {other}" in log, log
+        export = requests.get(f"{srv.url}/admin/training/api/runs/{run['id']}/suggestions", headers=H).json()
+        assert export["count"] == 40  # the second start's predictions, once
+    finally:
+        cluster.node_up(first)
+
+
 # -- preemption and node failure: the scheduler stand-in (the one fault a real cluster cannot show cheaply)
 
 @pytest.fixture
-def standin(tmp_path: Path) -> Dict[str, str]:
-    """SLURM's commands replaced by tests/slurm_standin.py for one backend (PATH through env)."""
-    folder = Path("/tmp/potato-testcluster/standin")
-    script = folder / "slurm_standin.py"
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(Path(__file__).parents[1] / "slurm_standin.py", script)
-    script.chmod(0o755)
-    bin_dir = folder / "bin"
-    shutil.rmtree(bin_dir, ignore_errors=True)
-    bin_dir.mkdir()
-    for name in slurm_standin.COMMANDS:
-        (bin_dir / name).symlink_to(script)
-    state = Path(tempfile.mkdtemp(prefix="state-", dir=folder))
-    state.chmod(0o777)
-    folder.chmod(0o755)
-    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "STANDIN_STATE": str(state)}
+def standin(cluster: Cluster) -> Dict[str, str]:
+    """SLURM's commands replaced by tests/slurm_standin.py on the login node, for one backend (PATH
+    through env)."""
+    folder = "~/standin"
+    source = (Path(__file__).parents[1] / "slurm_standin.py").read_text()
+    links = " ".join(f"ln -s ../slurm_standin.py {folder}/bin/{name};" for name in slurm_standin.COMMANDS)
+    made = cluster.run(f"rm -rf {folder} && mkdir -p {folder}/bin && cat > {folder}/slurm_standin.py && "
+                       f"chmod 755 {folder}/slurm_standin.py && {links} mktemp -d ~/standin/state-XXXXXX", input=source)
+    assert made.returncode == 0, made.stderr
+    return {"PATH": "/home/trainer/standin/bin:/usr/bin:/bin", "STANDIN_STATE": made.stdout.strip()}
 
 
 @pytest.mark.parametrize("fault, reason, words", [
-    (slurm_standin.preempt, "preempted", "it was preempted by a job with a higher priority."),
-    (slurm_standin.fail_node, "node_lost", "its node failed (standin-node)."),
+    ("preempt", "preempted", "it was preempted by a job with a higher priority."),
+    ("fail_node", "node_lost", "its node failed (standin-node)."),
 ])
 @fault("SLURM clusters",
        "Preemption and node failure (a stand-in scheduler: a real one cannot be made to show them cheaply)",
        "The run fails with the scheduler's reason",
        "'it was preempted' / 'its node failed'")
 def test_preemption_and_node_failure_fail_the_run_with_the_scheduler_s_reason(
-        standin: Dict[str, str], fault: Callable[[Path, str], None], reason: str, words: str,
+        standin: Dict[str, str], fault: str, reason: str, words: str,
         cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
     srv = make_server(slurm_config(cluster, env=standin))
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 120})
     job = slurm_job_id(srv, run["id"])
     wait_for_log(srv, run["id"], f"SLURM job {job}: RUNNING on standin-node")
     wait_until(lambda: bool(worker_pids(run["id"])), timeout=30, what="the worker")
-    fault(Path(standin["STANDIN_STATE"]), job)
+    done = cluster.run(f"~/standin/slurm_standin.py {fault} {standin['STANDIN_STATE']} {job}")  # the scheduler's act
+    assert done.returncode == 0, done.stderr
     done = wait(srv, run["id"], TERMINAL, timeout=90)
     assert done["state"] == "failed" and done["reason"] == reason, (done, log_of(srv, run["id"]))
     assert done["message"].startswith(f"SLURM job {job} ended before the worker finished: {words}")
@@ -326,7 +373,7 @@ def test_a_hand_started_agent_on_the_login_node_submits_to_slurm(
                           ("cat > ~/slurm.json", json.dumps({"mem": "300M", "poll_interval_s": 1}).encode()),
                           ("cat > ~/bad-slurm.json", b'{"partiton": "gpu"}')):
         subprocess.run(login.argv(command), input=data, check=True, timeout=60)
-    agent = (f"export SLURM_CONF={SLURM_CONF}; PYTHONPATH=~/agent-code exec python3 -m potato.training.agent "
+    agent = (f"export SLURM_CONF={cluster.slurm_conf}; PYTHONPATH=~/agent-code exec python3 -m potato.training.agent "
              f"--server {srv.url} --backend login --token-file ~/token --workdir ~/shared --once")
     bad = cluster.run(agent.replace("--once", "--slurm-config ~/bad-slurm.json"))
     assert bad.returncode == 1

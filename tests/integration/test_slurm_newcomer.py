@@ -19,9 +19,9 @@ from tests.integration.test_slurm import _check, run_dir, slurm_config, slurm_jo
 from tests.integration.test_ssh import log_of
 from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.servers import ServerProcess
-from tests.slurmcluster import SLURM_CONF, Cluster, start_cluster
+from tests.slurmcluster import Cluster, start_cluster
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.rig]
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +29,16 @@ def cluster() -> Cluster:
     return start_cluster()
 
 
-def node_name(cluster: Cluster) -> str:
-    """The node as SLURM names it (squeue's %N), the name the log must show."""
-    return cluster.run("sinfo -h -o %N").stdout.strip()
+def node_name(cluster: Cluster, job: str) -> str:
+    """The node the job ran on as SLURM names it (squeue's %N; SLURM lists an ended job for MinJobAge),
+    the name the log must show."""
+    return cluster.run(f"squeue -h -t all -j {job} -o %N").stdout.strip()
+
+
+def ends_on_a_node(cluster: Cluster, line: str, text: str) -> bool:
+    """``line`` ends with "on NODE" + ``text`` for one of the cluster's compute nodes (the check's test
+    job goes to whichever is free)."""
+    return any(line.endswith(f"on {node}{text}") for node in cluster.nodes)
 
 
 def run_events(srv: ServerProcess, run_id: str) -> List[Dict[str, Any]]:
@@ -69,7 +76,7 @@ def test_a_job_shorter_than_one_squeue_poll_is_still_logged_running_on_its_node(
     assert done["state"] == "succeeded", (done, log)
     job = slurm_job_id(srv, run["id"])
     running = [line for line in log.splitlines() if f"SLURM job {job}: RUNNING" in line]
-    assert [line.split(" ", 1)[1] for line in running] == [f"SLURM job {job}: RUNNING on {node_name(cluster)}"], log
+    assert [line.split(" ", 1)[1] for line in running] == [f"SLURM job {job}: RUNNING on {node_name(cluster, job)}"], log
 
 
 def test_the_step_line_never_goes_back_from_the_worker_s_words_to_a_queue_state(
@@ -85,7 +92,7 @@ def test_the_step_line_never_goes_back_from_the_worker_s_words_to_a_queue_state(
     steps = [e["text"] for e in run_events(srv, run["id"]) if e.get("type") == "step"]
     first_own = next(i for i, text in enumerate(steps) if text == "reading the job")  # the worker's first step
     assert not [text for text in steps[first_own:] if text.startswith("SLURM job")], steps
-    assert sum(f"SLURM job {job}: RUNNING on {node_name(cluster)}" in line for line in log.splitlines()) == 1, log
+    assert sum(f"SLURM job {job}: RUNNING on {node_name(cluster, job)}" in line for line in log.splitlines()) == 1, log
 
 
 def test_a_failing_prelude_line_fails_the_run_and_names_the_line(
@@ -123,14 +130,14 @@ def test_check_runs_the_prelude_in_a_test_job_and_names_the_line_that_fails(
     assert ("The prelude fails on the login node: prelude line 1 (`module load cuda`) failed with exit 127: "
             "module: command not found.") in out.stdout
     test_job = [line for line in out.stdout.splitlines() if line.startswith("Test job ")]
-    assert len(test_job) == 1 and test_job[0].endswith(
-        f"on {node_name(cluster)}: prelude line 1 (`module load cuda`) failed with exit 127: module: command not "
+    assert len(test_job) == 1 and ends_on_a_node(cluster, test_job[0],
+        ": prelude line 1 (`module load cuda`) failed with exit 127: module: command not "
         "found. A run would fail the same way before its worker starts. Fix that line in the backend's prelude "
         "(try it by hand on a compute node), remove it, or end it with `|| true` if it may fail."), out.stdout
     assert set(cluster.run("ls ~/potato-slurm").stdout.split()) == before  # the test job's folder is gone
     good = _check(make_project(**slurm_config(cluster, prelude=["export EXAMPLE_PRELUDE=1"])))
     assert good.returncode == 0, good.stdout + good.stderr
-    assert f"on {node_name(cluster)}: job_python /usr/bin/python3 is Python 3." in good.stdout
+    assert any(f"on {node}: job_python /usr/bin/python3 is Python 3." in good.stdout for node in cluster.nodes)
     assert "(/usr/bin/python3), after the prelude" in good.stdout
 
 
@@ -154,7 +161,7 @@ def test_a_hand_started_agent_refuses_a_node_local_workdir_and_suggests_the_key_
                               (f"cat > {home}/typo.json", json.dumps({"gress": "gpu:1"}).encode())):
             subprocess.run(login.argv(command), input=data, check=True, timeout=60)
         # (timeout: an agent that took the folder would wait for a job)
-        agent = (f"export SLURM_CONF={SLURM_CONF}; PYTHONPATH={home}/code exec timeout 30 "
+        agent = (f"export SLURM_CONF={cluster.slurm_conf}; PYTHONPATH={home}/code exec timeout 30 "
                  f"python3 -m potato.training.agent --server {srv.url} --backend login --token-file {home}/token --once")
         local = cluster.run(f"{agent} --slurm-config {home}/slurm.json --workdir /tmp/potato-newcomer-jobs")
         assert local.returncode == 1, local.stdout + local.stderr

@@ -49,10 +49,12 @@ def trains_and_suggests(srv: ServerProcess, backend: str) -> None:
     assert [{k: s[k] for k in ("start", "end", "label")} for s in shown["label"]] == true_spans(span_items()[33])
 
 
+@pytest.mark.rig
 def test_a_span_run_over_ssh(serve: Callable[[Dict[str, Any]], ServerProcess]) -> None:
     trains_and_suggests(serve({"gpu": start_sshd().backend()}), "gpu")
 
 
+@pytest.mark.rig
 def test_a_span_run_through_slurm(serve: Callable[[Dict[str, Any]], ServerProcess]) -> None:
     trains_and_suggests(serve({"cluster": start_cluster().backend()}), "cluster")
 

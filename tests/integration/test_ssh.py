@@ -21,7 +21,7 @@ from tests.servers import ServerProcess
 from tests.sshd import SshHost, start_sshd
 from tests.faults.matrix import fault
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.rig]
 H = {"X-API-Key": ADMIN_KEY}
 
 
@@ -400,3 +400,19 @@ def test_a_server_restart_during_an_ssh_run_loses_nothing(
                         ).stdout.strip() == ""
     finally:
         again.stop()
+
+
+def test_a_run_on_the_host_s_python_3_8_trains_and_brings_predictions_back(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    """Issue 25: a training machine may have Python 3.8 only; the code Potato copies there (worker,
+    agent) runs on it, over the same ssh as with a newer Python."""
+    if not sshd.python38:
+        pytest.skip("the rig's host has no Python 3.8 the trainer may run (the container rig has one)")
+    srv = make_server(ssh_config(sshd, python=sshd.python38))
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"artifact_mb": 1})
+    done = wait(srv, run["id"], TERMINAL, timeout=90)
+    log = log_of(srv, run["id"])
+    assert done["state"] == "succeeded", (done, log)
+    assert "Python 3.8." in log and f"on 127.0.0.1 ({sshd.python38})" in log, log
+    export = requests.get(f"{srv.url}/admin/training/api/runs/{run['id']}/suggestions", headers=H).json()
+    assert export["count"] == 40

@@ -7,6 +7,7 @@ Tests that need their own login shell get a throwaway account (its own HOME and 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -30,11 +31,11 @@ from tests.integration.test_agent import wait_until
 from tests.integration.test_ssh import log_of, ssh_config
 from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.servers import ServerProcess
-from tests.slurmcluster import Cluster
-from tests.sshd import ROOT, SshHost, start_sshd, throwaway_account
+from tests.slurmcluster import start_cluster
+from tests.sshd import SshHost, start_sshd
 from tests.faults.matrix import fault
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.rig]
 
 WELCOME = "Welcome to the GPU box"
 
@@ -47,16 +48,15 @@ def sshd() -> SshHost:
 @pytest.fixture
 def account(sshd: SshHost) -> Iterator[SshHost]:
     """A new account on the test host that logs in with the rig's key, removed afterwards."""
-    with throwaway_account() as host:
+    with sshd.account() as host:
         yield host
 
 
 def greeting_bashrc(host: SshHost) -> None:
     """An ``echo`` at the top of ~/.bashrc, before Debian's "not interactive: return" guard."""
-    home = Path(f"/home/{host.user}")
-    bashrc = home / ".bashrc"
-    bashrc.write_text(f'echo "{WELCOME}"\necho "bashrc says hello on stderr" >&2\n' + bashrc.read_text())
-    shutil.chown(bashrc, host.user, host.user)
+    lines = f'echo "{WELCOME}"\necho "bashrc says hello on stderr" >&2\n'
+    done = host.run("cat - ~/.bashrc > ~/.bashrc.new && mv ~/.bashrc.new ~/.bashrc", input=lines)
+    assert done.returncode == 0, done.stderr
 
 
 def artifacts_of(srv: ServerProcess, run_id: str) -> Path:
@@ -98,11 +98,11 @@ def test_a_bashrc_that_prints_is_ignored_and_named_once(
     assert "/usr/bin/python3 lacks scikit-learn (" in out.stdout  # the module list is not the greeting's words
 
 
-@pytest.fixture(scope="module")
-def slurm_up() -> None:
-    """The rig's SLURM running (idempotent; unlike start_cluster, it clears nothing of the trainer's)."""
-    out = subprocess.run([str(ROOT / "scripts" / "test-infra"), "start"], capture_output=True, text=True, timeout=180)
-    assert out.returncode == 0, out.stdout + out.stderr
+@pytest.fixture
+def login_account() -> Iterator[SshHost]:
+    """A throwaway account on the rig's SLURM login node (which clears nothing of the trainer's)."""
+    with start_cluster(clean=False).login.account() as host:
+        yield host
 
 
 @fault("SLURM clusters",
@@ -110,10 +110,11 @@ def slurm_up() -> None:
        "Skipped and named once, as on an ssh host",
        "The check and the run succeed")
 def test_a_bashrc_that_prints_on_a_slurm_login_node(
-        slurm_up: None, account: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+        login_account: SshHost, make_server: Callable[..., ServerProcess]) -> None:
     """SLURM's probe, remote_dir's real path, job_python, sinfo and the run's own commands."""
+    account = login_account
     greeting_bashrc(account)
-    login = Cluster(account)
+    login = dataclasses.replace(start_cluster(clean=False), login=account)
     srv = make_server({"model_training": {
         "enabled": True, "grace_seconds": 2,
         "backends": {"cluster": login.backend(mem="500M", keep_connection_s=0)},
@@ -138,34 +139,30 @@ HUNG_NVIDIA_SMI = '#!/bin/sh\necho $$ > "$HOME/hung-gpus/pid"\nexec sleep 86400\
 @pytest.fixture
 def hung_gpus(sshd: SshHost) -> Iterator[str]:
     """A PATH whose nvidia-smi never answers (a hung driver), on the trainer's account; removed after."""
-    folder = Path("/home/trainer/hung-gpus")
-    folder.mkdir(exist_ok=True)
-    (folder / "nvidia-smi").write_text(HUNG_NVIDIA_SMI)
-    (folder / "nvidia-smi").chmod(0o755)
-    shutil.chown(folder, "trainer", "trainer")
+    folder = "/home/trainer/hung-gpus"
+    made = sshd.run(f"mkdir -p {folder} && cat > {folder}/nvidia-smi && chmod 755 {folder}/nvidia-smi",
+                    input=HUNG_NVIDIA_SMI)
+    assert made.returncode == 0, made.stderr
     try:
         yield f"{folder}:/usr/local/bin:/usr/bin:/bin"
     finally:
-        pid = folder / "pid"
-        if pid.exists() and Path(f"/proc/{pid.read_text().strip()}").exists():
-            os.kill(int(pid.read_text()), signal.SIGKILL)
-        shutil.rmtree(folder)
+        sshd.run(f"kill -KILL $(cat {folder}/pid 2>/dev/null) 2>/dev/null; rm -rf {folder}")
 
 
-def smi_ran_and_is_gone() -> bool:
+def smi_ran_and_is_gone(sshd: SshHost) -> bool:
     """The fake nvidia-smi ran and is gone now (dead: a zombie until reaped counts as gone)."""
-    pid = Path("/home/trainer/hung-gpus/pid")
-    if not pid.exists():
+    pid = sshd.run("cat ~/hung-gpus/pid").stdout.strip()
+    if not pid:
         return False
     try:
-        state = Path(f"/proc/{pid.read_text().strip()}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return True
     return state in ("Z", "X")
 
 
-def smi_killed() -> None:
-    wait_until(smi_ran_and_is_gone, timeout=10, what="the hung nvidia-smi to be killed on the host")
+def smi_killed(sshd: SshHost) -> None:
+    wait_until(lambda: smi_ran_and_is_gone(sshd), timeout=10, what="the hung nvidia-smi to be killed on the host")
 
 
 @pytest.mark.slow  # nvidia-smi gets its 20 s, twice
@@ -180,14 +177,14 @@ def test_a_hung_nvidia_smi_is_killed_and_named(
     assert out.returncode == 1
     assert "GPUs unknown: nvidia-smi on 127.0.0.1 did not answer within 20 s; the GPUs are not listed" in out.stdout
     assert "gpus: none trains on the CPU" in out.stdout
-    smi_killed()  # on the host, not left hanging there
-    Path("/home/trainer/hung-gpus/pid").unlink()
+    smi_killed(sshd)  # on the host, not left hanging there
+    sshd.run("rm ~/hung-gpus/pid")
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
     done = wait(srv, run["id"], TERMINAL, timeout=90)
     assert done["state"] == "failed"
     assert done["message"].startswith("nvidia-smi on 127.0.0.1 did not answer within 20 s; the GPUs are not listed, "
                                       "so gpus: auto cannot choose one."), done  # not "No word from the agent"
-    smi_killed()
+    smi_killed(sshd)
     srv.stop()
     srv = make_server(ssh_config(sshd, env={"PATH": hung_gpus}, gpus="none"))
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
@@ -224,10 +221,11 @@ def test_a_step_past_its_deadline_is_named_and_what_it_started_is_stopped(sshd: 
                                                                                          "check the disk there"))
         assert str(failed.value) == ("127.0.0.1: copying Potato's code took longer than 2 s; check the disk there. "
                                      "The ssh command was ended and what it started there was stopped.")
-        remote = Path(pid_file).read_text().strip()
+        remote = sshd.run(f"cat {pid_file}").stdout.strip()
+        assert remote, "the remote command wrote its pid"
         wait_until(lambda: not Path(f"/proc/{remote}").exists(), timeout=10, what="the remote sleep to end")
     finally:
-        Path(pid_file).unlink(missing_ok=True)
+        sshd.run(f"rm -f {pid_file}")
         subprocess.run(target.exit_master(), capture_output=True, timeout=30)
 
 
@@ -316,7 +314,7 @@ def test_closing_the_connection_at_a_runs_end_spares_a_command_still_on_it(sshd:
     keep_connection_s: 0 closes it at its end; a check (or another backend's command) running on
     it just then must finish, not die with "ssh exited 255" and no message."""
     ssh_run, check_ = _target(sshd, control, keep_connection_s=0), _target(sshd, control)
-    started = Path(f"/tmp/potato-started-{secrets.token_hex(4)}")  # written by the trainer
+    started = f"/tmp/potato-started-{secrets.token_hex(4)}"  # written by the trainer, on the host
     assert run_ssh(check_, "true").returncode == 0  # the master is up
     answer: list[Any] = []
 
@@ -329,11 +327,12 @@ def test_closing_the_connection_at_a_runs_end_spares_a_command_still_on_it(sshd:
     thread = threading.Thread(target=in_flight)
     thread.start()
     try:
-        wait_until(started.exists, timeout=30, what="the command on the shared connection")
+        wait_until(lambda: sshd.run(f"test -e {started}").returncode == 0, timeout=30,
+                   what="the command on the shared connection")
         assert close_connection(ssh_run) is None  # what the run's clean-up does
     finally:
         thread.join(30)
-        started.unlink(missing_ok=True)
+        sshd.run(f"rm -f {started}")
     assert not isinstance(answer[0], SshFailed), answer[0]
     assert answer[0].returncode == 0 and answer[0].stdout == b"finished\n"
     assert run_ssh(check_, "echo next").stdout == b"next\n"  # the next command gets a new connection

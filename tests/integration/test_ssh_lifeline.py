@@ -15,7 +15,7 @@ from tests.servers import ServerProcess
 from tests.sshd import SshHost
 from tests.faults.matrix import fault
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.rig]
 JOBS = "~/.cache/potato-training/jobs"
 
 

@@ -28,26 +28,22 @@ from potato.server.training.sshcmd import SshTarget
 from tests.integration.test_agent import wait_until
 from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.servers import ServerProcess
-from tests.sshd import ROOT, SshHost, throwaway_account
+from tests.sshd import SshHost, start_sshd
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.rig]
 
 
 @pytest.fixture(scope="module")
 def sshd() -> SshHost:
-    """The rig's sshd running; unlike start_sshd it clears nothing of the trainer's (these tests
-    write on the host only in accounts of their own)."""
-    out = subprocess.run([str(ROOT / "scripts" / "test-infra"), "start", "ssh"], capture_output=True, text=True,
-                         timeout=120)
-    if out.returncode != 0:
-        pytest.fail(f"scripts/test-infra start ssh failed:\n{out.stdout}\n{out.stderr}")
-    return SshHost()
+    """The rig's sshd running; it clears nothing of the trainer's (these tests write on the host only
+    in accounts of their own)."""
+    return start_sshd(clean=False)
 
 
 @pytest.fixture
 def account(sshd: SshHost) -> Iterator[SshHost]:
     """A new account on the test host that logs in with the rig's key, removed (home and all) afterwards."""
-    with throwaway_account() as host:
+    with sshd.account() as host:
         yield host
 
 
@@ -188,7 +184,7 @@ def test_the_host_key_advice_is_the_ssh_command_that_logs_in(
     not for the name localhost."""
     out = checks(backend_config(sshd, "noop", host="localhost"))
     assert out.returncode == 1
-    command = f"ssh -p 22022 -i {sshd.identity_file} trainer@localhost"
+    command = f"ssh -p {sshd.port} -i {sshd.identity_file} trainer@localhost"
     assert (f"gpu (ssh to localhost): ssh to localhost failed: Host key verification failed. Add the host's key to "
             f"known_hosts of the user that runs the server (connect once by hand: {command}).") in out.stdout
     # The command as given logs in (here accepting the key into a known_hosts of the test's own).
@@ -245,7 +241,7 @@ def test_a_check_after_the_key_changed_logs_in_with_the_new_key(
     assert wrong.returncode == 1, wrong.stdout
     assert ("gpu (ssh to 127.0.0.1): ssh to 127.0.0.1 failed: Permission denied. Potato runs ssh with "
             "BatchMode=yes") in wrong.stdout
-    assert f"try `ssh -o BatchMode=yes -p 22022 -i {stranger} trainer@127.0.0.1 true`" in wrong.stdout
+    assert f"try `ssh -o BatchMode=yes -p {sshd.port} -i {stranger} trainer@127.0.0.1 true`" in wrong.stdout
 
     missing = checks(kept(identity_file=str(tmp_path / "no-such-key")))
     assert missing.returncode == 1, missing.stdout

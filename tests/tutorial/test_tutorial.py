@@ -36,9 +36,9 @@ from tests.conftest import ADMIN_KEY
 from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.machines import PYTHON38, Machine, stop
 from tests.servers import ServerProcess
-from tests.slurmcluster import SLURM_CONF, Cluster, start_cluster
+from tests.slurmcluster import Cluster, start_cluster
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.rig]
 
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = Path(__file__).with_name("tutorial.de.txt")
@@ -97,7 +97,7 @@ def rig_config(raw: dict[str, Any], cluster: Cluster, key: str) -> dict[str, Any
         "login.cluster.example.org", "/shared/envs/train/bin/python", "gpu:1", ["module load cuda/12.4"])
     slurm.update(host=login.host, port=login.port, user=login.user, identity_file=login.identity_file,
                  python=login.python, job_python=login.python, remote_dir="~/potato-tutorial",
-                 env={"SLURM_CONF": SLURM_CONF}, poll_interval_s=1)
+                 env={"SLURM_CONF": cluster.slurm_conf}, poll_interval_s=1)
     del slurm["gres"], slurm["prelude"]
     return raw
 

@@ -56,7 +56,7 @@ def test_a_run_is_submitted_followed_through_the_queue_and_brings_predictions_an
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"artifact_mb": 2, "sleep_s": 2})
     done = wait(srv, run["id"], TERMINAL, timeout=120)
     log = log_of(srv, run["id"])
-    assert done["state"] == "succeeded", (done, log)
+    assert done["state"] == "succeeded", f"{done}\n{log}"
     assert "Python 3." in log and "runs the agent" in log  # the login node's Python (R28)
     assert "Submitted SLURM job " in log and "--time=00:10:00 --mem=500M" in log  # with the flags (R29)
     assert "SLURM job " in log and ": RUNNING on " in log  # each queue state change
@@ -115,7 +115,7 @@ def test_cancel_sends_term_to_the_job_then_plain_scancel(
     requests.post(f"{srv.url}/admin/training/api/runs/{run['id']}/cancel", headers=H)
     done = wait(srv, run["id"], TERMINAL, timeout=60)
     log = log_of(srv, run["id"])
-    assert done["state"] == "cancelled", (done, log)
+    assert done["state"] == "cancelled", f"{done}\n{log}"
     term, plain = f"scancel --full --signal=TERM {job}\n", f" scancel {job}\n"
     assert term in log and plain in log and log.index(term) < log.index(plain), log
     wait_until(lambda: not any(line.startswith(f"{job} ") for line in cluster.jobs()), timeout=30,
@@ -305,7 +305,7 @@ def test_a_compute_node_that_dies_requeues_the_job_and_the_run_still_succeeds(
         cluster.node_down(first)
         done = wait(srv, run["id"], TERMINAL, timeout=300)
         log = log_of(srv, run["id"])
-        assert done["state"] == "succeeded", (done, log)
+        assert done["state"] == "succeeded", f"{done}\n{log}"
         (other,) = set(cluster.nodes) - {first}
         assert f"SLURM job {job}: RUNNING on {first}" in log and f"SLURM job {job}: RUNNING on {other}" in log, log
         export = requests.get(f"{srv.url}/admin/training/api/runs/{run['id']}/suggestions", headers=H).json()
@@ -418,7 +418,7 @@ def test_a_server_restart_during_a_slurm_run_loses_nothing(
     try:
         done = wait(again, run["id"], TERMINAL, timeout=90)
         log = log_of(again, run["id"])
-        assert done["state"] == "succeeded", (done, log)
+        assert done["state"] == "succeeded", f"{done}\n{log}"
         assert "took the run over from its ssh session" in log and "Copied the model from 127.0.0.1: 1.0 MB" in log
         assert (run_dir(srv, run["id"]) / "artifacts" / "weights.bin").stat().st_size == 1024 * 1024
         assert cluster.run(f"test -e ~/potato-slurm/jobs/{run['id']}").returncode == 1

@@ -55,7 +55,7 @@ def test_every_pending_line_says_why_and_none_never_reaches_the_user(
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 1})
     done = wait(srv, run["id"], TERMINAL, timeout=120)
     log = log_of(srv, run["id"])
-    assert done["state"] == "succeeded", (done, log)
+    assert done["state"] == "succeeded", f"{done}\n{log}"
     job = slurm_job_id(srv, run["id"])
     pending = [line.split(" ", 1)[1] for line in log.splitlines() if f"SLURM job {job}: PENDING" in line]
     assert pending == [f"SLURM job {job}: PENDING (waiting for the scheduler's next pass)"], log
@@ -73,7 +73,7 @@ def test_a_job_shorter_than_one_squeue_poll_is_still_logged_running_on_its_node(
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster")
     done = wait(srv, run["id"], TERMINAL, timeout=120)
     log = log_of(srv, run["id"])
-    assert done["state"] == "succeeded", (done, log)
+    assert done["state"] == "succeeded", f"{done}\n{log}"
     job = slurm_job_id(srv, run["id"])
     running = [line for line in log.splitlines() if f"SLURM job {job}: RUNNING" in line]
     assert [line.split(" ", 1)[1] for line in running] == [f"SLURM job {job}: RUNNING on {node_name(cluster, job)}"], log
@@ -87,7 +87,7 @@ def test_the_step_line_never_goes_back_from_the_worker_s_words_to_a_queue_state(
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 8})
     done = wait(srv, run["id"], TERMINAL, timeout=120)
     log = log_of(srv, run["id"])
-    assert done["state"] == "succeeded", (done, log)
+    assert done["state"] == "succeeded", f"{done}\n{log}"
     job = slurm_job_id(srv, run["id"])
     steps = [e["text"] for e in run_events(srv, run["id"]) if e.get("type") == "step"]
     first_own = next(i for i, text in enumerate(steps) if text == "reading the job")  # the worker's first step
@@ -109,7 +109,7 @@ def test_a_failing_prelude_line_fails_the_run_and_names_the_line(
     message = (f"SLURM job {job} stopped before the worker started: prelude line 2 (`module load cuda`) failed "
                "with exit 127: module: command not found. Fix that line in the backend's prelude (try it by hand "
                "on a compute node), remove it, or end it with `|| true` if it may fail.")
-    assert done["state"] == "failed" and done["reason"] == "error" and done["message"] == message, (done, log)
+    assert done["state"] == "failed" and done["reason"] == "error" and done["message"] == message, f"{done}\n{log}"
     assert f"Run failed (error): {message}" in log
     # the way out the message names, `|| true`, really lets a run through
     failed = run

@@ -343,7 +343,7 @@ def test_packages_build_a_venv_once_that_sees_the_hosts_own_packages(
     first = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu")
     done = wait(srv, first["id"], TERMINAL, timeout=300)
     log = log_of(srv, first["id"])
-    assert done["state"] == "succeeded", (done, log)
+    assert done["state"] == "succeeded", f"{done}\n{log}"
     assert "pip: " in log and "six" in log and "(built)" in log
     run_dir = srv.config_path.parent / "annotation_output" / "training" / "runs" / first["id"]
     assert "/.cache/potato-training/venvs/" in (run_dir / "agent.log").read_text()  # the worker ran in it
@@ -392,7 +392,7 @@ def test_a_server_restart_during_an_ssh_run_loses_nothing(
     try:
         done = wait(again, run["id"], TERMINAL, timeout=90)
         log = log_of(again, run["id"])
-        assert done["state"] == "succeeded", (done, log)
+        assert done["state"] == "succeeded", f"{done}\n{log}"
         assert "took the run over from its ssh session" in log and "Copied the model from 127.0.0.1" in log
         artifacts = srv.config_path.parent / "annotation_output" / "training" / "runs" / run["id"] / "artifacts"
         assert (artifacts / "weights.bin").stat().st_size == 1024 * 1024
@@ -412,7 +412,7 @@ def test_a_run_on_the_host_s_python_3_8_trains_and_brings_predictions_back(
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"artifact_mb": 1})
     done = wait(srv, run["id"], TERMINAL, timeout=90)
     log = log_of(srv, run["id"])
-    assert done["state"] == "succeeded", (done, log)
+    assert done["state"] == "succeeded", f"{done}\n{log}"
     assert "Python 3.8." in log and f"on 127.0.0.1 ({sshd.python38})" in log, log
     export = requests.get(f"{srv.url}/admin/training/api/runs/{run['id']}/suggestions", headers=H).json()
     assert export["count"] == 40

@@ -84,7 +84,7 @@ def test_a_bashrc_that_prints_is_ignored_and_named_once(
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"artifact_mb": 1})
     done = wait(srv, run["id"], TERMINAL, timeout=90)
     log = log_of(srv, run["id"])
-    assert done["state"] == "succeeded", (done, log)
+    assert done["state"] == "succeeded", f"{done}\n{log}"
     notice = (f"The login shell on 127.0.0.1 printed text before the command's output (from ~/.bashrc or similar); "
               f"it is ignored: '{WELCOME}")
     assert log.count(notice) == 1, log
@@ -126,7 +126,7 @@ def test_a_bashrc_that_prints_on_a_slurm_login_node(
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"artifact_mb": 1})
     done = wait(srv, run["id"], TERMINAL, timeout=120)
     log = log_of(srv, run["id"])
-    assert done["state"] == "succeeded", (done, log)
+    assert done["state"] == "succeeded", f"{done}\n{log}"
     assert log.count("The login shell on 127.0.0.1 printed text before the command's output") == 1
     assert (artifacts_of(srv, run["id"]) / "weights.bin").stat().st_size == 1024 * 1024
 
@@ -290,7 +290,7 @@ def test_model_files_over_max_artifacts_total_mb_all_stay_on_the_host(
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="gpu", params={"artifact_mb": 2})
     done = wait(srv, run["id"], TERMINAL, timeout=90)
     log = log_of(srv, run["id"])
-    assert done["state"] == "succeeded", (done, log)
+    assert done["state"] == "succeeded", f"{done}\n{log}"
     folder = f"/home/trainer/.cache/potato-training/jobs/{run['id']}/artifacts"
     assert done["artifact_uri"] == f"127.0.0.1:{folder}"
     assert "over max_artifacts_total_mb (2 MB): none was copied; they stay on 127.0.0.1 in " + folder in log

@@ -21,11 +21,12 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Dict, Tuple
 
 import pytest
 
-from tests.sshd import ROOT, TC_DIR, SshHost, container_rig, docker_cli, docker_env, rig_host
+from tests.sshd import ROOT, TC_DIR, SshHost, container_rig, docker_cli, docker_env, hold_rig, rig_host
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ def start_cluster(clean: bool = True) -> Cluster:
     rig = container_rig()
     if rig is not None:
         info = rig["cluster"]
+        hold_rig(Path(rig["identity_file"]).parent)
         cluster = Cluster(rig_host(info), slurm_conf=info["slurm_conf"], nodes=tuple(info["nodes"]),
                           node_containers=dict(info["nodes"]))
         for node in cluster.nodes:  # a node an earlier test powered off
@@ -94,6 +96,7 @@ def start_cluster(clean: bool = True) -> Cluster:
                              timeout=180)
         if out.returncode != 0:
             pytest.fail(f"scripts/test-infra start failed:\n{out.stdout}\n{out.stderr}")
+        hold_rig(TC_DIR)
         node = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
         cluster = Cluster(SshHost(), nodes=(node,))
     if clean:

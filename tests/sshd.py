@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import functools
 import json
 import os
@@ -136,11 +137,37 @@ def rig_host(machine: Dict[str, Any]) -> SshHost:
                    python38=machine.get("python38", ""), container=machine["container"])
 
 
+_HELD: Dict[str, Any] = {}
+
+
+def hold_rig(folder: Path) -> None:
+    """Claim the rig for this test session, or fail naming the other one: two sessions on one rig share
+    its ``trainer``, and one's clean-up would cancel the other's jobs. Held until this process ends."""
+    if str(folder) in _HELD:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = (folder / "session.lock").open("a+")
+    try:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.seek(0)
+        other = lock.read().strip() or "another process"
+        lock.close()
+        pytest.fail(f"The test rig in {folder} is in use by a test session ({other}): wait for it, or start a "
+                    "rig of your own (scripts/test-infra start --containers --name NAME) for this one")
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"pid {os.getpid()}\n")
+    lock.flush()
+    _HELD[str(folder)] = lock
+
+
 def start_sshd(clean: bool = True) -> SshHost:
     """The rig's training host, running; with ``clean``, the trainer's runs of earlier sessions are
     cleared (tests that write on the host only in accounts of their own pass False)."""
     rig = container_rig()
     if rig is not None:
+        hold_rig(Path(rig["identity_file"]).parent)
         host = rig_host(rig["ssh"])
         if clean:
             host.run("rm -rf ~/.cache/potato-training /tmp/potato-2*")
@@ -152,6 +179,7 @@ def start_sshd(clean: bool = True) -> SshHost:
                          timeout=120)
     if out.returncode != 0:
         pytest.fail(f"scripts/test-infra start ssh failed:\n{out.stdout}\n{out.stderr}")
+    hold_rig(TC_DIR)
     host = SshHost()
     if clean:
         host.run("rm -rf ~/.cache/potato-training /tmp/potato-2*")  # each test session starts on a clean host

@@ -19,7 +19,7 @@ def test_every_module_that_reaches_the_rig_shares_one_worker_and_the_rest_keep_t
                    "tests/tutorial/test_tutorial.py"):
         assert scope_of(module) == "the test rig", module
     assert scope_of("tests/integration/test_agent.py") == "tests/integration/test_agent.py"
-    assert scope_of("tests/unit/test_test_rig.py") == "tests/unit/test_test_rig.py"
+    assert scope_of("tests/unit/test_cli.py") == "tests/unit/test_cli.py"
 
 
 def _containers_module():  # type: ignore[no-untyped-def]
@@ -49,3 +49,24 @@ def test_the_rig_adds_its_host_keys_and_takes_out_only_those(tmp_path: Path, mon
 def test_free_ports_are_distinct() -> None:
     ports = _containers_module().free_ports(5)
     assert len(set(ports)) == 5 and all(0 < p < 65536 for p in ports)
+
+
+def test_a_second_session_on_one_rig_is_refused_naming_the_first(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.sshd import _HELD, hold_rig
+
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                               "from pathlib import Path; from tests.sshd import hold_rig; hold_rig(Path(sys.argv[2])); "
+                               "print('held', flush=True); sys.stdin.read()", str(ROOT), str(tmp_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(pytest.fail.Exception) as refused:
+            hold_rig(tmp_path)
+        assert f"is in use by a test session (pid {holder.pid})" in str(refused.value)
+    finally:
+        holder.communicate("", timeout=30)
+    hold_rig(tmp_path)  # free again once that session ended
+    _HELD.pop(str(tmp_path)).close()

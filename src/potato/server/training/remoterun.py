@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 from potato.config.schema import RemoteHost
 from potato.defaults import SSH_CODE_PUSH_TIMEOUT_S, SSH_STEP_TIMEOUT_S
 from potato.project import Project
+from potato.server import stopping
 from potato.server.training.codepush import code_archive, code_hash
 from potato.server.training import sshlines
 from potato.server.training.copyback import CopyFailed, over_total_message, receive
@@ -162,13 +163,23 @@ class RemoteRun:
                     self.copy_back()
             else:
                 self.execute()
-        except (SshFailed, NoGpuFree) as exc:
-            self.recorder.fail(Reason.ERROR, str(exc))
-        except Exception as exc:  # any failure ends this run, never the dispatcher
-            log.exception("run %s on %s failed", self.run.id, self.backend.name)
-            self.recorder.fail(Reason.ERROR, f"The run on {self.backend.host} stopped on an internal error: {exc}")
-        finally:
-            self.clean_up()
+        except Exception as exc:
+            if stopping.requested.is_set():
+                self.left_to_the_next_server(exc)
+                return
+            if isinstance(exc, (SshFailed, NoGpuFree)):
+                self.recorder.fail(Reason.ERROR, str(exc))
+            else:  # any failure ends this run, never the dispatcher
+                log.exception("run %s on %s failed", self.run.id, self.backend.name)
+                self.recorder.fail(Reason.ERROR, f"The run on {self.backend.host} stopped on an internal error: {exc}")
+        self.clean_up()
+
+    def left_to_the_next_server(self, exc: Exception) -> None:
+        """The server is stopping (a restart, Ctrl-C in its terminal): a step that failed now may
+        have failed with it, while the agent's session, a process group of its own, goes on. The
+        run stays as it is, and nothing is cleaned up: the restarted server takes the run over from
+        that session, or ends it for a restart when the session is gone."""
+        self.say(f"The server is stopping; it leaves the run to the restarted server ({exc})")
 
     def execute(self) -> None:
         """Every step up to the agent, then follow it: the same for ssh and slurm, which differ only

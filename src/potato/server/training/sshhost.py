@@ -133,12 +133,15 @@ class Answer:
 
 def run_ssh(target: SshTarget, command: str, stdin: bytes | None = None, step: Step = PROBE_STEP) -> Answer:
     """One command on the host within ``step``'s deadline; ssh's own failure (rc 255) becomes the
-    tutorial's message, a deadline passed says which step and stops what it started there."""
+    tutorial's message, a deadline passed says which step and stops what it started there. The ssh
+    client is a process group of its own, as the agent's session is: a signal to the server's group
+    (Ctrl-C in its terminal, a stop) does not cut a run's step off and fail a run that the
+    restarted server would take over."""
     nonce = new_nonce()
     try:
         out = subprocess.run(target.argv(framed(command, nonce)), input=stdin, capture_output=True,
                              timeout=step.timeout_s, stdin=None if stdin is not None else subprocess.DEVNULL,
-                             env=client_env(os.environ))
+                             env=client_env(os.environ), start_new_session=True)
     except subprocess.TimeoutExpired as exc:
         started = unframe(exc.stdout or b"", nonce).pid  # type: ignore[arg-type]
         raise timed_out(target.host, step, started is not None and stop_remote(target, started)) from None
@@ -159,7 +162,7 @@ def stop_remote(target: SshTarget, pid: int) -> bool:
     """End the process group ``pid`` leads on the host (a timed-out command's); True when asked."""
     try:
         out = subprocess.run(target.argv(stop_command(pid)), capture_output=True, timeout=STOP_STEP.timeout_s,
-                             stdin=subprocess.DEVNULL, env=client_env(os.environ))
+                             stdin=subprocess.DEVNULL, env=client_env(os.environ), start_new_session=True)
     except subprocess.TimeoutExpired:
         log.warning("%s: stopping process group %s there took longer than %s s", target.host, pid, STOP_STEP.timeout_s)
         return False

@@ -16,6 +16,7 @@ rig's containers share its PID namespace), so tests may look at a run's remote p
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import fcntl
@@ -160,6 +161,7 @@ def hold_rig(folder: Path) -> None:
     lock.write(f"pid {os.getpid()}\n")
     lock.flush()
     _HELD[str(folder)] = lock
+    atexit.register(lock.close)  # closing it frees the rig; at exit, so Python does not warn of an open file
 
 
 def start_sshd(clean: bool = True) -> SshHost:

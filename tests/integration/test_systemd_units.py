@@ -78,7 +78,7 @@ def test_the_server_unit_validates_serves_and_stops_on_sigterm(make_project: Cal
                 return proc.poll() is not None
         wait_until(healthy, timeout=30, what="the server's healthcheck")
         assert proc.poll() is None, (config.parent / "server.out").read_text()
-        os.kill(proc.pid, signal.SIGTERM)  # KillMode=mixed: SIGTERM to the main process first
+        os.kill(proc.pid, signal.SIGTERM)  # KillMode=process: SIGTERM to the main process only
         assert proc.wait(int(unit["TimeoutStopSec"][0])) == 0
     finally:
         if proc.poll() is None:

@@ -1,0 +1,128 @@
+"""helm-less-manifests/systemd/potato-server.service under a real systemd (D4, DESIGN: "a server
+restart loses no run").
+
+test_systemd_units.py runs the unit's commands without systemd; what only systemd itself shows is
+what `systemctl restart` does to the processes a run has beside the server (the local agent and its
+worker, an ssh run's client). Here the unit is installed as its header says, in the server image with
+systemd as PID 1 (tests/containers/systemd/Dockerfile), and a local run is started before a restart.
+Deselected unless scripts/containers built the images (``POTATO_IMAGES``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from typing import Any, Iterator
+
+import pytest
+
+from tests.containers.test_images import DOCKER, ROOT, TAG, docker
+from tests.faults.matrix import fault
+from tests.integration.test_agent import wait_until
+
+pytestmark = [pytest.mark.containers,
+              pytest.mark.skipif(not TAG, reason="run by scripts/containers, which builds the images first")]
+UNIT = ROOT / "helm-less-manifests" / "systemd" / "potato-server.service"
+API = """
+import json, sys, urllib.error, urllib.request
+method, path, body = json.loads(REQUEST)
+request = urllib.request.Request("http://127.0.0.1:8000" + path, method=method,
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"X-API-Key": "change-me", "Content-Type": "application/json"})
+try:
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        print(json.dumps([answer.status, answer.read().decode()]))
+except urllib.error.HTTPError as exc:
+    print(json.dumps([exc.code, exc.read().decode()]))
+except OSError as exc:
+    print(json.dumps([0, str(exc)]))
+"""
+"""Asks the server inside the container (its network is its own: no port on this machine). The
+script, with the example project's admin key, goes in on stdin, not on a command line."""
+
+
+SYSTEMD_OPTIONS = ["--cap-add", "SYS_ADMIN", "--security-opt", "seccomp=unconfined", "--security-opt",
+                   "apparmor=unconfined", "--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+                   "--tmpfs", "/run", "--tmpfs", "/run/lock"]
+"""What systemd as PID 1 needs of a container: mounts (the unit's ProtectSystem= makes some) and a
+cgroup tree to put services in. Not --privileged, which asks for every capability: CI's machine,
+itself a container, lacks one (CAP_SYS_RESOURCE) and runc refuses."""
+
+
+@pytest.fixture(scope="module")
+def machine() -> Iterator[str]:
+    """A booted systemd with the server unit enabled as its header says, serving the example project."""
+    image = f"potato-systemd-test:{TAG}"
+    docker("build", "-q", "--network", "host", "--build-arg", f"SERVER_IMAGE=potato-server:{TAG}", "-t", image,
+           str(ROOT / "tests" / "containers" / "systemd"), timeout=900)
+    name = f"potato-systemd-{os.getpid()}"
+    docker("run", "-d", "--name", name, "--network", "none", *SYSTEMD_OPTIONS, image)
+    try:
+        wait_until(lambda: inside(name, "systemctl", "is-system-running", check=False).stdout.strip()
+                   in ("running", "degraded"), timeout=60, what="systemd to boot")
+        docker("cp", f"{ROOT / 'examples' / 'reviews'}/.", f"{name}:/srv/potato")
+        docker("cp", str(UNIT), f"{name}:/etc/systemd/system/potato-server.service")
+        inside(name, "sh", "-c", "chown -R potato:potato /srv/potato && systemctl daemon-reload "
+                                 "&& systemctl enable --now potato-server")
+        wait_until(lambda: api(name, "GET", "/healthz")[0] == 200, timeout=60, what="the server under systemd")
+        yield name
+    except BaseException:
+        print(inside(name, "journalctl", "--no-pager", "-n", "200", check=False).stdout)
+        raise
+    finally:
+        docker("rm", "-f", name, check=False)
+
+
+def inside(name: str, *argv: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run([DOCKER, "exec", "-i", name, *argv], input=stdin, capture_output=True, text=True,
+                         timeout=120)
+    if check and out.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    return out
+
+
+def api(name: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    script = f"REQUEST = {json.dumps(json.dumps([method, path, body]))}\n{API}"
+    out = inside(name, "/opt/potato/bin/python", "-", stdin=script, check=False)
+    status, text = json.loads(out.stdout or "[0, \"\"]")
+    try:
+        return status, json.loads(text)
+    except ValueError:
+        return status, text
+
+
+def run_state(name: str, run_id: str) -> dict[str, Any]:
+    status, run = api(name, "GET", f"/admin/training/api/runs/{run_id}")
+    return run if status == 200 else {"state": f"unknown (HTTP {status})"}
+
+
+@fault("Runs and their processes", "systemctl restart of the server's unit during a local run",
+       "systemd stops only the server (KillMode=process): the run's agent and worker go on and report to the "
+       "restarted server", "The run succeeds")
+def test_systemctl_restart_during_a_local_run_leaves_the_run_training(machine: str) -> None:
+    """The unit stops only the server's own processes: the run's agent and worker go on, report to
+    the restarted server, and the run succeeds (KillMode=mixed SIGKILLed them once gunicorn exited)."""
+    items = json.loads((ROOT / "examples" / "reviews" / "data" / "reviews.json").read_text())[:20]
+    labels = [{"id": item["id"], "schema": "sentiment", "label": ("positive", "negative")[i % 2]}
+              for i, item in enumerate(items)]
+    assert api(machine, "POST", "/admin/api/labels", {"user": "gold", "labels": labels})[0] == 200
+    status, run = api(machine, "POST", "/admin/training/api/runs",
+                      {"trainer": "noop", "schemas": ["sentiment"], "params": {"sleep_s": 12}})
+    assert status == 201, run
+    wait_until(lambda: "step: training on " in api(machine, "GET", f"/admin/training/api/runs/{run['id']}/log")[1],
+               timeout=60, what="the worker to train")
+    before = inside(machine, "systemctl", "show", "-p", "MainPID", "--value", "potato-server").stdout.strip()
+    inside(machine, "systemctl", "restart", "potato-server")
+    after = inside(machine, "systemctl", "show", "-p", "MainPID", "--value", "potato-server").stdout.strip()
+    assert after != before and inside(machine, "systemctl", "is-active", "potato-server").stdout.strip() == "active"
+    deadline = time.monotonic() + 90
+    while (done := run_state(machine, run["id"]))["state"] not in ("succeeded", "failed", "cancelled"):
+        assert time.monotonic() < deadline, done
+        time.sleep(0.5)
+    journal = inside(machine, "journalctl", "--no-pager", "-u", "potato-server", check=False).stdout
+    assert done["state"] == "succeeded", f"{done}\n{journal[-3000:]}"
+    assert done["metrics"]["n_train"] == 16  # 20 labels, 4 of them held out
+    log = api(machine, "GET", f"/admin/training/api/runs/{run['id']}/log")[1]
+    assert log.count("step: training on ") == 1, log  # the same worker went on; nothing started it again

@@ -1,9 +1,11 @@
 """Issue 21 (R9, C6) in a real browser, as a newcomer reads the training page: the label summary counts
 distinct items and states which label a run trains on, a finished run of a trainer without a loss shows
-no empty loss box, and the runs table fits a phone's width with its State column in view."""
+no empty loss box, and the runs table fits a phone's width with its State column in view; a trainer this
+machine lacks the packages for is named before a local run is started, not after it failed."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -104,3 +106,40 @@ def test_the_runs_table_fits_the_screen_with_its_state_in_view(
     assert page.evaluate("document.scrollingElement.scrollWidth") <= width
     requests.post(server.url + f"/admin/training/api/runs/{running}/cancel", headers=HEADERS).raise_for_status()
     page.wait_for_selector(f"#runs tr[data-run-id='{running}'][data-state=cancelled]", timeout=60_000)
+
+
+def test_a_trainer_this_machine_cannot_import_is_named_before_start_and_refused_on_local(
+        make_project: Callable[..., Path], tmp_path: Path, page: Any) -> None:
+    """A setup without the train-text extra: hf-text-classification was offered for 'local' as for any
+    backend, and a click on Start queued a run bound to fail. Now the form says what is missing and the
+    command that installs it while 'local' is picked, Start is refused with the same words and no run
+    is queued; on another backend (whose machine may have the packages) the run starts."""
+    from tests.unit.server.training.test_checks_newcomer import HF_PACKAGES, hiding_path
+
+    hide = hiding_path(tmp_path, *HF_PACKAGES)
+    srv = ServerProcess(make_project(model_training={"enabled": True, "trainer": "noop",
+                                                     "backends": {"lab": {"type": "agent"}}}),
+                        env={"PYTHONPATH": str(hide)}).start()
+    try:
+        requests.post(srv.url + "/admin/api/labels", headers=HEADERS, json={"user": "gold", "labels": [
+            {"id": f"r{i:03d}", "schema": "sentiment", "label": truth(f"r{i:03d}")} for i in range(20)]})
+        open_page(page, srv.url + "/admin/training/")
+        assert not page.is_visible("#trainer-problem")  # noop needs nothing
+        page.select_option("#trainer", "hf-text-classification")
+        python = sys.executable
+        said = (f"Trainer 'hf-text-classification' could not be imported on this machine: {python} lacks torch, "
+                f"transformers, peft (`{python} -m pip install 'potato-annotation[train-text]'`)")
+        assert page.is_visible("#trainer-problem") and page.inner_text("#trainer-problem") == said
+        page.click("#start")
+        page.wait_for_function("document.getElementById('form-error').textContent !== ''")
+        assert page.inner_text("#form-error") == said
+        assert requests.get(srv.url + "/admin/training/api/runs", headers=HEADERS).json()["runs"] == []
+
+        page.select_option("#backend", "lab")
+        assert not page.is_visible("#trainer-problem")
+        page.click("#start")
+        page.wait_for_selector("#runs tr[data-run-id]")
+        runs = requests.get(srv.url + "/admin/training/api/runs", headers=HEADERS).json()["runs"]
+        assert [(r["trainer"], r["backend"], r["state"]) for r in runs] == [("hf-text-classification", "lab", "queued")]
+    finally:
+        srv.stop()

@@ -137,17 +137,25 @@ def test_a_local_run_without_a_trainers_packages_names_them_all_with_the_extra(
         make_project: Callable[..., Path], cleanup: List[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """How it was found: after a setup without the train-text extra, hf-text-classification failed with
     "install torch", though transformers and peft were missing too (E4). The server's Python here lacks
-    the three (a sitecustomize hides them, and PYTHONPATH reaches the local run's worker)."""
+    the three (a sitecustomize hides them, and PYTHONPATH reaches the local run's worker). A person's
+    start is refused with them named; an automatic run, which no one answers, runs and fails so."""
     hide = tmp_path / "hide"
     hide.mkdir()
     (hide / "sitecustomize.py").write_text(
         "import sys\nfor name in ('torch', 'transformers', 'peft'):\n    sys.modules[name] = None\n", encoding="utf-8")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hide), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    srv = ServerProcess(make_project(**training_config())).start()
+    srv = ServerProcess(make_project(**training_config(auto_retrain={
+        "enabled": True, "every_n_labels": 20, "trainer": "hf-text-classification", "schemas": ["sentiment"]}))).start()
     cleanup.append(srv)
-    label_all(srv, 20)
-    run = start(srv, trainer="hf-text-classification", schemas=["sentiment"], backend="local")
-    done = wait(srv, run["id"], TERMINAL)
+    refused = requests.post(srv.url + "/admin/training/api/runs", headers=H, json={
+        "trainer": "hf-text-classification", "schemas": ["sentiment"], "backend": "local"})
+    assert refused.status_code == 409 and refused.json()["error"] == (
+        f"Trainer 'hf-text-classification' could not be imported on this machine: {sys.executable} lacks torch, "
+        f"transformers, peft (`{sys.executable} -m pip install 'potato-annotation[train-text]'`)")
+    label_all(srv, 20)  # the automatic run's 20 labels
+    runs = requests.get(srv.url + "/admin/training/api/runs", headers=H).json()["runs"]
+    assert [(r["trigger"], r["trainer"]) for r in runs] == [("auto", "hf-text-classification")]
+    done = wait(srv, runs[0]["id"], TERMINAL)
     assert (done["state"], done["reason"]) == ("failed", "import")
     assert done["message"] == (
         "Trainer 'hf-text-classification' could not be imported: no module named 'torch' (transformers, peft are "

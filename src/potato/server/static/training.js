@@ -69,6 +69,16 @@
     optional.hidden = !fields.childNodes.length;
   }
 
+  // A trainer this machine lacks the packages for, while a backend on this machine is picked: said
+  // before Start (the server refuses such a run with the same words), with the command that installs them.
+  function showTrainerProblem() {
+    var opt = $("trainer").options[$("trainer").selectedIndex];
+    var backend = $("backend").options[$("backend").selectedIndex];
+    var problem = opt && backend && backend.dataset.here === "1" ? opt.dataset.cannotHere : "";
+    setText($("trainer-problem"), problem);
+    $("trainer-problem").hidden = !problem;
+  }
+
   function paramValues() {
     var out = {};
     document.querySelectorAll("input[data-param]").forEach(function (input) {
@@ -662,6 +672,8 @@
   }
 
   $("trainer").addEventListener("change", showTrainer);
+  $("trainer").addEventListener("change", showTrainerProblem);
+  $("backend").addEventListener("change", showTrainerProblem);
   $("check").addEventListener("click", checkBackend);
   $("start-form").addEventListener("submit", startRun);
   $("run-cancel").addEventListener("click", function () { if (state.selected) cancelRun(state.selected, $("run-cancel")); });
@@ -669,6 +681,7 @@
   $("schemas").addEventListener("change", showLabels);
   window.addEventListener("resize", function () { if (state.curve) drawCurve(state.curve); });
   showTrainer();
+  showTrainerProblem();
   showLabels();
   var fromHash = /^#run=(.+)$/.exec(window.location.hash);
   if (fromHash) select(decodeURIComponent(fromHash[1])); else poll();

@@ -60,8 +60,10 @@ def page() -> Any:
                 for name, b in drivers.items()]
     trainable = [s.name for s in project.config.annotation_schemes if s.training_type]
     kinds = project.config.training_kinds()
-    trainers = [{**t, "form_params": form_params(t)} for t in trainer_table().values()
-                if kinds & set(t["annotation_types"])]
+    here = next((b for b in drivers.values() if b.on_this_machine), None)
+    trainers = [{**t, "form_params": form_params(t),
+                 "cannot_here": here.cannot_train(t["name"], t["requires"]) if here is not None else None}
+                for t in trainer_table().values() if kinds & set(t["annotation_types"])]
     return render_template(
         "training.html", title=project.config.annotation_task_name, backends=backends,
         default_backend=mt.backend, trainers=trainers, default_trainer=mt.trainer,

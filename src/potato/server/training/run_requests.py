@@ -107,7 +107,17 @@ def calibration_source(store: RunStore, schemas: list[str], run_id: str | None) 
 
 
 def start_run(project: Project, store: RunStore, body: object, trigger: Trigger = Trigger.MANUAL) -> Run:
-    trainer, schemas, backend, params = check_run_request(project.config, body, trainer_table())
+    """Queue the run a request asks for. A person's request is refused (409) when its backend knows
+    the run would fail before training (the local backend, its trainer's packages missing from the
+    server's Python); an automatic run is queued all the same, and its failure on the runs list is
+    how the admin learns of it."""
+    trainers = trainer_table()
+    trainer, schemas, backend, params = check_run_request(project.config, body, trainers)
+    if trigger is Trigger.MANUAL:
+        settings = project.config.model_training.all_backends()[backend]
+        problem = backend_for(settings).cannot_train(trainer, trainers[trainer]["requires"])
+        if problem:
+            raise RunRequestError(409, problem)
     if trainer == CALIBRATE:
         params["source_predictions"] = calibration_source(store, schemas, params.pop("source_run", None))
     return store.create(trainer, schemas, backend, params, trigger=trigger)

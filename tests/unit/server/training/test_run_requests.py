@@ -105,3 +105,29 @@ def test_the_registered_trainers_say_what_they_learn() -> None:
     table = trainer_table()
     assert table["sklearn-token-classification"]["annotation_types"] == ("span",)
     assert table["sklearn-text-classification"]["annotation_types"] == ("radio", "multiselect")
+
+
+def test_a_person_s_local_run_of_a_trainer_this_python_lacks_is_refused_an_automatic_one_is_queued(
+        make_project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused before it is queued, with the packages and the command that installs them; an
+    automatic run has no one to answer, so it queues and its failure shows on the runs list."""
+    import sys
+
+    from potato.project import Project
+    from potato.server.training.run_requests import start_run
+    from potato.server.training.runs import RunStore, Trigger
+
+    for name in ("torch", "transformers", "peft"):
+        monkeypatch.setitem(sys.modules, name, None)
+    project = Project.open(load_config(make_project(model_training={
+        "enabled": True, "backends": {"lab": {"type": "agent"}}})))
+    store = RunStore(project.db, project.config.training_dir / "runs")
+    body = {"trainer": "hf-text-classification", "schemas": ["sentiment"]}
+    with pytest.raises(RunRequestError) as err:
+        start_run(project, store, body)
+    assert err.value.status == 409 and str(err.value).startswith(
+        f"Trainer 'hf-text-classification' could not be imported on this machine: {sys.executable} lacks torch, "
+        "transformers, peft (`")
+    assert store.list() == []
+    assert start_run(project, store, {**body, "backend": "lab"}).backend == "lab"  # its machine may have them
+    assert start_run(project, store, body, trigger=Trigger.AUTO).trainer == "hf-text-classification"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, Sequence
 
 from potato.config.schema import Backend as Settings
 from potato.config.schema import Config
@@ -109,6 +109,12 @@ class Backend:
 
     def limits(self) -> Limits:
         return Limits()
+
+    def cannot_train(self, trainer: str, requires: Sequence[str]) -> str | None:
+        """Why a run of ``trainer`` (needing the pip packages ``requires``) would fail here before it
+        trains, as a message that names the fix; None when nothing is known against it. Only a
+        backend whose worker is the server's own Python can tell without a run or a check."""
+        return None
 
     # -- a run the server starts ----------------------------------------------------------------
 

@@ -104,6 +104,12 @@ class Local(Backend):
     def check(self, config: Config) -> CheckReport:
         return check_local(self.local, config.model_training.trainer, config.training_kinds())
 
+    def cannot_train(self, trainer: str, requires: Sequence[str]) -> str | None:
+        from potato.training.failures import missing_packages
+
+        missing = missing_packages(requires)
+        return local_import_problem(trainer, missing) if missing else None
+
     def claimer(self) -> tuple[str, str]:
         return f"local-{os.getpid()}", "this machine"
 

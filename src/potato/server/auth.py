@@ -59,7 +59,8 @@ def admin_required(view: F) -> F:
             return view(*args, **kwargs)
         wants_html = "text/html" in request.headers.get("Accept", "") and "/api/" not in request.path
         if wants_html:
-            return redirect(url_for("admin.login", next=request.path))
+            # the query too: signed in, the browser comes back to the page as it was asked for
+            return redirect(url_for("admin.login", next=request.full_path.rstrip("?")))
         return jsonify(error="Admin access needs the X-API-Key header with the project's admin_api_key."), 401
 
     return cast(F, wrapped)

@@ -25,6 +25,16 @@ def test_admin_page_redirects_browser_to_key_form(client: Any) -> None:
     assert "Progress" in client.get("/admin/").get_data(as_text=True)
 
 
+def test_the_key_form_sends_the_browser_back_to_the_page_with_its_query(client: Any) -> None:
+    """A closing note's find: after the key form a page lost its query string (next= had the path only)."""
+    plain = client.get("/admin/", headers={"Accept": "text/html"})
+    assert plain.headers["Location"].endswith("next=/admin/")  # no stray '?'
+    resp = client.get("/admin/training/?view=runs&x=1", headers={"Accept": "text/html"})
+    assert resp.status_code == 302
+    back = client.post(resp.headers["Location"], data={"key": "test-admin-key-0123456789"})
+    assert back.status_code == 302 and back.headers["Location"] == "/admin/training/?view=runs&x=1"
+
+
 def test_progress_and_export(client: Any, admin_headers: dict[str, str]) -> None:
     client.post("/login", data={"name": "alice"})
     client.post("/api/label", json={"id": "r000", "labels": {"sentiment": "positive", "note": "ok"}})

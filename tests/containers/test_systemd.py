@@ -24,7 +24,9 @@ from tests.integration.test_agent import wait_until
 
 pytestmark = [pytest.mark.containers,
               pytest.mark.skipif(not TAG, reason="run by scripts/containers, which builds the images first")]
-UNIT = ROOT / "helm-less-manifests" / "systemd" / "potato-server.service"
+UNITS = ROOT / "helm-less-manifests" / "systemd"
+BACKEND = "lab-workstation"
+"""The agent unit's backend as written: the project is given a backend of that name."""
 API = """
 import json, sys, urllib.error, urllib.request
 method, path, body = json.loads(REQUEST)
@@ -63,7 +65,9 @@ def machine() -> Iterator[str]:
         wait_until(lambda: inside(name, "systemctl", "is-system-running", check=False).stdout.strip()
                    in ("running", "degraded"), timeout=60, what="systemd to boot")
         docker("cp", f"{ROOT / 'examples' / 'reviews'}/.", f"{name}:/srv/potato")
-        docker("cp", str(UNIT), f"{name}:/etc/systemd/system/potato-server.service")
+        inside(name, "sed", "-i", f"s/^  enabled: true$/  enabled: true\\n  backends:\\n    {BACKEND}: {{type: agent}}/",
+               "/srv/potato/config.yaml")
+        docker("cp", str(UNITS / "potato-server.service"), f"{name}:/etc/systemd/system/potato-server.service")
         inside(name, "sh", "-c", "chown -R potato:potato /srv/potato && systemctl daemon-reload "
                                  "&& systemctl enable --now potato-server")
         wait_until(lambda: api(name, "GET", "/healthz")[0] == 200, timeout=60, what="the server under systemd")
@@ -98,31 +102,96 @@ def run_state(name: str, run_id: str) -> dict[str, Any]:
     return run if status == 200 else {"state": f"unknown (HTTP {status})"}
 
 
+def label_some(name: str) -> None:
+    items = json.loads((ROOT / "examples" / "reviews" / "data" / "reviews.json").read_text())[:20]
+    labels = [{"id": item["id"], "schema": "sentiment", "label": ("positive", "negative")[i % 2]}
+              for i, item in enumerate(items)]
+    assert api(name, "POST", "/admin/api/labels", {"user": "gold", "labels": labels})[0] == 200
+
+
+def start_run(name: str, **body: Any) -> str:
+    status, run = api(name, "POST", "/admin/training/api/runs", {"trainer": "noop", "schemas": ["sentiment"], **body})
+    assert status == 201, run
+    return str(run["id"])
+
+
+def ended(name: str, run_id: str, timeout: float = 90) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while (run := run_state(name, run_id))["state"] not in ("succeeded", "failed", "cancelled"):
+        assert time.monotonic() < deadline, run
+        time.sleep(0.5)
+    return run
+
+
+def unit_property(name: str, unit: str, prop: str) -> str:
+    return inside(name, "systemctl", "show", "-p", prop, "--value", unit).stdout.strip()
+
+
 @fault("Runs and their processes", "systemctl restart of the server's unit during a local run",
        "systemd stops only the server (KillMode=process): the run's agent and worker go on and report to the "
        "restarted server", "The run succeeds")
 def test_systemctl_restart_during_a_local_run_leaves_the_run_training(machine: str) -> None:
     """The unit stops only the server's own processes: the run's agent and worker go on, report to
     the restarted server, and the run succeeds (KillMode=mixed SIGKILLed them once gunicorn exited)."""
-    items = json.loads((ROOT / "examples" / "reviews" / "data" / "reviews.json").read_text())[:20]
-    labels = [{"id": item["id"], "schema": "sentiment", "label": ("positive", "negative")[i % 2]}
-              for i, item in enumerate(items)]
-    assert api(machine, "POST", "/admin/api/labels", {"user": "gold", "labels": labels})[0] == 200
-    status, run = api(machine, "POST", "/admin/training/api/runs",
-                      {"trainer": "noop", "schemas": ["sentiment"], "params": {"sleep_s": 12}})
-    assert status == 201, run
+    label_some(machine)
+    run = {"id": start_run(machine, params={"sleep_s": 12})}
     wait_until(lambda: "step: training on " in api(machine, "GET", f"/admin/training/api/runs/{run['id']}/log")[1],
                timeout=60, what="the worker to train")
-    before = inside(machine, "systemctl", "show", "-p", "MainPID", "--value", "potato-server").stdout.strip()
+    before = unit_property(machine, "potato-server", "MainPID")
     inside(machine, "systemctl", "restart", "potato-server")
-    after = inside(machine, "systemctl", "show", "-p", "MainPID", "--value", "potato-server").stdout.strip()
-    assert after != before and inside(machine, "systemctl", "is-active", "potato-server").stdout.strip() == "active"
-    deadline = time.monotonic() + 90
-    while (done := run_state(machine, run["id"]))["state"] not in ("succeeded", "failed", "cancelled"):
-        assert time.monotonic() < deadline, done
-        time.sleep(0.5)
+    assert unit_property(machine, "potato-server", "MainPID") != before
+    assert unit_property(machine, "potato-server", "ActiveState") == "active"
+    done = ended(machine, run["id"])
     journal = inside(machine, "journalctl", "--no-pager", "-u", "potato-server", check=False).stdout
     assert done["state"] == "succeeded", f"{done}\n{journal[-3000:]}"
     assert done["metrics"]["n_train"] == 16  # 20 labels, 4 of them held out
     log = api(machine, "GET", f"/admin/training/api/runs/{run['id']}/log")[1]
     assert log.count("step: training on ") == 1, log  # the same worker went on; nothing started it again
+
+
+@fault("Runs and their processes", "systemctl stop of the agent's unit during a run",
+       "SIGTERM reaches the agent alone (KillMode=mixed): it stops its worker and reports the run cancelled; "
+       "a stop signal that reaches the worker first still counts as that stop",
+       "The run is cancelled; the unit ends inactive, not failed")
+def test_the_agent_unit_installed_as_its_header_says_trains_stops_warm_and_stays_down_on_a_bad_token(
+        machine: str) -> None:
+    """The token from `potato training register` into /etc/potato/agent-token (a credential only root
+    reads), --server and --backend edited, `systemctl enable --now`: a run on its backend succeeds;
+    `systemctl stop` during a run is the agent's warm stop (the run is cancelled, the unit is not
+    failed); a token the server does not know ends the agent with exit 3, which the unit does not
+    restart."""
+    label_some(machine)
+    said = inside(machine, "runuser", "-u", "potato", "--", "/opt/potato/bin/potato", "training", "register",
+                  BACKEND, "/srv/potato/config.yaml", "--server-url", "http://127.0.0.1:8000").stdout
+    token = next(line.strip() for line in said.splitlines()[1:] if line.strip())
+    inside(machine, "sh", "-c", "mkdir -p /etc/potato && install -m 600 /dev/stdin /etc/potato/agent-token",
+           stdin=token + "\n")
+    docker("cp", str(UNITS / "potato-agent.service"), f"{machine}:/etc/systemd/system/potato-agent.service")
+    inside(machine, "sed", "-i", "s|https://annotate.example.org|http://127.0.0.1:8000|",
+           "/etc/systemd/system/potato-agent.service")
+    inside(machine, "sh", "-c", "systemctl daemon-reload && systemctl enable --now potato-agent")
+    try:
+        first = ended(machine, start_run(machine, backend=BACKEND))
+        assert first["state"] == "succeeded", first
+
+        second = start_run(machine, backend=BACKEND, params={"sleep_s": 120})
+        wait_until(lambda: run_state(machine, second)["state"] == "running", timeout=60, what="the agent's run")
+        inside(machine, "systemctl", "stop", "potato-agent")
+        stopped = ended(machine, second, timeout=30)
+        journal = inside(machine, "journalctl", "--no-pager", "-u", "potato-agent", check=False).stdout
+        assert stopped["state"] == "cancelled", f"{stopped['reason']}: {stopped['message']}\n{journal[-3000:]}"
+        assert (unit_property(machine, "potato-agent", "ActiveState"),
+                unit_property(machine, "potato-agent", "Result")) == ("inactive", "success")
+
+        inside(machine, "sh", "-c", "install -m 600 /dev/stdin /etc/potato/agent-token", stdin="not-the-token\n")
+        inside(machine, "systemctl", "start", "potato-agent")
+        wait_until(lambda: unit_property(machine, "potato-agent", "ActiveState") == "failed", timeout=60,
+                   what="the agent to stop on the rejected token")
+        assert unit_property(machine, "potato-agent", "ExecMainStatus") == "3"
+        time.sleep(12)  # past RestartSec=10: Restart=always would have started it again by now
+        assert unit_property(machine, "potato-agent", "ActiveState") == "failed"
+        assert unit_property(machine, "potato-agent", "NRestarts") == "0"
+        journal = inside(machine, "journalctl", "--no-pager", "-u", "potato-agent", check=False).stdout
+        assert "not-the-token" not in journal and token not in journal
+    finally:
+        inside(machine, "systemctl", "stop", "potato-agent", check=False)

@@ -259,7 +259,7 @@ class Supervisor:
             request = self.report(self.follower.read_new())
             code = self.worker.poll()
             if code is not None:
-                self.report(self.follower.read_new())
+                request = self.report(self.follower.read_new()) or request
                 break
             now = self.clock()
             if self.stop is None:
@@ -277,5 +277,7 @@ class Supervisor:
         exit_code = read_exit_code(job_dir)
         code = code if exit_code is None else exit_code
         if self.stop is None and code != 0:
-            self.stop = self.worker.ended_by()
+            # A stop asked for as the worker ended is what ended it: systemd's stop signals the agent
+            # and its worker at once, and the worker's own SIGTERM exit beat the agent's warm stop.
+            self.stop = self.worker.ended_by() or check_limits(None, self.clock(), None, 0, request)
         return Ending(code, read_json(job_dir / "result.json"), self.stop)

@@ -189,3 +189,46 @@ def test_the_agent_makes_everything_it_writes_private(tmp_path: Path) -> None:
                            "r1", "--token-file", str(token), "--workdir", str(tmp_path / "w"), "--give-up-after", "0"],
                           env=worker_env(), capture_output=True, timeout=60, check=False)
     assert proc.stdout.decode().split()[-3:] == ["umask", "0o77", "1"], proc.stderr.decode()
+
+
+class EndsAsTheStopIsAsked:
+    """A worker that exits with 3 (its own SIGTERM handler: 'Cancelled (SIGTERM)') in the same poll in
+    which the agent's reporter first answers with a stop request."""
+
+    def __init__(self, job_dir: Path, code: int = 3) -> None:
+        self.job_dir = job_dir
+        self.code = code
+        self.polls = 0
+        self.signals: list[str] = []
+
+    def poll(self) -> int | None:
+        self.polls += 1
+        return self.code if self.polls >= 2 else None
+
+    def terminate(self) -> None:
+        self.signals.append("TERM")
+
+    def kill(self) -> None:
+        self.signals.append("KILL")
+
+    def ended_by(self) -> supervise.Stop | None:
+        return None
+
+
+def test_a_stop_asked_for_as_the_worker_ends_is_what_ended_it(tmp_path: Path) -> None:
+    """How it was found: `systemctl stop potato-agent` under real systemd signals the agent and its
+    worker at once; the worker's SIGTERM exit came before the agent's warm stop reached it, and the run
+    was recorded failed (reason cancelled) instead of cancelled."""
+    from potato.training.results import Reason
+
+    asked = supervise.StopRequest(Reason.CANCELLED, "Stopped on the training machine (lab).")
+    calls = [None, asked, asked]
+    worker = EndsAsTheStopIsAsked(tmp_path)
+    ending = supervise.Supervisor(worker, lambda events: calls.pop(0), grace_seconds=5, sleep=lambda s: None).run()
+    assert ending.stop is not None and (ending.stop.reason, ending.stop.message) == (asked.reason, asked.message)
+    assert worker.signals == []  # it had ended: nothing to signal
+
+    succeeded = EndsAsTheStopIsAsked(tmp_path, code=0)  # a worker that finished anyway keeps its success
+    calls = [None, asked, asked]
+    assert supervise.Supervisor(succeeded, lambda events: calls.pop(0), grace_seconds=5,
+                                sleep=lambda s: None).run().stop is None

@@ -1,7 +1,8 @@
 """helm-less-manifests/systemd as written (D4): systemd's own checker reads each unit, then the
 units' commands run with what systemd gives them (the credential in ``$CREDENTIALS_DIRECTORY``, the
 working and state directories, SIGTERM to stop). Only the install paths and the example host are
-swapped for this checkout's venv, a test project and a test server: no systemd runs as PID 1 here."""
+swapped for this checkout's venv, a test project and a test server; no systemd runs as PID 1 here
+(tests/containers/test_systemd.py installs both units under a real one)."""
 
 from __future__ import annotations
 

@@ -51,12 +51,12 @@ def test_the_models_spans_are_accepted_whole_or_after_a_rejection(
     items = span_items()
 
     go_to(page, 31, "s030")
-    page.wait_for_function(f"document.querySelectorAll('{MODEL}').length === 2")
+    page.wait_for_function(f"() => document.querySelectorAll('{MODEL}').length === 2")
     assert page.locator(OWN).count() == 0  # shown as the model's, not as kim's answer
     tags = page.eval_on_selector_all("#item-text .hl-end.model", "els => els.map(e => e.dataset.tag)")
     assert len(tags) == 2 and all(t.startswith("model") for t in tags), tags  # "model · PER 97%"
     page.keyboard.press("a")
-    page.wait_for_function(f"document.querySelectorAll('{OWN}').length === 2")
+    page.wait_for_function(f"() => document.querySelectorAll('{OWN}').length === 2")
     assert page.locator(MODEL).count() == 0
     row = stored(srv, "kim", "s030")
     assert (row["source"], row["run_id"]) == ("suggestion", run_id)
@@ -64,12 +64,12 @@ def test_the_models_spans_are_accepted_whole_or_after_a_rejection(
         (s["start"], s["end"], s["label"], run_id) for s in true_spans(items[30])]
 
     go_to(page, 32, "s031")
-    page.wait_for_function(f"document.querySelectorAll('{MODEL}').length === 2")
+    page.wait_for_function(f"() => document.querySelectorAll('{MODEL}').length === 2")
     page.locator(MODEL).first.click()  # the person: rejected
-    page.wait_for_function(f"document.querySelectorAll('{MODEL}').length === 1")
+    page.wait_for_function(f"() => document.querySelectorAll('{MODEL}').length === 1")
     assert stored(srv, "kim", "s031", within=0.5) == {}  # a rejection alone stores nothing
     page.keyboard.press("a")
-    page.wait_for_function(f"document.querySelectorAll('{OWN}').length === 1")
+    page.wait_for_function(f"() => document.querySelectorAll('{OWN}').length === 1")
     row = stored(srv, "kim", "s031")
     assert row["source"] == "human" and row.get("run_id") is None
     place = true_spans(items[31])[1]

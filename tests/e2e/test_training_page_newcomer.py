@@ -131,7 +131,7 @@ def test_a_trainer_this_machine_cannot_import_is_named_before_start_and_refused_
                 f"transformers, peft (`{python} -m pip install 'potato-annotation[train-text]'`)")
         assert page.is_visible("#trainer-problem") and page.inner_text("#trainer-problem") == said
         page.click("#start")
-        page.wait_for_function("document.getElementById('form-error').textContent !== ''")
+        page.wait_for_selector("#form-error:not(:empty)")
         assert page.inner_text("#form-error") == said
         assert requests.get(srv.url + "/admin/training/api/runs", headers=HEADERS).json()["runs"] == []
 

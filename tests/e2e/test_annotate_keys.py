@@ -222,3 +222,31 @@ def test_a_pick_made_after_the_session_ended_is_saved_once_the_annotator_signs_i
     time.sleep(1)
     assert _labels(server, "someone-else") == []
     assert _labels(server, "mo") == [("r000", "positive"), ("r001", "negative")]
+
+
+def test_a_label_keyed_with_a_letter_the_page_uses_keeps_its_key(make_project: Callable[..., Path], page: Any) -> None:
+    """Upstream configs may key labels 'a' (agree) and 'd' (disagree): such configs were refused,
+    though upstream's page does not use those letters. The label's key now chooses the label,
+    dark mode stays as it was, and the help line no longer offers those letters."""
+    srv = ServerProcess(make_project(annotation_schemes=[{
+        "annotation_type": "radio", "name": "sentiment", "description": "Do you agree?",
+        "labels": [{"name": "agree", "key_value": "a"}, {"name": "disagree", "key_value": "d"}, "unsure"]}])).start()
+    try:
+        _sign_in(page, srv, "ada")
+        theme = page.evaluate("document.documentElement.dataset.theme || ''")
+        helpline = page.inner_text("p.help")
+        assert "dark mode" not in helpline and "accept the model's suggestion" not in helpline
+        assert "go to item" in helpline and "unlabelled items" in helpline
+        assert page.get_attribute("#theme-toggle", "title") == "Toggle dark mode"
+
+        page.keyboard.press("d")
+        labels_become(srv, "ada", [("r000", "disagree")])
+        assert page.evaluate("document.documentElement.dataset.theme || ''") == theme
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#item-id:text('r001')")
+        page.keyboard.press("a")
+        labels_become(srv, "ada", [("r000", "disagree"), ("r001", "agree")])
+        page.click("#theme-toggle")  # dark mode is the button's alone now
+        assert page.evaluate("document.documentElement.dataset.theme || ''") != theme
+    finally:
+        srv.stop()

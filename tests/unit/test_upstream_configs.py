@@ -115,9 +115,6 @@ def test_likert_select_slider_and_number_schemes_build() -> None:
      "max_value: 100"),
     ({"annotation_type": "slider", "name": "x", "min_value": 10, "max_value": 1},
      "annotation_schemes[0].max_value: must be greater than min_value (10), got 1"),
-    ({"annotation_type": "radio", "name": "x", "labels": [{"name": "a", "key_value": "a"}, "b"]},
-     "annotation_schemes[0].labels[0].key_value: 'a' is one of the page's own keys (a: accept the suggestion, "
-     "g: go to item, d: dark mode); pick another key"),
     ({"annotation_type": "radio", "name": "x", "labels": [{"name": "a", "key_value": "xy"}, "b"]},
      "annotation_schemes[0].labels[0].key_value: must be one key (a letter, digit or sign), got 'xy'"),
     ({"annotation_type": "radio", "name": "x", "labels": ["a", "b"], "size": 5},
@@ -134,6 +131,30 @@ def test_likert_select_slider_and_number_schemes_build() -> None:
 ])
 def test_scheme_problems_name_the_key_and_the_fix(scheme: dict[str, Any], message: str) -> None:
     assert messages(report_of(upstream(annotation_schemes=[scheme])).errors) == [message]
+
+
+@pytest.mark.parametrize("go_to_item", [True, False])
+def test_a_label_may_have_a_letter_the_page_uses_and_the_warning_says_where_its_action_went(go_to_item: bool) -> None:
+    """Upstream's page does not use the letters a, g and d, so its configs may key labels with them;
+    they were refused here. The label keeps its key; the warning names the action that moves to a button."""
+    raw = upstream(jumping_to_id_disabled=not go_to_item, annotation_schemes=[
+        {"annotation_type": "radio", "name": "stance",
+         "labels": [{"name": "agree", "key_value": "A"}, {"name": "disagree", "key_binding": "d"},
+                    {"name": "go on", "key_value": "g"}, "unsure"]}])
+    report = report_of(raw)
+    assert report.errors == []
+    assert [(o.name, o.key) for o in report.config.annotation_schemes[0].options] == [
+        ("agree", "a"), ("disagree", "d"), ("go on", "g"), ("unsure", "1")]
+    expected = [
+        "annotation_schemes[0].labels: key 'a' of label 'agree' is also the page's key to accept the model's "
+        "suggestion, which annotators then do with its Accept button; on this project the key chooses the label",
+        "annotation_schemes[0].labels: key 'd' of label 'disagree' is also the page's key to switch dark mode, "
+        "which annotators then do with the ◐ button at the top; on this project the key chooses the label"]
+    if go_to_item:
+        expected.append("annotation_schemes[0].labels: key 'g' of label 'go on' is also the page's key to go to an "
+                        "item, which annotators then do in its Go to item box; on this project the key chooses "
+                        "the label")
+    assert sorted(w.message for w in report.warnings if w.path.startswith("annotation_schemes")) == sorted(expected)
 
 
 def test_two_labels_on_one_key_are_refused() -> None:

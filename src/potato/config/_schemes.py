@@ -40,8 +40,14 @@ from potato.config.schema import (
 from potato.config.upstream import SCHEME_KEYS, SCHEME_TYPES, unsupported_message
 
 SCHEME_TYPE_NAMES = tuple(t.value for t in SchemeType)
-PAGE_KEYS = frozenset("agd")
-"""Keys the annotation page keeps for itself (accept the suggestion, go to item, dark mode)."""
+PAGE_KEYS: Mapping[str, str] = {
+    "a": "accept the model's suggestion, which annotators then do with its Accept button",
+    "g": "go to an item, which annotators then do in its Go to item box",
+    "d": "switch dark mode, which annotators then do with the ◐ button at the top",
+}
+"""The annotation page's own letter keys. Upstream Potato's page does not use them, so its configs may
+give one to a label: the label keeps it (a key that chose a label in upstream's page chooses it here)
+and the page does without the shortcut, with a warning that says where its action went."""
 MAX_SEQUENTIAL_KEY = 9
 MAX_LIKERT_SIZE = 20
 
@@ -94,8 +100,9 @@ _SCHEME_KEYS: Mapping[str, Check] = {
 _EXAMPLE = "{annotation_type: radio, name: sentiment, labels: [positive, negative]}"
 
 
-def check_schemes(raw: object, findings: Findings) -> tuple[Scheme, ...] | None:
-    """Every scheme, or None if any is invalid (a missing ``annotation_schemes`` was already reported)."""
+def check_schemes(raw: object, findings: Findings, go_to_item: bool = True) -> tuple[Scheme, ...] | None:
+    """Every scheme, or None if any is invalid (a missing ``annotation_schemes`` was already reported).
+    ``go_to_item``: whether the page has its Go to item box (and so its key)."""
     if raw is None:
         return None
     if not isinstance(raw, list) or not raw:
@@ -120,7 +127,8 @@ def check_schemes(raw: object, findings: Findings) -> tuple[Scheme, ...] | None:
             built.append(values)
     if len(built) != len(raw):
         return None
-    keys = _assign_keys(built, findings)
+    page_keys = {key: does for key, does in PAGE_KEYS.items() if go_to_item or key != "g"}
+    keys = _assign_keys(built, page_keys, findings)
     names = [values["name"] for values in built]
     for index, values in enumerate(built):
         if "display_logic" in values:
@@ -353,9 +361,6 @@ def _key(value: object) -> str:
         value = str(value)
     if not isinstance(value, str) or len(value) != 1 or not value.isprintable() or value.isspace():
         raise Invalid(f"must be one key (a letter, digit or sign), got {show(value)}")
-    if value.lower() in PAGE_KEYS:
-        raise Invalid(f"{show(value)} is one of the page's own keys (a: accept the suggestion, g: go to item, "
-                      "d: dark mode); pick another key")
     return value.lower()
 
 
@@ -395,7 +400,8 @@ def _bounds(kind: str, values: dict[str, Any]) -> list[Problem]:
     return []
 
 
-def _assign_keys(built: list[dict[str, Any]], findings: Findings) -> dict[tuple[int, str], str] | None:
+def _assign_keys(built: list[dict[str, Any]], page_keys: Mapping[str, str],
+                 findings: Findings) -> dict[tuple[int, str], str] | None:
     """The key of each (scheme index, label): a label's own ``key_value``, else the next of 1-9 for
     schemes with sequential keys, in page order. Two labels on one key would make it pick both."""
     taken: dict[str, str] = {}
@@ -412,6 +418,10 @@ def _assign_keys(built: list[dict[str, Any]], findings: Findings) -> dict[tuple[
                     ok = False
                 taken[option.key] = where
                 keys[(index, option.name)] = option.key
+                if option.key in page_keys:
+                    findings.warn(f"annotation_schemes[{index}].labels",
+                                  f"key {show(option.key)} of label {show(option.name)} is also the page's key to "
+                                  f"{page_keys[option.key]}; on this project the key chooses the label")
     number = 1
     for index, values in enumerate(built):
         if not values.get("sequential_key_binding", True) or values["annotation_type"] in ("select", "text"):

@@ -132,7 +132,8 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
                                            f"read it (mode {file_mode & 0o777:04o}); make the file yours alone: "
                                            f"chmod 600 {path}")
     page = page_keys.check(raw, findings)
-    schemes = check_schemes(raw.get("annotation_schemes"), findings)
+    schemes = check_schemes(raw.get("annotation_schemes"), findings,
+                            go_to_item=page is None or not page["page"].jumping_to_id_disabled)
     scheme_types = training_types(raw.get("annotation_schemes"))
     item_properties = _check_item_properties(raw.get("item_properties"), findings)
     training, backend_types = _check_model_training(raw.get("model_training"), scheme_types, findings, path.parent)

@@ -246,6 +246,8 @@ def annotate() -> Any:
         user=user,
         schemes=project.config.annotation_schemes,
         page=project.config.page,
+        # A label's key wins over the page's letter of the same name (upstream configs may use a, g, d).
+        label_keys={o.key for s in project.config.annotation_schemes for o in s.options if o.key},
         first=first,
         logic_json=lambda logic: json.dumps({"any": logic.any, "conditions": [
             {"schema": c.schema, "operator": c.operator, "value": c.value, "case_sensitive": c.case_sensitive}

@@ -983,6 +983,12 @@
 
   var keyed = Array.prototype.slice.call(document.querySelectorAll("input[data-key]"));
   var PAGE_KEYS = ["Enter", "ArrowRight", "ArrowLeft", "a", "g"];
+  var labelKeys = {};
+  keyed.concat(Array.prototype.slice.call(document.querySelectorAll(".span-label[data-key]")))
+    .forEach(function (el) { labelKeys[el.dataset.key] = true; });
+  // Whether a label of some question has this key (shown or hidden): then the page's own use of the
+  // letter (a, g, d; upstream configs may give those to labels) gives way.
+  function labelOwns(key) { return labelKeys.hasOwnProperty(key); }
 
   document.addEventListener("keydown", function (ev) {
     // The focused text takes the caret keys (arrows, Home, End, Delete, Escape), not the page.
@@ -1006,7 +1012,7 @@
       later(function () { if (state.item.id === id) markSpan(fs, spanBtn.dataset.label, range); return true; }, true);
       return;
     }
-    var label = keyed.some(function (i) { return i.dataset.key === ev.key; });
+    var label = labelOwns(ev.key);
     if (!label && ev.key === "d") { window.potatoToggleTheme(); return; }
     if (!label && (PAGE_KEYS.indexOf(ev.key) < 0 || (ev.key === "g" && !$("goto-number")))) return;
     ev.preventDefault();
@@ -1016,13 +1022,15 @@
 
   // What a key does, when its turn comes (the item shown is then the one it was meant for).
   function pressed(key, shift) {
-    // A hidden question's keys do nothing: it is not being asked.
+    // A hidden question's keys do nothing: it is not being asked. A label's key is the label's alone,
+    // also where it is a letter the page has a use for (a, g, d: upstream configs may give those out).
     var input = keyed.filter(function (i) { return i.dataset.key === key && !i.closest("fieldset").hidden; })[0];
     if (input) {
       if (input.type === "radio") input.checked = true; else input.checked = !input.checked;
       input.dispatchEvent(new Event("change", { bubbles: true }));  // its save comes next
       return true;
     }
+    if (labelOwns(key)) return true;
     if (key === "Enter") return saveAndGo("next");
     if (key === "ArrowRight") return saveAndGo(shift ? "next_unlabelled" : "next");
     if (key === "ArrowLeft") return saveAndGo(shift ? "prev_unlabelled" : "prev");

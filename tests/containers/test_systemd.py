@@ -159,7 +159,7 @@ def test_the_agent_unit_installed_as_its_header_says_trains_stops_warm_and_stays
     reads), --server and --backend edited, `systemctl enable --now`: a run on its backend succeeds;
     `systemctl stop` during a run is the agent's warm stop (the run is cancelled, the unit is not
     failed); a token the server does not know ends the agent with exit 3, which the unit does not
-    restart."""
+    restart, and an empty one with a message that names the unit's credential."""
     label_some(machine)
     said = inside(machine, "runuser", "-u", "potato", "--", "/opt/potato/bin/potato", "training", "register",
                   BACKEND, "/srv/potato/config.yaml", "--server-url", "http://127.0.0.1:8000").stdout
@@ -193,5 +193,14 @@ def test_the_agent_unit_installed_as_its_header_says_trains_stops_warm_and_stays
         assert unit_property(machine, "potato-agent", "NRestarts") == "0"
         journal = inside(machine, "journalctl", "--no-pager", "-u", "potato-agent", check=False).stdout
         assert "not-the-token" not in journal and token not in journal
+
+        # An empty credential: the agent says how a service gets its token (no shell to export in).
+        inside(machine, "sh", "-c", "install -m 600 /dev/null /etc/potato/agent-token")
+        inside(machine, "sh", "-c", "systemctl reset-failed potato-agent && systemctl start potato-agent")
+        wait_until(lambda: unit_property(machine, "potato-agent", "ActiveState") == "failed", timeout=60,
+                   what="the agent to stop on the empty token")
+        journal = inside(machine, "journalctl", "--no-pager", "-u", "potato-agent", check=False).stdout
+        assert "hand it to the service as a credential: `LoadCredential=token:/etc/potato/agent-token`" in journal
+        assert "export POTATO_TRAINING_TOKEN" not in journal and "docker run" not in journal
     finally:
         inside(machine, "systemctl", "stop", "potato-agent", check=False)

@@ -414,16 +414,25 @@ def read_token(args: argparse.Namespace, stdin: Any = None) -> str:
             token = Path(args.token_file).expanduser().read_text(encoding="utf-8").strip()
         except OSError as exc:
             image = container_image()
-            mount = (f"; this agent runs in a container, which sees only the files mounted into it: "
-                     f"`docker run -v /path/on/the/host/token:{args.token_file}:ro ... {image} ... "
-                     f"--token-file {args.token_file}`") if image else ""
-            raise AgentError(f"cannot read --token-file {args.token_file}: {exc.strerror}{mount}") from None
+            if under_systemd():
+                hint = (f"; this agent runs as a systemd service, whose user may not read files elsewhere: "
+                        f"{SYSTEMD_CREDENTIAL}")
+            elif image:
+                hint = (f"; this agent runs in a container, which sees only the files mounted into it: "
+                        f"`docker run -v /path/on/the/host/token:{args.token_file}:ro ... {image} ... "
+                        f"--token-file {args.token_file}`")
+            else:
+                hint = ""
+            raise AgentError(f"cannot read --token-file {args.token_file}: {exc.strerror}{hint}") from None
         source = f"--token-file {args.token_file}"
     else:
         token = os.environ.get(TOKEN_ENV, "").strip()
         source = TOKEN_ENV
     if not token:
         register = f"On the server run `potato training register {args.backend} config.yaml`, then"
+        if under_systemd():  # a unit has no shell to export in
+            raise TokenError(f"no token in {source}. {register} save it on this machine "
+                             f"(`install -m 600 /dev/stdin /etc/potato/agent-token`) and {SYSTEMD_CREDENTIAL}")
         image = container_image()
         docker = (f"`docker run -e {TOKEN_ENV}=<token> ... {image or '<image>'} --server {args.server} "
                   f"--backend {args.backend}`")
@@ -437,6 +446,18 @@ def read_token(args: argparse.Namespace, stdin: Any = None) -> str:
             f"no token in {source}. {register} on this machine `export {TOKEN_ENV}=<token>` (or save it to a file "
             f"and pass --token-file FILE){elsewhere}.")
     return token
+
+
+SYSTEMD_CREDENTIAL = ("hand it to the service as a credential: `LoadCredential=token:/etc/potato/agent-token` in "
+                      "the unit and `--token-file ${CREDENTIALS_DIRECTORY}/token` on its command line, as the "
+                      "potato-agent.service that Potato ships does")
+
+
+def under_systemd() -> bool:
+    """Whether systemd started this agent as a system service (whose files it reads as the unit's
+    user, with no shell to export in): the service manager, PID 1, is its parent, and it set
+    INVOCATION_ID. A terminal that a user's systemd started also has INVOCATION_ID, not that parent."""
+    return os.getppid() == 1 and bool(os.environ.get("INVOCATION_ID"))
 
 
 CONTAINER_MARKERS = ("/.dockerenv", "/run/.containerenv")

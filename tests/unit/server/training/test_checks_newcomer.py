@@ -255,3 +255,40 @@ def test_the_agent_image_is_recognised(monkeypatch: pytest.MonkeyPatch, tmp_path
         agent.read_token(agent_args())
     assert "`export POTATO_TRAINING_TOKEN=<token>`" in str(missing.value)
     assert "where the agent is a container's command: `docker run -e POTATO_TRAINING_TOKEN=<token>" in str(missing.value)
+
+
+def test_under_systemd_the_token_messages_name_the_units_credential(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    """A service has no shell to export in and reads files as its own user; under systemd in an image
+    (the systemd test's) the docker hint was wrong. The fix is the credential the shipped unit uses."""
+    monkeypatch.delenv(agent.TOKEN_ENV, raising=False)
+    monkeypatch.setattr(agent, "container_image", lambda: "potato-server")
+    monkeypatch.setattr(agent, "under_systemd", lambda: True)
+    credential = ("hand it to the service as a credential: `LoadCredential=token:/etc/potato/agent-token` in the "
+                  "unit and `--token-file ${CREDENTIALS_DIRECTORY}/token` on its command line, as the "
+                  "potato-agent.service that Potato ships does")
+    with pytest.raises(agent.TokenError) as missing:
+        agent.read_token(agent_args())
+    assert str(missing.value) == (
+        "no token in POTATO_TRAINING_TOKEN. On the server run `potato training register lab-workstation "
+        "config.yaml`, then save it on this machine (`install -m 600 /dev/stdin /etc/potato/agent-token`) and "
+        + credential)
+    absent = tmp_path / "token"
+    with pytest.raises(agent.AgentError) as unreadable:
+        agent.read_token(agent_args(token_file=str(absent)))
+    assert str(unreadable.value) == (
+        f"cannot read --token-file {absent}: No such file or directory; this agent runs as a systemd service, "
+        f"whose user may not read files elsewhere: " + credential)
+
+
+def test_systemd_is_recognised_by_its_parent_and_invocation_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A desktop terminal started by the user's systemd has INVOCATION_ID too: only PID 1 as the
+    parent makes the agent a system service."""
+    monkeypatch.setenv("INVOCATION_ID", "0123456789abcdef0123456789abcdef")
+    monkeypatch.setattr(agent.os, "getppid", lambda: 1)
+    assert agent.under_systemd()
+    monkeypatch.setattr(agent.os, "getppid", lambda: 4242)
+    assert not agent.under_systemd()
+    monkeypatch.setattr(agent.os, "getppid", lambda: 1)
+    monkeypatch.delenv("INVOCATION_ID")
+    assert not agent.under_systemd()

@@ -325,19 +325,21 @@ def move() -> Any:
     return jsonify(item=item_payload(project, user, target), note=note)
 
 
-def _provenance(project: Project, item_id: str, schema: str, value: Any, accepted: object) -> dict[str, Any]:
-    """Source and run of a submitted answer: ``suggestion`` only if it is exactly the suggestion shown.
+def provenance(value: Any, submitted: object, shown: Mapping[str, Any] | None, claimed: object,
+               spans: bool) -> tuple[Any, dict[str, Any]]:
+    """(the value to store, its source and run) for one scheme's answer (pure).
 
     The page says which run's suggestion the annotator accepted; the server believes it only when
-    that run's suggestion for this item is the value submitted, so provenance cannot be forged
-    and an edited suggestion counts as the annotator's own answer.
+    that run's suggestion shown on this item is what was submitted (for spans: span by span), so
+    provenance cannot be forged and an edited suggestion counts as the annotator's own answer.
     """
-    claimed = accepted.get(schema) if isinstance(accepted, dict) else None
-    if isinstance(claimed, str) and project.suggestions_for is not None:
-        shown = project.suggestions_for(item_id).get(schema)
-        if shown and shown["run_id"] == claimed and shown["label"] == value:
-            return {"source": LabelSource.SUGGESTION, "run_id": claimed}
-    return {"source": LabelSource.HUMAN, "run_id": None}
+    if spans:
+        value, whole = span_sources(value, submitted, shown, claimed)
+    else:
+        whole = bool(shown and isinstance(claimed, str) and shown["run_id"] == claimed and shown["label"] == value)
+    if whole:
+        return value, {"source": LabelSource.SUGGESTION, "run_id": claimed}
+    return value, {"source": LabelSource.HUMAN, "run_id": None}
 
 
 def span_sources(spans: list[dict[str, Any]], submitted: object, shown: Mapping[str, Any] | None,
@@ -381,17 +383,13 @@ def label() -> Any:
     if problems:
         return jsonify(error="; ".join(problems)), 400
     accepted = body.get("accepted")
+    claims: Mapping[str, Any] = accepted if isinstance(accepted, dict) else {}
+    shown = project.suggestions_for(item_id) if claims and project.suggestions_for is not None else {}
     rows = []
     for schema, value in store.items():
         scheme = project.config.scheme(schema)
-        if scheme is not None and scheme.annotation_type is SchemeType.SPAN:
-            shown = project.suggestions_for(item_id).get(schema) if project.suggestions_for is not None else None
-            claimed = accepted.get(schema) if isinstance(accepted, dict) else None
-            value, whole = span_sources(value, body["labels"][schema], shown, claimed)
-            source = {"source": LabelSource.SUGGESTION, "run_id": claimed} if whole else \
-                {"source": LabelSource.HUMAN, "run_id": None}
-        else:
-            source = _provenance(project, item_id, schema, value, accepted)
+        value, source = provenance(value, body["labels"][schema], shown.get(schema), claims.get(schema),
+                                   spans=scheme is not None and scheme.annotation_type is SchemeType.SPAN)
         rows.append(Label(user=user, item_id=item_id, schema=schema, value=value, **source))
     project.save_labels(rows, delete=[(user, item_id, schema) for schema in clear])
     target, note = _move(project, user, position, str(body.get("go", "next_unlabelled")))

@@ -157,3 +157,23 @@ def test_span_sources_believe_a_run_id_only_on_a_span_that_run_suggested() -> No
     assert span_sources([per], [{**per, "run_id": "r1"}], None, "r1") == ([per], False)
     # the model said there is nothing to mark, and the annotator agreed
     assert span_sources([], [], {"run_id": "r1", "label": []}, "r1") == ([], True)
+
+
+def test_provenance_believes_a_claimed_suggestion_only_when_it_is_what_was_sent() -> None:
+    """Provenance for classes and spans through one function: an accepted suggestion is the run's
+    only when that run's suggestion shown is the answer; an edited one is the annotator's own."""
+    from potato.server.annotate import provenance
+    from potato.labels import LabelSource
+
+    human = {"source": LabelSource.HUMAN, "run_id": None}
+    shown = {"run_id": "r1", "label": "positive", "confidence": 0.9}
+    assert provenance("positive", "positive", shown, "r1", spans=False) == (
+        "positive", {"source": LabelSource.SUGGESTION, "run_id": "r1"})
+    assert provenance("negative", "negative", shown, "r1", spans=False) == ("negative", human)  # changed
+    assert provenance("positive", "positive", shown, "r2", spans=False) == ("positive", human)  # another run
+    assert provenance("positive", "positive", None, "r1", spans=False) == ("positive", human)  # none shown
+    assert provenance("positive", "positive", shown, None, spans=False) == ("positive", human)  # not accepted
+    per = {"start": 0, "end": 3, "label": "PER", "text": "Ada"}
+    spans_shown = {"run_id": "r1", "label": [{**per, "confidence": 0.9}]}
+    assert provenance([per], [{**per, "run_id": "r1"}], spans_shown, "r1", spans=True) == (
+        [{**per, "run_id": "r1"}], {"source": LabelSource.SUGGESTION, "run_id": "r1"})

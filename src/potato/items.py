@@ -50,6 +50,10 @@ class ItemSet:
     def get(self, item_id: str) -> Item:
         return self._items[self._index[item_id]]
 
+    def texts(self) -> dict[str, str]:
+        """Each item's id and the text annotators see (what spans index)."""
+        return {item.id: item.text for item in self._items}
+
 
 def _json_lines(path: Path, text: str, hint: str) -> Iterator[tuple[int, Any]]:
     for lineno, line in enumerate(text.splitlines(), start=1):

@@ -15,13 +15,13 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Container, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from potato import upstream_export
 from potato.config._checks import did_you_mean
 from potato.config.schema import CHOICE_TYPES, NUMERIC_TYPES, Config, Scheme, SchemeType
 from potato.errors import DataError, LabelImportError
-from potato.items import ItemSet, csv_rows, read_utf8
+from potato.items import csv_rows, read_utf8
 from potato.labels import Label, LabelSource
 from potato.training.spans import check_spans
 
@@ -109,17 +109,6 @@ def stored_spans(value: list[Any], text: str, scheme: Scheme) -> list[dict[str, 
     return [span.to_json(text) for span in check_spans(text, value, scheme.labels, scheme.allow_overlapping)]
 
 
-def item_text(items: Container[str], item_id: str) -> str | None:
-    """The text annotators saw for ``item_id``, which spans index: from the project's items, or a
-    mapping of id to text; None when ``items`` holds only ids."""
-    if isinstance(items, ItemSet):
-        return items.get(item_id).text
-    if isinstance(items, Mapping):
-        text = items.get(item_id)
-        return text if isinstance(text, str) else None
-    return None
-
-
 def _span_problem(where: str, item_id: str, scheme: Scheme, value: Any, problem: str) -> str:
     """A refused span answer: the line, the item, the span (its number and itself) and the fix."""
     number = re.match(r"span (\d+)", problem)
@@ -131,9 +120,11 @@ def _span_problem(where: str, item_id: str, scheme: Scheme, value: Any, problem:
             f"{', '.join(scheme.labels)})")
 
 
-def check_entry(config: Config, item_ids: Container[str], entry: Entry) -> tuple[tuple[str, str, Any] | None, str | None]:
-    """(item id, schema, value) for a good entry, else a problem text that says what is valid. Spans
-    are checked against the item's text, so ``item_ids`` must be the project's items (or id -> text)."""
+def check_entry(config: Config, texts: Mapping[str, str | None],
+                entry: Entry) -> tuple[tuple[str, str, Any] | None, str | None]:
+    """(item id, schema, value) for a good entry, else a problem text that says what is valid.
+    ``texts``: each known item's id and its text, which spans are checked against (None where only
+    the ids are known; spans are then refused)."""
     data = entry.data
     if isinstance(data, _Unparsable):
         return None, f"{entry.where}: not valid JSON ({data.reason}); each line must be one JSON object"
@@ -145,7 +136,7 @@ def check_entry(config: Config, item_ids: Container[str], entry: Entry) -> tuple
     item_id = data["id"]
     if isinstance(item_id, (int, float)) and not isinstance(item_id, bool):
         item_id = str(item_id)
-    if not isinstance(item_id, str) or item_id not in item_ids:
+    if not isinstance(item_id, str) or item_id not in texts:
         return None, f"{entry.where}: unknown item id {data['id']!r}; use an id from the project's data files"
     scheme = config.scheme(str(data["schema"]))
     if scheme is None:
@@ -156,7 +147,7 @@ def check_entry(config: Config, item_ids: Container[str], entry: Entry) -> tuple
     if entry.from_csv and isinstance(value, str):
         value = _csv_value(scheme.annotation_type, value)
     if scheme.annotation_type is SchemeType.SPAN:
-        text = item_text(item_ids, item_id)
+        text = texts[item_id]
         if text is None:
             return None, f"{entry.where}: the text of item {item_id!r} is unknown here, so its spans cannot be checked"
         problem = scheme.span_problem(value, text)
@@ -216,15 +207,17 @@ def expand(config: Config, entry: Entry) -> tuple[list[Entry], list[str]]:
     return entries, [f"{entry.where}: {problem}" for problem in problems + more]
 
 
-def check_entries(config: Config, item_ids: Container[str], entries: Iterable[Entry], user: str, source: LabelSource = LabelSource.IMPORT) -> CheckedBatch:
-    """Check every entry; later entries for the same (item, schema) win, as if clicked in order."""
+def check_entries(config: Config, texts: Mapping[str, str | None], entries: Iterable[Entry], user: str,
+                  source: LabelSource = LabelSource.IMPORT) -> CheckedBatch:
+    """Check every entry against the items in ``texts`` (id -> text, as ``ItemSet.texts()`` gives);
+    later entries for the same (item, schema) win, as if clicked in order."""
     batch = CheckedBatch(labels=[], problems=[])
     latest: dict = {}
     for raw in entries:
         ours, problems = expand(config, raw)
         batch.problems.extend(problems)
         for entry in ours:
-            good, problem = check_entry(config, item_ids, entry)
+            good, problem = check_entry(config, texts, entry)
             if problem is not None:
                 if problem not in batch.problems:  # an upstream record's unknown item, said once for its line
                     batch.problems.append(problem)

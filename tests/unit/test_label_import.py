@@ -10,7 +10,7 @@ from potato.labels import LabelSource
 
 
 def _check(config: Config, *data: object):  # type: ignore[no-untyped-def]
-    ids = {f"r{i:03d}" for i in range(40)}
+    ids = dict.fromkeys(f"r{i:03d}" for i in range(40))
     return check_entries(config, ids, [Entry(f"f:{i + 1}", d) for i, d in enumerate(data)], "ann")
 
 
@@ -59,13 +59,13 @@ def test_later_entry_for_same_key_wins(config: Config) -> None:
 def test_csv_and_jsonl_files(config: Config, tmp_path: Path) -> None:
     csv_path = tmp_path / "l.csv"
     csv_path.write_text('id,schema,label\nr000,sentiment,positive\nr001,aspects,price|delivery\nr002,aspects,"[""quality""]"\n')
-    batch = check_entries(config, {"r000", "r001", "r002"}, read_entries(csv_path), "u")
+    batch = check_entries(config, dict.fromkeys(["r000", "r001", "r002"]), read_entries(csv_path), "u")
     assert batch.problems == []
     assert sorted((lab.item_id, str(lab.value)) for lab in batch.labels) == [
         ("r000", "positive"), ("r001", "['price', 'delivery']"), ("r002", "['quality']")
     ]
     jl = tmp_path / "l.jsonl"
     jl.write_text('{"id": "r000", "schema": "sentiment", "label": "positive"}\n{oops\n')
-    batch = check_entries(config, {"r000"}, read_entries(jl), "u")
+    batch = check_entries(config, {"r000": None}, read_entries(jl), "u")
     assert len(batch.labels) == 1
     assert batch.problems == [f"{jl}:2: not valid JSON (Expecting property name enclosed in double quotes); each line must be one JSON object"]

@@ -296,7 +296,7 @@ def test_an_upstream_record_of_an_unknown_item_is_named_once(config: Config) -> 
 
 
 def test_spans_need_the_items_text(config: Config) -> None:
-    batch = check_entries(config, {"s1"}, [Entry("f:1", {"id": "s1", "schema": "entities", "label": []})], "u")
+    batch = check_entries(config, {"s1": None}, [Entry("f:1", {"id": "s1", "schema": "entities", "label": []})], "u")
     assert batch.problems == ["f:1: the text of item 's1' is unknown here, so its spans cannot be checked"]
 
 

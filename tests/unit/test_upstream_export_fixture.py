@@ -82,7 +82,7 @@ def test_importing_2_12_1s_files_stores_what_the_server_stored(exported: Path, t
     project = Project.open(load_config(tmp_path / "config.yaml"))
     entries = read_entries(FIXTURE / "exports" / fmt / f"annotations.{fmt}")
     for user in ("alice", "bob"):
-        batch = check_entries(project.config, project.items, [e for e in entries if e.data["user_id"] == user], user)
+        batch = check_entries(project.config, project.items.texts(), [e for e in entries if e.data["user_id"] == user], user)
         assert batch.problems == []
         stored = {(lab.item_id, lab.schema): lab.value for lab in project.labels.iter_labels(user=user)}
         assert {(lab.item_id, lab.schema): lab.value for lab in batch.labels} == stored

@@ -122,7 +122,7 @@ def api_labels_post() -> Any:
     skip_invalid = body.get("skip_invalid", False)
     if not isinstance(skip_invalid, bool):  # "false" is a string, and a string is true
         return jsonify(error=f"'skip_invalid' must be true or false (JSON booleans), not {skip_invalid!r}."), 400
-    batch = check_entries(project.config, project.items, entries, user, LabelSource.IMPORT)
+    batch = check_entries(project.config, project.items.texts(), entries, user, LabelSource.IMPORT)
     if batch.problems and not skip_invalid:
         return jsonify(error="Nothing was stored: fix these entries or send skip_invalid: true.",
                        problems=batch.problems), 400

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import sqlite3
 import sys
 from pathlib import Path
@@ -52,6 +53,44 @@ def _load(config_path: Path) -> Config:
 @click.version_option(__version__, prog_name="potato")
 def cli() -> None:
     """Potato: annotate in the browser, train wherever the GPUs are."""
+
+
+@cli.command(short_help="Write the example project into a new folder, to start from.")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+def init(folder: Path) -> None:
+    """Write the example project "Review Sentiment" into FOLDER (made if missing): config.yaml with an
+    admin key of its own, readable by you alone, and 300 reviews in data/reviews.json. It trains on
+    this machine. Nothing is overwritten: a FOLDER that already holds either file is refused."""
+    import secrets
+
+    from potato.example import write_example
+
+    shown = folder / "config.yaml"
+    write_example(folder, secrets.token_urlsafe(24), shlex.quote(str(shown)))
+    click.echo(f"Wrote the example project \"Review Sentiment\" (300 reviews to label) to {folder}:")
+    data = folder / "data" / "reviews.json"
+    width = len(str(data))
+    click.echo(f"  {str(shown):<{width}}  the project, with an admin key of its own (admin_api_key), readable by "
+               "you alone")
+    click.echo(f"  {data}  the items")
+    # (On a Python the server cannot run on, `potato start` says which one it needs.)
+    problem = _local_training_problem(_load(shown)) if sys.version_info[:2] >= SERVER_PYTHON else None
+    if problem:
+        click.echo(f"Training on this machine needs more first: {problem}")
+    click.echo(f"Start it:  potato start {shlex.quote(str(shown))}")
+    click.echo("For your own data, edit config.yaml and run `potato validate` after each edit.")
+
+
+def _local_training_problem(config: Config) -> str | None:
+    """Why the config's default trainer cannot run on this machine's backend, if it cannot."""
+    from potato.server.training.backends import backend_for
+    from potato.training.trainers import get_trainer
+
+    mt = config.model_training
+    settings = mt.all_backends().get(mt.backend)
+    if settings is None:
+        return None
+    return backend_for(settings).cannot_train(mt.trainer, get_trainer(mt.trainer).requires)
 
 
 @cli.command(short_help="Check a config and its data files.")

@@ -1,0 +1,74 @@
+"""`potato init`: the example project for an admin who installed Potato with pip, and so has no
+checkout with an examples folder (the README and the tutorial start from examples/reviews)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from potato.cli import cli
+from potato.config import load_report
+from potato.example import config_text, data_text
+from tests.unit.server.training.test_checks_newcomer import hiding_path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_checkouts_example_is_the_project_init_writes() -> None:
+    """One source: examples/reviews is what potato.example writes, with the README's admin key.
+    (Changed the example? Write it again from potato/example.py.)"""
+    example = ROOT / "examples" / "reviews"
+    assert (example / "data" / "reviews.json").read_text(encoding="utf-8") == data_text()
+    assert (example / "config.yaml").read_text(encoding="utf-8") == config_text(
+        "change-me", "examples/reviews/config.yaml")
+
+
+def test_init_writes_a_project_that_validates_clean_with_a_key_of_its_own(tmp_path: Path) -> None:
+    runner = CliRunner()
+    keys = []
+    for name in ("first", "second"):
+        folder = tmp_path / name
+        result = runner.invoke(cli, ["init", str(folder)])
+        assert result.exit_code == 0, result.output
+        config = folder / "config.yaml"
+        assert f"Start it:  potato start {config}" in result.output
+        assert os.stat(config).st_mode & 0o777 == 0o600  # it holds the admin key
+        report = load_report(config)
+        # no weak-key warning, no "others can read it": nothing to fix before the first start
+        assert (report.errors, report.warnings) == ([], [])
+        assert report.config is not None and len(report.config.annotation_schemes) == 1
+        assert len((folder / "data" / "reviews.json").read_text(encoding="utf-8")) == len(data_text())
+        keys.append(yaml.safe_load(config.read_text(encoding="utf-8"))["admin_api_key"])
+        assert f"potato start {config}" in config.read_text(encoding="utf-8")
+    assert keys[0] != keys[1] and "change-me" not in keys
+
+
+def test_init_never_overwrites_a_project(tmp_path: Path) -> None:
+    folder = tmp_path / "study"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "reviews.json").write_text("[]\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "potato", "init", str(folder)], capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip() == (f"Error: {folder / 'data' / 'reviews.json'} already exists, and potato init "
+                                   "does not overwrite a project; name another folder, or move that file away first")
+    assert (folder / "data" / "reviews.json").read_text(encoding="utf-8") == "[]\n"
+    assert not (folder / "config.yaml").exists()
+
+
+def test_init_says_what_training_here_lacks(tmp_path: Path) -> None:
+    """A server installed without scikit-learn: the example's runs on this machine would fail, so
+    init names the package and the command before the admin starts a run."""
+    hide = hiding_path(tmp_path, "sklearn")
+    folder = tmp_path / "study"
+    done = subprocess.run([sys.executable, "-m", "potato", "init", str(folder)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(hide)})
+    assert done.returncode == 0, done.stderr
+    assert (f"Training on this machine needs more first: Trainer 'sklearn-text-classification' could not be "
+            f"imported on this machine: {sys.executable} lacks scikit-learn (`{sys.executable} -m pip install "
+            f"'potato-annotation[train-sklearn]'`)") in done.stdout
+    assert done.stdout.rstrip().endswith("run `potato validate` after each edit.")

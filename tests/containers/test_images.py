@@ -77,9 +77,22 @@ def project_copy(tmp_path: Path) -> Path:
     return project
 
 
+def project_from_the_image(tmp_path: Path) -> Path:
+    """The example project as one who pulled the image (and has no checkout) makes it, as
+    docs/containers.md says: an empty folder for the images' user, and `potato init` in the image."""
+    project = tmp_path / "project"
+    project.mkdir()
+    os.chown(project, 10001, 10001)
+    made = docker("run", "--rm", "--network", "none", "--entrypoint", "potato", "-v", f"{project}:/project",
+                  f"potato-server:{TAG}", "init", "/project")
+    assert "Start it:  potato start /project/config.yaml" in made.stdout
+    assert (project / "config.yaml").stat().st_mode & 0o777 == 0o600 and (project / "data" / "reviews.json").is_file()
+    return project
+
+
 def test_the_server_image_serves_a_project_as_a_non_root_user_and_is_healthy(
         tmp_path: Path, containers: list[str]) -> None:
-    project = project_copy(tmp_path)
+    project = project_from_the_image(tmp_path)
     port = free_port()
     name = f"potato-server-test-{port}"
     containers.append(name)

@@ -70,6 +70,10 @@ NOT_STARTED: Optional[int] = None
 """The ``exit_code`` reported for a job whose worker never started."""
 
 
+RETRY_CAP_S = 30.0
+"""The longest wait between two tries to reach a server that does not answer."""
+
+
 class AgentError(PotatoError):
     """The agent cannot go on; the message says why and what to do."""
 
@@ -141,9 +145,12 @@ class Agent:
             except TokenRejected as exc:
                 raise TokenError(str(exc)) from None
             except Unreachable as exc:
-                delay = backoff_delay(failures, base=1.0, cap=30.0)
-                if failures == 0 or failures % 10 == 0:
-                    self.console.say(f"cannot reach the server ({exc}); trying again in {delay:.0f} s")
+                delay = backoff_delay(failures, base=1.0, cap=RETRY_CAP_S)
+                if failures == 0:  # then quiet for a while: a person reading along must not think it hung
+                    self.console.say(f"cannot reach the server ({exc}); trying again until it answers, at most "
+                                     f"{RETRY_CAP_S:.0f} s apart")
+                elif failures % 10 == 0:
+                    self.console.say(f"cannot reach the server after {failures} tries ({exc}); still trying")
                 failures += 1
                 self.sleep(delay)
                 continue

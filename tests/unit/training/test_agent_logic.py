@@ -5,12 +5,14 @@ state like the server does (it skips events it already has)."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from potato.server.training.runs import Run, RunState
 from potato.server.training.watchdog import CANCEL_SLACK_S, Action, Limits, judge
+from potato.training.agent import Agent
 from potato.training.reporting import Console, Reporter
 from potato.training.gpus import parse_nvidia_smi
 from potato.training.protocol import Endpoint, RunEnded, Unreachable, backoff_delay
@@ -276,3 +278,27 @@ def test_a_bundle_download_waits_out_a_server_restart(tmp_path: Any) -> None:
         clock.now = 0.0
         Flaky().download_bundle("r1", Path(tmp_path) / "b2", len(data), "0" * 64, sleep=sleep,
                                 keep_trying_s=10, clock=clock)
+
+
+def test_an_unreachable_server_is_said_at_once_and_then_every_ten_tries(tmp_path: Path) -> None:
+    """A newcomer read "trying again in 0 s" (the first wait rounds to 0) and then a minute of
+    silence, and took the agent for hung: the first line now says it keeps trying and how far apart."""
+    out = io.StringIO()
+    waits: list[float] = []
+
+    class Down:
+        endpoint = Endpoint("http://10.0.0.9:8000")
+
+        def next_job(self, *args: object) -> None:
+            if len(waits) == 21:
+                agent.stopping = True
+            raise Unreachable("http://10.0.0.9:8000: ConnectionRefusedError: [Errno 111] Connection refused")
+
+    agent = Agent(Down(), "lab", tmp_path, console=Console(out), sleep=waits.append)  # type: ignore[arg-type]
+    agent.serve()
+    said = [line.split(" ", 1)[1] for line in out.getvalue().splitlines()[2:]]
+    refused = "(http://10.0.0.9:8000: ConnectionRefusedError: [Errno 111] Connection refused)"
+    assert said == [f"cannot reach the server {refused}; trying again until it answers, at most 30 s apart",
+                    f"cannot reach the server after 10 tries {refused}; still trying",
+                    f"cannot reach the server after 20 tries {refused}; still trying"]
+    assert len(waits) == 22 and all(0 < w <= 30 for w in waits)

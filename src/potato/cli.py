@@ -147,7 +147,8 @@ def server_python_check(version: Sequence[int]) -> None:
                    "(default: the config's server.public_url, else this host and port).")
 def start(config_path: Path, port: int | None, host: str | None, dev: bool, workers: int, threads: int,
           public_url: str | None) -> None:
-    """Start the annotation server for CONFIG (refuses to start on config errors)."""
+    """Start the annotation server for CONFIG, a project's config.yaml (`potato init FOLDER` writes an example
+    project to start from); refuses to start on config errors."""
     server_python_check(tuple(sys.version_info[:3]))
     _setup_logging()
     config = _load(config_path)

@@ -31,6 +31,7 @@ class ItemSet:
         self._items: tuple[Item, ...] = tuple(items)
         self._index: dict[str, int] = {item.id: i for i, item in enumerate(self._items)}
         self.ids: tuple[str, ...] = tuple(item.id for item in self._items)
+        self._texts: dict[str, str] | None = None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -50,9 +51,11 @@ class ItemSet:
     def get(self, item_id: str) -> Item:
         return self._items[self._index[item_id]]
 
-    def texts(self) -> dict[str, str]:
-        """Each item's id and the text annotators see (what spans index)."""
-        return {item.id: item.text for item in self._items}
+    def texts(self) -> Mapping[str, str]:
+        """Each item's id and the text annotators see (what spans index); built once, on first use."""
+        if self._texts is None:
+            self._texts = {item.id: item.text for item in self._items}
+        return self._texts
 
 
 def _json_lines(path: Path, text: str, hint: str) -> Iterator[tuple[int, Any]]:

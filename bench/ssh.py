@@ -200,7 +200,7 @@ def one_dispatch(url: str, config: Path, params: dict[str, Any], close: bool) ->
             break
         time.sleep(0.02)
     if run["state"] != "succeeded":
-        raise SystemExit(f"run {run_id} {run['state']}: {run.get('message')}")
+        raise SystemExit(f"run {run_id} {run['state']}: {run.get('message')}\n{run_logs(config, run_id)}")
     events = api(f"{url}/admin/training/api/runs/{run_id}/events")["events"]
     timed = [e for e in events if "t" in e]
     out = {"progress": next(e["t"] for e in timed if e["type"] == "progress") - began,
@@ -210,6 +210,17 @@ def one_dispatch(url: str, config: Path, params: dict[str, Any], close: bool) ->
     else:
         time.sleep(0.5)  # the run's clean-up (socket folder, forward) is done by then
     return out
+
+
+def run_logs(config: Path, run_id: str, lines: int = 40) -> str:
+    """The ends of a failed run's run.log and agent.log: the bench's folder is gone once it exits."""
+    folder = config.parent / "out" / "training" / "runs" / run_id
+    out = []
+    for name in ("run.log", "agent.log"):
+        path = folder / name
+        text = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:] if path.exists() else []
+        out.append(f"-- {name} (last {lines} lines):\n" + "\n".join(text))
+    return "\n".join(out)
 
 
 MODES = {"warm": ("warm dispatch", TARGET_WARM), "new": ("warm code, new connection", None),

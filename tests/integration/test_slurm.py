@@ -64,8 +64,10 @@ def test_a_run_is_submitted_followed_through_the_queue_and_brings_predictions_an
     assert (run_dir(srv, run["id"]) / "artifacts" / "weights.bin").stat().st_size == 2 * 1024 * 1024
     export = requests.get(f"{srv.url}/admin/training/api/runs/{run['id']}/suggestions", headers=H).json()
     assert export["count"] == 40
-    # The job dir is gone from the shared storage; the pushed code stays for the next run.
-    assert cluster.run("ls ~/potato-slurm/jobs/; ls -d ~/potato-slurm/code/*").stdout.strip().startswith("/home/trainer/potato-slurm/code/")
+    # The job dir goes from the shared storage (the clean-up follows the state); the pushed code stays.
+    wait_until(lambda: cluster.run("ls ~/potato-slurm/jobs/").stdout.strip() == "", timeout=60,
+               what="the job dir to go")
+    assert cluster.run("ls -d ~/potato-slurm/code/*").stdout.strip().startswith("/home/trainer/potato-slurm/code/")
 
 
 def slurm_job_id(srv: ServerProcess, run_id: str, timeout: float = 60) -> str:
@@ -421,7 +423,9 @@ def test_a_server_restart_during_a_slurm_run_loses_nothing(
         assert done["state"] == "succeeded", f"{done}\n{log}"
         assert "took the run over from its ssh session" in log and "Copied the model from 127.0.0.1: 1.0 MB" in log
         assert (run_dir(srv, run["id"]) / "artifacts" / "weights.bin").stat().st_size == 1024 * 1024
-        assert cluster.run(f"test -e ~/potato-slurm/jobs/{run['id']}").returncode == 1
+        # the clean-up follows the state: wait for it as an admin would look again
+        wait_until(lambda: cluster.run(f"test -e ~/potato-slurm/jobs/{run['id']}").returncode == 1, timeout=60,
+                   what="the job dir to go")
     finally:
         again.stop()
 

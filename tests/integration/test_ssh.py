@@ -39,6 +39,13 @@ def ssh_config(host: SshHost, **gpu: Any) -> Dict[str, Any]:
     }}
 
 
+def cleaned_up(host: SshHost, listing: str, expected: str = "") -> None:
+    """The run's clean-up on the host comes after its end state is recorded: wait until ``listing``
+    (a shell command) prints ``expected``, as an admin who looked too soon would look again."""
+    wait_until(lambda: host.run(listing).stdout.strip() == expected, timeout=60,
+               what=f"the host's clean-up ({listing!r} to print {expected!r})")
+
+
 def log_of(srv: ServerProcess, run_id: str) -> str:
     return requests.get(f"{srv.url}/admin/training/api/runs/{run_id}/log", headers=H).text
 
@@ -61,8 +68,7 @@ def test_a_run_pushes_the_code_once_trains_there_and_brings_the_model_back(
     export = requests.get(f"{srv.url}/admin/training/api/runs/{first['id']}/suggestions", headers=H).json()
     assert export["count"] == 40  # predictions came back and were written back
     # The host keeps the code, not the job; the socket folder is gone, the connection stays a while.
-    left = sshd.run(f"ls ~/.cache/potato-training/jobs; ls -d /tmp/potato-{first['id']}-* 2>/dev/null; true")
-    assert left.stdout.strip() == ""
+    cleaned_up(sshd, f"ls ~/.cache/potato-training/jobs; ls -d /tmp/potato-{first['id']}-* 2>/dev/null; true")
     masters = _masters(srv)
     assert len(masters) == 1, masters
     # A second run reuses the code (no copy) and the connection (no new login).
@@ -396,8 +402,7 @@ def test_a_server_restart_during_an_ssh_run_loses_nothing(
         assert "took the run over from its ssh session" in log and "Copied the model from 127.0.0.1" in log
         artifacts = srv.config_path.parent / "annotation_output" / "training" / "runs" / run["id"] / "artifacts"
         assert (artifacts / "weights.bin").stat().st_size == 1024 * 1024
-        assert sshd.run(f"ls -d /tmp/potato-{run['id']}-* ~/.cache/potato-training/jobs/{run['id']} 2>/dev/null; true"
-                        ).stdout.strip() == ""
+        cleaned_up(sshd, f"ls -d /tmp/potato-{run['id']}-* ~/.cache/potato-training/jobs/{run['id']} 2>/dev/null; true")
     finally:
         again.stop()
 

@@ -65,10 +65,8 @@ def init(folder: Path) -> None:
 
     from potato.example import write_example
 
-    shown = folder / "config.yaml"
-    write_example(folder, secrets.token_urlsafe(24), shlex.quote(str(shown)))
+    shown, data = write_example(folder, secrets.token_urlsafe(24), shlex.quote(str(folder / "config.yaml")))
     click.echo(f"Wrote the example project \"Review Sentiment\" (300 reviews to label) to {folder}:")
-    data = folder / "data" / "reviews.json"
     width = len(str(data))
     click.echo(f"  {str(shown):<{width}}  the project, with an admin key of its own (admin_api_key), readable by "
                "you alone")

@@ -7,7 +7,8 @@ accounts (AccountError), a start-run request (RunRequestError), ssh (SshFailed),
 disk (DiskReserve), copying a model back (CopyFailed), an unknown backend, the package an agent
 installs (PackageUnavailable), the agent protocol (ProtocolError and its kinds, Unreachable,
 BundleCorrupt), archives (UnsafeArchive), SLURM (SlurmError, SlurmConfigError), GPUs (NoGpuFree),
-the agent (AgentError), the worker (WorkerError and its kinds) and `potato init` (ProjectExistsError).
+the agent (AgentError), the worker (WorkerError and its kinds) and `potato init` (ProjectExistsError,
+ProjectWriteError).
 
 Exceptions that are signals between two places in the code, never shown as they are, stay outside
 this tree: config checking's ``Invalid`` (collected into a :class:`ConfigError`), the recorder's

@@ -61,6 +61,10 @@ class ProjectExistsError(PotatoError):
     """`potato init` would overwrite a project's file."""
 
 
+class ProjectWriteError(PotatoError):
+    """`potato init` cannot write into the folder it was given."""
+
+
 def reviews(n: int = 300, seed: int = 7) -> list[dict[str, str]]:
     """The example's items, the same on every machine (seeded)."""
     rng = random.Random(seed)
@@ -84,17 +88,27 @@ def data_text() -> str:
     return json.dumps(reviews(), indent=1, ensure_ascii=False) + "\n"
 
 
-def write_example(folder: Path, admin_key: str, shown_path: str) -> list[Path]:
+def write_example(folder: Path, admin_key: str, shown_path: str) -> tuple[Path, Path]:
     """Write the example into ``folder`` (made if missing): config.yaml, readable by its owner alone
-    since it holds the admin key, and data/reviews.json. Nothing is written where either exists."""
+    since it holds the admin key, and data/reviews.json. Nothing is overwritten, and a write that
+    fails halfway takes back what it wrote. Returns (config, data)."""
     config, data = folder / "config.yaml", folder / "data" / "reviews.json"
     there = [path for path in (config, data) if path.exists()]
     if there:
         raise ProjectExistsError(f"{there[0]} already exists, and potato init does not overwrite a project; "
                                  "name another folder, or move that file away first")
-    data.parent.mkdir(parents=True, exist_ok=True)
-    data.write_text(data_text(), encoding="utf-8")
-    fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(config_text(admin_key, shown_path))
-    return [config, data]
+    written: list[Path] = []
+    try:
+        data.parent.mkdir(parents=True, exist_ok=True)
+        for path, text, mode in ((data, data_text(), 0o644), (config, config_text(admin_key, shown_path), 0o600)):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            written.append(path)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+    except OSError as exc:
+        for path in written:
+            path.unlink()
+        where = exc.filename or folder
+        raise ProjectWriteError(f"cannot write the example project into {folder}: {exc.strerror} ({where}); "
+                                "name a folder you can write to") from None
+    return config, data

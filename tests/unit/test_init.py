@@ -72,3 +72,14 @@ def test_init_says_what_training_here_lacks(tmp_path: Path) -> None:
             f"imported on this machine: {sys.executable} lacks scikit-learn (`{sys.executable} -m pip install "
             f"'potato-annotation[train-sklearn]'`)") in done.stdout
     assert done.stdout.rstrip().endswith("run `potato validate` after each edit.")
+
+
+def test_init_into_a_folder_it_cannot_make_says_so_and_leaves_nothing(tmp_path: Path) -> None:
+    """A path through a file (as an unwritable folder would): a message, not a traceback."""
+    (tmp_path / "notes.txt").write_text("mine\n", encoding="utf-8")
+    folder = tmp_path / "notes.txt" / "study"
+    done = subprocess.run([sys.executable, "-m", "potato", "init", str(folder)], capture_output=True, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"Error: cannot write the example project into {folder}: Not a directory (")
+    assert done.stderr.rstrip().endswith("); name a folder you can write to")
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "mine\n"

@@ -150,6 +150,14 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN issued_at REAL;
     ALTER TABLE runs ADD COLUMN confirmed INTEGER NOT NULL DEFAULT 1;
     """,
+    # Annotators' sessions as records, so that signing out ends every copy of the cookie.
+    """
+    CREATE TABLE annotator_sessions (
+        id TEXT PRIMARY KEY,
+        user TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    """,
 ]
 
 

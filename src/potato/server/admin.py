@@ -34,7 +34,7 @@ def login() -> Any:
             page = render_template("admin_login.html", title=project.config.annotation_task_name, error=error)
             return page, 429, {"Retry-After": str(attempt.wait)}
         if not attempt.counted and key is not None:
-            session["admin_session"] = admin_sessions(current_app).open(key)
+            session["admin_session"] = admin_sessions(current_app).open_with(key)
             session.permanent = True
             # Only this server's paths: an open redirect would let a link phish the key form.
             return redirect(safe_next(request.args.get("next"), url_for("admin.dashboard")))

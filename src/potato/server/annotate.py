@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping
 
-from flask import Blueprint, Flask, current_app, jsonify, redirect, render_template, request, session, url_for
+from flask import Blueprint, Flask, current_app, jsonify, redirect, render_template, request, url_for
 
 from potato.accounts import AccountError, Accounts
 from potato.config.schema import Config, SchemeType
@@ -19,7 +19,8 @@ from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.context import Project, current_project
-from potato.server.security import LOGINS, PASSWORD_FAILURES, client_addr, throttle, too_many
+from potato.server.security import (LOGINS, PASSWORD_FAILURES, client_addr, end_annotator_session,
+                                     start_annotator_session, throttle, too_many)
 
 bp = Blueprint("annotate", __name__)
 
@@ -201,7 +202,7 @@ def _sign_in(raw: object, password: str | None, register: bool) -> Any:
             return too_many(wait, "wrong passwords")
         accounts = Accounts(project.db)
         try:
-            (accounts.register if register else accounts.check)(name, password)
+            name = (accounts.register if register else accounts.check)(name, password)
         except AccountError as refused:
             # Hashing takes too long to do inside the transaction: a wrong password takes its place
             # after the check, and the 21st in a burst gets 429, like those after it.
@@ -209,9 +210,10 @@ def _sign_in(raw: object, password: str | None, register: bool) -> Any:
             if failed is not None and failed.wait is not None:
                 return too_many(failed.wait, "wrong passwords")
             return _refuse(str(refused), 400 if register else 401, name)
-    session.pop("user", None)  # an admin signed in in the same browser stays signed in
-    session["user"] = name
-    session.permanent = True
+        if not access.may_sign_in(name):  # the account's own spelling of the name
+            return _refuse(f"{name!r} is not on this study's list of annotators. Ask the study's admin to add "
+                           "you.", 403, name)
+    start_annotator_session(current_app, name)
     project.labels.touch_user(name)
     if request.is_json:
         return jsonify(user=name)
@@ -226,7 +228,7 @@ def _refuse(error: str, status: int, name: str = "") -> Any:
 
 @bp.post("/logout")
 def logout() -> Any:
-    session.pop("user", None)
+    end_annotator_session(current_app)
     return redirect(url_for("annotate.index"))
 
 

@@ -7,10 +7,12 @@ import hmac
 import ipaddress
 from typing import Any, Callable, TypeVar, cast
 
-from flask import abort, current_app, jsonify, redirect, request, session, url_for
+from flask import abort, current_app, g, jsonify, redirect, request, session, url_for
 
 from potato.server.context import current_project
-from potato.server.security import ADMIN_KEY_FAILURES, admin_sessions, client_addr, throttle, too_many
+from potato.server.security import (ADMIN_KEY_FAILURES, KEY_AUTHORISED, admin_sessions, annotator_sessions,
+                                     client_addr, end_annotator_session, throttle,
+                                     too_many)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,7 +45,9 @@ def admin_required(view: F) -> F:
     @functools.wraps(view)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         config = current_project().config
-        given = request.headers.get("X-API-Key")
+        # An empty header is no key at all (a client that sends the header with nothing in it, a
+        # template left unfilled): it is not counted as a wrong guess, and the session decides.
+        given = (request.headers.get("X-API-Key") or "").strip() or None
         if given is not None:
             # A locked-out address gets 429 whatever it sends; a wrong key is counted in the same
             # transaction that found a free place for it.
@@ -63,12 +67,24 @@ def admin_required(view: F) -> F:
             return redirect(url_for("admin.login", next=request.full_path.rstrip("?")))
         return jsonify(error="Admin access needs the X-API-Key header with the project's admin_api_key."), 401
 
+    setattr(wrapped, KEY_AUTHORISED, True)  # security.check_origin: a key sent here is what authorises
     return cast(F, wrapped)
 
 
 def current_user() -> str | None:
+    """The signed-in annotator: the name in the cookie, while the session record the cookie names is
+    still there for that name (signing out removes it, ending every copy of the cookie). Looked up
+    once per request."""
+    if "potato_user" in g:
+        found: str | None = g.potato_user
+        return found
     user = session.get("user")
-    return user if isinstance(user, str) else None
+    found = None
+    if isinstance(user, str):
+        owner = annotator_sessions(current_app).owner_of(session.get("user_session"))
+        found = user if owner is not None and hmac.compare_digest(owner.encode("utf-8"), user.encode("utf-8")) else None
+    g.potato_user = found
+    return found
 
 
 def session_user() -> str:
@@ -95,8 +111,8 @@ def login_required(view: F) -> F:
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         user = current_user()
         if user is not None and not current_project().config.access.may_sign_in(user):
-            session.pop("user", None)
-            user = None
+            end_annotator_session(current_app)
+            g.potato_user = user = None
         if user is None:
             if request.path.startswith("/api/"):
                 return jsonify(error="Log in first: POST /login with your name."), 401

@@ -4,8 +4,11 @@ session cookie, throttles on failed admin keys and on logins per client address,
 the browser on only to this server's own pages, a 408 for a body that arrives too slowly, and admin
 sessions the server can end (docs/security.md says what it promises).
 
-The cookie-authenticated paths are the browser's; the ``X-API-Key`` header and the agents' bearer
-tokens are not sent by a browser on its own, so requests carrying them skip the origin check.
+The cookie-authenticated paths are the browser's. A request skips the origin check only when what
+authorises it is not a cookie: an ``X-API-Key`` on a route that takes the key, or the agent
+protocol's bearer tokens. Merely carrying some header is not enough: a browser adds
+``Authorization`` by itself behind a proxy or site that uses Basic, Digest or Negotiate, and the
+cookie would then authorise a request another site made (issue 33).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, jsonify, request, session
+from flask import Flask, Response, current_app, jsonify, request, session
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.exceptions import ClientDisconnected
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -37,7 +40,8 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 _REFUSED: set[tuple[str, str]] = set()
 """(origin, host) pairs already logged; a burst of refused requests logs one line."""
-ADMIN_SESSION_DAYS = 30
+SESSION_DAYS = 30
+"""How long a sign-in lasts, an admin's or an annotator's."""
 
 
 @dataclass(frozen=True)
@@ -159,35 +163,71 @@ def key_fingerprint(secret_key: bytes, admin_key: str) -> str:
     return hmac.new(secret_key, admin_key.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
 
 
-class AdminSessions:
-    def __init__(self, db: Database, secret_key: bytes, clock: Any = time.time) -> None:
+class SessionRecords:
+    """Sessions as records on the server, so that signing out ends every copy of the cookie: the
+    cookie holds only a random id, and the session is whatever row that id names. ``owner`` is
+    what the session was opened for (an admin key's fingerprint, an annotator's name)."""
+
+    def __init__(self, db: Database, table: str, owner_column: str, clock: Any = time.time) -> None:
         self.db = db
-        self.secret_key = secret_key
+        self.table = table
+        self.owner_column = owner_column
         self.clock = clock
 
-    def open(self, admin_key: str) -> str:
+    def open(self, owner: str) -> str:
         sid = secrets.token_urlsafe(24)
-        self.db.write([("INSERT INTO admin_sessions (id, key_fingerprint, created_at) VALUES (?, ?, ?)",
-                        (sid, key_fingerprint(self.secret_key, admin_key), self.clock())),
-                       ("DELETE FROM admin_sessions WHERE created_at < ?",
-                        (self.clock() - ADMIN_SESSION_DAYS * 86400,))])
+        now = self.clock()
+        self.db.write([(f"INSERT INTO {self.table} (id, {self.owner_column}, created_at) VALUES (?, ?, ?)",
+                        (sid, owner, now)),
+                       (f"DELETE FROM {self.table} WHERE created_at < ?", (now - SESSION_DAYS * 86400,))])
         return sid
 
-    def valid(self, sid: object, admin_key: str | None) -> bool:
-        if not isinstance(sid, str) or not admin_key:
-            return False
-        row = self.db.conn.execute("SELECT key_fingerprint, created_at FROM admin_sessions WHERE id = ?",
+    def owner_of(self, sid: object) -> str | None:
+        """Who the session ``sid`` is for, or None when there is no such session (never opened,
+        ended, or older than SESSION_DAYS)."""
+        if not isinstance(sid, str) or not sid:
+            return None
+        row = self.db.conn.execute(f"SELECT {self.owner_column}, created_at FROM {self.table} WHERE id = ?",
                                    (sid,)).fetchone()
-        return bool(row) and hmac.compare_digest(row[0], key_fingerprint(self.secret_key, admin_key)) \
-            and self.clock() - row[1] < ADMIN_SESSION_DAYS * 86400
+        if row is None or self.clock() - row[1] >= SESSION_DAYS * 86400:
+            return None
+        return str(row[0])
 
     def close(self, sid: object) -> None:
         if isinstance(sid, str):
-            self.db.write([("DELETE FROM admin_sessions WHERE id = ?", (sid,))])
+            self.db.write([(f"DELETE FROM {self.table} WHERE id = ?", (sid,))])
+
+
+class AdminSessions(SessionRecords):
+    """Admin sessions, each tied to the key it was opened with: a new key ends the old sessions."""
+
+    def __init__(self, db: Database, secret_key: bytes, clock: Any = time.time) -> None:
+        super().__init__(db, "admin_sessions", "key_fingerprint", clock)
+        self.secret_key = secret_key
+
+    def open_with(self, admin_key: str) -> str:
+        return self.open(key_fingerprint(self.secret_key, admin_key))
+
+    def valid(self, sid: object, admin_key: str | None) -> bool:
+        owner = self.owner_of(sid)
+        return bool(owner and admin_key) and hmac.compare_digest(
+            owner or "", key_fingerprint(self.secret_key, admin_key or ""))
+
+
+class AnnotatorSessions(SessionRecords):
+    """Annotators' sessions: signing out ends every copy of the cookie, as an admin's sign-out does."""
+
+    def __init__(self, db: Database, clock: Any = time.time) -> None:
+        super().__init__(db, "annotator_sessions", "user", clock)
 
 
 def admin_sessions(app: Flask) -> AdminSessions:
     sessions: AdminSessions = app.extensions["potato.admin_sessions"]
+    return sessions
+
+
+def annotator_sessions(app: Flask) -> AnnotatorSessions:
+    sessions: AnnotatorSessions = app.extensions["potato.annotator_sessions"]
     return sessions
 
 
@@ -223,11 +263,29 @@ def same_origin() -> bool:
     return urlsplit(origin).netloc.lower() == request.host.lower()
 
 
+KEY_AUTHORISED = "potato_key_authorised"
+"""Attribute set on a view that is authorised by the ``X-API-Key`` header whenever one is sent
+(``auth.admin_required``), never by the cookie beside it."""
+COOKIELESS_BLUEPRINTS = frozenset({"agent_api"})
+"""Blueprints whose every route is authorised by a bearer token and never reads the session."""
+
+
+def authorised_without_cookie() -> bool:
+    """Whether what authorises this request is not the browser's cookie: the agent protocol's routes
+    (bearer tokens only), or a non-empty ``X-API-Key`` sent to a route that takes it. A browser
+    cannot add either on its own: a custom header from another site needs a CORS preflight this
+    server never grants."""
+    if request.blueprint in COOKIELESS_BLUEPRINTS:
+        return True
+    view = current_app.view_functions.get(request.endpoint or "")
+    return bool((request.headers.get("X-API-Key") or "").strip()) and getattr(view, KEY_AUTHORISED, False)
+
+
 def check_origin() -> Response | None:
     if request.method not in UNSAFE_METHODS:
         return None
-    if request.headers.get("X-API-Key") or request.headers.get("Authorization"):
-        return None  # not something a browser adds by itself
+    if authorised_without_cookie():
+        return None
     if same_origin():
         return None
     origin = request.headers.get("Origin") or request.headers.get("Referer") or ""
@@ -268,6 +326,7 @@ def init_app(app: Flask, project: Project) -> None:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1)  # type: ignore[method-assign]
     secret = app.secret_key if isinstance(app.secret_key, bytes) else str(app.secret_key).encode()
     app.extensions["potato.admin_sessions"] = AdminSessions(project.db, secret)
+    app.extensions["potato.annotator_sessions"] = AnnotatorSessions(project.db)
     app.extensions["potato.throttle"] = Throttle(project.db)
     app.register_error_handler(SlowBody, body_too_slow)
     app.register_error_handler(ClientDisconnected, body_too_slow)
@@ -278,3 +337,17 @@ def init_app(app: Flask, project: Project) -> None:
 def end_admin_session(app: Flask) -> None:
     admin_sessions(app).close(session.pop("admin_session", None))
     session.pop("admin", None)
+
+
+def start_annotator_session(app: Flask, user: str) -> None:
+    """Sign ``user`` in in this browser; an admin signed in in the same browser stays signed in."""
+    end_annotator_session(app)
+    session["user"] = user
+    session["user_session"] = annotator_sessions(app).open(user)
+    session.permanent = True
+
+
+def end_annotator_session(app: Flask) -> None:
+    """Sign the annotator out: the record goes, so a copy of the cookie no longer works either."""
+    annotator_sessions(app).close(session.pop("user_session", None))
+    session.pop("user", None)

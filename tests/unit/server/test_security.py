@@ -45,6 +45,57 @@ def test_logout_ends_the_admin_session_for_every_copy_of_the_cookie(make_app: Ca
     assert stolen.get("/admin/api/progress").status_code == 401  # the copy ended with the session
 
 
+def test_an_annotator_s_sign_out_ends_every_copy_of_the_cookie(make_app: Callable[..., Any]) -> None:
+    """Issue 33 item 6: after an annotator signed out, a copy of the cookie (a shared computer, a
+    synced profile) still labelled in their name for 30 days; an admin's sign-out already ended it."""
+    app = make_app()
+    browser = app.test_client()
+    assert browser.post("/login", data={"name": "ann"}).status_code == 302
+    copy = app.test_client()
+    cookie = browser.get_cookie(app.config["SESSION_COOKIE_NAME"])
+    copy.set_cookie(cookie.key, cookie.value)
+    assert copy.post("/api/label", json={"id": "r000", "labels": {"sentiment": "positive"}}).status_code == 200
+    browser.post("/logout")
+    refused = copy.post("/api/label", json={"id": "r001", "labels": {"sentiment": "positive"}})
+    assert refused.status_code == 401 and "Log in first" in refused.get_json()["error"]
+    assert copy.get("/annotate").status_code == 302  # back to the sign-in page
+    exported = app.test_client().get("/admin/api/export", headers={"X-API-Key": ADMIN_KEY}).get_data(as_text=True)
+    assert "r000" in exported and "r001" not in exported
+    again = app.test_client()
+    assert again.post("/login", data={"name": "ann"}).status_code == 302  # signing in again works
+    assert again.post("/api/label", json={"id": "r001", "labels": {"sentiment": "negative"}}).status_code == 200
+
+
+def register(app: Any, name: str, password: str = "correct horse", action: str = "register") -> Any:
+    return app.test_client().post("/login", json={"name": name, "password": password, "action": action})
+
+
+@pytest.mark.parametrize("lookalike", ["AMY", "Amy", "ａｍｙ", "\u0430my", "am\u00fd", "\u0410MY"])
+def test_a_name_that_looks_like_an_annotator_s_is_taken(make_app: Callable[..., Any], lookalike: str) -> None:
+    """Issue 33 item 6: with passwords on, ``AMY``, full-width letters, a Cyrillic ``а`` and ``amý``
+    registered as accounts beside ``amy``: two people the admin's progress table and the export
+    cannot tell apart. Refused, naming the name they look like."""
+    app = make_app(require_password=True)
+    assert register(app, "amy").status_code == 200
+    refused = register(app, lookalike, "another password")
+    assert refused.status_code == 400, refused.get_json()
+    assert "is taken" in refused.get_json()["error"] and "'amy'" in refused.get_json()["error"]
+    assert register(app, "amos", "another password").status_code == 200  # a name that only starts alike
+
+
+@pytest.mark.parametrize("typed", ["AMY", "ａｍｙ", "Amy"])
+def test_a_name_typed_in_another_case_or_width_signs_in_to_its_account(
+        make_app: Callable[..., Any], typed: str) -> None:
+    """Issue 33 item 6, normalised as a user expects: case and full-width letters do not make another
+    name, so they sign in to the account, under its own spelling."""
+    app = make_app(require_password=True)
+    register(app, "amy")
+    signed_in = register(app, typed, action="sign-in")
+    assert signed_in.status_code == 200 and signed_in.get_json()["user"] == "amy"
+    assert register(app, typed, "wrong password", action="sign-in").status_code == 401
+    assert register(app, "\u0430my", action="sign-in").status_code == 401  # a lookalike is not a spelling
+
+
 def test_a_new_admin_key_ends_the_sessions_opened_with_the_old_one(
         make_app: Callable[..., Any], make_project: Callable[..., Path]) -> None:
     app = make_app()
@@ -77,6 +128,68 @@ def test_writes_from_another_site_are_refused_and_the_page_s_own_pass(make_app: 
     api = app.test_client().post("/admin/api/labels", json={"user": "g", "labels": []},
                                  headers={"X-API-Key": ADMIN_KEY, "Origin": "https://elsewhere.example"})
     assert api.status_code == 200
+
+
+# What a browser adds to a request by itself behind a proxy or a site that asks for them (issue 33
+# item 1: each of these let another site's form ride on the session cookie).
+BROWSER_AUTHORIZATION = ["Negotiate x", "Basic Zm9vOmJhcg==", "Digest username=\"a\"", "Bearer whatever"]
+
+
+@pytest.mark.parametrize("authorization", BROWSER_AUTHORIZATION)
+def test_an_authorization_header_does_not_let_another_site_ride_on_the_cookie(
+        make_app: Callable[..., Any], authorization: str) -> None:
+    """Issue 33 item 1: with an admin's and an annotator's cookie, a form from another port of the
+    same host carrying an Authorization header was let through: it cancelled a run, stored labels,
+    and signed the victim in under the attacker's name. Only a request that the cookie does not
+    authorise may skip the origin check."""
+    app = make_app(model_training={"enabled": True})
+    created = app.test_client().post("/admin/training/api/runs", json={"trainer": "noop", "params": {"sleep_s": 30}},
+                                     headers={"X-API-Key": ADMIN_KEY})
+    assert created.status_code in (201, 202), created.get_data(as_text=True)
+    run_id = created.get_json()["id"]
+    browser = app.test_client()
+    admin_login(browser)
+    browser.post("/login", data={"name": "victim"})
+    evil = {"Origin": "http://localhost:9999", "Authorization": authorization}
+    cancel = browser.post(f"/admin/training/api/runs/{run_id}/cancel", headers=evil)
+    assert cancel.status_code == 403 and "another site" in cancel.get_json()["error"]
+    run = browser.get(f"/admin/training/api/runs/{run_id}").get_json()
+    assert run["state"] == "queued" and not run.get("cancel_requested")
+    label = browser.post("/api/label", json={"id": "r000", "labels": {"sentiment": "negative"}}, headers=evil)
+    assert label.status_code == 403
+    imported = browser.post("/admin/api/labels", json={"user": "mallory", "labels": []}, headers=evil)
+    assert imported.status_code == 403
+    assert browser.post("/login", data={"name": "mallory"}, headers=evil).status_code == 403
+    exported = browser.get("/admin/api/export")
+    assert b"mallory" not in exported.data and b"r000" not in exported.data  # nothing was stored
+
+
+def test_an_admin_key_skips_the_origin_check_only_where_the_key_authorises(make_app: Callable[..., Any]) -> None:
+    """Issue 33 item 1: X-API-Key is what authorises an admin route; on an annotator's route the cookie
+    does, so a key there (right or wrong) is no reason to skip the origin check."""
+    app = make_app()
+    browser = app.test_client()
+    browser.post("/login", data={"name": "victim"})
+    elsewhere = {"Origin": "https://elsewhere.example", "X-API-Key": ADMIN_KEY}
+    assert browser.post("/api/label", json={"id": "r000", "labels": {"sentiment": "negative"}},
+                        headers=elsewhere).status_code == 403
+    assert browser.post("/admin/api/labels", json={"user": "g", "labels": []}, headers=elsewhere).status_code == 200
+    blank = {"Origin": "https://elsewhere.example", "X-API-Key": ""}
+    admin_login(browser)
+    assert browser.post("/admin/api/labels", json={"user": "g", "labels": []}, headers=blank).status_code == 403
+
+
+def test_an_empty_admin_key_header_is_no_key_and_locks_nobody_out(make_app: Callable[..., Any]) -> None:
+    """Issue 33 item 6: an empty ``X-API-Key:`` counted as a wrong key, so a client sending an unfilled
+    header locked its whole address out of the admin pages."""
+    app = make_app()
+    client = app.test_client()
+    for _ in range(12):
+        empty = client.get("/admin/api/progress", headers={"X-API-Key": ""})
+        assert empty.status_code == 401 and "X-API-Key header with" in empty.get_json()["error"]
+    assert client.get("/admin/api/progress", headers={"X-API-Key": ADMIN_KEY}).status_code == 200
+    admin_login(client)
+    assert client.get("/admin/api/progress", headers={"X-API-Key": " "}).status_code == 200  # the session decides
 
 
 def test_every_page_says_it_may_not_be_framed_or_sniffed_and_loads_nothing_inline(

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import pytest
 
 from tests.containers.test_images import DOCKER, ROOT, TAG, docker
+from tests.example_project import copy_example
 from tests.faults.matrix import fault
 from tests.integration.test_agent import wait_until
 
@@ -54,7 +55,7 @@ itself a container, lacks one (CAP_SYS_RESOURCE) and runc refuses."""
 
 
 @pytest.fixture(scope="module")
-def machine() -> Iterator[str]:
+def machine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A booted systemd with the server unit enabled as its header says, serving the example project."""
     image = f"potato-systemd-test:{TAG}"
     docker("build", "-q", "--network", "host", "--build-arg", f"SERVER_IMAGE=potato-server:{TAG}", "-t", image,
@@ -64,7 +65,7 @@ def machine() -> Iterator[str]:
     try:
         wait_until(lambda: inside(name, "systemctl", "is-system-running", check=False).stdout.strip()
                    in ("running", "degraded"), timeout=60, what="systemd to boot")
-        docker("cp", f"{ROOT / 'examples' / 'reviews'}/.", f"{name}:/srv/potato")
+        docker("cp", f"{copy_example(tmp_path_factory.mktemp('project'))}/.", f"{name}:/srv/potato")
         inside(name, "sed", "-i", f"s/^  enabled: true$/  enabled: true\\n  backends:\\n    {BACKEND}: {{type: agent}}/",
                "/srv/potato/config.yaml")
         docker("cp", str(UNITS / "potato-server.service"), f"{name}:/etc/systemd/system/potato-server.service")
@@ -204,3 +205,101 @@ def test_the_agent_unit_installed_as_its_header_says_trains_stops_warm_and_stays
         assert "export POTATO_TRAINING_TOKEN" not in journal and "docker run" not in journal
     finally:
         inside(machine, "systemctl", "stop", "potato-agent", check=False)
+
+
+LABELER = """
+import http.cookiejar, json, threading, time, urllib.error, urllib.request
+base = "http://127.0.0.1:8000"
+opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+acknowledged, failed, signed_in, i = [], 0, False, 0
+end = time.monotonic() + SECONDS
+
+def poll():
+    while time.monotonic() < end:
+        body = json.dumps({"backend": BACKEND, "wait_s": 25, "agent": {"id": "poller"}}).encode()
+        request = urllib.request.Request(base + "/training/agent/v1/jobs/next", data=body, method="POST",
+                                         headers={"Authorization": "Bearer " + TOKEN,
+                                                  "Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(request, timeout=35).read()
+        except OSError:
+            time.sleep(0.5)
+
+threading.Thread(target=poll, daemon=True).start()
+while time.monotonic() < end:
+    try:
+        if not signed_in:
+            opener.open(urllib.request.Request(base + "/login", data=b"name=sysann", method="POST"), timeout=5).read()
+            signed_in = True
+        body = json.dumps({"id": ITEMS[i % len(ITEMS)], "labels": {"sentiment": "negative"}}).encode()
+        request = urllib.request.Request(base + "/api/label", data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with opener.open(request, timeout=5) as answer:
+            answer.read()
+            acknowledged.append(ITEMS[i % len(ITEMS)])
+            i += 1
+    except urllib.error.HTTPError as exc:
+        failed += 1
+        signed_in = signed_in and exc.code not in (401, 403)
+        time.sleep(0.05)
+    except OSError:
+        failed += 1
+        time.sleep(0.05)
+print(json.dumps({"acknowledged": sorted(set(acknowledged)), "saves": len(acknowledged), "failed": failed}))
+"""
+"""An annotator inside the container: signs in and labels item after item for SECONDS, sending a save
+again when it fails, and prints the items whose save was answered 200 (each once: the pipe is read at the
+end). Beside it an agent's long poll waits for work, as a connected agent's does (it held an orphaned
+worker, and with it the port, for its 25 s)."""
+
+
+@fault("Annotators and the server", "kill -9 of gunicorn's master under the server's systemd unit while an annotator labels "
+       "and an agent's long poll waits",
+       "The orphaned workers free the port at once and answer what they have in flight; systemd restarts the unit "
+       "(Restart=on-failure, RestartSec=3) and the new server listens",
+       "A save cut off fails and is sent again; the server answers again within seconds")
+def test_kill_9_of_the_master_under_the_unit_is_followed_by_a_working_server(machine: str) -> None:
+    """issue 33 item 3: the orphaned workers held the port for 25 s, and systemd's restarts failed
+    with "Port 8000 is in use" until its start limit gave up, leaving the server down."""
+    items = [item["id"] for item in json.loads((ROOT / "examples" / "reviews" / "data" / "reviews.json").read_text())]
+    before = unit_property(machine, "potato-server", "MainPID")
+    restarts = int(unit_property(machine, "potato-server", "NRestarts"))
+    said = inside(machine, "runuser", "-u", "potato", "--", "/opt/potato/bin/potato", "training", "register",
+                  BACKEND, "/srv/potato/config.yaml", "--server-url", "http://127.0.0.1:8000").stdout
+    token = next(line.strip() for line in said.splitlines()[1:] if line.strip())
+    script = (f"ITEMS = {json.dumps(items[100:300])}\nSECONDS = 25\nBACKEND = {BACKEND!r}\nTOKEN = {token!r}\n"
+              f"{LABELER}")
+    labeler = subprocess.Popen([DOCKER, "exec", "-i", machine, "/opt/potato/bin/python", "-"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert labeler.stdin is not None
+        labeler.stdin.write(script)
+        labeler.stdin.close()
+        time.sleep(4)  # labelling is under way
+        inside(machine, "sh", "-c", f"kill -9 {before}")  # the master alone, as a crash would end it
+        killed_at = time.monotonic()
+        wait_until(lambda: unit_property(machine, "potato-server", "MainPID") not in ("0", before)
+                   and api(machine, "GET", "/healthz")[0] == 200, timeout=30,
+                   what="systemd to restart the server and the new one to answer")
+        back_s = time.monotonic() - killed_at
+        assert labeler.wait(60) is not None and labeler.stdout is not None and labeler.stderr is not None
+        out, err = labeler.stdout.read(), labeler.stderr.read()
+    finally:
+        if labeler.poll() is None:
+            labeler.kill()
+            labeler.wait()
+        for pipe in (labeler.stdout, labeler.stderr):
+            if pipe is not None:
+                pipe.close()
+    journal = inside(machine, "journalctl", "--no-pager", "-u", "potato-server", check=False).stdout
+    assert labeler.returncode == 0, f"{out}\n{err}"
+    assert int(unit_property(machine, "potato-server", "NRestarts")) == restarts + 1, journal[-3000:]
+    assert unit_property(machine, "potato-server", "ActiveState") == "active"
+    assert "is in use" not in journal, journal[-3000:]
+    print(f"the server answered again {back_s:.1f} s after its master's kill -9")
+    result = json.loads(out)
+    assert result["saves"] > 20, out  # labelled before the kill and after the restart
+    acknowledged = result["acknowledged"]
+    status, stored = api(machine, "GET", "/admin/api/labels?user=sysann")
+    assert status == 200, stored
+    assert set(acknowledged) <= {row["id"] for row in stored["labels"]}, journal[-3000:]

@@ -33,6 +33,7 @@ plain ``gthread``. TLS connections (``certfile``) are read by their threads as i
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
@@ -40,6 +41,7 @@ import re
 import selectors
 import signal
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -229,15 +231,24 @@ def read_deadline(started: float, received: int, timeout_s: float, min_rate: flo
     return started + timeout_s + received / min_rate
 
 
-def answer(status: int, reason: str, message: str = "", retry_after: int | None = None) -> bytes:
+def answer(status: int, reason: str, message: str = "", retry_after: int | None = None, code: str = "") -> bytes:
     """A complete response from the event loop, which then closes the connection (pure)."""
-    body = json.dumps({"error": message}).encode() if message else b""
+    body = json.dumps({"error": message, **({"code": code} if code else {})}).encode() if message else b""
     head = [f"HTTP/1.1 {status} {reason}", "Connection: close", f"Content-Length: {len(body)}"]
     if body:
         head.append("Content-Type: application/json")
     if retry_after is not None:
         head.append(f"Retry-After: {retry_after}")
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def cut_short(plan: BodyPlan, received: int) -> bytes:
+    """The answer to a client that closed its side of the connection (a half-close) before all of its
+    body came (pure): a 400 that says how much did, so that it sends the request again, where the
+    event loop used to close without a word (issue 33). ``incomplete`` is the predictions route's code."""
+    said = f"{received} of {plan.length} bytes" if plan.kind is Body.COLLECT else f"{received} bytes, before its last chunk"
+    return answer(400, "Bad Request", f"The request's body ended after {said}; nothing of it was kept: send it again.",
+                  code="incomplete")
 
 
 TIMEOUT_RESPONSE = answer(408, "Request Timeout")
@@ -338,6 +349,25 @@ class _Pending:
         self.lingering = -1  # while collecting; after a refusal, the bytes dropped since
 
 
+PR_SET_PDEATHSIG = 1
+"""prctl(2)'s option: the signal the kernel sends a process when the thread that forked it ends."""
+
+
+def request_parent_death_signal(sig: int) -> bool:
+    """Ask the kernel to send ``sig`` to this process the moment its parent, gunicorn's master, ends
+    (Linux's ``prctl(PR_SET_PDEATHSIG)``; the setting is not inherited by the processes this one starts,
+    so a training run's outlive it). False where there is no such call: gunicorn's look at the parent
+    pid once a second notices instead (:meth:`StopSafeWorker.is_parent_alive`)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(sig), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                              ctypes.c_ulong(0))) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
 """What the master holds across a fork (:class:`potato.server.gunicorn_app.StopSafeArbiter`)."""
 
@@ -356,7 +386,35 @@ class StopSafeWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no t
 
     def init_signals(self) -> None:
         super().init_signals()
+        # From here on the master's death is a SIGTERM, the stop below (issue 33): after a kill -9 of
+        # the master its workers held the port for the whole graceful timeout, and a restart failed.
+        request_parent_death_signal(signal.SIGTERM)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        if os.getppid() != self.ppid:  # it died before the kernel was asked to say so
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def is_parent_alive(self) -> bool:
+        """gunicorn's look at the parent pid, once a second: where the kernel sends no parent-death
+        signal, a master found dead starts the same stop as a SIGTERM (gunicorn's own leaves the loop
+        without it, and its sockets open until the graceful timeout)."""
+        if super().is_parent_alive():
+            return True
+        self.handle_exit(signal.SIGTERM, None)
+        return False
+
+    def set_accept_enabled(self, enabled: bool) -> None:
+        """gunicorn's: stop or start taking connections; when the worker stops, also close its copies of
+        the listening sockets at once, before it waits for the requests in flight. The master has
+        closed its own (a stop) or is gone (killed): the port is free as soon as no worker holds it,
+        for the next server to listen on while this one still answers what it took."""
+        super().set_accept_enabled(enabled)
+        if enabled or self.alive:
+            return  # only as many connections as it takes: no stop
+        if os.getppid() != self.ppid:
+            self.log.warning("gunicorn's master (pid %s) has ended: worker %s stops taking connections, "
+                             "answers the %d it has and exits", self.ppid, self.pid, self.nr_conns)
+        for listener in self.sockets:
+            listener.close()
 
 
 class HeadFirstWorker(StopSafeWorker):
@@ -398,8 +456,11 @@ class HeadFirstWorker(StopSafeWorker):
             if not data or pending.lingering > LINGER_MAX:
                 self.drop(conn)
             return
-        if not data:  # the client went away before its request was complete
-            self.drop(conn)
+        if not data:  # the client closed its side before its request was complete
+            if pending.plan is None:
+                self.drop(conn)  # before its headers: nothing to answer
+            else:  # mid-body: it may be waiting for an answer (a half-close), and a gone one is not hurt
+                self.refuse(conn, cut_short(pending.plan, len(pending.buf) - pending.body_at))
             return
         pending.buf += data
         self.advance(conn, pending)

@@ -155,7 +155,7 @@ def start(config_path: Path, port: int | None, host: str | None, dev: bool, work
     host = host or config.host or defaults.HOST
     from potato.server.ports import port_problem
 
-    problem = port_problem(host, port)
+    problem = port_problem(host, port, lambda free: _start_again(click.get_current_context(), free))
     if problem:
         raise PotatoError(problem)
     public_url = _public_url_option(public_url) or config.public_url
@@ -192,6 +192,25 @@ def start(config_path: Path, port: int | None, host: str | None, dev: bool, work
             "or start with --dev for Flask's development server."
         ) from None
     serve(app, host, port, workers, threads, on_worker_start=worker_started, on_worker_exit=worker_exits)
+
+
+def _start_again(ctx: click.Context, port: int) -> str:
+    """The user's own `potato start` command line with the port changed to ``port``, shell-quoted: every
+    option they gave on the command line, in the form they can paste (pure but for the context)."""
+    from click.core import ParameterSource
+
+    words = []
+    for param in ctx.command.params:
+        if param.name in (None, "port") or ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
+            continue
+        value = ctx.params[param.name]
+        if isinstance(param, click.Argument):
+            words.append(str(value))
+        elif isinstance(param, click.Option) and param.is_flag:
+            words.append(max(param.opts, key=len))
+        elif isinstance(param, click.Option):
+            words += [max(param.opts, key=len), str(value)]
+    return " ".join([ctx.command_path, shlex.join([*words, "-p", str(port)])])
 
 
 @cli.command(short_help="Write every label as JSON lines, or in upstream Potato's layout.")

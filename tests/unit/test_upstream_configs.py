@@ -336,7 +336,7 @@ def test_start_listens_on_the_configs_port_unless_told(make_project: Callable[..
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[str, int]] = []
 
-    def refuse(host: str, port: int) -> str:
+    def refuse(host: str, port: int, command: Any = None) -> str:
         seen.append((host, port))
         return "stop here"
 

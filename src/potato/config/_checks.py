@@ -96,20 +96,49 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+def edit_distance(a: str, b: str) -> int:
+    """Insertions, deletions, substitutions and swaps of two neighbours that make ``a`` into ``b``
+    (the optimal string alignment distance; pure)."""
+    before: list[int] = []
+    row = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        earlier, before, row = before, row, [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            row[j] = min(before[j] + 1, row[j - 1] + 1, before[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], earlier[j - 2] + 1)
+    return row[len(b)]
+
+
+def misspelt(word: str, choices: Iterable[str]) -> str | None:
+    """The known key ``word`` is a slip of the keyboard away from, if any: within two edits (one for
+    keys of four letters or fewer, where two edits make a different word), case aside."""
+    best: tuple[int, str] | None = None
+    for choice in choices:
+        limit = 1 if len(choice) <= 4 else 2
+        distance = edit_distance(word.lower(), choice.lower())
+        if distance <= limit and (best is None or distance < best[0]):
+            best = (distance, choice)
+    return best[1] if best else None
+
+
 def check_keys(
     raw: Mapping[Any, object],
     table: Mapping[str, Check],
     what: str,
     hints: Mapping[str, str] | None = None,
+    listed: Sequence[str] | None = None,
 ) -> tuple[dict[str, Any], list[Problem]]:
     """Run ``table`` over ``raw``: converted values of the good keys, and every problem.
 
     A key set to null counts as left out, so its default applies. ``hints`` replace the generic
-    unknown-key text for keys that are wrong for a known reason (``packages`` on slurm).
+    unknown-key text for keys that are wrong for a known reason (``packages`` on slurm). ``listed``:
+    the keys an unknown key's message offers, where fewer than the table's apply (a radio scheme's).
     """
     values: dict[str, Any] = {}
     problems: list[Problem] = []
-    valid = ", ".join(table)
+    offered = list(table) if listed is None else list(listed)
+    valid = ", ".join(offered)
     for key, value in raw.items():
         at = f".{key_text(key)}"
         if not isinstance(key, str):
@@ -118,7 +147,7 @@ def check_keys(
             problems.append((at, hints[key]))
         elif key not in table:
             problems.append(
-                (at, f"unknown key for {what}{did_you_mean(key, table)}. Valid keys: {valid}")
+                (at, f"unknown key for {what}{did_you_mean(key, offered)}. Valid keys: {valid}")
             )
         elif value is not None:
             try:

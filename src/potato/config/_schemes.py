@@ -188,8 +188,11 @@ def _scheme_values(item: object, at: str, findings: Findings) -> tuple[dict[str,
         feature = SCHEME_KEYS[key]
         (findings.error if feature.error else findings.warn)(f"{at}.{key}", unsupported_message(key, feature.what))
         del raw[key]
-    values, more = check_keys(raw, _SCHEME_KEYS, "an annotation scheme")
     kind = raw.get("annotation_type")
+    if isinstance(kind, str) and kind in SCHEME_TYPE_NAMES:  # the keys this type takes, not every type's
+        values, more = check_keys(raw, _SCHEME_KEYS, f"a {kind} scheme", listed=scheme_keys(kind))
+    else:
+        values, more = check_keys(raw, _SCHEME_KEYS, "an annotation scheme")
     if not (isinstance(kind, str) and kind in SCHEME_TYPES):  # upstream's other types: their own keys are
         problems += more                                        # not typos; the type is the one thing named
     if kind is None:
@@ -224,6 +227,15 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "title": ("span",), "show_span_labels": ("span",), "allow_overlapping": ("span",),
     "allow_discontinuous": ("span",), "entity_linking": ("span",), "target_field": ("span",),
 }
+
+
+_NO_LABELS = ("slider", "number")
+
+
+def scheme_keys(kind: str) -> list[str]:
+    """The keys a scheme of type ``kind`` takes, in the table's order (pure)."""
+    return [key for key in _SCHEME_KEYS if kind in _ONLY_FOR.get(key, (kind,))
+            and not (key == "labels" and kind in _NO_LABELS)]
 
 
 def _type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:

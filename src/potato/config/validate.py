@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -31,6 +32,7 @@ from potato.config._checks import (
     integer,
     key_text,
     mapping,
+    misspelt,
     number,
     section,
     show,
@@ -98,6 +100,8 @@ def validate(raw: object, config_path: Path, file_mode: int | None = None) -> Re
         )
         return Report(None, findings.errors, findings.warnings, [], source=str(config_path))
     config, backend_names = _check_config(raw, path, findings, file_mode)
+    if config is not None:
+        _warn_open_folder(config.output_annotation_dir, findings)
     entries = _acknowledge_entries(raw.get("validation"), findings)
     remaining, acknowledged = apply_acknowledge(entries, findings.warnings, backend_names)
     return Report(
@@ -249,12 +253,19 @@ def _warn_weak_key(key: str, findings: Findings) -> None:
 
 def _warn_unknown_top_level(raw: Mapping[Any, object], findings: Findings) -> None:
     """Upstream Potato's features by name (an error where they change access, storage or what annotators
-    see); any other unknown key is most likely a typo, so it warns with the nearest known key."""
+    see). Any other unknown key a slip of the keyboard from a known one (``model_trainng``) is an error:
+    as a warning, the config "was valid" and the server started without the section. Keys further off
+    only warn, as upstream configs carry many keys this server does not read."""
     for key in raw:
         if isinstance(key, str) and key in UPSTREAM_KEYS:
             feature = UPSTREAM_KEYS[key]
             (findings.error if feature.error else findings.warn)(key, unsupported_message(key, feature.what))
         elif key not in TOP_LEVEL_KEYS:
+            slip = misspelt(key, TOP_LEVEL_KEYS) if isinstance(key, str) else None
+            if slip is not None:
+                findings.error(key_text(key), f"not a known key; did you mean '{slip}'? As written, it is ignored: "
+                                              f"correct the spelling")
+                continue
             near = did_you_mean(key, TOP_LEVEL_KEYS) if isinstance(key, str) else ""
             findings.warn(key_text(key), f"unknown key, ignored{near}")
 
@@ -537,6 +548,19 @@ def _check_hub(raw: object, base: Path | None, findings: Findings) -> HubSetting
         token_file = _resolve(base if base is not None else Path("."), values["token_file"])
         _warn_token_file(token_file, findings)
     return HubSettings(token_file=token_file, organization=values.get("organization"))
+
+
+def _warn_open_folder(folder: Path, findings: Findings) -> None:
+    """An output folder made beforehand (a volume, a ``mkdir``) that other accounts can open. Potato
+    makes what it writes there its user's alone, but the folder's listing and anything put there by
+    hand stay open to them. Only the folder's mode is looked at; a missing folder is made 0700."""
+    try:
+        mode = os.stat(folder).st_mode
+    except OSError:
+        return
+    if mode & 0o077:
+        findings.warn("output_annotation_dir", f"other accounts on this machine can open {folder} (mode "
+                                               f"{mode & 0o777:04o}); make it yours alone: chmod 700 {shlex.quote(str(folder))}")
 
 
 def _warn_token_file(path: Path, findings: Findings) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 import socket
 from pathlib import Path
+from typing import Callable
 
 LISTEN = "0A"
 """The LISTEN state in /proc/net/tcp."""
@@ -46,15 +48,56 @@ def port_holder(port: int, proc: Path = Path("/proc")) -> str | None:
                 continue
         if links & inodes:
             try:
-                cmdline = (pid_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+                argv = (pid_dir / "cmdline").read_bytes().decode("utf-8", "replace").rstrip("\0").split("\0")
             except OSError:
-                cmdline = "?"
-            return f"pid {pid_dir.name} ({cmdline[:80]})"
+                argv = []
+            return f"pid {pid_dir.name} ({whole_command(argv) if any(argv) else '?'})"
     return None
 
 
-def port_problem(host: str, port: int) -> str | None:
-    """None when ``host:port`` can be listened on now, else what is wrong and what to do."""
+MAX_COMMAND = 2000
+"""A holder's command line is shown whole up to this many characters (a pathological one is cut, saying so)."""
+
+
+def whole_command(argv: list[str]) -> str:
+    """A process's command line as one could type it again (pure)."""
+    text = shlex.join(argv)
+    return text if len(text) <= MAX_COMMAND else text[:MAX_COMMAND] + " ... (cut)"
+
+
+def can_listen(host: str, port: int) -> bool:
+    """Whether ``host:port`` can be bound now, as gunicorn binds it."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port_from(host: str, first: int, tries: int = 100) -> int | None:
+    """The first port from ``first`` on that can be listened on now (checked by binding it), if any."""
+    for port in range(first, min(first + tries, 65536)):
+        if can_listen(host, port):
+            return port
+    return None
+
+
+def _other_port(host: str, first: int, command: Callable[[int], str] | None) -> str:
+    """The advice to start elsewhere: a port that is free now, with the whole command when known."""
+    free = free_port_from(host, first)
+    if free is None:
+        return "start on another port with -p."
+    if command is None:
+        return f"start on a free port with -p, e.g. -p {free} (free now)."
+    return f"start on port {free}, which is free now:\n  {command(free)}"
+
+
+def port_problem(host: str, port: int, command: Callable[[int], str] | None = None) -> str | None:
+    """None when ``host:port`` can be listened on now, else what is wrong and what to do. ``command``
+    gives the whole command line to start on another port (the user's own, with its port changed)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn does: TIME_WAIT is no obstacle
@@ -64,9 +107,10 @@ def port_problem(host: str, port: int) -> str | None:
             if exc.errno == errno.EADDRINUSE:
                 holder = port_holder(port)
                 by = f" by {holder}" if holder else " by another program (one of another user, or not visible here)"
-                return f"Port {port} is in use{by}. Stop it, or start on another port with -p, e.g. -p {port + 1}."
+                return f"Port {port} is in use{by}. Stop it, or {_other_port(host, port + 1, command)}"
             if exc.errno == errno.EACCES:
-                return f"Port {port} needs administrator rights (ports below 1024); start with -p 8000."
+                return (f"Port {port} needs administrator rights (ports below 1024); "
+                        f"{_other_port(host, max(port, 8000), command)}")
             if exc.errno == errno.EADDRNOTAVAIL:
                 return f"{host} is not an address of this machine; use --host 127.0.0.1, or 0.0.0.0 for all."
             return f"Cannot listen on {host}:{port}: {exc.strerror or exc}."

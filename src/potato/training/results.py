@@ -118,9 +118,12 @@ def _tmp_path(path: Path) -> Path:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so readers see the old file or the whole new one, never a part."""
+    """Write ``text`` to ``path`` so readers see the old file or the whole new one, never a part; 0600
+    whatever the umask (a job's files and a run's are their owner's alone)."""
     tmp = _tmp_path(path)
-    with open(str(tmp), "w", encoding="utf-8") as fh:
+    fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a .tmp a crash left keeps its old mode through O_TRUNC
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())

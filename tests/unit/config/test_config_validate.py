@@ -229,17 +229,33 @@ def test_data_files_problems() -> None:
     )
 
 
-def test_unknown_top_level_key_warns_with_did_you_mean() -> None:
+def test_unknown_top_level_key_far_from_any_known_one_warns() -> None:
     raw = minimal()
-    raw.update(debgu=True, colour_scheme="dark", alert_time_each_instnace=10)
+    raw.update(colour_scheme="dark", model_trainer={"epochs": 3}, gold_standard_ratio=0.1)
     report = validate(raw, CONFIG)
     assert report.ok and report.config is not None
     assert warnings(report) == [
-        "debgu: unknown key, ignored (did you mean 'debug'?)",
         "colour_scheme: unknown key, ignored",
-        "alert_time_each_instnace: unknown key, ignored (did you mean 'alert_time_each_instance'?)",
+        "model_trainer: unknown key, ignored (did you mean 'model_training'?)",
+        "gold_standard_ratio: unknown key, ignored",
     ]
-    assert report.warnings[0].path == "debgu" and report.warnings[0].backend is None
+    assert report.warnings[0].path == "colour_scheme" and report.warnings[0].backend is None
+
+
+@pytest.mark.parametrize("typo, meant", [
+    ("model_trainng", "model_training"), ("debgu", "debug"), ("alert_time_each_instnace", "alert_time_each_instance"),
+    ("Model_Training", "model_training"), ("data_file", "data_files"), ("prot", "port"),
+])
+def test_a_misspelt_top_level_key_is_an_error(typo: str, meant: str) -> None:
+    """Issue 33 item 9: `model_trainng:` warned, the config "was valid" and the server started with
+    training off. A key a slip of the keyboard from a known one is an error naming the one meant."""
+    raw = minimal()
+    raw[typo] = {"enabled": True} if meant == "model_training" else 1
+    report = validate(raw, CONFIG)
+    assert not report.ok and report.config is None
+    assert errors(report) == [f"{typo}: not a known key; did you mean '{meant}'? As written, it is ignored: "
+                              "correct the spelling"]
+    assert report.errors[0].path == typo
 
 
 def test_non_text_top_level_key_warns() -> None:
@@ -347,12 +363,34 @@ def test_scheme_type_and_name_are_required() -> None:
 def test_scheme_unknown_key_is_an_error() -> None:
     message = scheme_error({"annotation_type": "radio", "name": "x", "labels": ["a", "b"], "lables": 1})
     assert message == (
-        "annotation_schemes[0].lables: unknown key for an annotation scheme (did you mean 'labels'?). "
-        "Valid keys: annotation_type, name, description, labels, max_length, sequential_key_binding, "
-        "label_requirement, horizontal, layout, textarea, multiline, single_line, text_box_single_line, rows, "
-        "placeholder, size, min_label, max_label, min_value, max_value, min, max, starting_value, step, display_logic, has_free_response, "
-        "title, show_span_labels, allow_overlapping, allow_discontinuous, entity_linking, target_field"
+        "annotation_schemes[0].lables: unknown key for a radio scheme (did you mean 'labels'?). "
+        "Valid keys: annotation_type, name, description, labels, sequential_key_binding, label_requirement, "
+        "horizontal, layout, display_logic, has_free_response"
     )
+
+
+@pytest.mark.parametrize("kind, extra, listed", [
+    ("span", {"labels": ["a"]}, "annotation_type, name, description, labels, sequential_key_binding, "
+     "label_requirement, layout, display_logic, title, show_span_labels, allow_overlapping, allow_discontinuous, "
+     "entity_linking, target_field"),
+    ("slider", {"min_value": 0, "max_value": 5}, "annotation_type, name, description, label_requirement, layout, "
+     "min_value, max_value, starting_value, step, display_logic"),
+    ("text", {}, "annotation_type, name, description, labels, max_length, label_requirement, layout, textarea, "
+     "multiline, single_line, text_box_single_line, rows, placeholder, display_logic"),
+])
+def test_an_unknown_scheme_key_lists_only_the_keys_of_that_type(kind: str, extra: dict[str, Any],
+                                                                  listed: str) -> None:
+    """Issue 33 item 14: a radio scheme's "Valid keys" listed span-only keys (title, target_field...)."""
+    message = scheme_error({"annotation_type": kind, "name": "x", **extra, "colour": 1})
+    assert message == f"annotation_schemes[0].colour: unknown key for a {kind} scheme. Valid keys: {listed}"
+
+
+def test_a_scheme_of_an_unknown_type_lists_every_key() -> None:
+    raw = minimal()
+    raw["annotation_schemes"] = [{"annotation_type": "radoi", "name": "x", "labels": ["a", "b"], "colour": 1}]
+    assert errors(validate(raw, CONFIG))[0].startswith(
+        "annotation_schemes[0].colour: unknown key for an annotation scheme. Valid keys: annotation_type, name, "
+        "description, labels, max_length")
 
 
 def test_scheme_names_are_unique() -> None:

@@ -18,6 +18,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from potato.config.schema import Config
 from potato.items import ItemSet
 from potato.labels import Label
+from potato.server.training.private import open_private, private_dir
 from potato.training.failures import BadJob
 from potato.training.jobspec import AnnotationType, LabelRow, SchemaSpec, parse_label_row
 
@@ -118,12 +119,13 @@ def _jsonl(rows: Iterable[Mapping[str, Any]]) -> bytes:
 
 def build_bundle(dest: Path, job: Mapping[str, Any], items: ItemSet, labels: Sequence[Label],
                  holdout_fraction: float) -> BundleInfo:
-    """Write ``dest`` (bundle.tar.gz) atomically and return its sha256 and counts."""
+    """Write ``dest`` (bundle.tar.gz) atomically and return its sha256 and counts. It holds every item
+    and every label with its annotator's name: 0600, whatever the umask."""
     rows = label_rows(job["schemas"], items, labels)
     holdout = holdout_ids((row["item_id"] for row in rows), holdout_fraction, int(job.get("seed", 0)))
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(dest.parent)
     tmp = dest.with_suffix(".tmp")
-    with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:
+    with open_private(tmp, "wb") as raw, tarfile.open(tmp, "w:gz", raw, compresslevel=6) as tar:
         _add_bytes(tar, "job.json", json.dumps(job, indent=1).encode("utf-8"))
         _add_bytes(tar, "items.jsonl", _jsonl({"id": item.id, "text": item.text} for item in items))
         _add_bytes(tar, "labels.jsonl", _jsonl(rows))

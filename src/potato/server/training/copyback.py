@@ -28,6 +28,7 @@ from typing import Callable, Mapping, cast
 
 from potato.errors import PotatoError
 from potato.server.training import quota
+from potato.server.training.private import FILE_MODE, private_dir
 from potato.server.training.sshcmd import preamble_text, start_token
 
 COPY_STALL_S = 180.0
@@ -133,7 +134,7 @@ def receive(argv: list[str], dest: Path, host: str, progress: Callable[[int, int
     copy may not take (model_training.disk_reserve_mb, kept for annotators' labels)."""
     partial = dest.with_name(dest.name + ".part")
     shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
+    private_dir(partial)  # the model files are the project's: 0700, and 0600 files, whatever the umask
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             bufsize=CHUNK, start_new_session=True, env=None if env is None else dict(env))
     try:
@@ -284,9 +285,9 @@ def _write_files(proc: subprocess.Popen[bytes], partial: Path, host: str, got: l
                              f"({max_total_bytes / 1e6:.0f} MB) in all; nothing was kept")
         if reserve_mb is not None:
             quota.check_reserve(partial, size, reserve_mb)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(target.parent)
         # A new file, never through a link: a name sent twice, or a link planted in the folder, fails.
-        fd = os.open(str(target), os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        fd = os.open(str(target), os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
         with os.fdopen(fd, "wb") as out:
             remaining = size
             while remaining:

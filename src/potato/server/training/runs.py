@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from potato.db import Database
-from potato.server.training.wakeup import WAKE_FILE, Wakeup
+from potato.server.training.private import DIR_MODE, private_dir
+from potato.server.training.wakeup import Wakeup
 from potato.training.results import Reason
 
 __all__ = ["Reason", "Run", "RunState", "RunStore", "can_move"]
@@ -193,10 +194,12 @@ class RunStore:
             id=new_run_id(), trainer=trainer, schemas=list(schemas), backend=backend, state=RunState.QUEUED,
             created_at=time.time(), params=dict(params), step="waiting in the queue", trigger=trigger,
         )
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.runs_dir.parent)  # training/, then runs/: 0700 whatever the output folder's mode
+        private_dir(self.runs_dir)
         while True:  # the folder is the id's claim: two runs started in one second may draw the same suffix
             try:
-                self.run_dir(run.id).mkdir()
+                self.run_dir(run.id).mkdir(DIR_MODE)
+                self.run_dir(run.id).chmod(DIR_MODE)  # exactly 0700, whatever the umask
                 break
             except FileExistsError:
                 run.id = new_run_id(run.created_at)
@@ -206,7 +209,7 @@ class RunStore:
             (run.id, run.trainer, json.dumps(run.schemas), run.backend, run.state.value, run.created_at,
              json.dumps(run.params), run.step, run.trigger.value),
         )])
-        Wakeup(self.runs_dir.parent / WAKE_FILE).ring()
+        Wakeup.of(self.runs_dir.parent).ring()
         return run
 
     def get(self, run_id: str) -> Run | None:
@@ -326,7 +329,7 @@ class RunStore:
                 (RunState.QUEUED.value, "waiting in the queue", run_id, RunState.RUNNING.value))
             moved = cursor.rowcount == 1
         if moved:
-            Wakeup(self.runs_dir.parent / WAKE_FILE).ring()
+            Wakeup.of(self.runs_dir.parent).ring()
         return moved
 
     def by_token_hash(self, token_hash: str) -> Run | None:

@@ -22,6 +22,7 @@ from potato.config.schema import Config, LocalBackend
 from potato.defaults import LOCAL_BACKEND
 from potato.project import Project
 from potato.server.training.backends.base import Backend, CheckReport, Launch, Results, Session
+from potato.server.training.private import open_private, private_dir
 from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import Run, RunStore
 from potato.training.codefiles import code_root
@@ -44,10 +45,10 @@ def start_agent(server_url: str, run_id: str, token: str, workdir: Path, run_dir
                 python: str = sys.executable, pass_env: Sequence[str] = ()) -> subprocess.Popen[bytes]:
     """The agent for one local run. It and its worker see an allow-list of the server's environment plus
     ``model_training.pass_env``."""
-    workdir.mkdir(mode=0o700, parents=True, exist_ok=True)  # the agent makes jobs/<run> 0700 inside
+    private_dir(workdir)  # the agent makes jobs/<run> 0700 inside
     cmd = [python, "-m", "potato.training.agent", "--server", server_url, "--backend", LOCAL_BACKEND,
            "--run", run_id, "--token-stdin", "--workdir", str(workdir), *(f"--pass-env={n}" for n in pass_env)]
-    with (run_dir / AGENT_OUT).open("ab") as out:
+    with open_private(run_dir / AGENT_OUT, "ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, cwd=str(workdir),
                                 env=agent_env(pass_env), start_new_session=True)
     stdin = proc.stdin

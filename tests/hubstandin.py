@@ -11,7 +11,9 @@ so a test sees when the client started asking for something new.
 
 Only ``token`` is accepted (a wrong one is a 401, as the Hub answers a revoked token);
 ``fail_commit`` makes the commit endpoint answer 500 (nothing is committed), ``commit_delay_s`` makes it
-slow. Every request's
+slow, and ``redirect`` = (status, path) answers every API call with that redirect to ``path`` on the
+stand-in, where a page that is not the Hub's API answers 200 (a Hub address that moved, a proxy's
+sign-in page): what a client gets when it follows a redirect off the API. Every request's
 ``Authorization`` header is kept in ``auth_headers`` so a test can check the token only travelled there.
 """
 
@@ -60,6 +62,9 @@ class HubStandIn:
         self.fail_commit = False
         self.commit_delay_s = 0.0
         """How long the commit endpoint waits before it answers (a push that is still under way)."""
+        self.redirect: Optional[Tuple[int, str]] = None
+        """(status, path): every API call is answered with this redirect; ``path`` answers 200 with
+        a JSON object that is not one the Hub sends."""
         self.repos: Dict[str, Repo] = {}
         self.requests: List[Tuple[str, str]] = []
         self.unexpected: List[Tuple[str, str]] = []
@@ -94,6 +99,11 @@ class HubStandIn:
                 self.auth_headers.append(headers["authorization"])
         if method == "GET" and path == "/api/agent-harnesses":  # the client's best-effort user-agent lookup
             return 200, {}, {"standardEnvVars": [], "harnesses": {}}
+        if self.redirect is not None:
+            status, location = self.redirect
+            if path == location:
+                return 200, {}, {"page": "Sign in to continue"}
+            return status, {"Location": f"{self.url}{location}"}, {"error": "Moved"}
         if headers.get("authorization") != f"Bearer {self.token}":
             # What the Hub answers a revoked or mistyped token.
             return 401, {"X-Error-Message": "Invalid credentials in Authorization header"}, {

@@ -21,6 +21,7 @@ import requests
 
 from tests.agents import register, token_in
 from tests.conftest import ADMIN_KEY
+from tests.example_project import copy_example
 from tests.integration.test_agent import wait_until
 from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.servers import ServerProcess
@@ -70,8 +71,7 @@ def agent_container(name: str, image: str, server_url: str, token: str, *options
 
 def project_copy(tmp_path: Path) -> Path:
     """The example project, writable by the images' user (10001)."""
-    project = tmp_path / "project"
-    shutil.copytree(ROOT / "examples" / "reviews", project)
+    project = copy_example(tmp_path / "project")
     for path in [project, *project.rglob("*")]:
         os.chown(path, 10001, 10001)
     return project

@@ -111,25 +111,28 @@ def test_a_report_is_stored_once_when_resent_and_whole_after_one_was_cut_short(
     assert (s.run_dir(run_id) / "agent.log").read_text().count("agent line A") == 1
 
 
-@fault("The agent and its reports", "A report numbered 2^53, or far past the events the server has; a report the agent dropped (a gap)",
-       "Wild numbers are a 400 that records nothing; a gap of up to 5000 is recorded and named",
-       "run.log: 'Events 1 to 4 never arrived (the agent skipped them)'; later reports and Cancel still work",
-       "the skipped events only (the agent dropped them)")
-def test_event_numbers_past_the_documented_range_or_far_ahead_are_refused_and_a_small_gap_is_logged(
+@fault("The agent and its reports", "A report numbered 2^53, or past the events the server has (a gap)",
+       "A 400 that records nothing: bad_request past the documented range, seq_gap with the count to send from",
+       "The agent is told the count; reports from it are recorded, and Cancel still works")
+def test_event_numbers_past_the_documented_range_or_past_the_servers_count_are_refused(
         claimed: tuple[Setup, str, str]) -> None:
+    """A gap was recorded as 'never arrived' until issue 33, and the skipped events were then dropped
+    as a resend when they came (test_agent_uploads_and_order.py has that case)."""
     s, run_id, token = claimed
     for seq in (2**53, 2**53 - 1, 10**6):
         r = post(s, token, f"/runs/{run_id}/events", {"seq": seq, "events": [{"type": "log", "text": "x"}], "log": []})
         assert r.status_code == 400, (seq, r.text)
     # Nothing was blinded: reports numbered from 0 are recorded.
     post(s, token, f"/runs/{run_id}/events", {"seq": 0, "events": [{"type": "log", "text": "a"}], "log": []})
-    # A report the agent dropped leaves a gap: recorded, and said in run.log.
-    post(s, token, f"/runs/{run_id}/events", {"seq": 5, "events": [{"type": "step", "text": "after"}], "log": []})
+    # A report past the server's count is refused, naming the count; sent from it, it is recorded.
+    r = post(s, token, f"/runs/{run_id}/events", {"seq": 5, "events": [{"type": "step", "text": "after"}], "log": []})
+    assert r.status_code == 400 and r.json()["code"] == "seq_gap" and r.json()["expected_seq"] == 1, r.text
+    assert [e["text"] for e in events_of(s, run_id)] == ["a"]
+    post(s, token, f"/runs/{run_id}/events", {"seq": 1, "events": [{"type": "step", "text": "after"}], "log": []})
     assert [e["text"] for e in events_of(s, run_id)] == ["a", "after"]
-    assert "Events 1 to 4 never arrived" in run_of(s, run_id)["log_tail"]
-    assert run_of(s, run_id)["step"] == "after"
+    assert run_of(s, run_id)["step"] == "after" and "never arrived" not in run_of(s, run_id)["log_tail"]
     requests.post(f"{s.server.url}/admin/training/api/runs/{run_id}/cancel", headers=H)
-    r = post(s, token, f"/runs/{run_id}/events", {"seq": 6, "events": [], "log": []})
+    r = post(s, token, f"/runs/{run_id}/events", {"seq": 2, "events": [], "log": []})
     assert r.json()["cancel"] is True
 
 

@@ -31,7 +31,6 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 
 from potato.server.training.agent_api import RETRY_AFTER_S
-from potato.server.training.recorder import MAX_SEQ_GAP
 from tests import agents
 from tests.contract import call_and_check
 from tests.conftest import ADMIN_KEY, truth
@@ -43,13 +42,15 @@ pytestmark = [pytest.mark.integration]
 SPEC = Path(__file__).resolve().parents[2] / "docs" / "agent-protocol.yaml"
 V1 = "/training/agent/v1"
 JOBS_NEXT = f"{V1}/jobs/next"
+LEAVE = f"{V1}/agents/leave"
+"""The other backend-token route: an agent that stops says so (issue 33 item 11)."""
 RUN = f"{V1}/runs/{{run_id}}"
 BUNDLE = f"{RUN}/bundle"
 EVENTS = f"{RUN}/events"
 PREDICTIONS = f"{RUN}/predictions"
 RESULT = f"{RUN}/result"
 RUN_ROUTES = [(RUN, "GET"), (BUNDLE, "GET"), (EVENTS, "POST"), (PREDICTIONS, "PUT"), (RESULT, "POST")]
-STRICT_BODIES = [(JOBS_NEXT, "POST"), (EVENTS, "POST"), (RESULT, "POST")]
+STRICT_BODIES = [(JOBS_NEXT, "POST"), (LEAVE, "POST"), (EVENTS, "POST"), (RESULT, "POST")]
 """Routes whose body the server validates, so invalid bodies (negative generation) must be refused.
 The predictions upload accepts any bytes and the GET routes have no body."""
 EXAMPLES = 30
@@ -186,15 +187,21 @@ def fuzz(live: Live, path: str, method: str, mode: GenerationMode, auth: Dict[st
     @settings(SETTINGS, max_examples=examples)
     @given(case=strategy)
     def one(case: schemathesis.Case) -> None:
-        if path == JOBS_NEXT:
+        if path in (JOBS_NEXT, LEAVE):
             short_long_poll(case)
             if mode is GenerationMode.POSITIVE and isinstance(case.body, dict):
                 case.body["backend"] = "lab"  # a valid body names a backend of this server
         if path == EVENTS and mode is GenerationMode.POSITIVE and isinstance(case.body, dict) \
                 and isinstance(case.body.get("seq"), int) and not isinstance(case.body["seq"], bool):
-            # A valid report numbers its events from the server's count, or a few thousand past it
-            # (events the agent dropped); far past it is refused as seq_gap, as documented.
-            case.body["seq"] %= MAX_SEQ_GAP + 1
+            # A valid report starts at the server's count or below it (a resend: the events it has are
+            # skipped); one past it is refused as seq_gap, as documented.
+            case.body["seq"] = 0
+        if path == PREDICTIONS and mode is GenerationMode.POSITIVE and isinstance(case.body, (bytes, str)):
+            # A valid upload is whole: a line that is not blank, and a newline after the last one (an
+            # empty or cut-off upload is refused with 400, as documented). Text: bytes set here would
+            # count as a schema-violating body (schemathesis does not validate binary).
+            text = case.body.decode("latin-1") if isinstance(case.body, bytes) else case.body
+            case.body = (text if text.strip() else "{}") + "\n"
         response = send(live, case, auth)
         seen.append(response.status_code)
         if refused:
@@ -284,10 +291,14 @@ def test_every_route_answers_as_documented(live: Live) -> None:
             fuzz(live, path, method, GenerationMode.NEGATIVE, auth, rid)
         fuzz(live, path, method, GenerationMode.POSITIVE, auth, rid)
     assert live.admin_run(run_id)["state"] in ("failed", "cancelled", "succeeded")
+    # An agent saying it stops (after its run, as the reference agent does).
+    fuzz(live, LEAVE, "POST", GenerationMode.NEGATIVE, bearer(live.backend_token))
+    fuzz(live, LEAVE, "POST", GenerationMode.POSITIVE, bearer(live.backend_token))
 
     # The run has ended; a wrong token is still refused as such (401 before 409).
     for auth in [{}, {"Authorization": "Basic Zm9vOmJhcg=="}, bearer(live.replaced_token)]:
         fuzz(live, JOBS_NEXT, "POST", GenerationMode.POSITIVE, auth, refused=True, examples=5)
+        fuzz(live, LEAVE, "POST", GenerationMode.POSITIVE, auth, refused=True, examples=5)
         for path, method in RUN_ROUTES:
             assert set(fuzz(live, path, method, GenerationMode.POSITIVE, auth, run_id, refused=True,
                             examples=5)) == {401}
@@ -320,6 +331,7 @@ def test_refused_requests_change_nothing(live: Live) -> None:
         if auth != bearer(live.backend_token):  # the one token jobs/next takes
             for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
                 statuses += fuzz(live, JOBS_NEXT, "POST", mode, auth, refused=True, examples=WRONG_TOKEN_EXAMPLES)
+                statuses += fuzz(live, LEAVE, "POST", mode, auth, refused=True, examples=WRONG_TOKEN_EXAMPLES)
         for path, method in RUN_ROUTES:
             statuses += fuzz(live, path, method, GenerationMode.POSITIVE, auth, run_id, refused=True,
                              examples=WRONG_TOKEN_EXAMPLES)

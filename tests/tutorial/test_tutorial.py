@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +32,7 @@ import requests
 import yaml
 
 from tests.conftest import ADMIN_KEY
+from tests.example_project import copy_example
 from tests.integration.test_training_local import TERMINAL, start, wait
 from tests.machines import PYTHON38, Machine, stop
 from tests.servers import ServerProcess
@@ -116,7 +116,7 @@ def cluster() -> Cluster:
 def test_the_tutorial_from_the_config_to_a_run_on_every_backend(
         tmp_path: Path, cluster: Cluster) -> None:
     project = tmp_path / "reviews"
-    shutil.copytree(ROOT / "examples" / "reviews" / "data", project / "data")
+    copy_example(project, config=False)  # its data; the tutorial writes the config
     key = ADMIN_KEY  # a real key in place of the example's change-me
     env = potato_env(tmp_path)
     cluster.run("rm -rf ~/potato-tutorial ~/potato-tutorial-ssh")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from flask import Flask, jsonify, request
+from werkzeug.exceptions import HTTPException
 
 from potato.config.schema import Config
 from potato.db import disk_full
@@ -15,6 +16,7 @@ from potato.project import Project
 from potato.server import admin, annotate, autoexport, context, health, security
 from potato.server.jsonio import StrictJSONProvider
 from potato.server.training import blueprint as training_server
+from potato.server.training.agent_api import error_code as agent_error_code
 
 
 def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Flask:
@@ -57,6 +59,26 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
                                  "study's admin."), 500
         return exc
 
+    @app.errorhandler(404)
+    @app.errorhandler(405)
+    def _no_route(exc: HTTPException) -> Any:
+        """A path or method that no route serves: scripts and agents read JSON there too, never the
+        framework's HTML page (the agent protocol's errors carry a ``code`` as well)."""
+        allowed = exc.get_headers()
+        said = (f"No route answers {request.method} {request.path[:200]}"
+                + (f" (this path takes {dict(allowed).get('Allow')})" if exc.code == 405 else "")
+                + ": check the path and method against the API's documentation.")
+        if request.path.startswith(AGENT_PREFIX):
+            response = jsonify(error=said, code=agent_error_code(exc.code or 404))
+        elif request.path.startswith(API_PREFIXES):
+            response = jsonify(error=said)
+        else:
+            return exc
+        response.status_code = exc.code or 404
+        if exc.code == 405:
+            response.headers["Allow"] = dict(allowed).get("Allow", "")
+        return response
+
     @app.errorhandler(413)
     def _too_large(exc: Exception) -> Any:
         limit = request.max_content_length or 0
@@ -76,6 +98,7 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
 
 
 API_PREFIXES = ("/api/", "/admin/api/", "/admin/training/api/")
+AGENT_PREFIX = "/training/agent/"
 """Routes whose answers are JSON, errors included (the agent protocol has its own handler)."""
 
 

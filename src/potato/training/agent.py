@@ -31,7 +31,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import potato
 from potato.defaults import REMOTE_DIR
@@ -41,6 +41,8 @@ from potato.training.containers import ContainerSpec
 from potato.training.failures import image_name
 from potato.training.gpus import query_gpus
 from potato.training.protocol import (
+    CUT_OFF,
+    EMPTY_UPLOAD,
     BundleCorrupt,
     Client,
     LONG_POLL_MAX_S,
@@ -51,6 +53,7 @@ from potato.training.protocol import (
     TooLarge,
     Unreachable,
     backoff_delay,
+    predictions_problem,
 )
 from potato.training.reporting import GIVE_UP_S, HEARTBEAT_S, Console, Reporter
 from potato.training.results import Reason
@@ -72,6 +75,12 @@ NOT_STARTED: Optional[int] = None
 
 RETRY_CAP_S = 30.0
 """The longest wait between two tries to reach a server that does not answer."""
+UPLOAD_TRIES = 3
+"""Uploads of predictions.jsonl that the server may find cut short (the file was whole here) before
+the run is reported failed with the server's answer."""
+LEAVE_WAIT_S = 5.0
+"""The longest a stopping agent waits for the server to take note that it leaves: a stop (Ctrl-C,
+``systemctl stop``) is never held up for longer."""
 
 
 class AgentError(PotatoError):
@@ -169,6 +178,31 @@ class Agent:
             info = machine_info(self.id, self.python, self.workdir)  # GPU memory moved meanwhile
             self.console.say(f"waiting for jobs on {self.backend} at {self.client.endpoint.url}")
         return 0
+
+    def leave(self) -> None:
+        """Tell the server this agent stops: the training page and the check then say it left, not
+        "connected", and a long poll it had open on the server claims no run for it (the run would
+        wait for the job hand-over to time out). Best effort: one try, in a thread waited for at most
+        :data:`LEAVE_WAIT_S` (a name lookup has no timeout of its own). A signal meanwhile exits at once."""
+        self.stopping = True
+        outcome: List[str] = []
+
+        def tell() -> None:
+            try:
+                self.client.leave(self.backend, self.id, LEAVE_WAIT_S)
+                outcome.append("")
+            except (Unreachable, ProtocolError) as exc:
+                outcome.append(str(exc))
+
+        thread = threading.Thread(target=tell, name="potato-leave", daemon=True)
+        thread.start()
+        thread.join(LEAVE_WAIT_S)
+        if outcome == [""]:
+            self.console.say("told the server this agent stops")
+        else:
+            why = outcome[0] if outcome else f"no answer within {LEAVE_WAIT_S:g} s"
+            self.console.say(f"could not tell the server this agent stops ({why}); the training page shows it "
+                             "as connected until it misses its polls")
 
     def run_one(self, run_id: str) -> int:
         """Run the one job the server started this agent for (the client holds its run token)."""
@@ -292,10 +326,23 @@ class Agent:
         }
         predictions = job_dir / "predictions.jsonl"
         if ending.stop is None and ending.exit_code == 0 and predictions.exists():
-            size = predictions.stat().st_size
-            self.console.say(f"run {run_id}: uploading predictions ({size / 1e6:.1f} MB)")
-            if not self._retry(lambda: client.put_predictions(run_id, predictions), "uploading predictions"):
-                return
+            failure: Optional[str] = ""
+            problem = predictions_problem(predictions)
+            if problem is not None and problem[0] == EMPTY_UPLOAD:
+                # Nothing to send (the server would refuse it): the result keeps the suggestions shown now.
+                self.console.say(f"run {run_id}: the worker wrote no predictions; nothing to upload")
+            elif problem is not None:
+                failure = f"The worker's predictions.jsonl on {self.host} {problem[1]}; it was not uploaded."
+            else:
+                size = predictions.stat().st_size
+                self.console.say(f"run {run_id}: uploading predictions ({size / 1e6:.1f} MB)")
+                failure = self._upload_predictions(client, run_id, predictions)
+                if failure is None:
+                    return
+            if failure:  # the run fails saying why, rather than time out on the server
+                self.console.say(f"run {run_id}: {failure}")
+                ending = Ending(ending.exit_code, ending.result, _stop(Reason.ERROR, failure))
+                report["stop"] = _stop(Reason.ERROR, failure).to_json()
         status = "cancelled" if ending.stop and ending.stop.reason is Reason.CANCELLED else (
             "failed" if ending.stop or ending.exit_code != 0 else "succeeded")
         self.console.say(f"run {run_id}: reporting the result ({status})")
@@ -304,6 +351,32 @@ class Agent:
             self.console.say(f"run {run_id}: {status}" + (f" ({ending.stop.message})" if ending.stop else ""))
             if report["artifact_uri"]:
                 self.console.say(f"run {run_id}: model files in {job_dir / 'artifacts'}")
+
+    def _upload_predictions(self, client: Client, run_id: str, path: Path) -> Optional[str]:
+        """Upload ``path``: "" once the server has it; what to fail the run with when the server refuses
+        it (rather than leave the run to time out); None when the run is over there (a 413 failed it, or
+        it ended): nothing more to send. One that arrived cut short (``incomplete``: the connection, not
+        the file, which was found whole here) is sent again, :data:`UPLOAD_TRIES` times in all."""
+        refused: List[ProtocolError] = []
+
+        def put() -> None:
+            try:
+                client.put_predictions(run_id, path)
+            except ProtocolError as exc:
+                if type(exc) is not ProtocolError:  # 401, 403, 409, 413: the run is over for this agent
+                    raise
+                refused.append(exc)
+
+        for _ in range(UPLOAD_TRIES):
+            del refused[:]
+            if not self._retry(put, "uploading predictions"):
+                return None
+            if not refused:
+                return ""
+            if refused[0].code != CUT_OFF:
+                break
+            self.console.say(f"run {run_id}: the predictions arrived cut short ({refused[0]}); sending them again")
+        return f"The server refused the predictions upload: {refused[0]}"
 
     def _retry(self, call: Callable[[], Any], what: str) -> bool:
         """Retry ``call`` through network trouble until the give-up time; False if it never went."""
@@ -576,7 +649,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         signal.signal(signal.SIGHUP, agent.on_signal)  # a hung-up terminal or session: a warm stop too
         if args.run:
             return agent.run_one(args.run)
-        return agent.serve(once=args.once)
+        try:
+            code = agent.serve(once=args.once)
+        except Interrupted:  # Ctrl-C or SIGTERM while waiting for a job
+            agent.leave()
+            raise
+        agent.leave()  # after a stop mid-run (its run reported first) or --once
+        return code
     except ValueError as exc:  # a malformed --server address
         console.say(f"error: {exc}")
         return 2

@@ -62,6 +62,16 @@ class TooLarge(ProtocolError):
     """413: the upload is larger than the server accepts (``max_predictions_mb``)."""
 
 
+class SeqGap(ProtocolError):
+    """400 ``seq_gap``: the batch starts past the events the server has, ``expected_seq``; nothing of it
+    was recorded. Send the events from ``expected_seq`` on first (or, where they are gone, number the
+    next ones from it)."""
+
+    def __init__(self, status: int, message: str, code: str, expected_seq: int) -> None:
+        super().__init__(status, message, code)
+        self.expected_seq = expected_seq
+
+
 class Unreachable(PotatoError):
     """No answer worth acting on: retry later (with :func:`backoff_delay`)."""
 
@@ -132,6 +142,9 @@ def _error_from(status: int, payload: Any) -> Exception:
         return RunEnded(status, message, code)
     if status == 413:
         return TooLarge(status, message, code)
+    expected = body.get("expected_seq")
+    if status == 400 and code == "seq_gap" and isinstance(expected, int) and not isinstance(expected, bool):
+        return SeqGap(status, message, code, expected)
     if status >= 500 or status in (404, 408, 429):
         # 5xx: restarting or overloaded; 404: a proxy in front of a server that is not up yet.
         return Unreachable(f"the server answered {status}: {message}")
@@ -200,6 +213,11 @@ class Client:
         except ValueError:
             retry = 0.0
         return None, min(max(retry, 0.0), 300.0)
+
+    def leave(self, backend: str, agent_id: str, timeout: float) -> None:
+        """Tell the server this agent stops (``agents/leave``): the page shows it left, and a long poll
+        it had open claims no run for it."""
+        self.call("POST", "/agents/leave", {"backend": backend, "agent": {"id": agent_id}}, timeout=timeout)
 
     def job(self, run_id: str) -> Dict[str, Any]:
         """The job for a run this agent was started for (ssh, slurm, local: the token came on stdin)."""
@@ -290,3 +308,55 @@ class Client:
                     progress(have, size)
         finally:
             conn.close()
+
+
+EMPTY_UPLOAD = "empty_upload"
+CUT_OFF = "incomplete"
+_TAIL_CHUNK = 64 * 1024
+
+
+def last_line(path: Path) -> Tuple[bytes, bool]:
+    """The last line of ``path`` that is not blank (``b""`` when there is none), and whether a
+    newline follows it. Read from the end, so a large file costs its last line only."""
+    with path.open("rb") as fh:
+        pos = fh.seek(0, 2)
+        line, found, ended = b"", False, False
+        while pos > 0:
+            step = min(_TAIL_CHUNK, pos)
+            pos -= step
+            fh.seek(pos)
+            block = fh.read(step)
+            if not found:
+                text = block.rstrip()
+                ended = ended or b"\n" in block[len(text):]
+                if not text:
+                    continue
+                found, block = True, text
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                return block[cut + 1:] + line, ended
+            line = block + line
+        return line, ended
+
+
+def predictions_problem(path: Path) -> Optional[Tuple[str, str]]:
+    """Why ``path`` is not a whole ``predictions.jsonl``: ``(code, what is wrong with it)``, or None
+    (``what`` follows the file's name: "The predictions upload " + what).
+
+    Empty (no line that is not blank): :data:`EMPTY_UPLOAD`. A last line with no newline after it
+    that is not JSON was cut off (a prefix of a JSON object is never JSON): :data:`CUT_OFF`. A whole
+    last line that is not JSON is how the worker wrote it, counted invalid like any bad line. Both
+    the agent (before it uploads) and the server (before an upload replaces the last) ask this, so
+    neither an empty nor a truncated upload takes the place of a complete one (issue 33)."""
+    line, ended = last_line(path)
+    if not line.strip():
+        return EMPTY_UPLOAD, "is empty: it holds no line"
+    if ended:
+        return None
+    try:
+        json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        shown = line[-60:].decode("utf-8", "replace")
+        return CUT_OFF, (f"ends in a cut-off line: its last {len(line)} bytes, with no newline after them, are not "
+                         f"whole JSON ({exc.__class__.__name__}; it ends ...{shown!r})")
+    return None

@@ -16,6 +16,7 @@ from potato.training.protocol import (
     Forbidden,
     ProtocolError,
     RunEnded,
+    SeqGap,
     TokenRejected,
     Unreachable,
     backoff_delay,
@@ -167,6 +168,9 @@ class Reporter:
             self.console.say(f"the server no longer takes reports for run {self.run_id}: {exc}")
             return True
         except ProtocolError as exc:
+            if isinstance(exc, SeqGap) and exc.expected_seq < self.seq:
+                self.renumber(exc.expected_seq, lines)
+                return False
             # A report the server refuses as malformed would be refused again: drop it, say so. The
             # server recorded none of it, so the next report takes the same numbers.
             self.console.say(f"the server refused a report ({exc.status}: {exc}); dropping {len(batch)} events")
@@ -192,6 +196,18 @@ class Reporter:
                 self.console.say(f"the server asks to stop run {self.run_id}: {message}")
             self.request_stop(StopRequest(reason, message))
         return True
+
+    def renumber(self, count: int, lines: List[str]) -> None:
+        """The server answered ``seq_gap``: it has ``count`` events, fewer than it acknowledged to this
+        agent (its database restored from a backup, another server behind the address). This agent
+        sends a batch only after the last was taken, so the missing events are gone from here too:
+        keep the batch whole, number it from the server's count and send it again at once."""
+        self.console.give_back(lines)
+        self.console.say(f"the server has {count} of the {self.seq} events it acknowledged for run {self.run_id}; "
+                         f"events {count} to {self.seq - 1} are lost there, the next ones go on from {count}")
+        self.seq = count
+        self.last_contact = self.clock()
+        self.last_post = float("-inf")  # again at the next call, not after a flush interval
 
     def drain(self, sleep: Callable[[float], None] = time.sleep) -> bool:
         """Send everything still pending, retrying until the give-up time; True when all went."""

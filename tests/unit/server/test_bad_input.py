@@ -107,3 +107,23 @@ def test_two_runs_started_in_one_second_with_the_same_suffix_get_their_own_ids(a
     first, second = store.create("noop", ["sentiment"], "local", {}), store.create("noop", ["sentiment"], "local", {})
     assert first.id.endswith("-a1b2") and second.id.endswith("-c3d4")
     assert store.get(first.id) is not None and store.get(second.id) is not None
+
+
+@pytest.mark.parametrize(("method", "path", "status"), [
+    ("GET", "/training/agent/v1/no-such-thing", 404),
+    ("DELETE", "/training/agent/v1/jobs/next", 405),
+    ("GET", "/admin/training/api/nothing-here", 404),
+    ("PUT", "/api/label", 405),
+])
+def test_a_path_or_method_no_route_serves_is_json_on_the_apis(client: Any, method: str, path: str, status: int) -> None:
+    """Issue 33 item 6: agents and scripts read JSON; the agent protocol answered these with the
+    framework's HTML page, outside its documented errors."""
+    response = client.open(path, method=method, headers=H)
+    assert response.status_code == status and response.is_json, response.get_data(as_text=True)
+    body = response.get_json()
+    assert path in body["error"] and "documentation" in body["error"]
+    if path.startswith("/training/agent/"):
+        assert body["code"] == "no_such_route"
+    if status == 405:
+        assert response.headers["Allow"]
+    assert not client.get("/no-such-page").is_json  # pages stay pages

@@ -12,14 +12,17 @@ That keeps annotators' requests served however many idle agents there are (bench
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
+import re
 import threading
 import time
-from typing import Any, NoReturn, Optional
+from typing import Any, Literal, NoReturn, Optional
 
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, make_response, request, send_file
+from werkzeug.exceptions import RequestedRangeNotSatisfiable
 
 import potato
 from potato.server import stopping
@@ -28,10 +31,19 @@ from potato.server.training import package, quota
 from potato.server.context import Project, current_project
 from potato.server.training.backends import Backend, Results, backends_of
 from potato.server.training.launch import claim_for_agent, job_description
+from potato.server.training.private import open_private
 from potato.server.training.recorder import RunRecorder, SeqGap, WriteRateExceeded
-from potato.server.training.runs import Run, RunStore
-from potato.server.training.tokens import BackendTokens, TokenStanding, agent_info, same_hash, token_hash
-from potato.training.protocol import LONG_POLL_MAX_S, RETRY_AFTER_S
+from potato.server.training.runs import Run, RunState, RunStore
+from potato.server.training.tokens import (
+    UNNAMED,
+    BackendTokens,
+    TokenStanding,
+    agent_id_of,
+    agent_info,
+    same_hash,
+    token_hash,
+)
+from potato.training.protocol import EMPTY_UPLOAD, LONG_POLL_MAX_S, RETRY_AFTER_S, predictions_problem
 from potato.training.results import Reason
 from potato.training.supervise import Stop, wall_limit_message
 
@@ -94,28 +106,14 @@ def register_command(backend: str) -> str:
 def jobs_next() -> Any:
     token = _bearer()
     body = _body()
-    backend = body.get("backend")
     project = current_project()
-    backends = backends_of(project.config)
-    if not isinstance(backend, str) or backend not in backends or not backends[backend].claimed_by_agents:
-        _fail(400, f"Backend {str(backend)[:100]!r} is not an agent backend in this server's config; --backend must "
-                   "be the name of a type: agent backend under model_training.backends."
-                   + _agent_backends_for(token, backends), "unknown_backend")
-    standing = _tokens().verify(backend, token)
-    if standing is TokenStanding.REPLACED:
-        _fail(401, f"This token for backend '{backend}' was replaced: the backend was registered again, which "
-                   f"invalidates the old token. Get the new token from the server's admin (`{register_command(backend)}` "
-                   "prints one), then restart the agent with it in POTATO_TRAINING_TOKEN or --token-file.",
-              "token_replaced")
-    if standing is not TokenStanding.OK:
-        _fail(401, f"The server does not know this token for backend '{backend}'. On the server run "
-                   f"`{register_command(backend)}` and start the agent with the token it prints.", "token_unknown")
+    backend = _agent_backend(project, token, body)
     raw_agent = body.get("agent")
     agent: dict[str, Any] = raw_agent if isinstance(raw_agent, dict) else {}
     too_old = package.agent_too_old(agent.get("version"), request.url_root)
     if too_old:
         _fail(426, too_old, "agent_too_old")
-    agent_id = str(agent.get("id") or "")[:64] or "unnamed"
+    agent_id = agent_id_of(agent)
     host = str(agent.get("host") or request.remote_addr or "unknown")[:255]
     tokens = _tokens()
     tokens.seen(backend, agent_info(agent))
@@ -131,8 +129,13 @@ def jobs_next() -> Any:
     try:
         deadline = time.monotonic() + wait
         while True:
+            if tokens.has_left(backend, agent_id):  # its agent stopped while this poll was open
+                return Response(status=204)
             claimed = claim_for_agent(project, store, backend, agent_id, host)
             if claimed is not None:
+                if tokens.has_left(backend, agent_id):  # it stopped as the job was handed over
+                    _give_back(project, store, claimed[0])
+                    return Response(status=204)
                 return _job_reply(project, store, *claimed)
             if time.monotonic() >= deadline or stopping.requested.is_set():
                 return Response(status=204)
@@ -141,6 +144,67 @@ def jobs_next() -> Any:
         if holding:
             slots.release()
         tokens.seen(backend, None)
+
+
+def _agent_backend(project: Project, token: str, body: dict[str, Any]) -> str:
+    """The body's ``backend``, an agent backend of this server that ``token`` is the current token of;
+    else the 400 or 401 that says what to fix (``jobs/next`` and ``agents/leave`` alike)."""
+    backend = body.get("backend")
+    backends = backends_of(project.config)
+    if not isinstance(backend, str) or backend not in backends or not backends[backend].claimed_by_agents:
+        _fail(400, f"Backend {str(backend)[:100]!r} is not an agent backend in this server's config; --backend must "
+                   "be the name of a type: agent backend under model_training.backends."
+                   + _agent_backends_for(token, backends), "unknown_backend")
+    standing = _tokens().verify(backend, token)
+    if standing is TokenStanding.REPLACED:
+        _fail(401, f"This token for backend '{backend}' was replaced: the backend was registered again, which "
+                   f"invalidates the old token. Get the new token from the server's admin (`{register_command(backend)}` "
+                   "prints one), then restart the agent with it in POTATO_TRAINING_TOKEN or --token-file.",
+              "token_replaced")
+    if standing is not TokenStanding.OK:
+        _fail(401, f"The server does not know this token for backend '{backend}'. On the server run "
+                   f"`{register_command(backend)}` and start the agent with the token it prints.", "token_unknown")
+    return backend
+
+
+# -- agents/leave: a stopping agent says so -----------------------------------------------------
+
+@bp.post("/agents/leave")
+def agents_leave() -> Any:
+    """An agent's last word as it stops (Ctrl-C, SIGTERM, ``--once`` done). The check and the
+    training page then say it left instead of "connected"; a long poll it left open claims no run
+    (else the next run would wait for the job hand-over to time out, ``JOB_CONFIRM_S``); a job
+    handed to it that it has not taken goes back to the queue now, and a run it executes without
+    having reported how it ended fails now rather than after ``heartbeat_timeout_s``."""
+    token = _bearer()
+    body = _body()
+    project = current_project()
+    backend = _agent_backend(project, token, body)
+    raw_agent = body.get("agent")
+    agent_id = agent_id_of(raw_agent if isinstance(raw_agent, dict) else {})
+    left_at = _tokens().leave(backend, agent_id)
+    store = _store()
+    for run in store.in_states([RunState.RUNNING]):
+        if run.backend != backend or run.agent_id != agent_id:
+            continue
+        if not run.confirmed:
+            _give_back(project, store, run)
+        elif agent_id != UNNAMED:  # agents without an id cannot be told apart: the heartbeat decides
+            RunRecorder(project, store, run).fail(Reason.AGENT_LOST, left_mid_run_message(run))
+    return jsonify(left_at=left_at)
+
+
+def left_mid_run_message(run: Run) -> str:
+    return (f"The agent on {run.agent_host or 'an unknown host'} stopped without reporting how the run ended; its "
+            "last output is in agent.log in the run's folder. Start the run again.")
+
+
+def _give_back(project: Project, store: RunStore, run: Run) -> None:
+    """A job handed to an agent that said it stops, which it never took: back in the queue at once."""
+    if store.requeue_unconfirmed(run.id):
+        RunRecorder(project, store, run).log.write(
+            f"The agent on {run.agent_host or 'an unknown host'} stopped as this job was handed to it; the run is "
+            "back in the queue for the next agent that asks.")
 
 
 def _agent_backends_for(token: str, backends: dict[str, Backend]) -> str:
@@ -221,17 +285,71 @@ def run_job(run_id: str) -> Any:
     return _job_reply(current_project(), _store(), run)
 
 
+UNSATISFIABLE: Literal["unsatisfiable"] = "unsatisfiable"
+_INT_RANGE = re.compile(r"([0-9]+)-([0-9]*)")
+_SUFFIX_RANGE = re.compile(r"-([0-9]+)")
+
+
+def byte_range(header: Optional[str], size: int) -> Optional[tuple[int, int]] | Literal["unsatisfiable"]:
+    """What a ``Range`` header asks of a file of ``size`` bytes, as RFC 9110 (14.2) has a server read
+    it (pure): None to ignore it and send the whole file (no header, another unit, a header that does
+    not parse, such as ``bytes=abc`` or ``bytes=5-2``, and several ranges, which a server may answer
+    whole); ``(first, last)``, inclusive, for the one range asked for, cut to the file (a suffix longer
+    than the file is all of it); :data:`UNSATISFIABLE` when that range holds no byte of the file
+    (it starts at or past the end, or ``bytes=-0``)."""
+    if not header:
+        return None
+    unit, sep, ranges = header.partition("=")
+    if not sep or unit.strip().lower() != "bytes":
+        return None
+    specs = [spec.strip(" \t") for spec in ranges.split(",")]
+    specs = [spec for spec in specs if spec]  # a list may hold empty elements (RFC 9110 5.6.1)
+    if len(specs) != 1:
+        return None
+    spec = specs[0]
+    if (whole := _INT_RANGE.fullmatch(spec)) is not None:
+        first = int(whole[1])
+        last = int(whole[2]) if whole[2] else size - 1
+        if whole[2] and last < first:
+            return None  # an invalid range-spec: the header is ignored
+        return (first, min(last, size - 1)) if first < size else UNSATISFIABLE
+    if (suffix := _SUFFIX_RANGE.fullmatch(spec)) is not None:
+        length = int(suffix[1])
+        return (max(0, size - length), size - 1) if length > 0 and size > 0 else UNSATISFIABLE
+    return None
+
+
 @bp.get("/runs/<run_id>/bundle")
 def run_bundle(run_id: str) -> Any:
-    """The bundle, with ``Range`` support (206), so a broken download resumes."""
+    """The bundle, with ``Range`` support (206), so a broken download resumes. werkzeug is handed
+    the range as :func:`byte_range` reads it (it would answer an HTML 416 to any header it cannot
+    parse); it still weighs ``If-Range`` and ``If-None-Match``. A range with no byte of the bundle is
+    a JSON 416 like every other error of the protocol."""
     run = _run_for_token(run_id)
     if run.state.terminal:
         _ended(run)
     path = _store().run_dir(run.id) / "bundle.tar.gz"
     if not path.exists():
         _fail(404, "This run has no bundle.", "no_bundle")
-    response = send_file(path, mimetype="application/gzip", conditional=True, etag=run.bundle_sha256 or True,
-                         max_age=0)
+    size = path.stat().st_size
+    asked = byte_range(request.headers.get("Range"), size)
+    if asked is None:
+        request.environ.pop("HTTP_RANGE", None)
+    elif isinstance(asked, tuple):
+        request.environ["HTTP_RANGE"] = f"bytes={asked[0]}-{asked[1]}"
+    else:  # one werkzeug finds unsatisfiable too, unless If-Range says to send the whole bundle
+        request.environ["HTTP_RANGE"] = f"bytes={size}-"
+    try:
+        response = send_file(path, mimetype="application/gzip", conditional=True,
+                             etag=run.bundle_sha256 or True, max_age=0)
+    except RequestedRangeNotSatisfiable:
+        response = make_response(jsonify(
+            error=f"The range asked for holds no byte of the bundle ({size} bytes): it starts at or past the end "
+                  "(the partial file is already whole, or longer), or is bytes=-0. Delete the partial file and "
+                  "download the whole bundle again, without a Range header.",
+            code="range_not_satisfiable"), 416)
+        response.headers["Content-Range"] = f"bytes */{size}"
+        return response
     response.headers["Cache-Control"] = "no-store"
     return response
 
@@ -265,8 +383,8 @@ def run_events(run_id: str) -> Any:
     recorder = RunRecorder(project, store, run)
     try:
         recorder.report(seq, events, lines, time.time())
-    except SeqGap as exc:
-        _fail(400, str(exc), "seq_gap")
+    except SeqGap as exc:  # the events it skips first: they may be on their way (issue 33)
+        abort(make_response(jsonify(error=str(exc), code="seq_gap", expected_seq=exc.have), 400))
     except WriteRateExceeded as exc:
         response = make_response(jsonify(error=str(exc), code="too_fast"), 429)
         response.headers["Retry-After"] = str(exc.wait)
@@ -280,7 +398,8 @@ def run_events(run_id: str) -> Any:
 @bp.put("/runs/<run_id>/predictions")
 def run_predictions(run_id: str) -> Any:
     """``predictions.jsonl``, streamed to disk. Over ``max_predictions_mb``: 413, and the run fails
-    with a message while its events, log and the project's labels stay as they were."""
+    with a message while its events, log and the project's labels stay as they were. Shorter than its
+    Content-Length, empty, or ending in a cut-off line: 400, and the run's earlier upload stays."""
     run = _run_for_token(run_id)
     if run.state.terminal:
         _ended(run)
@@ -313,7 +432,7 @@ def run_predictions(run_id: str) -> Any:
     into_reserve(length or 0)
     request.max_content_length = None  # bounded here, by the project's own limit
     written = 0
-    with part.open("wb") as out:
+    with open_private(part, "wb") as out:
         stream = request.stream
         while True:
             chunk = stream.read(UPLOAD_CHUNK)
@@ -331,6 +450,15 @@ def run_predictions(run_id: str) -> Any:
     if length is not None and written != length:
         part.unlink(missing_ok=True)
         _fail(400, f"The upload ended after {written} of {length} bytes; send it again.", "incomplete")
+    problem = predictions_problem(part)  # an empty or cut-off upload never replaces a whole one (issue 33)
+    if problem is not None:
+        part.unlink(missing_ok=True)
+        code, what = problem
+        earlier = " The run's earlier upload stays." if (run_dir / PREDICTIONS_UPLOAD).exists() else ""
+        fix = (" A run that wrote no predictions sends no upload: its result then keeps the suggestions annotators "
+               "see now." if code == EMPTY_UPLOAD else "")
+        _fail(400, f"The predictions upload {what}; nothing of it was kept.{earlier} Send predictions.jsonl again, "
+                   f"whole.{fix}", code)
     part.replace(run_dir / PREDICTIONS_UPLOAD)
     return jsonify(received_bytes=written)
 
@@ -378,6 +506,33 @@ def internal_error(exc: Exception) -> Any:
     log.error("agent protocol: %s %s failed: %s", request.method, request.path, exc)
     return jsonify(error="The server failed on this request (its log says why); send it again later.",
                    code="server_error"), 500
+
+
+HTTP_ERROR_CODES = {400: "bad_request", 404: "no_such_route", 405: "no_such_route", 408: "too_slow",
+                    413: "too_large", 416: "range_not_satisfiable", 429: "too_fast", 507: "disk_full"}
+"""The ``code`` of an error that the app answers around the routes rather than a route itself (a path
+or method no route serves, a body over the app's 64 MB, a body that arrived too slowly, a full disk);
+any other 4xx is ``bad_request``, any other 5xx ``server_error``."""
+
+
+def error_code(status: int) -> str:
+    return HTTP_ERROR_CODES.get(status) or ("server_error" if status >= 500 else "bad_request")
+
+
+@bp.after_request
+def json_errors(response: Response) -> Response:
+    """Every error answer of the protocol is ``{"error", "code"}`` (the contract's Error), also those
+    of the app's own handlers (413, 408, 507: JSON without a code) and of werkzeug (an HTML page)."""
+    if response.status_code < 400:
+        return response
+    body = response.get_json(silent=True) if response.is_json else None
+    said = body.get("error") if isinstance(body, dict) else None
+    if isinstance(said, str) and isinstance(body, dict) and isinstance(body.get("code"), str):
+        return response
+    error = said if isinstance(said, str) else f"The server answered {response.status} to this request."
+    response.set_data(json.dumps({"error": error, "code": error_code(response.status_code)}))
+    response.mimetype = "application/json"
+    return response
 
 
 def init_app(app: Flask, long_poll_slots: int) -> None:

@@ -24,9 +24,10 @@ from potato.project import Project
 from potato.server.training.backends import Backend, Launch, Session, backends_of
 from potato.server.training.backends import Limits as BackendLimits
 from potato.server.training.launch import issue_run
+from potato.server.training.private import open_private, private_dir
 from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import ACTIVE, Reason, Run, RunState, RunStore
-from potato.server.training.wakeup import WAKE_FILE, Wakeup
+from potato.server.training.wakeup import Wakeup
 from potato.server.training.watchdog import Action, Limits, judge
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ class Dispatcher:
         self._last_watch = 0.0
         self._failures = 0
         """Failed rounds in a row: the pause grows with them (:func:`failure_pause`)."""
-        self._wakeup = Wakeup(project.config.training_dir / WAKE_FILE)
+        self._wakeup = Wakeup.of(project.config.training_dir)
 
     def ensure_started(self) -> None:
         """Start the thread in this process (idempotent; safe after a fork)."""
@@ -93,8 +94,8 @@ class Dispatcher:
         self._wakeup.close()
 
     def _try_lock(self) -> bool:
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fh = self.lock_path.open("a+")
+        private_dir(self.lock_path.parent)
+        fh = open_private(self.lock_path, "a+")
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -119,6 +120,7 @@ class Dispatcher:
             try:
                 if time.monotonic() - self._last_watch >= WATCH_EVERY_S:
                     self._last_watch = time.monotonic()
+                    self._wakeup.heal()
                     self.watch()
                 started = self.run_next()
             except Exception as exc:  # the dispatcher must outlive any one broken run or a full disk

@@ -105,8 +105,10 @@ class PushRequest:
 
 
 def read_request(body: object, default_repo: str, default_message: str) -> PushRequest:
-    """What a push request asks for; a field left out (or null, or empty text) takes its default:
-    the project's repository name, private, and a message naming the run (pure)."""
+    """What a push request asks for, checked exactly as docs/admin-api.yaml's PushRequest says (pure).
+    A field left out or null takes its default: the project's repository name, private, and a message
+    naming the run; an empty or blank commit message too. A repo_id is taken as written: an empty one
+    names no repository, so it is refused rather than read as "the default"."""
     if body is None:
         body = {}
     if not isinstance(body, dict):
@@ -115,7 +117,10 @@ def read_request(body: object, default_repo: str, default_message: str) -> PushR
     repo_id = body.get("repo_id")
     if repo_id is not None and not isinstance(repo_id, str):
         raise PushRefused(400, "repo_id must be text: the repository as name or namespace/name.")
-    repo_id = (repo_id or "").strip() or default_repo
+    if repo_id is not None and not repo_id.strip():
+        raise PushRefused(400, f"repo_id is empty: name the repository as name or namespace/name, or leave repo_id "
+                               f"out (or null) to push to {default_repo}.")
+    repo_id = default_repo if repo_id is None else repo_id
     problem = repo_id_problem(repo_id)
     if problem:
         raise PushRefused(400, problem)
@@ -125,9 +130,9 @@ def read_request(body: object, default_repo: str, default_message: str) -> PushR
     message = body.get("commit_message")
     if message is not None and not isinstance(message, str):
         raise PushRefused(400, "commit_message must be text.")
-    message = (message or "").strip() or default_message
-    if len(message) > MAX_MESSAGE:
+    if message is not None and len(message) > MAX_MESSAGE:
         raise PushRefused(400, f"commit_message has {len(message)} characters; keep it to {MAX_MESSAGE} or fewer.")
+    message = (message or "").strip() or default_message
     return PushRequest(repo_id, True if private is None else private, message)
 
 
@@ -454,6 +459,19 @@ def _server_words(exc: BaseException) -> str:
     return ": " + " ".join(words.split())[:300]
 
 
+def not_the_hub_message(exc: KeyError | json.JSONDecodeError, *, endpoint: str, doing: str) -> str:
+    """An answer that is not the Hub API's (pure): huggingface_hub follows redirects, and a redirect off
+    the API (an address that moved, a proxy's sign-in page) ends in a page without the fields it reads
+    (``KeyError: 'url'``) or in no JSON at all."""
+    lacked = f"without the {exc.args[0]!r} the Hub sends" if isinstance(exc, KeyError) and exc.args else "not in JSON"
+    outcome = ("the Hub did not confirm a commit, so look at the repository before you push again"
+               if doing == "committing the files" else "nothing was pushed")
+    return (f"The answer to {doing} did not come from the Hub's API: {endpoint} answered {lacked}. A redirect to "
+            "another address (which huggingface_hub follows) or a proxy answering in the Hub's place does this. Check "
+            "that HF_ENDPOINT in the server's environment, if set, is the Hub's https address, and that a proxy lets "
+            f"this server through (HTTPS_PROXY); {outcome}.")
+
+
 def hub_error_message(exc: BaseException, *, repo_id: str, token_from: str, endpoint: str, phase: str) -> str:
     """The Hub's refusal or failure in plain words, with what to do (pure: reads only the exception)."""
     doing = _phase(exc, phase)
@@ -485,6 +503,8 @@ def hub_error_message(exc: BaseException, *, repo_id: str, token_from: str, endp
         return f"{repo_id!r} is not a repository name the Hub takes: {exc}"
     if isinstance(exc, ValueError) and "metadata in README.md" in str(exc):
         return f"The Hub refused the model card's metadata ({' '.join(str(exc).split())[:300]}); nothing was pushed."
+    if isinstance(exc, (KeyError, json.JSONDecodeError)):
+        return not_the_hub_message(exc, endpoint=endpoint, doing=doing)
     if "OfflineModeIsEnabled" in names:
         return ("The server's environment sets HF_HUB_OFFLINE, which keeps huggingface_hub off the network; unset it "
                 "for the server (the workers' own setting is apart) and restart it to push.")

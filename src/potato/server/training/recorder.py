@@ -20,8 +20,9 @@ from typing import Any, Callable, Iterator, Mapping
 from potato.project import Project
 from potato.server.training import activelearning, quota
 from potato.server.training.bundle import BundleInfo, build_bundle, job_spec
+from potato.server.training.private import make_private, open_private, private_dir
 from potato.server.training.runs import Reason, Run, RunState, RunStore
-from potato.server.training.writeback import withdraw, write_back
+from potato.server.training.writeback import kept_note, withdraw, write_back
 from potato.training.supervise import Stop, wall_limit_message
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ class RunLog:
         self.clock = clock
 
     def write(self, text: str) -> None:
-        with self.path.open("a", encoding="utf-8") as fh:
+        with open_private(self.path, "a", encoding="utf-8") as fh:
             fh.write(self.render(text))
 
     def render(self, text: str) -> str:
@@ -107,13 +108,21 @@ def _numbers(metrics: object) -> dict[str, float]:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300}
 
 
-MAX_SEQ_GAP = 5000
-"""Events a report may skip (a batch the agent dropped after the server refused it); a larger jump
-in ``seq`` is refused, so one wrong number cannot make the server ignore the rest of the run."""
-
-
 class SeqGap(ValueError):
-    """A report whose ``seq`` is far past the events the server has."""
+    """A report whose ``seq`` is past the events the server has (``have``): nothing of it is recorded.
+
+    Refused, not recorded with a gap: the skipped events may still come (a batch that arrived late,
+    seq 10 before seq 5), and an agent advances ``seq`` only after a 2xx, so it still holds them and
+    sends them first once told the count. events.jsonl stays the run's events in order, once each,
+    with one number (``events_seen``) to say how far; a gap recorded as "never arrived" was a false
+    story as soon as the late batch came, and that batch was then dropped as a resend (issue 33).
+    """
+
+    def __init__(self, seq: int, have: int) -> None:
+        super().__init__(f"seq {seq} is past the {have} events this run has: events {have} to {seq - 1} have not "
+                         f"arrived. Nothing of this batch was recorded; send the events from seq {have} first, "
+                         "then this batch again.")
+        self.have = have
 
 
 class WriteRateExceeded(Exception):
@@ -204,7 +213,7 @@ class RunRecorder:
         self.store = store
         self.run = run
         self.run_dir = store.run_dir(run.id)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.run_dir)
         self.log = RunLog(self.run_dir / "run.log", clock)
 
     def report(self, seq: int, events: list[dict[str, Any]], lines: list[str], now: float) -> None:
@@ -213,21 +222,18 @@ class RunRecorder:
 
         A resent report (its reply was lost) adds nothing it already added. events.jsonl's length is
         recorded with the count, so a report cut short by a crash or a full disk is cut off the file
-        before the next one is appended. Raises :class:`SeqGap`, :class:`WriteRateExceeded` (nothing
-        stored) and :class:`quota.DiskReserve` (nothing stored; the caller stops the run).
+        before the next one is appended. Raises :class:`SeqGap` (a batch past the count: nothing
+        stored), :class:`WriteRateExceeded` (nothing stored) and :class:`quota.DiskReserve` (nothing
+        stored; the caller stops the run).
         """
         mt = self.project.config.model_training
         with run_lock(self.run_dir):
             run = self.store.get(self.run.id) or self.run
-            if seq > run.events_seen + MAX_SEQ_GAP:
-                raise SeqGap(f"seq {seq} is more than {MAX_SEQ_GAP} past the {run.events_seen} events this run has; "
-                             f"number events from 0 and send the next batch with seq {run.events_seen}.")
-            fresh = events[max(0, run.events_seen - seq):]
+            if seq > run.events_seen:
+                raise SeqGap(seq, run.events_seen)
+            fresh = events[run.events_seen - seq:]
             resent = bool(events) and not fresh
             report = render_report(fresh, [] if resent else lines)
-            if seq > run.events_seen:
-                report.run_lines.insert(0, f"Events {run.events_seen} to {seq - 1} never arrived (the agent skipped "
-                                           "them); the run goes on.")
             bucket = quota.Bucket(run.write_allowance, run.write_at or now) if run.write_allowance is not None \
                 else quota.Bucket.full(now)
             bucket, wait = bucket.take(report.size, now)
@@ -244,7 +250,7 @@ class RunRecorder:
                 report = Report(fields=report.fields)
             events_bytes = recorded
             if report.events_text:
-                with events_path.open("ab") as out:
+                with open_private(events_path, "ab") as out:
                     if out.seek(0, os.SEEK_END) > recorded:
                         out.truncate(recorded)  # a report cut short after the last recorded one
                     out.write(report.events_text.encode("utf-8"))
@@ -252,7 +258,7 @@ class RunRecorder:
             if report.run_lines:
                 self.log.write("\n".join(report.run_lines))
             if report.agent_text:
-                with (self.run_dir / "agent.log").open("a", encoding="utf-8") as fh:
+                with open_private(self.run_dir / "agent.log", "a", encoding="utf-8") as fh:
                     fh.write(report.agent_text)
             self.store.update(run.id, events_seen=max(run.events_seen, seq + len(events)), events_bytes=events_bytes,
                               write_allowance=bucket.allowance, write_at=bucket.at, **report.fields)
@@ -287,18 +293,21 @@ class RunRecorder:
                         current, self.project.config.model_training.max_wall_seconds), None, None)
                 return current.state if current else RunState.FAILED  # ended meanwhile (cancel, timeout)
             try:
-                metrics.update(self._keep(predictions, artifacts, metrics))
+                kept, message = self._keep(predictions, artifacts, metrics)
+                metrics.update(kept)
             except RunStopped as stopped:
                 state, reason, message = stopped.state, stopped.reason, stopped.message
             except Exception as exc:  # a failed save fails this run, not the dispatcher
                 log.exception("run %s: results could not be saved", self.run.id)
                 state, reason, message = RunState.FAILED, Reason.ERROR, f"Saving the results failed: {exc}"
         if state is RunState.SUCCEEDED and hold_copying:
-            self.store.update(self.run.id, metrics=metrics, device=device, step="copying the model files")
+            self.store.update(self.run.id, metrics=metrics, device=device, message=message,
+                              step="copying the model files")
             self.log.write("Predictions saved; copying the model files.")
             return RunState.COPYING
         step = {RunState.SUCCEEDED: "done", RunState.CANCELLED: "cancelled"}.get(state, "failed")
-        self.log.write(f"Run {state.value}" + (f" ({reason.value if reason else None}): {message}" if message else "."))
+        failed = message and state is not RunState.SUCCEEDED  # a success's message (kept_note) is logged already
+        self.log.write(f"Run {state.value}" + (f" ({reason.value if reason else None}): {message}" if failed else "."))
         moved = self.store.move(self.run.id, state, reason=reason, message=message, step=step, metrics=metrics,
                                 device=device, progress=1.0 if state is RunState.SUCCEEDED else None)
         current = self.store.get(self.run.id)
@@ -326,13 +335,16 @@ class RunRecorder:
     def agent_log(self, lines: list[str]) -> None:
         """``agent.log``: the agent's own lines, so a silent agent's last words are kept."""
         if lines:
-            with (self.run_dir / "agent.log").open("a", encoding="utf-8") as fh:
+            with open_private(self.run_dir / "agent.log", "a", encoding="utf-8") as fh:
                 for line in lines:
                     fh.write(str(line).replace("\n", " ") + "\n")
 
-    def _keep(self, predictions: Path | None, artifacts: Path | None, metrics: Mapping[str, Any]) -> dict[str, float]:
+    def _keep(self, predictions: Path | None, artifacts: Path | None,
+              metrics: Mapping[str, Any]) -> tuple[dict[str, float], str | None]:
         """Move the outputs into the run folder and write back; the writeback's counts, for the page
-        ("0 suggestions written: all below min_confidence 0.6" instead of a silent green run)."""
+        ("0 suggestions written: all below min_confidence 0.6" instead of a silent green run), and the
+        run's message when it wrote no predictions for a schema: annotators keep the earlier run's
+        suggestions, and run.log and the run's card say whose."""
         kept = self.run_dir / "predictions.jsonl"
         if predictions is not None and predictions.exists() and predictions != kept:
             predictions.replace(kept)
@@ -341,24 +353,30 @@ class RunRecorder:
             if target.exists():
                 shutil.rmtree(target)
             artifacts.replace(target)
+            make_private(target)  # a trainer may copy a cache's 0644 files among its model files
             self.store.update(self.run.id, artifact_uri=str(target))
-        if not kept.exists():
-            return {}
-        stats = write_back(self.project, self.run, kept, metrics)
+        have = kept.exists()
+        stats = write_back(self.project, self.run, kept if have else None, metrics)
         if stats.stopped:
             current = self.store.get(self.run.id) or self.run
             stop = requested_stop(current, self.project.config.model_training.max_wall_seconds)
             state, reason, message = outcome(None, None, stop)
             raise RunStopped(state, reason, message)
-        self.log.write(f"Writeback: {stats.written} suggestions for {', '.join(stats.schemas) or 'no schema'} "
-                       f"({stats.below_confidence} below min_confidence, {stats.skipped_unlabelled} unlabelled skipped"
-                       f", {stats.invalid} invalid)")
+        note = kept_note(stats)
+        if have:
+            self.log.write(f"Writeback: {stats.written} suggestions for {', '.join(stats.schemas) or 'no schema'} "
+                           f"({stats.below_confidence} below min_confidence, {stats.skipped_unlabelled} unlabelled "
+                           f"skipped, {stats.invalid} invalid)")
+        if note:
+            self.log.write(note)
+        if not have:
+            return ({"suggestions/written": 0} if stats.schemas else {}), note
         ordered = activelearning.record_order(self.project, self.run, kept)
         if ordered is not None:
             share = f", {ordered['random_share']:.0%} of them at random" if ordered["random_share"] else ""
             self.log.write(f"Active learning: the next {len(ordered['ids'])} items nobody has labelled go to "
                            f"annotators most uncertain first ({ordered['uncertainty']}){share}")
         if not stats.schemas:
-            return {}
+            return {}, note
         return {"suggestions/written": stats.written, "suggestions/below_confidence": stats.below_confidence,
-                "suggestions/unlabelled_skipped": stats.skipped_unlabelled, "suggestions/invalid": stats.invalid}
+                "suggestions/unlabelled_skipped": stats.skipped_unlabelled, "suggestions/invalid": stats.invalid}, note

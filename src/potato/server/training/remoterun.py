@@ -43,6 +43,7 @@ from potato.server import stopping
 from potato.server.training.codepush import code_archive, code_hash
 from potato.server.training import sshlines
 from potato.server.training.copyback import CopyFailed, over_total_message, receive
+from potato.server.training.private import open_private
 from potato.server.training.recorder import RunRecorder
 from potato.server.training.runs import Run, RunState, RunStore
 from potato.server.training.sshcmd import (
@@ -263,7 +264,7 @@ class RemoteRun:
                                     list(b.env), agent_args)
         server = urlsplit(self.agent_url)
         self.forward = forward = f"{socket}:{server.hostname}:{server.port}"
-        out = (self.run_dir / "agent.out").open("ab")
+        out = open_private(self.run_dir / "agent.out", "ab")
         try:
             proc = subprocess.Popen(
                 self.target.argv(framed(command, new_nonce()), "-o", "ExitOnForwardFailure=yes", "-R", forward),
@@ -366,7 +367,8 @@ class RemoteRun:
 
     def succeeded(self, artifact_uri: str) -> None:
         self.store.update(self.run.id, artifact_uri=artifact_uri)
-        self.store.move(self.run.id, RunState.SUCCEEDED, step="done", progress=1.0)
+        kept = (self.store.get(self.run.id) or self.run).message  # e.g. whose suggestions annotators keep
+        self.store.move(self.run.id, RunState.SUCCEEDED, message=kept, step="done", progress=1.0)
         self.say("Run succeeded.")
 
     def left_behind_commands(self) -> list[str]:

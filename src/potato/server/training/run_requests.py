@@ -82,9 +82,24 @@ def check_run_request(config: Config, body: object, trainers: Mapping[str, Mappi
     return trainer, list(dict.fromkeys(schemas)), backend, merged
 
 
+SOURCE_RUN_HELP = "the id of a succeeded run of this server to recalibrate (default: the newest)"
+
+
+def as_requested(trainer: dict[str, Any]) -> dict[str, Any]:
+    """A trainer's entry with the parameters a start-run request takes (pure): decision-calibrate's
+    worker reads ``source_predictions``, a path on the server, which a request may not give (400);
+    a request names the run instead, as ``source_run``."""
+    if trainer.get("name") != CALIBRATE:
+        return trainer
+    params = {name: text for name, text in (trainer.get("params") or {}).items() if name != "source_predictions"}
+    shown = [name for name in trainer.get("shown") or () if name != "source_predictions"]
+    return {**trainer, "params": {"source_run": SOURCE_RUN_HELP, **params}, "shown": ["source_run", *shown]}
+
+
 def trainer_table() -> dict[str, dict[str, Any]]:
-    """Registered trainers by name, as JSON-ready dicts (page, API and request checks)."""
-    return {t.name: asdict(t) for t in available_trainers()}
+    """Registered trainers by name, as JSON-ready dicts (page, API and request checks), each with the
+    parameters a request takes (:func:`as_requested`)."""
+    return {t.name: as_requested(asdict(t)) for t in available_trainers()}
 
 
 def calibration_source(store: RunStore, schemas: list[str], run_id: str | None) -> str:
@@ -124,13 +139,9 @@ def start_run(project: Project, store: RunStore, body: object, trigger: Trigger 
 
 
 def form_params(trainer: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """A trainer's parameters as the start form asks for them: help text, and whether required.
-    decision-calibrate names its source by run id (a request never gives a path)."""
+    """A trainer's parameters as the start form asks for them (an entry of :func:`trainer_table`, so
+    decision-calibrate's source is a run id): help text, and whether required."""
     params = dict(trainer.get("params") or {})
-    if trainer.get("name") == CALIBRATE:
-        params.pop("source_predictions", None)
-        params = {"source_run": "the id of a succeeded run of this server to recalibrate (default: the newest)",
-                  **params}
     shown = set(trainer.get("shown") or ())
     return {name: {"help": text, "required": text.endswith("(required)"), "shown": name in shown}
             for name, text in params.items()}

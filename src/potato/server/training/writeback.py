@@ -2,7 +2,9 @@
 
 Suggestions live beside labels, never in them: a human label is never overwritten, and a
 suggestion becomes a label only when an annotator accepts it (stored with source
-``suggestion`` and the run id). The newest run written back for a schema is the one shown.
+``suggestion`` and the run id). The newest run written back for a schema is the one shown, if it
+predicted that schema at all: a run that wrote no (valid) prediction for a schema leaves the run
+shown before in place, and says so (:func:`kept_note`), instead of showing annotators nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ class WritebackStats:
     invalid: int = 0
     stopped: bool = False
     """The run was asked to stop before its suggestions were stored: nothing was written."""
+    predicted: dict[str, int] = field(default_factory=dict)
+    """Per schema, the valid predictions the run wrote, before min_confidence and include_unlabeled."""
+    kept: dict[str, str | None] = field(default_factory=dict)
+    """The schemas the run wrote no valid prediction for, each with the run still shown for it (None:
+    none), whose suggestions annotators keep."""
 
 
 def _is_confidence(value: object) -> bool:
@@ -73,6 +80,7 @@ def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str],
             if spans is None:
                 stats.invalid += 1
                 continue
+            stats.predicted[schema] = stats.predicted.get(schema, 0) + 1
             if (spans == [] and label) or (not label and conf < wb.min_confidence):
                 stats.below_confidence += 1
                 continue
@@ -80,9 +88,11 @@ def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str],
         elif not _is_confidence(conf) or (scheme is not None and not scheme.accepts(label)):
             stats.invalid += 1
             continue
-        elif conf < wb.min_confidence:
-            stats.below_confidence += 1
-            continue
+        else:
+            stats.predicted[schema] = stats.predicted.get(schema, 0) + 1
+            if conf < wb.min_confidence:
+                stats.below_confidence += 1
+                continue
         if not wb.include_unlabeled and (item_id, schema) not in labelled:
             stats.skipped_unlabelled += 1
             continue
@@ -114,8 +124,11 @@ def schema_score(metrics: Mapping[str, Any], scheme: Scheme | None) -> float | N
     return score if isinstance(score, (int, float)) and not isinstance(score, bool) else None
 
 
-def write_back(project: Project, run: Run, predictions: Path, metrics: Mapping[str, Any]) -> WritebackStats:
-    """Store the run's suggestions in one transaction and make it the shown run for its schemas."""
+def write_back(project: Project, run: Run, predictions: Path | None, metrics: Mapping[str, Any]) -> WritebackStats:
+    """Store the run's suggestions in one transaction and make it the shown run for the schemas it
+    predicted. A schema it wrote no valid prediction for (``predictions`` None: none at all) keeps the
+    run shown before: an upload that was empty, or a trainer that skipped a schema, must not take
+    the earlier runs' suggestions away from annotators (``stats.kept`` says whose they keep)."""
     wb = project.config.model_training.writeback
     stats = WritebackStats(schemas=sorted(set(wb.schemas) & set(run.schemas)))
     if not stats.schemas:
@@ -127,7 +140,8 @@ def write_back(project: Project, run: Run, predictions: Path, metrics: Mapping[s
     }
     schemes = {s.name: s for s in project.config.annotation_schemes}
     texts = {item.id: item.text for item in project.items}
-    rows = select(_read_jsonl(predictions), wb, set(run.schemas), texts, labelled, stats, schemes)
+    lines = _read_jsonl(predictions) if predictions is not None else iter(())
+    rows = select(lines, wb, set(run.schemas), texts, labelled, stats, schemes)
     with project.db.transaction() as tx:
         asked = tx.execute("SELECT cancel_requested FROM runs WHERE id = ?", (run.id,)).fetchone()
         if asked is not None and asked[0]:
@@ -138,12 +152,35 @@ def write_back(project: Project, run: Run, predictions: Path, metrics: Mapping[s
             ((run.id, *row) for row in rows),
         )
         for schema in stats.schemas:
+            if not stats.predicted.get(schema):
+                shown = tx.execute("SELECT value FROM meta WHERE key = ?", (f"writeback:{schema}",)).fetchone()
+                stats.kept[schema] = json.loads(shown[0]).get("run_id") if shown is not None else None
+                continue
             tx.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                 (f"writeback:{schema}", json.dumps({"run_id": run.id, "trainer": run.trainer,
                                                      "score": schema_score(metrics, schemes.get(schema))})),
             )
     return stats
+
+
+def kept_note(stats: WritebackStats) -> str | None:
+    """What run.log and the run's card say when the run wrote no valid prediction for a schema it
+    writes back: whose suggestions annotators keep (pure). None when it predicted every schema."""
+    if not stats.kept:
+        return None
+    what = f"no valid predictions ({stats.invalid} invalid lines)" if stats.invalid else "no predictions"
+    by_run: dict[str | None, list[str]] = {}
+    for schema, shown in stats.kept.items():
+        by_run.setdefault(shown, []).append(schema)
+    notes = []
+    for shown, schemas in sorted(by_run.items(), key=lambda kv: kv[0] is None):  # whose are kept, first
+        names = ", ".join(schemas)
+        if shown is None:
+            notes.append(f"This run wrote {what} for {names}; no earlier run has suggestions for it either.")
+        else:
+            notes.append(f"This run wrote {what} for {names}, so annotators keep the suggestions of run {shown}.")
+    return " ".join(notes)
 
 
 def withdraw(project: Project, run_id: str) -> int:

@@ -60,9 +60,9 @@ def test_repository_names_the_hub_refuses(repo_id: str) -> None:
 
 def test_a_request_takes_defaults_for_what_it_leaves_out() -> None:
     assert read_request(None, "org/default", "msg") == hubpush.PushRequest("org/default", True, "msg")
-    assert read_request({"repo_id": " ", "private": None, "commit_message": ""}, "d", "m") == \
+    assert read_request({"repo_id": None, "private": None, "commit_message": ""}, "d", "m") == \
         hubpush.PushRequest("d", True, "m")
-    got = read_request({"repo_id": " org/name ", "private": False, "commit_message": " Mine ", "x": 1}, "d", "m")
+    got = read_request({"repo_id": "org/name", "private": False, "commit_message": " Mine ", "x": 1}, "d", "m")
     assert got == hubpush.PushRequest("org/name", False, "Mine")
 
 
@@ -70,6 +70,11 @@ def test_a_request_takes_defaults_for_what_it_leaves_out() -> None:
     ([], "Send a JSON object"),
     ({"repo_id": 3}, "repo_id must be text"),
     ({"repo_id": "a/b/c"}, "not a repository name"),
+    ({"repo_id": ""}, "repo_id is empty: name the repository as name or namespace/name, or leave repo_id out (or "
+                      "null) to push to d."),  # issue 33 item 6: the contract's minLength 1
+    ({"repo_id": " "}, "repo_id is empty"),
+    ({"repo_id": " org/name "}, "' org/name ' is not a repository name"),  # taken as written, as the contract says
+    ({"commit_message": " " * 1001}, "keep it to 1000 or fewer"),
     ({"private": "yes"}, "private must be true or false"),
     ({"private": 1}, "private must be true or false"),
     ({"commit_message": ["x"]}, "commit_message must be text"),
@@ -288,6 +293,20 @@ def test_network_trouble_and_other_failures() -> None:
     text = message(ValueError("Invalid metadata in README.md.\n- bad key"))
     assert text.startswith("The Hub refused the model card's metadata")
     assert message(RuntimeError("boom")) == "The push failed while uploading the files: RuntimeError: boom"
+
+
+def test_an_answer_that_is_not_the_hub_s_says_so_instead_of_a_key_error() -> None:
+    """Issue 33 item 6: huggingface_hub follows a redirect off the Hub's API (a moved address, a proxy's
+    sign-in page) and then fails on the page it got, as ``KeyError: 'url'`` (or invalid JSON)."""
+    import json
+
+    text = message(KeyError("url"), "creating the repository")
+    assert text.startswith("The answer to creating the repository did not come from the Hub's API: "
+                           "https://huggingface.co answered without the 'url' the Hub sends. A redirect to another "
+                           "address (which huggingface_hub follows) or a proxy answering in the Hub's place does this.")
+    assert "HF_ENDPOINT" in text and text.endswith("nothing was pushed.") and "KeyError" not in text
+    text = message(json.JSONDecodeError("Expecting value", "<html>", 0), "committing the files")
+    assert "answered not in JSON" in text and "look at the repository before you push again" in text
 
 
 def test_redact_blots_out_the_token() -> None:

@@ -86,6 +86,8 @@ class AgentPresence:
     busy: Run | None
     """The backend's run that executes now (its agent then reports on it instead of polling)."""
     polling: bool
+    left_at: float | None = None
+    """When the backend's agent said it stops (and none has polled since)."""
 
 
 def polling_window_s(backend: AgentBackend) -> float:
@@ -102,8 +104,9 @@ def agent_presence(tokens: BackendTokens, active: Sequence[Run], backend: AgentB
     seen = entry.last_seen if entry is not None else None
     if busy is not None and busy.last_seen is not None and (seen is None or busy.last_seen > seen):
         seen = busy.last_seen
-    polling = entry is not None and seen is not None and now - seen <= polling_window_s(backend)
-    return AgentPresence(entry, seen, busy, polling)
+    left_at = entry.left_at if entry is not None and busy is None else None
+    polling = entry is not None and seen is not None and now - seen <= polling_window_s(backend) and left_at is None
+    return AgentPresence(entry, seen, busy, polling, left_at)
 
 
 @functools.lru_cache(maxsize=1)
@@ -129,7 +132,9 @@ def no_agent_text(config: Config, db: Database, backend: AgentBackend, presence:
         return (f"no agent polls for backend '{name}': no token issued yet; on the server run "
                 f"`potato training register {name} {config.path.name}`, then on the training machine the commands "
                 "it prints")
-    since = ("none has connected with its token yet" if presence.seen is None
+    host = (presence.token.agent or {}).get("host") or "the training machine"
+    since = (f"its agent on {host} left at {_when(presence.left_at)}" if presence.left_at is not None
+             else "none has connected with its token yet" if presence.seen is None
              else f"the last request came {now - presence.seen:.0f} s ago")
     return (f"no agent polls for backend '{name}' ({since}): start one on the training machine with the backend's "
             f"token in POTATO_TRAINING_TOKEN: `{start_agent_command(config, db, name)}` (a lost token: "
@@ -180,6 +185,7 @@ def agent_entries(config: Config, tokens: BackendTokens, store: RunStore, now: f
             "registered_at": entry.created_at if entry else None,
             "last_seen": presence.seen,
             "connected": presence.polling,
+            "left_at": presence.left_at,
             "agent": entry.agent if entry else None,
             "run": presence.busy.id if presence.busy else None,
         })

@@ -52,8 +52,9 @@ def test_a_pick_is_stored_whichever_way_the_item_is_left(server: ServerProcess, 
     page.reload()
     labels_become(server, "una", [("r000", "positive"), ("r001", "negative")])
 
-    # A text box typed into (never left, so no change event) and then a reload.
-    page.wait_for_selector("#item-id")
+    # A text box typed into (never left, so no change event) and then a reload. A reload shows
+    # the item that was shown (issue 33 item 10).
+    page.wait_for_selector("#item-id:text('r001')")
     item = page.inner_text("#item-id")
     page.fill("textarea[name=note]", "the fan is loud")
     page.reload()
@@ -64,11 +65,10 @@ def test_a_pick_is_stored_whichever_way_the_item_is_left(server: ServerProcess, 
 
     # A pick clicked with the mouse on the item shown, then another address. (Its save sends only
     # what changed: a page loaded before the note arrived does not clear the note.)
-    page.wait_for_selector("#item-id")
-    current = page.inner_text("#item-id")
-    page.click("input[name=sentiment][value=negative]")
+    page.wait_for_selector("#item-id:text('r001')")
+    page.click("input[name=sentiment][value=positive]")
     page.goto("about:blank")
-    labels_become(server, "una", sorted([("r000", "positive"), ("r001", "negative"), (current, "negative")]))
+    labels_become(server, "una", [("r000", "positive"), ("r001", "positive")])
     assert notes(server, "una") == [(item, "the fan is loud")]
 
 

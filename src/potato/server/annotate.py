@@ -105,11 +105,27 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "done": done,
         # Every item labelled, or (items assigned) none left to assign to this annotator.
         "finished": done == total or (done == queue.size(user) and not queue.can_extend(user)),
-        "suggestions": project.suggestions_for(item.id) if project.suggestions_for is not None else {},
+        "suggestions": _with_model_dates(project, project.suggestions_for(item.id))
+        if project.suggestions_for is not None else {},
         "fields": [{"label": f.label or f.key, "text": field_text(item.data.get(f.key)),
                     **({"span_target": True} if f.span_target else {})}
                    for f in project.config.page.display_fields],
     }
+
+
+def with_trained_at(suggestions: Mapping[str, dict[str, Any]], finished: Mapping[str, float]) -> dict[str, Any]:
+    """Each suggestion with ``trained_at``, when the run that made it finished (pure): the page names
+    a suggestion by its model's date and confidence, never by the run's id (kept for ``accepted``)."""
+    return {schema: {**s, "trained_at": finished.get(s.get("run_id", ""))} for schema, s in suggestions.items()}
+
+
+def _with_model_dates(project: Project, suggestions: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    ids = sorted({str(s.get("run_id")) for s in suggestions.values()})
+    if not ids:
+        return dict(suggestions)
+    rows = project.db.conn.execute(
+        f"SELECT id, finished_at FROM runs WHERE id IN ({', '.join('?' * len(ids))})", ids).fetchall()
+    return with_trained_at(suggestions, {row[0]: row[1] for row in rows if row[1] is not None})
 
 
 def field_text(value: Any) -> str:
@@ -131,6 +147,15 @@ def _start_position(project: Project, user: str) -> int:
     if left_open is not None and (pos is None or left_open < pos):
         return left_open
     return 0 if pos is None else pos
+
+
+def _shown_position(project: Project, user: str, item_id: str | None) -> int | None:
+    """The position of the item the page showed before a reload (the page keeps its id in the
+    address, ``?item=``), so a reload stays on it, a skipped item too; None when the id is not one
+    of this annotator's items (then the page starts where a sign-in does)."""
+    if not item_id or item_id not in project.items:
+        return None
+    return project.queue.position(user, item_id)
 
 
 def _first_left_open(project: Project, user: str) -> int | None:
@@ -237,7 +262,8 @@ def logout() -> Any:
 def annotate() -> Any:
     project = current_project()
     user = session_user()
-    start = _start_position(project, user)
+    shown = _shown_position(project, user, request.args.get("item"))
+    start = _start_position(project, user) if shown is None else shown
     if project.queue.size(user) == 0:
         return render_template("no_items.html", title=project.config.annotation_task_name, user=user,
                                page=project.config.page)

@@ -79,7 +79,7 @@
       if (s) {
         box.hidden = false;
         box.querySelector(".s-label").textContent = Array.isArray(s.label) ? s.label.join(", ") : s.label;
-        box.querySelector(".s-conf").textContent = "(" + Math.round(s.confidence * 100) + "% confident, run " + s.run_id + ")";
+        describeModel(box, s, sure(s.confidence));
       } else {
         box.hidden = true;
       }
@@ -88,7 +88,53 @@
     state.saved = answers();
     state.failed = false;
     setStatus(note || "");
+    keepInAddress(item);
     window.scrollTo(0, 0);
+  }
+
+  // The item shown is in the address (?item=<id>), so a reload shows it again, a skipped one too.
+  // Replaced, never pushed: moving between items adds no history entries, Back leaves the page.
+  function keepInAddress(item) {
+    try {
+      var url = new URL(window.location.href);
+      if (url.searchParams.get("item") === item.id) return;
+      url.searchParams.set("item", item.id);
+      history.replaceState(history.state, "", url.pathname + url.search + url.hash);
+    } catch (e) { /* an address the browser will not rewrite: a reload then starts where a sign-in does */ }
+  }
+
+  // "Save & next" with nothing picked saves nothing: it reads "Skip" then (both names take the
+  // button's place at once, so it does not change size under the mouse). A required question
+  // cannot be skipped: there the button keeps its name and asks for the answer.
+  function nothingPicked(a) {
+    return !schemes.some(function (fs) { return !fs.hidden && !unanswered(fs, a[fs.dataset.schema]); });
+  }
+
+  function nameSaveButton() {
+    var a = answers(), btn = $("save-next"), skip = nothingPicked(a) && !missingRequired(a).length;
+    if (btn.classList.contains("skip") === skip && btn.title) return;
+    btn.classList.toggle("skip", skip);
+    btn.title = skip ? "Nothing is picked: skip this item, leaving it unlabelled (Enter or \u2192)"
+      : "Save and go to the next item (Enter or \u2192)";
+  }
+
+  // A suggestion is named by how sure its model is and when it was trained, never by the run's id.
+  function percent(c) { return typeof c === "number" ? Math.round(c * 100) + "%" : ""; }
+  function sure(c) { return typeof c === "number" ? percent(c) + " sure" : ""; }
+
+  function modelDate(s, long) {
+    if (typeof s.trained_at !== "number") return "";
+    var d = new Date(s.trained_at * 1000);
+    return long ? d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" })
+      : d.toLocaleDateString(undefined, { day: "numeric", month: "short" });
+  }
+
+  function describeModel(box, s, conf) {
+    var when = modelDate(s, false);
+    box.querySelector(".s-conf").textContent = conf;
+    box.querySelector(".s-when").textContent = when ? "model of " + when : "";
+    box.title = "A model trained on this project's labels" + (when ? " (" + modelDate(s, true) + ")" : "")
+      + " suggests this. It is not your answer until you accept it.";
   }
 
   // One reader and one writer per kind of field, so every scheme type is saved and shown the same way.
@@ -196,6 +242,7 @@
       current[fs.dataset.schema] = fs.hidden ? null : getValue(fs);
     });
     if (spanSets.length) redrawIfShownChanged();
+    nameSaveButton();
   }
 
   function answers() {
@@ -370,6 +417,8 @@
 
   // Show the item `go` names; answers not stored yet (a box typed into, a pick whose save failed)
   // are stored with the same request. Stored answers are not sent again.
+  // Forward with nothing picked is a skip: nothing is stored (the item stays unlabelled, and
+  // "Unlabelled" finds it again), and the status line says which item was skipped.
   function saveAndGo(go) {
     var a = answers();
     var hasAnswer = schemes.some(function (fs) { return !unanswered(fs, a[fs.dataset.schema]); });
@@ -378,16 +427,24 @@
       setStatus("Answer \u201c" + missing.join("\u201d, \u201c") + "\u201d first: it is required.", true);
       return true;
     }
-    if (!dirty()) return move(go);
+    var skipped = forward && nothingPicked(a) ? state.item : null;
+    if (!dirty()) return move(go, skipped);
     setStatus("Saving…");
     return request("POST", "/api/label", { id: state.item.id, labels: a, accepted: state.accepted, go: go })
-      .then(function (data) { render(data.item, data.note); return true; },
+      .then(function (data) { shown(data, skipped); return true; },
             function (err) { return failed(err, true, { id: state.item.id, labels: a, accepted: state.accepted }); });
   }
 
-  function move(go) {
+  function move(go, skipped) {
     return request("GET", "/api/move?go=" + encodeURIComponent(go) + "&from=" + state.item.position)
-      .then(function (data) { render(data.item, data.note); return true; }, function (err) { return failed(err, false); });
+      .then(function (data) { shown(data, skipped); return true; }, function (err) { return failed(err, false); });
+  }
+
+  function shown(data, skipped) {
+    render(data.item, data.note);
+    if (skipped && !data.note && data.item.id !== skipped.id) {
+      setStatus("Skipped item " + skipped.number + " (" + skipped.id + "): nothing was picked, so it stays unlabelled.");
+    }
   }
 
   function gotoNumber(n) {
@@ -483,11 +540,17 @@
     return s && Array.isArray(s.label) ? s : null;
   }
 
-  // The model's spans still on offer: none once the annotator has an answer, none they rejected.
-  function suggestedSpans(fs) {
+  // The model's spans on offer, rejected or not: none once the annotator has an answer.
+  function offeredSpans(fs) {
     var st = SP[fs.dataset.schema], s = suggestionOf(fs);
     if (!s || st.answered) return [];
-    return s.label.filter(function (x) { return spanOk(x, fs) && !st.rejected[spanKey(x)]; });
+    return s.label.filter(function (x) { return spanOk(x, fs); });
+  }
+
+  // The model's spans still on offer: none they rejected.
+  function suggestedSpans(fs) {
+    var st = SP[fs.dataset.schema];
+    return offeredSpans(fs).filter(function (x) { return !st.rejected[spanKey(x)]; });
   }
 
   // The element whose text is marked: the item's text, or the field instance_display marks.
@@ -520,10 +583,13 @@
     var out = [];
     spanSets.forEach(function (fs) {
       if (fs.hidden) return;
-      var st = SP[fs.dataset.schema], s = suggestionOf(fs);
+      var st = SP[fs.dataset.schema];
       st.spans.forEach(function (x) { out.push({ fs: fs, s: x, own: true, color: labelColor(fs, x.label) }); });
-      suggestedSpans(fs).forEach(function (x) {
-        out.push({ fs: fs, s: x, own: false, color: labelColor(fs, x.label), conf: x.confidence, run: s.run_id });
+      // A rejected suggestion stays where it was, struck through (a click undoes it): the text
+      // around it does not move, so the next suggestion never slides under the pointer.
+      offeredSpans(fs).forEach(function (x) {
+        out.push({ fs: fs, s: x, own: false, rejected: !!st.rejected[spanKey(x)], color: labelColor(fs, x.label),
+                   conf: x.confidence });
       });
     });
     out.forEach(function (d, i) { d.id = i; });
@@ -535,11 +601,9 @@
     return { start: Math.min(tgt.anchor, tgt.caret), end: Math.max(tgt.anchor, tgt.caret) };
   }
 
-  function percent(c) { return typeof c === "number" ? Math.round(c * 100) + "%" : ""; }
-
   function tagFor(d) {
     var el = document.createElement("span"), label = d.s.label, show = d.fs.dataset.showLabels !== "false";
-    el.className = "hl-end " + (d.own ? "own" : "model");
+    el.className = "hl-end " + kindOf(d);
     el.dataset.id = String(d.id);
     el.style.setProperty("--c", d.color);
     el.setAttribute("aria-hidden", "true");
@@ -553,9 +617,12 @@
     return el;
   }
 
+  function kindOf(d) { return d.own ? "own" : d.rejected ? "rejected" : "model"; }
+
   function modelTitle(d) {
-    return "Model suggests " + d.s.label + " " + quoted(d.s) + (d.conf !== undefined ? " (" + percent(d.conf) + " confident)" : "")
-      + ": click to reject it; a accepts the model's spans";
+    var what = d.s.label + " " + quoted(d.s) + (d.conf !== undefined ? " (" + sure(d.conf) + ")" : "");
+    return d.rejected ? "Rejected: the model suggested " + what + ". Click to undo"
+      : "Model suggests " + what + ": click to reject it; a accepts the model's spans";
   }
 
   // Draw the text once per change: one DocumentFragment cut at every span boundary, the caret and
@@ -575,7 +642,9 @@
     });
     var points = Object.keys(cuts).map(Number).sort(function (a, b) { return a - b; });
     var frag = document.createDocumentFragment(), starts = new WeakMap();
-    var inner = function (a, b) { return (a.s.end - a.s.start) - (b.s.end - b.s.start) || (a.own === b.own ? a.id - b.id : a.own ? -1 : 1); };
+    // The innermost span on top; of equal ones the annotator's, then the model's, then a rejected one.
+    var rank = function (d) { return d.own ? 0 : d.rejected ? 2 : 1; };
+    var inner = function (a, b) { return (a.s.end - a.s.start) - (b.s.end - b.s.start) || rank(a) - rank(b) || a.id - b.id; };
     for (var i = 0; i < points.length; i++) {
       var p = points[i];
       if (p === caretAt) {
@@ -592,7 +661,7 @@
       if (cover.length) {
         var top = cover[0];
         wrap = document.createElement("mark");
-        wrap.className = "hl " + (top.own ? "own" : "model") + (cover.length > 1 ? " nested" : "");
+        wrap.className = "hl " + kindOf(top) + (cover.length > 1 ? " nested" : "");
         wrap.dataset.ids = cover.map(function (d) { return d.id; }).join(" ");
         wrap.style.setProperty("--c", top.color);
         wrap.style.boxShadow = cover.map(function (d, k) { return "inset 0 -" + (3 * (k + 1)) + "px 0 0 " + d.color; }).join(", ");
@@ -654,12 +723,78 @@
     });
     var box = fs.querySelector(".suggestion"), s = suggestionOf(fs);
     if (!s || st.answered) { box.hidden = true; return; }
-    var left = suggestedSpans(fs).length, offered = s.label.length, gone = offered - left;
+    var offered = offeredSpans(fs), left = suggestedSpans(fs).length;
     box.hidden = false;
-    box.querySelector(".s-label").textContent = offered === 0 ? "nothing to mark"
-      : left + (left === 1 ? " span" : " spans") + (gone ? " (" + gone + " rejected)" : "");
-    box.querySelector(".s-conf").textContent = "(" + percent(s.confidence) + " confident, run " + s.run_id + ")";
-    box.querySelector(".s-accept").disabled = offered > 0 && left === 0;
+    // The same words after a rejection (the list says which are rejected): the lines below stay put.
+    box.querySelector(".s-label").textContent = !s.label.length ? "nothing to mark"
+      : offered.length + (offered.length === 1 ? " span" : " spans");
+    describeModel(box, s, s.label.length ? "" : sure(s.confidence));  // each span has its own, in the list
+    showSpanList(fs, box.querySelector(".s-spans"), offered);
+    box.querySelector(".s-accept").disabled = s.label.length > 0 && left === 0;
+  }
+
+  // The suggested spans, one line each with its own confidence. A line stays where it is when its
+  // span is rejected (its button then reads Undo), so the next line's button never moves up under
+  // the pointer; the lines are built once per item and only marked afterwards.
+  function showSpanList(fs, list, offered) {
+    var st = SP[fs.dataset.schema], key = state.item.id + " " + offered.map(spanKey).join(" ");
+    if (list.dataset.key !== key) {
+      list.dataset.key = key;
+      list.replaceChildren();
+      offered.forEach(function (x) { list.appendChild(spanLine(fs, x)); });
+    }
+    Array.prototype.forEach.call(list.children, function (li) {
+      var rejected = !!st.rejected[li.dataset.span];
+      li.classList.toggle("rejected", rejected);
+      li.querySelector(".s-reject").setAttribute("aria-label", (rejected ? "Undo the rejection of " : "Reject ") + li.dataset.name);
+    });
+  }
+
+  function spanLine(fs, x) {
+    var li = document.createElement("li"), btn = document.createElement("button"), what = document.createElement("span");
+    var label = document.createElement("strong"), conf = document.createElement("span");
+    li.dataset.span = spanKey(x);
+    li.dataset.name = x.label + " " + quoted(x);
+    li.style.setProperty("--c", labelColor(fs, x.label));
+    btn.type = "button";
+    btn.className = "ghost s-reject";
+    ["Reject", "Undo"].forEach(function (text, i) {
+      var part = document.createElement("span");
+      part.className = i ? "if-rejected" : "if-offered";
+      part.textContent = text;
+      btn.appendChild(part);
+    });
+    btn.addEventListener("click", function (ev) { if (!repeatedClick(ev, true)) toggleRejected(fs, x); });
+    what.className = "s-span";
+    label.textContent = x.label;
+    what.appendChild(label);
+    what.appendChild(document.createTextNode(" " + quoted(x)));
+    conf.className = "s-span-conf";
+    conf.textContent = sure(x.confidence);
+    li.appendChild(btn);
+    li.appendChild(what);
+    li.appendChild(conf);
+    return li;
+  }
+
+  // The second click of a double click is no second reject (or undo, or removal); on a suggestion,
+  // neither is a click within a double click's interval of the last reject or undo.
+  var lastToggle = 0;
+  function repeatedClick(ev, suggestion) {
+    if (ev.detail === 0) return false;  // Enter or Space on a focused button: the keyboard's
+    if (ev.detail > 1) return true;
+    if (!suggestion) return false;
+    var now = Date.now(), soon = now - lastToggle < 500;
+    if (!soon) lastToggle = now;
+    return soon;
+  }
+
+  // A rejected suggestion only leaves the offer (nothing is stored); an undo puts it back.
+  function toggleRejected(fs, x) {
+    var st = SP[fs.dataset.schema], k = spanKey(x);
+    if (st.rejected[k]) delete st.rejected[k]; else st.rejected[k] = true;
+    drawSpans();
+    spanSets.forEach(showSpanState);
   }
 
   // A change of the annotator's spans: shown, and saved at once (as a pick is).
@@ -758,12 +893,8 @@
 
   function removeDrawn(d) {
     var st = SP[d.fs.dataset.schema];
+    if (!d.own) { toggleRejected(d.fs, d.s); return; }
     st.rejected[spanKey(d.s)] = true;  // a removed accepted span is not offered again
-    if (!d.own) {  // a rejected suggestion only leaves the page: nothing is stored
-      drawSpans();
-      spanSets.forEach(showSpanState);
-      return;
-    }
     var i = st.spans.indexOf(d.s);
     if (i < 0) return;
     st.spans.splice(i, 1);
@@ -776,7 +907,9 @@
   function removeAtCaret(back) {
     var c = tgt.caret, inner = function (a, b) { return (a.s.end - a.s.start) - (b.s.end - b.s.start) || (a.own ? -1 : 1); };
     var hit = function (fwd) {
-      return tgt.drawn.filter(function (d) { return fwd ? d.s.start <= c && c < d.s.end : d.s.start < c && c <= d.s.end; }).sort(inner)[0];
+      return tgt.drawn.filter(function (d) {
+        return !d.rejected && (fwd ? d.s.start <= c && c < d.s.end : d.s.start < c && c <= d.s.end);
+      }).sort(inner)[0];
     };
     var d = hit(!back) || hit(back);
     if (d) removeDrawn(d); else setStatus("No span at the caret to remove.");
@@ -927,7 +1060,7 @@
       var tag = ev.target.closest(".hl-end"), mark = ev.target.closest("mark.hl");
       var id = tag ? tag.dataset.id : mark ? mark.dataset.ids.split(" ")[0] : null;
       var d = id === null ? null : tgt.drawn[Number(id)];
-      if (d) removeDrawn(d);
+      if (d && !repeatedClick(ev, !d.own)) removeDrawn(d);
     });
     document.addEventListener("focusin", function (ev) {
       if (tgt.el && ev.target === tgt.el && !pointerDown) { keyboardMode(); drawSpans(); }

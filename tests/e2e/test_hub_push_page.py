@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Tuple
 
 import pytest
+import requests
 
 from tests import agents
+from tests.conftest import ADMIN_KEY
 from tests.e2e.test_training_page_newcomer import open_page
 from tests.hubstandin import USER, HubStandIn
 from tests.integration.test_hub_push import agent_run_with_model_left_on_host
@@ -19,6 +21,8 @@ from tests.integration.test_training_local import label_all, start, wait
 from tests.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+HEADERS = {"X-API-Key": ADMIN_KEY}
 
 
 @pytest.fixture
@@ -99,3 +103,32 @@ def test_pushing_from_the_page_at_390_px(server: Tuple[ServerProcess, HubStandIn
     fits(page, 390)
     page.screenshot(path=str(tmp_path / "push-blocked-390.png"), full_page=True)
     page.locator("#push").screenshot(path=str(tmp_path / "push-section-blocked-390.png"))
+
+
+def test_without_a_token_the_push_button_is_off_with_the_reason_beside_it(
+        make_project: Callable[..., Path], page: Any, tmp_path: Path) -> None:
+    """Issue 33 item 12: with no token set up the panel offered an enabled button (the push could only
+    fail), and its words ("then restart the server") contradicted training.md ("read when a push starts").
+    Now the button is off, the reason beside it says what to do, and it agrees with the server's refusal:
+    setting up a token takes a restart; a token written to a known token file does not."""
+    srv = ServerProcess(make_project(model_training={"enabled": True}), env={"HF_TOKEN": ""}).start()
+    try:
+        label_all(srv, 30)
+        run = wait(srv, start(srv, trainer="sklearn-text-classification", schemas=["sentiment"],
+                              backend="local")["id"], {"succeeded", "failed", "cancelled"})
+        assert run["state"] == "succeeded", (run["reason"], run["message"], run.get("log_tail"))
+        page.set_viewport_size({"width": 390, "height": 844})
+        open_page(page, f"{srv.url}/admin/training/#run={run['id']}")
+        page.wait_for_selector("#push-form:not([hidden])")
+        assert page.is_disabled("#push-start")
+        reason = page.inner_text("#push-token")
+        assert page.is_visible("#push-token") and reason.startswith("No Hugging Face token is set up")
+        assert "model_training.hub.token_file and restart the server" in reason
+        assert "HF_TOKEN in the server's environment and restart it" in reason
+        assert page.get_attribute("#push-start", "aria-describedby") == "push-token"
+        fits(page, 390)
+        page.locator("#push").screenshot(path=str(tmp_path / "push-no-token-390.png"))
+        refused = requests.post(f"{srv.url}/admin/training/api/runs/{run['id']}/push", headers=HEADERS, json={})
+        assert refused.status_code == 409 and "then restart the server" in refused.json()["error"]
+    finally:
+        srv.stop()

@@ -41,7 +41,7 @@ def test_the_span_run_shows_its_f1_overall_and_by_label(trained: tuple[ServerPro
     open_page(page, srv.url + "/admin/training/")
     row = page.wait_for_selector(f"#runs tr[data-run-id='{run['id']}']")
     score_cell = row.query_selector("td:nth-child(6)")
-    assert score_cell.inner_text().strip() == f"{metrics['entities/holdout_f1']:.2f}"
+    assert score_cell.inner_text().strip() == f"{metrics['entities/holdout_f1']:.2f} span F1"  # named (issue 33)
     assert "Span F1" in score_cell.get_attribute("title")
     page.click(f"#runs tr[data-run-id='{run['id']}'] button.linklike")
     page.wait_for_selector("#run-span-scores:not([hidden]) tbody tr")

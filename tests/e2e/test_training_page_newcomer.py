@@ -113,7 +113,9 @@ def test_a_trainer_this_machine_cannot_import_is_named_before_start_and_refused_
     """A setup without the train-text extra: hf-text-classification was offered for 'local' as for any
     backend, and a click on Start queued a run bound to fail. Now the form says what is missing and the
     command that installs it while 'local' is picked, Start is refused with the same words and no run
-    is queued; on another backend (whose machine may have the packages) the run starts."""
+    is queued; on another backend (whose machine may have the packages) the run starts. Issue 33 item 14:
+    said once, its command as code, with Start off while it holds (the server refuses the run with the same
+    words)."""
     from tests.unit.server.training.test_checks_newcomer import HF_PACKAGES, hiding_path
 
     hide = hiding_path(tmp_path, *HF_PACKAGES)
@@ -127,16 +129,19 @@ def test_a_trainer_this_machine_cannot_import_is_named_before_start_and_refused_
         assert not page.is_visible("#trainer-problem")  # noop needs nothing
         page.select_option("#trainer", "hf-text-classification")
         python = sys.executable
+        command = f"{python} -m pip install 'potato-annotation[train-text]'"
         said = (f"Trainer 'hf-text-classification' could not be imported on this machine: {python} lacks torch, "
-                f"transformers, peft (`{python} -m pip install 'potato-annotation[train-text]'`)")
-        assert page.is_visible("#trainer-problem") and page.inner_text("#trainer-problem") == said
-        page.click("#start")
-        page.wait_for_selector("#form-error:not(:empty)")
-        assert page.inner_text("#form-error") == said
+                f"transformers, peft (`{command}`)")
+        assert page.is_visible("#trainer-problem") and page.inner_text("#trainer-problem") == said.replace("`", "")
+        assert page.inner_text("#trainer-problem code") == command
+        assert page.is_disabled("#start")
+        refused = requests.post(srv.url + "/admin/training/api/runs", headers=HEADERS,
+                                json={"trainer": "hf-text-classification", "schemas": ["sentiment"], "backend": "local"})
+        assert refused.status_code == 409 and refused.json()["error"] == said
         assert requests.get(srv.url + "/admin/training/api/runs", headers=HEADERS).json()["runs"] == []
 
         page.select_option("#backend", "lab")
-        assert not page.is_visible("#trainer-problem")
+        assert not page.is_visible("#trainer-problem") and not page.is_disabled("#start")
         page.click("#start")
         page.wait_for_selector("#runs tr[data-run-id]")
         runs = requests.get(srv.url + "/admin/training/api/runs", headers=HEADERS).json()["runs"]

@@ -1,4 +1,9 @@
-// The dashboard's times in the reader's own time zone.
+// The dashboard's times in the reader's own time zone: short in the table (a phone's width holds it),
+// the full date and time on hover.
 document.querySelectorAll("td.ts[data-ts]").forEach(function (td) {
-  var ts = parseFloat(td.dataset.ts); if (ts) td.textContent = new Date(ts * 1000).toLocaleString();
+  var ts = parseFloat(td.dataset.ts);
+  if (!ts) return;
+  var when = new Date(ts * 1000);
+  td.textContent = when.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+  td.title = when.toLocaleString();
 });

@@ -26,6 +26,26 @@
   function fmtNum(x) { return Math.abs(x) >= 100 ? x.toFixed(0) : String(Number(x.toPrecision(3))); }
   function pct(x) { return Math.round(x * 100) + "%"; }
 
+  // A server message marks a command it names with backticks (the CLI prints them as they are); the
+  // page sets it as code instead. Each line of ``text`` stays a line.
+  function setCodeText(el, text) {
+    text = text == null ? "" : String(text);
+    if (el.dataset.text === text) return;
+    el.dataset.text = text;
+    el.textContent = "";
+    text.split("\n").forEach(function (line, i) {
+      if (i) el.appendChild(document.createTextNode("\n"));
+      var parts = line.split("`");
+      if (parts.length % 2 === 0) { el.appendChild(document.createTextNode(line)); return; } // unpaired: as it is
+      parts.forEach(function (part, j) {
+        if (!part) return;
+        var node = j % 2 ? document.createElement("code") : document.createTextNode(part);
+        if (j % 2) node.textContent = part;
+        el.appendChild(node);
+      });
+    });
+  }
+
   function request(method, url, body) {
     var opts = { method: method, headers: { "Accept": "application/json" }, credentials: "same-origin" };
     if (body) { opts.headers["Content-Type"] = "application/json"; opts.body = JSON.stringify(body); }
@@ -71,12 +91,21 @@
 
   // A trainer this machine lacks the packages for, while a backend on this machine is picked: said
   // before Start (the server refuses such a run with the same words), with the command that installs them.
-  function showTrainerProblem() {
+  // Said once, under the trainer: Start is off while it holds (the server would refuse the run with
+  // the same words), and Check points here instead of repeating it.
+  function trainerProblem() {
     var opt = $("trainer").options[$("trainer").selectedIndex];
     var backend = $("backend").options[$("backend").selectedIndex];
-    var problem = opt && backend && backend.dataset.here === "1" ? opt.dataset.cannotHere : "";
-    setText($("trainer-problem"), problem);
+    return opt && backend && backend.dataset.here === "1" ? opt.dataset.cannotHere || "" : "";
+  }
+
+  function showTrainerProblem() {
+    var problem = trainerProblem();
+    setCodeText($("trainer-problem"), problem);
     $("trainer-problem").hidden = !problem;
+    $("start").disabled = !!problem;
+    $("start-blocked").hidden = !problem;
+    if (problem) setText($("form-error"), "");
   }
 
   function paramValues() {
@@ -123,12 +152,16 @@
     btn.disabled = true;
     out.hidden = false;
     out.className = "check-result";
-    out.textContent = "Checking " + name + "…";
+    setCodeText(out, "Checking " + name + "…");
     request("POST", api("backends/" + encodeURIComponent(name) + "/check")).then(function (report) {
-      out.textContent = (report.lines || []).join("\n") || (report.ok ? "OK" : "The check failed.");
+      var shown = trainerProblem();
+      var lines = (report.lines || []).map(function (line) {
+        return shown && line === shown ? line.split(": ")[0] + ": as said under Trainer, above." : line;
+      });
+      setCodeText(out, lines.join("\n") || (report.ok ? "OK" : "The check failed."));
       out.classList.add(report.ok ? "ok" : "error");
     }).catch(function (err) {
-      out.textContent = "The check could not run: " + err.message;
+      setCodeText(out, "The check could not run: " + err.message);
       out.classList.add("error");
     }).then(function () { btn.disabled = false; });
   }
@@ -138,8 +171,9 @@
     var error = $("form-error"), btn = $("start");
     var schemas = Array.prototype.map.call(document.querySelectorAll('input[name="schemas"]:checked'),
       function (input) { return input.value; });
-    if (!schemas.length) { error.textContent = "Pick at least one schema to train."; return; }
-    error.textContent = "";
+    if (!schemas.length) { setCodeText(error, "Pick at least one schema to train."); return; }
+    if (trainerProblem()) return; // Start is off; Enter in a field still submits
+    setCodeText(error, "");
     btn.disabled = true;
     request("POST", api("runs"), { trainer: $("trainer").value, schemas: schemas, backend: $("backend").value,
                                     params: paramValues() })
@@ -147,8 +181,8 @@
         state.runs = [run].concat(state.runs.filter(function (r) { return r.id !== run.id; }));
         select(run.id);
       })
-      .catch(function (err) { error.textContent = err.message; })
-      .then(function () { btn.disabled = false; });
+      .catch(function (err) { setCodeText(error, err.message); })
+      .then(function () { btn.disabled = !!trainerProblem(); });
   }
 
   function cancelRun(id, btn) {
@@ -202,7 +236,7 @@
     c[3].title = [run.reason, run.message].filter(Boolean).join(": ");
     setText(c[4], (run.step || "") + (!done && typeof run.progress === "number" ? " (" + pct(run.progress) + ")" : ""));
     var head = headline(run);
-    setText(c[5], fmtScore(head.value));
+    setText(c[5], head.value == null ? "—" : fmtScore(head.value) + " " + head.name);
     c[5].title = head.title;
     setText(c[6], fmtShort(run.started_at));
     c[6].title = (run.started_at ? "Started " + fmtTime(run.started_at) + "; queued " : "Queued ") + fmtTime(run.created_at) + (run.trigger === "auto" ? " by auto_retrain" : "");
@@ -256,16 +290,20 @@
     return (run.schemas || []).filter(function (s) { return typeof m[s + "/holdout_f1"] === "number"; });
   }
 
+  // The run's one score, named: accuracy, or span F1 for a run of span schemas alone (the learning
+  // curve scores each point the same way, so the table and the curve never disagree).
   function headline(run) {
     var m = run.metrics || {};
+    var on = typeof m.n_holdout === "number" ? " (" + m.n_holdout + " holdout item" + (m.n_holdout === 1 ? "" : "s") + ")" : "";
     if (typeof m.holdout_accuracy === "number") {
-      return { value: m.holdout_accuracy, title: "Accuracy on the holdout split" +
+      return { value: m.holdout_accuracy, name: "accuracy", title: "Accuracy on the holdout split" + on +
         (typeof m.holdout_macro_f1 === "number" ? "; macro-F1 " + fmtScore(m.holdout_macro_f1) : "") };
     }
     var spans = spanSchemas(run);
-    if (!spans.length) return { value: null, title: "" };
+    if (!spans.length) return { value: null, name: "", title: "" };
     var sum = spans.reduce(function (acc, s) { return acc + m[s + "/holdout_f1"]; }, 0);
-    return { value: sum / spans.length, title: "Span F1 on the holdout split (a span counts when its start, end and label are right)" };
+    return { value: sum / spans.length, name: "span F1",
+             title: "Span F1 on the holdout split" + on + " (a span counts when its start, end and label are right)" };
   }
 
   function scoreText(run) {
@@ -321,6 +359,15 @@
     return text;
   }
 
+  // With writeback.include_unlabeled off (the default), only items someone labelled get a suggestion;
+  // the count of the others was in run.log alone, so a first run looked as if most items had none.
+  function unlabelledText(m) {
+    var skipped = m["suggestions/unlabelled_skipped"];
+    if (typeof skipped !== "number" || !skipped) return "";
+    return "; " + skipped + " unlabelled item" + (skipped === 1 ? "" : "s") + " got none because " +
+      "writeback.include_unlabeled is off (set it to true to suggest on items nobody labelled yet)";
+  }
+
   function progressText(run) {
     var last = state.events && state.events.last;
     var opt = Array.prototype.filter.call($("backend").options, function (o) { return o.value === run.backend; })[0];
@@ -351,7 +398,7 @@
     $("run-message").className = run.state === "failed" ? "error" : "muted";
     setText($("run-score"), scoreText(run));
     renderSpanScores(run);
-    setText($("run-suggestion-count"), suggestionText(run.metrics || {}));
+    setText($("run-suggestion-count"), suggestionText(run.metrics || {}) + unlabelledText(run.metrics || {}));
     setText($("run-trainer"), run.trainer);
     setText($("run-schemas"), (run.schemas || []).join(", "));
     var where = run.agent && run.agent.host && run.agent.host !== "this machine" ? " (agent on " + run.agent.host + ")" : "";
@@ -418,8 +465,15 @@
       $("push-message").value = data.default_commit_message || "";
     }
     Array.prototype.forEach.call(form.querySelectorAll("input, button"), function (el) { el.disabled = pushing; });
-    setText($("push-token"), data.token_from ? "The token comes from " + data.token_from + "." :
-      "No token is set up: set HF_TOKEN in the server's environment, or model_training.hub.token_file in the config.");
+    // No token anywhere: the push could only fail, so the button is off with the reason beside it.
+    $("push-start").disabled = pushing || !data.token_from;
+    $("push-token").className = data.token_from ? "muted small" : "warning small";
+    setText($("push-token"), data.token_from
+      ? "The token comes from " + data.token_from + ", read when a push starts."
+      : "No Hugging Face token is set up, so nothing can be pushed yet: write a token with write access to a file " +
+        "(chmod 600), name it in model_training.hub.token_file and restart the server; or set HF_TOKEN in the " +
+        "server's environment and restart it. Once the server knows the file, a new token written there counts " +
+        "from the next push, with no restart.");
     setText($("push-status"), pushing ? "Pushing: " + (data.progress || "starting") + "…" : "");
     var link = $("push-link"), url = done && /^https?:\/\//.test(data.repo_url || "") ? data.repo_url : "";
     $("push-done").hidden = !url;
@@ -436,7 +490,9 @@
     btn.disabled = true;
     setText($("push-error"), "");
     $("push-done").hidden = true;
-    request("POST", runApi(id, "/push"), { repo_id: $("push-repo").value.trim(), private: $("push-private").checked,
+    // An emptied field asks for the default repository (the API refuses an empty repo_id).
+    request("POST", runApi(id, "/push"), { repo_id: $("push-repo").value.trim() || null,
+                                           private: $("push-private").checked,
                                            commit_message: $("push-message").value.trim() })
       .then(function (data) { if (push.id === id) showPush(id, data, false); })
       .catch(function (err) {
@@ -531,11 +587,36 @@
     chart.setAttribute("aria-label", "Training loss by step: " + pts.length + " points, last " + fmtNum(last.y) + " at step " + last.x);
   }
 
-  // -- What each label bought: holdout F1 against labelled items, a line per trainer and schema ----
+  // -- What each label bought: the holdout score against labelled items, a line per trainer and schema --
+  // Each point is scored as the runs table scores its run (accuracy, or span F1), carries n (the
+  // holdout items it stands on) and a 95 % interval, drawn as a band and an error bar: on a holdout
+  // of a few items the band is wide, and a dip inside it reads as the noise it is.
 
-  var CH = 220;
+  var CH = 236, CPAD = { l: 40, r: 14, t: 34, b: 38 };
 
-  // Drawn at the chart's own width (not scaled from 600 units), so its text stays legible on a phone.
+  function itemsText(n) { return n == null ? "an unknown number of holdout items" : n + " holdout item" + (n === 1 ? "" : "s"); }
+  function rangeText(p) { return "95% interval " + fmtScore(p.low) + "–" + fmtScore(p.high); }
+
+  function overlaps(a, b) {
+    return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+  }
+
+  // The first of the places offered where a text covers no text already drawn, moved inside the chart
+  // where it would run past an edge; none such: left out (each point's tooltip and the legend still
+  // say it). Returns whether it was drawn.
+  function placeText(chart, nodes, taken, W) {
+    return [].concat(nodes).some(function (node) {
+      chart.appendChild(node);
+      var box = node.getBBox();
+      if (box.x < 1) { node.setAttribute("x", Number(node.getAttribute("x")) + 1 - box.x); box = node.getBBox(); }
+      if (box.x + box.width > W - 1) { node.setAttribute("x", Number(node.getAttribute("x")) - (box.x + box.width - W + 1)); box = node.getBBox(); }
+      if (taken.some(function (t) { return overlaps(t, box); })) { chart.removeChild(node); return false; }
+      taken.push(box);
+      return true;
+    });
+  }
+
+  // Drawn at the chart's own width (not scaled from a fixed width), so its text is 11 px on a phone and on a desktop.
   function drawCurve(series) {
     var card = $("curve-card"), chart = $("curve-chart"), legend = $("curve-legend");
     var lines = series.filter(function (s) { return s.points.length; });
@@ -544,42 +625,73 @@
     while (chart.firstChild) chart.removeChild(chart.firstChild);
     legend.textContent = "";
     if (!lines.length) return;
-    var W = Math.round(Math.min(600, Math.max(260, chart.getBoundingClientRect().width || 600)));
+    var W = Math.max(260, Math.round(chart.getBoundingClientRect().width || 600));
     chart.setAttribute("viewBox", "0 0 " + W + " " + CH);
+    var metrics = lines.map(function (s) { return s.metric; }).filter(function (m, i, all) { return all.indexOf(m) === i; });
+    var yName = metrics.length === 1 ? "holdout " + metrics[0] : "holdout score (accuracy or span F1)";
     var xs = [].concat.apply([], lines.map(function (s) { return s.points.map(function (p) { return p.labels; }); }));
     var x0 = Math.min.apply(null, xs), x1 = Math.max.apply(null, xs);
     if (x1 === x0) { x0 = Math.max(0, x0 - 1); x1 = x1 + 1; }
-    var sx = function (x) { return PAD.l + (x - x0) / (x1 - x0) * (W - PAD.l - PAD.r); };
-    var sy = function (y) { return PAD.t + (1 - y) * (CH - PAD.t - PAD.b); };
-    chart.appendChild(svg("polyline", { "class": "chart-axis", points: PAD.l + "," + PAD.t + " " + PAD.l + "," + (CH - PAD.b) + " " + (W - PAD.r) + "," + (CH - PAD.b) }));
-    chart.appendChild(svg("text", { x: PAD.l - 6, y: PAD.t + 4, "text-anchor": "end" }, "1.0"));
-    chart.appendChild(svg("text", { x: PAD.l - 6, y: CH - PAD.b, "text-anchor": "end" }, "0.0"));
-    chart.appendChild(svg("text", { x: PAD.l, y: CH - 8, "text-anchor": "start" }, String(x0)));
-    chart.appendChild(svg("text", { x: W - PAD.r, y: CH - 8, "text-anchor": "end" }, String(x1)));
-    chart.appendChild(svg("text", { x: (W + PAD.l) / 2, y: CH - 8, "text-anchor": "middle" }, "labelled items"));
+    var bottom = CH - CPAD.b, taken = [];
+    var sx = function (x) { return CPAD.l + (x - x0) / (x1 - x0) * (W - CPAD.l - CPAD.r); };
+    var sy = function (y) { return CPAD.t + (1 - y) * (bottom - CPAD.t); };
+    chart.appendChild(svg("line", { "class": "chart-grid", x1: CPAD.l, x2: W - CPAD.r, y1: sy(0.5), y2: sy(0.5) }));
+    chart.appendChild(svg("line", { "class": "chart-grid", x1: CPAD.l, x2: W - CPAD.r, y1: sy(1), y2: sy(1) }));
+    chart.appendChild(svg("polyline", { "class": "chart-axis", points: CPAD.l + "," + (CPAD.t - 6) + " " + CPAD.l + "," + bottom + " " + (W - CPAD.r) + "," + bottom }));
+    placeText(chart, svg("text", { x: 4, y: 13, "text-anchor": "start", "class": "chart-title" }, yName), taken, W);
+    [[1, "1.0"], [0.5, "0.5"], [0, "0.0"]].forEach(function (t) {
+      placeText(chart, svg("text", { x: CPAD.l - 6, y: sy(t[0]) + 4, "text-anchor": "end" }, t[1]), taken, W);
+    });
+    placeText(chart, svg("text", { x: CPAD.l, y: bottom + 15, "text-anchor": "start" }, String(x0)), taken, W);
+    placeText(chart, svg("text", { x: W - CPAD.r, y: bottom + 15, "text-anchor": "end" }, String(x1)), taken, W);
+    placeText(chart, svg("text", { x: (W + CPAD.l) / 2, y: CH - 5, "text-anchor": "middle", "class": "chart-title" },
+                         "labelled items trained on"), taken, W);
     var said = [];
     lines.forEach(function (s, i) {
       var cls = "series-" + (i % 6), last = s.points[s.points.length - 1];
+      var upper = s.points.map(function (p) { return sx(p.labels).toFixed(1) + "," + sy(p.high).toFixed(1); });
+      var lower = s.points.map(function (p) { return sx(p.labels).toFixed(1) + "," + sy(p.low).toFixed(1); }).reverse();
+      var band = svg("polygon", { "class": "curve-band " + cls, points: upper.concat(lower).join(" ") });
+      band.dataset.schema = s.schema;
+      chart.appendChild(band);
       var pts = s.points.map(function (p) { return sx(p.labels).toFixed(1) + "," + sy(p.score).toFixed(1); });
       var line = svg("polyline", { "class": "curve-line " + cls, points: pts.join(" ") });
       line.dataset.schema = s.schema;
       line.dataset.trainer = s.trainer;
       chart.appendChild(line);
       s.points.forEach(function (p) {
-        var dot = svg("circle", { "class": "curve-dot " + cls, cx: sx(p.labels), cy: sy(p.score), r: 3 });
-        dot.appendChild(svg("title", {}, s.schema + ", " + s.trainer + ": " + s.metric + " " + fmtScore(p.score) +
-                                       " with " + p.labels + " labelled items (run " + p.run + ")"));
+        var x = sx(p.labels), hi = sy(p.high), lo = sy(p.low);
+        var bar = svg("path", { "class": "curve-err " + cls, d: "M" + (x - 3) + "," + hi + "H" + (x + 3) + "M" + x + "," + hi +
+                                "V" + lo + "M" + (x - 3) + "," + lo + "H" + (x + 3) });
+        chart.appendChild(bar);
+        var dot = svg("circle", { "class": "curve-dot " + cls, cx: x, cy: sy(p.score), r: 3.5 });
+        dot.dataset.n = p.n == null ? "" : String(p.n);
+        dot.appendChild(svg("title", {}, s.schema + ", " + s.trainer + ": " + s.metric + " " + fmtScore(p.score) + " on " +
+                                       itemsText(p.n) + " (" + rangeText(p) + ") with " + p.labels + " labelled items (run " + p.run + ")"));
         chart.appendChild(dot);
       });
       var li = document.createElement("li"), swatch = document.createElement("span");
       swatch.className = "swatch " + cls;
       li.appendChild(swatch);
       li.appendChild(document.createTextNode(s.schema + " · " + s.trainer + ": " + s.metric + " " + fmtScore(last.score) +
-                                             " at " + last.labels + " labels (" + s.points.length + " run" + (s.points.length === 1 ? "" : "s") + ")"));
+        " on " + itemsText(last.n) + " (" + rangeText(last) + ") at " + last.labels + " labels (" + s.points.length +
+        " run" + (s.points.length === 1 ? "" : "s") + ")"));
       legend.appendChild(li);
-      said.push(s.schema + " with " + s.trainer + " reached " + s.metric + " " + fmtScore(last.score) + " at " + last.labels + " labels");
+      said.push(s.schema + " with " + s.trainer + " reached " + s.metric + " " + fmtScore(last.score) + " (" + rangeText(last) +
+                ", " + itemsText(last.n) + ") at " + last.labels + " labels");
     });
-    chart.setAttribute("aria-label", "Holdout F1 by labelled items: " + said.join("; "));
+    // The holdout size by each point's bar (above it, else beside its top), drawn last: where every
+    // place would cover another text, it is left out.
+    lines.forEach(function (s) {
+      s.points.forEach(function (p) {
+        if (p.n == null) return;
+        var x = sx(p.labels), top = sy(p.high), text = "n=" + p.n;
+        placeText(chart, [svg("text", { x: x, y: top - 6, "text-anchor": "middle", "class": "curve-n" }, text),
+                          svg("text", { x: x + 6, y: top + 4, "text-anchor": "start", "class": "curve-n" }, text),
+                          svg("text", { x: x - 6, y: top + 4, "text-anchor": "end", "class": "curve-n" }, text)], taken, W);
+      });
+    });
+    chart.setAttribute("aria-label", yName.charAt(0).toUpperCase() + yName.slice(1) + " by labelled items, with 95% intervals: " + said.join("; "));
   }
 
   function loadCurve() {
@@ -627,7 +739,8 @@
       var gpus = (info.gpus || []).map(function (g) {
         return g.index + ": " + g.name + (g.memory_free_mb != null ? " (" + g.memory_free_mb + " MB free)" : "");
       }).join(", ");
-      var status = !a.registered ? "no token issued yet" : a.connected ? "connected" : "not connected";
+      var status = !a.registered ? "no token issued yet" : a.connected ? "connected"
+        : a.left_at ? "left at " + fmtShort(a.left_at) : "not connected";
       var tr = document.createElement("tr");
       tr.dataset.backend = a.backend;
       tr.dataset.status = !a.registered ? "unregistered" : a.connected ? "connected" : "disconnected";

@@ -21,6 +21,7 @@ import requests
 
 from potato.server.ports import port_problem
 from tests import procs
+from tests.annotators import Annotators
 from tests.conftest import ADMIN_KEY
 from tests.faults.matrix import fault
 from tests.integration.test_agent import wait_until
@@ -65,35 +66,12 @@ def test_kill_9_of_the_master_frees_the_port_at_once_and_loses_no_acknowledged_l
     srv = ServerProcess(config_path).start()
     again: ServerProcess | None = None
     orphans = server_workers(srv)
-    acknowledged: dict[str, set[str]] = {}
-    stop = threading.Event()
-
-    def annotator(name: str) -> None:
-        session = requests.Session()
-        mine = acknowledged.setdefault(name, set())
-        i = 0
-        while not stop.is_set():
-            try:
-                if i == 0 or not session.cookies:
-                    session.post(srv.url + "/login", data={"name": name}, timeout=10)
-                item = f"r{i % 400:03d}"
-                r = session.post(srv.url + "/api/label", json={"id": item, "labels": {"sentiment": "positive"}},
-                                 timeout=10)
-                if r.status_code == 200:
-                    mine.add(item)
-                    i += 1
-                elif r.status_code in (401, 403):
-                    session.cookies.clear()
-            except requests.RequestException:
-                time.sleep(0.05)  # no server on the port for a moment: send it again
-
-    threads = [threading.Thread(target=annotator, args=(f"ann{k}",), daemon=True) for k in range(8)]
+    annotators = Annotators(srv.url, 8)
     try:
         label_all(srv, 10)
         run = start(srv, trainer="noop", schemas=["sentiment"], params={"sleep_s": 8})
         wait(srv, run["id"], {"running"})
-        for t in threads:
-            t.start()
+        annotators.start()
         time.sleep(2)
         assert srv.proc is not None
         os.kill(srv.proc.pid, signal.SIGKILL)  # the master alone: its workers are not signalled
@@ -106,25 +84,16 @@ def test_kill_9_of_the_master_frees_the_port_at_once_and_loses_no_acknowledged_l
         wait_until(lambda: not any(alive(pid) for pid in orphans), timeout=ORPHANS_GONE_S,
                    what="the orphaned workers to exit")
         time.sleep(1)  # the annotators label on, now through the restarted server
-        stop.set()
-        for t in threads:
-            t.join(timeout=30)
+        annotators.stop()
         print(f"port free {freed_s:.2f} s after the master's death")
-
-        total = sum(len(v) for v in acknowledged.values())
-        assert total > 20, total  # they did label before and after
-        stored = requests.get(again.url + "/admin/api/labels", headers=H, timeout=30).json()["labels"]
-        got: dict[str, set[str]] = {}
-        for row in stored:
-            got.setdefault(row["user"], set()).add(row["id"])
-        for name, items in acknowledged.items():
-            assert items <= got.get(name, set()), (name, sorted(items - got.get(name, set()))[:5])
+        assert annotators.total() > 20, annotators.total()  # they did label before and after
+        assert annotators.lost() == {}
         done = wait(again, run["id"], TERMINAL, timeout=60)
         assert done["state"] == "succeeded", f"{done}\n{again.output()[-3000:]}"
         log = srv.output()
         assert "master" in log and "stops taking connections" in log, log[-3000:]
     finally:
-        stop.set()
+        annotators.stop()
         for pid in orphans:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)

@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from tests import procs
+from tests.annotators import Annotators
 from tests.conftest import ADMIN_KEY
 from tests.faults.matrix import fault
 from tests.integration.test_training_local import TERMINAL, label_all, training_config, wait
@@ -36,49 +37,19 @@ def gunicorn_workers(srv: ServerProcess) -> list[int]:
 def test_killing_workers_under_fifty_annotators_loses_no_acknowledged_label(
         make_project: Callable[..., Path]) -> None:
     srv = ServerProcess(make_project(n_items=400)).start()
-    acknowledged: dict[str, set[str]] = {}
-    stop = threading.Event()
-
-    def annotator(name: str) -> None:
-        session = requests.Session()
-        mine = acknowledged.setdefault(name, set())
-        session.post(srv.url + "/login", data={"name": name}, timeout=10)
-        i = 0
-        while not stop.is_set():
-            try:
-                item = f"r{i % 400:03d}"
-                r = session.post(srv.url + "/api/label", json={"id": item, "labels": {"sentiment": "positive"}},
-                                 timeout=10)
-                if r.status_code == 200:
-                    mine.add(item)
-                    i += 1
-                elif r.status_code in (401, 403):
-                    session.post(srv.url + "/login", data={"name": name}, timeout=10)
-            except requests.RequestException:
-                time.sleep(0.05)  # the worker serving it was killed: send it again
-
-    threads = [threading.Thread(target=annotator, args=(f"ann{k:02d}",), daemon=True) for k in range(50)]
+    annotators = Annotators(srv.url, 50)
     try:
-        for t in threads:
-            t.start()
+        annotators.start()
         time.sleep(2)
         for _ in range(5):
             for pid in gunicorn_workers(srv):
                 os.kill(pid, signal.SIGKILL)
             time.sleep(1.5)
-        stop.set()
-        for t in threads:
-            t.join(timeout=30)
-        total = sum(len(v) for v in acknowledged.values())
-        assert total > 100, total  # the annotators did label through it all
-        stored = requests.get(srv.url + "/admin/api/labels", headers=H, timeout=30).json()["labels"]
-        got: dict[str, set[str]] = {}
-        for row in stored:
-            got.setdefault(row["user"], set()).add(row["id"])
-        for name, items in acknowledged.items():
-            assert items <= got.get(name, set()), (name, sorted(items - got.get(name, set()))[:5])
+        annotators.stop()
+        assert annotators.total() > 100, annotators.total()  # the annotators did label through it all
+        assert annotators.lost() == {}
     finally:
-        stop.set()
+        annotators.stop()
         srv.stop()
 
 

@@ -5,8 +5,10 @@ Pure or database-only: the training page's routes and the auto-retrain hook call
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from potato.config.schema import Config
@@ -102,6 +104,27 @@ def trainer_table() -> dict[str, dict[str, Any]]:
     return {t.name: as_requested(asdict(t)) for t in available_trainers()}
 
 
+def predicts(path: Path, schemas: list[str]) -> bool:
+    """Whether ``path`` holds a prediction for each of ``schemas``: a run may succeed having predicted
+    none for a schema (its predictions were empty, or its trainer skipped it), and a calibration of it
+    would have nothing to fit. Read until every schema has been seen, so a large file costs little."""
+    wanted = set(schemas)
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for line in lines:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(row, dict):
+                    wanted.discard(row.get("schema"))
+                if not wanted:
+                    return True
+    except OSError:
+        return False
+    return False
+
+
 def calibration_source(store: RunStore, schemas: list[str], run_id: str | None) -> str:
     """The predictions ``decision-calibrate`` refines: those of run ``run_id``, or of the newest
     succeeded run that covers ``schemas`` and is not itself a calibration (its confidences were fitted
@@ -112,7 +135,7 @@ def calibration_source(store: RunStore, schemas: list[str], run_id: str | None) 
         candidates = [r for r in [store.get(run_id)] if r is not None]
     for run in candidates:
         path = store.run_dir(run.id) / "predictions.jsonl"
-        if run.state is RunState.SUCCEEDED and set(schemas) <= set(run.schemas) and path.exists():
+        if run.state is RunState.SUCCEEDED and set(schemas) <= set(run.schemas) and predicts(path, schemas):
             return str(path)
     if run_id is not None:
         raise RunRequestError(400, f"source_run {run_id!r} is not a succeeded run of this server with predictions "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -131,3 +133,29 @@ def test_a_person_s_local_run_of_a_trainer_this_python_lacks_is_refused_an_autom
     assert store.list() == []
     assert start_run(project, store, {**body, "backend": "lab"}).backend == "lab"  # its machine may have them
     assert start_run(project, store, body, trigger=Trigger.AUTO).trainer == "hf-text-classification"
+
+
+def test_decision_calibrate_takes_a_run_that_predicted_its_schemas(tmp_path: Path) -> None:
+    """A run can succeed with no prediction for a schema (issue 33: an empty upload, a trainer that
+    skipped it); calibrating it would have nothing to fit, so the newest run that did predict it is taken,
+    and a named run without them is refused."""
+    from potato.db import Database
+    from potato.server.training.run_requests import calibration_source
+    from potato.server.training.runs import RunState, RunStore
+
+    store = RunStore(Database(tmp_path / "db.sqlite3"), tmp_path / "runs")
+
+    def succeeded(rows: list[dict[str, Any]]) -> str:
+        run = store.create("noop", ["sentiment"], "local", {})
+        for state in (RunState.PREPARING, RunState.RUNNING, RunState.SUCCEEDED):
+            assert store.move(run.id, state)
+        (store.run_dir(run.id) / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return run.id
+
+    good = succeeded([{"id": "r000", "schema": "sentiment", "label": "positive", "confidence": 0.9}])
+    time.sleep(0.01)  # the newest first
+    empty = succeeded([{"id": "r000", "schema": "aspects", "label": ["price"], "confidence": 0.9}])
+    assert calibration_source(store, ["sentiment"], None) == str(store.run_dir(good) / "predictions.jsonl")
+    with pytest.raises(RunRequestError) as refused:
+        calibration_source(store, ["sentiment"], empty)
+    assert refused.value.status == 400 and "with predictions for sentiment" in str(refused.value)

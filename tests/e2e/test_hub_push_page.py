@@ -62,8 +62,20 @@ def test_pushing_from_the_page_at_390_px(server: Tuple[ServerProcess, HubStandIn
                                          tmp_path: Path) -> None:
     srv, hub, token, run_id, stayed = server
     page.set_viewport_size({"width": 390, "height": 844})
-    open_page(page, f"{srv.url}/admin/training/#run={run_id}")
+    # The configured token file missing: the button is off and says so (a push could only fail).
+    token_file = srv.config_path.parent / "hf_token"
+    token_file.rename(token_file.with_suffix(".away"))
+    try:
+        open_page(page, f"{srv.url}/admin/training/#run={run_id}")
+        page.wait_for_selector("#push-form:not([hidden])")
+        assert page.is_disabled("#push-start")
+        assert page.inner_text("#push-token").startswith(f"The token file {token_file} "
+                                                         "(model_training.hub.token_file) cannot be read")
+    finally:
+        token_file.with_suffix(".away").rename(token_file)
+    open_page(page, f"{srv.url}/admin/training/#run={run_id}")  # written back: it counts at once
     page.wait_for_selector("#push-form:not([hidden])")
+    page.wait_for_selector("#push-start:not([disabled])")
     assert page.input_value("#push-repo") == "review-sentiment-sklearn-text-classification"
     assert page.is_checked("#push-private")
     assert page.input_value("#push-message") == f"Upload the sklearn-text-classification model of Potato run {run_id}"

@@ -465,10 +465,11 @@
       $("push-message").value = data.default_commit_message || "";
     }
     Array.prototype.forEach.call(form.querySelectorAll("input, button"), function (el) { el.disabled = pushing; });
-    // No token anywhere: the push could only fail, so the button is off with the reason beside it.
-    $("push-start").disabled = pushing || !data.token_from;
-    $("push-token").className = data.token_from ? "muted small" : "warning small";
-    setText($("push-token"), data.token_from
+    // No usable token (none set, or its file missing or empty): the push could only fail, so the
+    // button is off with the reason beside it.
+    $("push-start").disabled = pushing || !data.token_from || !!data.token_problem;
+    $("push-token").className = data.token_from && !data.token_problem ? "muted small" : "warning small";
+    setText($("push-token"), data.token_from && data.token_problem ? data.token_problem : data.token_from
       ? "The token comes from " + data.token_from + ", read when a push starts."
       : "No Hugging Face token is set up, so nothing can be pushed yet: write a token with write access to a file " +
         "(chmod 600), name it in model_training.hub.token_file and restart the server; or set HF_TOKEN in the " +

@@ -566,6 +566,17 @@ def read_token(settings: HubSettings, environ: Mapping[str, str]) -> Token:
     return Token(value, source)
 
 
+def token_problem(settings: HubSettings, environ: Mapping[str, str]) -> str | None:
+    """Why a push started now would be refused for its token (none set, a token file that is missing,
+    unreadable or empty), or None: the page turns the button off with this beside it rather than let
+    the push fail. Read as a push reads it, so a token written to the file counts at once."""
+    try:
+        read_token(settings, environ)
+    except PushRefused as refused:
+        return str(refused)
+    return None
+
+
 def hub_installed() -> bool:
     return importlib.util.find_spec("huggingface_hub") is not None
 
@@ -647,6 +658,7 @@ def status(project: Project, store: RunStore, run: Run, environ: Mapping[str, st
         "can_push": why is None,
         "blocked": why,
         "token_from": token_source(hub, environ),
+        "token_problem": token_problem(hub, environ),
     }
 
 

@@ -149,3 +149,30 @@ def test_without_huggingface_hub_the_server_runs_and_a_push_names_the_install(
     assert not state["can_push"] and "pip install 'potato-annotation[hub]'" in state["blocked"]
     r = client.post(push_url(run), json={}, headers=admin_headers)
     assert r.status_code == 409 and r.get_json()["error"] == state["blocked"]
+
+
+def test_a_token_file_that_is_missing_or_empty_is_named_before_a_push_is_tried(
+        make_project: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 item 12: with a token file configured but not there, the page offered an enabled push
+    button that could only fail; the state now says what is wrong with the token, read as a push reads it."""
+    from potato.server import close_app, create_app
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    token_file = tmp_path / "hf-token"
+    config = load_config(make_project(model_training={"enabled": True, "hub": {"token_file": str(token_file)}}))
+    application = create_app(config, {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+    try:
+        client, headers = application.test_client(), {"X-API-Key": config.admin_api_key or ""}
+        run = succeeded(application.extensions["potato.runs"])
+        state = client.get(push_url(run), headers=headers).get_json()
+        assert state["token_from"].startswith(f"the file {token_file}")
+        assert state["token_problem"].startswith(f"The token file {token_file} (model_training.hub.token_file) cannot "
+                                                 "be read")
+        token_file.write_text("\n")
+        assert "is empty" in client.get(push_url(run), headers=headers).get_json()["token_problem"]
+        token_file.write_text(TOKEN + "\n")
+        token_file.chmod(0o600)
+        state = client.get(push_url(run), headers=headers).get_json()
+        assert state["token_problem"] is None and TOKEN not in json.dumps(state)  # counts at once, never shown
+    finally:
+        close_app(application)

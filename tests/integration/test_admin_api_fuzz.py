@@ -229,7 +229,8 @@ def succeeded_run(url: str, backend_token: str, item_ids: List[str]) -> str:
                       json={"seq": 0, "events": events, "log": ["agent line"]})
     assert r.status_code == 200, r.text
     lines = "".join(json.dumps({"item_id": i, "schema": "sentiment", "label": truth(i), "confidence": 0.9}) + "\n"
-                    for i in item_ids)
+                    + json.dumps({"item_id": i, "schema": "aspects", "label": ["price"], "confidence": 0.8}) + "\n"
+                    for i in item_ids)  # both schemas it trained, as a calibration of it needs
     r = requests.put(f"{url}{AGENT_V1}/runs/{run_id}/predictions", headers=bearer, timeout=30,
                      data=lines.encode())
     assert r.status_code == 200, r.text

@@ -237,6 +237,7 @@ def test_the_default_source_is_the_newest_run_that_is_not_a_calibration(tmp_path
     for run in (model, calibrated):
         for state in (RunState.PREPARING, RunState.RUNNING, RunState.SUCCEEDED):
             assert store.move(run.id, state)
-        (store.run_dir(run.id) / "predictions.jsonl").write_text("", encoding="utf-8")
+        (store.run_dir(run.id) / "predictions.jsonl").write_text(
+            '{"item_id": "r000", "schema": "sentiment", "label": "positive", "confidence": 0.9}\n', encoding="utf-8")
     assert store.list()[0].id == calibrated.id  # the calibration is the newest run
     assert calibration_source(store, ["sentiment"], None) == str(store.run_dir(model.id) / "predictions.jsonl")

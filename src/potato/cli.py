@@ -331,9 +331,9 @@ def _public_url_option(value: str | None) -> str | None:
               help="This server's address as the training machine reaches it (default: server.public_url, else "
                    "the address the server last started on).")
 @click.option("--extra", default="train-sklearn", show_default=True,
-              type=click.Choice(["train-sklearn", "train-text", "none"]),
+              type=click.Choice(["train-sklearn", "train-text", "train-llm", "none"]),
               help="The trainer packages the printed pip command installs with Potato (train-text: "
-                   "hf-text-classification's torch, transformers, peft).")
+                   "hf-text-classification's torch, transformers, peft; train-llm: llm-zero-shot's, with gguf).")
 def training_register(backend: str, config_path: Path, server_url: str | None, extra: str) -> None:
     """Issue the token an agent for BACKEND needs; registering again replaces the old token. Prints the
     commands for the training machine: install this server's own Potato, then start the agent."""

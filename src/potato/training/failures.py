@@ -82,7 +82,7 @@ def missing_packages(packages: Sequence[str]) -> List[str]:
 
 DISTRIBUTION = "potato-annotation"
 """Potato's pip name. Where this interpreter has it installed, one of its extras brings a trainer's
-packages in one command (pyproject.toml: train-sklearn, train-text)."""
+packages in one command (pyproject.toml: train-sklearn, train-text, train-llm)."""
 
 
 def _normalized(name: str) -> str:

@@ -47,6 +47,8 @@ class SchemaSpec:
     name: str
     annotation_type: AnnotationType
     labels: tuple[str, ...] = ()
+    description: str = ""
+    """The scheme's question as annotators read it (what llm-zero-shot asks the model)."""
 
     @property
     def multiselect(self) -> bool:
@@ -134,7 +136,9 @@ def _parse_schemes(data: dict[str, Any], problems: list[str]) -> tuple[SchemaSpe
         if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
             problems.append("schemes[{}] ({}) labels must be a list of strings".format(i, raw["name"]))
             continue
-        by_name[raw["name"]] = SchemaSpec(raw["name"], annotation_type, tuple(labels))
+        description = raw.get("description")
+        by_name[raw["name"]] = SchemaSpec(raw["name"], annotation_type, tuple(labels),
+                                          description if isinstance(description, str) else "")
     out = []
     for name in names:
         spec = by_name.get(name)

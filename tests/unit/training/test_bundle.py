@@ -38,7 +38,9 @@ def test_bundle_contents_and_sha(config: Config, tmp_path: Path) -> None:
     extract_archive(info.path, out)
     assert sorted(p.name for p in out.iterdir()) == ["items.jsonl", "job.json", "labels.jsonl", "split.json"]
     spec = json.loads((out / "job.json").read_text())
-    assert spec["schemes"] == [{"name": "sentiment", "annotation_type": "radio", "labels": ["positive", "negative"]}]
+    # the scheme's description travels too: the question llm-zero-shot asks (issue 34)
+    assert spec["schemes"] == [{"name": "sentiment", "annotation_type": "radio", "labels": ["positive", "negative"],
+                                "description": "Is this review positive or negative?"}]
     assert spec["grace_seconds"] == 20 and spec["trainer"] == "noop" and spec["run_id"] == "run-1"
     assert len((out / "labels.jsonl").read_text().splitlines()) == 8
     assert len(json.loads((out / "split.json").read_text())["holdout"]) == 2

@@ -31,6 +31,7 @@ LAZY_HEAVY = [
     "potato/training/trainers/sklearn_tokens.py",
     "potato/training/trainers/hf_text.py",
     "potato/training/trainers/hf_tokens.py",
+    "potato/training/trainers/llm_zero_shot.py",
 ]
 
 REMOTE_SAFE = [path for path in shipped_files(SRC) if path not in LAZY_HEAVY]

@@ -163,7 +163,7 @@ def test_unknown_trainer(tmp_path: Path) -> None:
     assert run_worker(job_dir).returncode == 2
     assert assert_failed(job_dir, 2, "bad_job") == (
         "Unknown trainer 'bert'. Valid trainers are: decision-calibrate, hf-text-classification, "
-        "hf-token-classification, noop, "
+        "hf-token-classification, llm-zero-shot, noop, "
         "sklearn-text-classification, sklearn-token-classification"
     )
 

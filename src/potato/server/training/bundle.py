@@ -70,7 +70,8 @@ def scheme_entries(config: Config, schemas: Sequence[str]) -> list[dict[str, Any
     """``job.json``'s ``schemes``: each trained schema's answer type and labels, in config order."""
     return [
         # A likert or select answer is one label of a list: the worker learns it as a radio scheme.
-        {"name": s.name, "annotation_type": s.training_type or s.annotation_type.value, "labels": list(s.labels)}
+        {"name": s.name, "annotation_type": s.training_type or s.annotation_type.value, "labels": list(s.labels),
+         **({"description": s.description} if s.description else {})}
         for s in config.annotation_schemes
         if s.name in schemas
     ]

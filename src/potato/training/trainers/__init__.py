@@ -22,6 +22,7 @@ TRAINERS: dict[str, str] = {
     "hf-text-classification": "potato.training.trainers.hf_text:HfTextTrainer",
     "hf-token-classification": "potato.training.trainers.hf_tokens:HfTokenTrainer",
     "decision-calibrate": "potato.training.trainers.decision_calibrate:DecisionCalibrateTrainer",
+    "llm-zero-shot": "potato.training.trainers.llm_zero_shot:LlmZeroShotTrainer",
     "noop": "potato.training.trainers.noop:NoopTrainer",
 }
 """Every trainer a job may name."""

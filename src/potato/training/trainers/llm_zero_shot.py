@@ -1,0 +1,342 @@
+"""``llm-zero-shot``: an instruct LLM suggests labels with no training, scored by its own likelihood.
+
+torch and transformers (and gguf for a GGUF file) are imported inside functions, so this module is
+standard library only and Python 3.8 safe, and a missing package is reported as ``Trainer '<name>'
+could not be imported``.
+
+For each item and schema the model reads one user turn, rendered with its own chat template
+(``tokenizer.apply_chat_template``; a tokenizer without one gets the plain text and ``Answer:``), and
+every candidate answer is scored by the model's log-likelihood of the answer's tokens as the
+assistant's reply, end-of-turn included (so ``positive`` does not also score ``positive but...``).
+Nothing is generated and no text is parsed: a label is never unreadable.
+
+- radio: the answers are the label names; a softmax over their summed token log-likelihoods is
+  each label's probability (the model's probability of that answer, given that it answers with one
+  of the labels), the most probable label the prediction.
+- multiselect: each label is its own yes/no question (``Does the label "x" apply?``), its
+  probability the softmax of ``yes`` against ``no``, on at p >= 0.5 as for every multiselect
+  trainer. A softmax across labels would make them compete, and at most one could pass 0.5.
+
+Small models lean towards some answers whatever the text (SmolLM2-135M-Instruct says "positive" to
+77 of 80 of the example's reviews, half of them negative); with ``calibrate`` (the default) each
+answer's log-likelihood is corrected by the model's answer to content-free texts
+(:func:`bias_corrections`, "Calibrate Before Use", Zhao et al. 2021), which needs no labels.
+
+The user turn is :func:`default_prompt` (the scheme's description and its labels), or the
+``prompt`` parameter with ``{text}`` (required), ``{labels}`` and ``{description}`` filled in;
+for multiselect the yes/no question is added after it unless it says where (``{label}``).
+
+``base_model`` is a Hugging Face Hub name (downloaded on the training host into its cache), a model
+folder on the training host, or a ``.gguf`` file there (read with transformers' ``gguf_file=``, which
+needs the ``gguf`` package; quantised GGUF weights are de-quantised on load). ``fit`` does nothing:
+the worker still scores its predictions on the labelled holdout like any run's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from pathlib import Path
+from typing import Any, ClassVar, Iterator, Mapping, Sequence
+
+from potato.training.failures import BadJob, ModelNotFound
+from potato.training.jobspec import SchemaSpec
+from potato.training.trainers.base import (
+    Example,
+    Item,
+    Param,
+    Prediction,
+    TrainContext,
+    Trainer,
+    multiselect_prediction,
+    radio_prediction,
+    write_labels_json,
+)
+
+DEFAULT_BASE_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+"""Small (0.5B parameters, about 1 GB), instruct-tuned and multilingual: a CPU can run it."""
+TEXT = "{text}"
+CONTENT_FREE = ("N/A", "", "[MASK]")
+"""Texts that say nothing: what the model answers to them is its bias, not the item (calibration)."""
+YES, NO = "yes", "no"
+QUANTIZE = ("none", "8bit", "4bit")
+LOCAL_PREFIXES = ("/", ".", "~")
+
+
+def default_prompt(description: str, labels: Sequence[str], multiselect: bool) -> str:
+    """The user turn when the run names no ``prompt``: the scheme's question, its labels, the text."""
+    question = description.strip() or ("Which labels apply to this text?" if multiselect
+                                       else "Which label fits this text?")
+    names = ", ".join(labels)
+    if multiselect:
+        return f"{question}\nPossible labels: {names}.\n\nText: {TEXT}"
+    return f"{question}\nAnswer with exactly one of: {names}.\n\nText: {TEXT}"
+
+
+def fill_prompt(template: str, text: str, description: str, labels: Sequence[str], label: str = "") -> str:
+    """``template`` with its placeholders filled (plain replacement: other braces stay as written)."""
+    out = template.replace("{description}", description).replace("{labels}", ", ".join(labels))
+    out = out.replace("{label}", label)
+    return out.replace(TEXT, text)  # last: the item's own text is never searched for placeholders
+
+
+def yes_no_question(label: str) -> str:
+    """What a multiselect prompt asks about one label."""
+    return f'Does the label "{label}" apply to this text? Answer {YES} or {NO}.'
+
+
+def user_turns(template: str, text: str, spec: SchemaSpec, labels: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """The user turns for one item and schema, each with the answers scored after it: radio, one turn
+    whose answers are the labels; multiselect, one yes/no turn per label."""
+    if not spec.multiselect:
+        return [(fill_prompt(template, text, spec.description, labels), list(labels))]
+    turns = []
+    for label in labels:
+        turn = fill_prompt(template, text, spec.description, labels, label)
+        if "{label}" not in template:
+            turn = f"{turn}\n\n{yes_no_question(label)}"
+        turns.append((turn, [YES, NO]))
+    return turns
+
+
+def softmax(scores: Sequence[float]) -> list[float]:
+    """Probabilities from log-likelihoods (shifted by the largest, so none overflows)."""
+    top = max(scores)
+    weights = [math.exp(s - top) for s in scores]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def bias_corrections(per_text: Sequence[Sequence[Sequence[float]]]) -> list[list[float]]:
+    """Contextual calibration (Zhao et al. 2021, "Calibrate Before Use"): per turn, minus the log of the
+    mean probability the model gives each answer when the text is content-free. ``per_text``: per
+    content-free text, per turn, the answers' log-likelihoods. Added to an item's log-likelihoods, a
+    model that answers "positive" to anything no longer answers "positive" to everything."""
+    corrections = []
+    for turn in range(len(per_text[0])):
+        probs = [softmax(scores[turn]) for scores in per_text]
+        mean = [sum(p[k] for p in probs) / len(probs) for k in range(len(probs[0]))]
+        corrections.append([-math.log(max(m, 1e-12)) for m in mean])
+    return corrections
+
+
+def check_prompt(prompt: str | None) -> None:
+    """:class:`BadJob` for a ``prompt`` with no place for the item's text."""
+    if prompt is not None and TEXT not in prompt:
+        raise BadJob("Trainer 'llm-zero-shot' parameter prompt must contain {text}, where each item's text "
+                     "goes, e.g. \"Is this review positive or negative?\\n\\n{text}\"")
+
+
+def check_quantize(quantize: str) -> None:
+    """Only full-precision weights for now: say so rather than load something else."""
+    if quantize != "none":
+        raise BadJob(f"Trainer 'llm-zero-shot' parameter quantize: {quantize} is not available yet; "
+                     "use quantize: none (the model's own weights), or a smaller base_model")
+
+
+def model_source(base_model: str) -> tuple[str, str | None]:
+    """(what ``from_pretrained`` takes, the GGUF file name in it or None): a hub name as is, a
+    folder, or a ``.gguf`` file's folder and name. :class:`BadJob` for a path that is not here."""
+    if not base_model.startswith(LOCAL_PREFIXES) and not base_model.lower().endswith(".gguf"):
+        return base_model, None
+    path = Path(base_model).expanduser()
+    if base_model.lower().endswith(".gguf"):
+        if not path.is_file():
+            raise BadJob(f"base_model {base_model} is not a file on this machine; copy the GGUF file there "
+                         "or name a Hugging Face Hub model")
+        return str(path.resolve().parent), path.name
+    if not path.is_dir():
+        raise BadJob(f"base_model {base_model} is not a folder on this machine; copy the model there or name a "
+                     "Hugging Face Hub model")
+    return str(path), None
+
+
+class LlmZeroShotTrainer(Trainer):
+    name = "llm-zero-shot"
+    description = ("An instruct LLM suggests labels with no training: each label scored by the model's "
+                   "likelihood of it as the answer (torch)")
+    requires = ("torch", "transformers")
+    uses_device = True
+    params: ClassVar[Mapping[str, Param]] = {
+        "base_model": Param(DEFAULT_BASE_MODEL, (str,), "instruct LLM: a Hugging Face Hub name, a model folder or "
+                            "a .gguf file on the training host (GGUF needs the gguf package; default "
+                            f"{DEFAULT_BASE_MODEL})", shown=True),
+        "prompt": Param(None, (str,), "the question the model reads, with {text} where the item's text goes "
+                        "({labels}, {description} and, for multiselect, {label} are filled in too; default: "
+                        "the scheme's description and labels)"),
+        "calibrate": Param(True, (bool,), "correct the model's bias towards some answers, measured on "
+                           "content-free texts (N/A, empty, [MASK]), before comparing labels"),
+        "batch_size": Param(8, (int,), "items per forward pass (each with every label's answer)", minimum=1),
+        "max_length": Param(512, (int,), "tokens of an item's text the model reads; longer texts are cut",
+                            minimum=8),
+        "quantize": Param("none", (str,), "weights as loaded: none (8bit and 4bit are not available yet)",
+                          choices=QUANTIZE),
+    }
+
+    def __init__(self, ctx: TrainContext) -> None:
+        super().__init__(ctx)
+        self.tokenizer: Any = None
+        self.model: Any = None
+
+    @classmethod
+    def validate_params(cls, raw: Mapping[str, Any]) -> dict[str, Any]:
+        params = super().validate_params(raw)
+        check_prompt(params["prompt"])
+        check_quantize(params["quantize"])
+        return params
+
+    @classmethod
+    def required_modules(cls, params: Mapping[str, Any]) -> tuple[str, ...]:
+        gguf = str(params.get("base_model") or "").lower().endswith(".gguf")
+        return ("torch", "transformers") + (("gguf",) if gguf else ())
+
+    @contextlib.contextmanager
+    def _model_available(self) -> Iterator[None]:
+        """A hub name neither cached here nor downloadable: say which fixes apply."""
+        base = str(self.ctx.params["base_model"])
+        try:
+            yield
+        except OSError as exc:
+            if base.startswith(LOCAL_PREFIXES) or base.lower().endswith(".gguf"):
+                raise
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelNotFound(
+                f"base_model {base} is not in this machine's Hugging Face cache and could not be downloaded "
+                f"({first}); give the worker network access to huggingface.co, or copy the model folder or "
+                "GGUF file to this machine and set params.base_model to its path") from None
+
+    def _load(self) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        if self.ctx.num_threads:
+            torch.set_num_threads(self.ctx.num_threads)
+        source, gguf = model_source(str(self.ctx.params["base_model"]))
+        extra: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
+        self.ctx.step("loading {}".format(self.ctx.params["base_model"]))
+        with self._model_available():
+            self.tokenizer = AutoTokenizer.from_pretrained(source, **extra)
+            model: Any = AutoModelForCausalLM.from_pretrained(source, **extra)
+        device = torch.device(self.ctx.device)
+        if device.type == "cuda" and torch.cuda.is_bf16_supported():
+            model = model.to(dtype=torch.bfloat16)  # half float32's memory, its range; log-probs taken in float32
+        self.model = model.to(device).eval()
+        if self.tokenizer.chat_template is None:
+            self.ctx.log("the tokenizer has no chat template: the model reads the plain prompt and 'Answer:'")
+
+    def fit(self, examples: Sequence[Example]) -> None:
+        """Nothing to learn: the model answers as it is. It is loaded here, so that a model that cannot
+        be read fails the run before any item is asked."""
+        self._load()
+
+    def _render(self, turn: str, answer: str | None) -> str:
+        """The conversation as the model reads it: the user turn, then the assistant's reply so far
+        (``answer`` None: none yet, the generation prompt)."""
+        tok = self.tokenizer
+        if tok.chat_template is None:
+            return f"{turn}\n\nAnswer: " + ("" if answer is None else answer)
+        messages = [{"role": "user", "content": turn}]
+        if answer is None:
+            return str(tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+        messages.append({"role": "assistant", "content": answer})
+        return str(tok.apply_chat_template(messages, tokenize=False))
+
+    def _sequences(self, turn: str, answers: Sequence[str]) -> list[tuple[list[int], int]]:
+        """Per answer: the token ids of the conversation with that reply, and where the reply starts."""
+        tok = self.tokenizer
+        prompt = self._render(turn, None)
+        prompt_ids = list(tok(prompt, add_special_tokens=False)["input_ids"])
+        out = []
+        for answer in answers:
+            full = self._render(turn, answer)
+            # the reply as the template writes it (end of turn included); a template that rewrites the
+            # earlier turns once a reply follows gets the bare answer
+            reply = full[len(prompt):] if full.startswith(prompt) and len(full) > len(prompt) else answer
+            out.append((prompt_ids + list(tok(reply, add_special_tokens=False)["input_ids"]), len(prompt_ids)))
+        return out
+
+    def _cut(self, text: str) -> str:
+        """The item's text, cut to ``max_length`` tokens."""
+        limit = int(self.ctx.params["max_length"])
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return text if len(ids) <= limit else str(self.tokenizer.decode(ids[:limit]))
+
+    def _log_likelihoods(self, sequences: Sequence[tuple[list[int], int]]) -> list[float]:
+        """Each sequence's summed log-probability of its tokens from its reply's start on, in one pass."""
+        import torch
+
+        device = torch.device(self.ctx.device)
+        width = max(len(ids) for ids, _ in sequences)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        input_ids = torch.full((len(sequences), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(sequences), width), dtype=torch.long)
+        for row, (ids, _) in enumerate(sequences):  # right padding: positions match the unpadded run
+            input_ids[row, :len(ids)] = torch.tensor(ids, dtype=torch.long)
+            mask[row, :len(ids)] = 1
+        with torch.inference_mode():
+            logits = self.model(input_ids=input_ids.to(device), attention_mask=mask.to(device)).logits
+            scores = []
+            for row, (ids, start) in enumerate(sequences):
+                # the token at position j is predicted by the logits at j - 1
+                step_logits = logits[row, start - 1:len(ids) - 1].float()
+                targets = torch.tensor(ids[start:], dtype=torch.long, device=step_logits.device)
+                logp = torch.log_softmax(step_logits, dim=-1).gather(1, targets.unsqueeze(1))
+                scores.append(float(logp.sum()))
+        return scores
+
+    def _scores(self, template: str, texts: Sequence[str], spec: SchemaSpec,
+                labels: Sequence[str]) -> list[list[list[float]]]:
+        """Per text, per user turn, its answers' log-likelihoods (every text's answers in one pass)."""
+        per_text = [user_turns(template, text, spec, labels) for text in texts]
+        sequences = [seq for turns in per_text for turn, answers in turns for seq in self._sequences(turn, answers)]
+        flat = iter(self._log_likelihoods(sequences))
+        return [[[next(flat) for _ in answers] for _, answers in turns] for turns in per_text]
+
+    def _corrections(self, template: str, spec: SchemaSpec, labels: Sequence[str]) -> list[list[float]]:
+        """What :func:`bias_corrections` adds per turn and answer; zeros with ``calibrate: false``."""
+        if not self.ctx.params["calibrate"]:
+            return [[0.0] * len(answers) for _, answers in user_turns(template, "", spec, labels)]
+        return bias_corrections(self._scores(template, CONTENT_FREE, spec, labels))
+
+    def predict(self, items: Sequence[Item]) -> list[dict[str, Prediction | None]]:
+        ctx = self.ctx
+        if self.model is None:
+            self._load()
+        batch_size = int(ctx.params["batch_size"])
+        out: list[dict[str, Prediction | None]] = [{} for _ in items]
+        n_batches = math.ceil(len(items) / batch_size)
+        total = max(1, n_batches * len(ctx.schemas))
+        step = 0
+        for spec in ctx.schemas:
+            labels = ctx.class_labels[spec.name]
+            if not labels or (not spec.multiselect and len(labels) == 1):
+                answer = Prediction((), 1.0) if not labels else radio_prediction({labels[0]: 1.0})
+                for row in out:
+                    row[spec.name] = answer
+                continue
+            template = ctx.params["prompt"] or default_prompt(spec.description, labels, spec.multiselect)
+            ctx.step(f"asking {ctx.params['base_model']} about {spec.name}")
+            corrections = self._corrections(template, spec, labels)
+            for start in range(0, len(items), batch_size):
+                ctx.check_stop()
+                chunk = items[start:start + batch_size]
+                scores = self._scores(template, [self._cut(item.text) for item in chunk], spec, labels)
+                for offset, turns in enumerate(scores):
+                    chances = [softmax([s + c for s, c in zip(answers, fix)]) for answers, fix in zip(turns, corrections)]
+                    if spec.multiselect:  # one yes/no turn per label: p(yes)
+                        pred = multiselect_prediction({label: p[0] for label, p in zip(labels, chances)})
+                    else:
+                        pred = radio_prediction(dict(zip(labels, chances[0])))
+                    out[start + offset][spec.name] = pred
+                step += 1
+                ctx.progress(step, total)
+        return out
+
+    def save(self, artifacts_dir: Path) -> None:
+        """No weights of its own: ``labels.json`` names the model and the prompt a rerun needs."""
+        extra = {spec.name: {"base_model": self.ctx.params["base_model"], "prompt": self.ctx.params["prompt"]}
+                 for spec in self.ctx.schemas}
+        write_labels_json(artifacts_dir, self.name, self.ctx.schemas, self.ctx.class_labels, extra)

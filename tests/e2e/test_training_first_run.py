@@ -94,3 +94,23 @@ def test_on_a_pip_install_the_missing_packages_are_said_once_as_code(
         assert not page.is_visible("#start-blocked")
     finally:
         srv.stop()
+
+
+def test_a_trainer_that_learns_nothing_from_labels_is_not_warned_of_few_labels(
+        make_project: Callable[..., Path], page: Any) -> None:
+    """Issue 34: llm-zero-shot suggests before the first label, so on a project nobody has labelled the
+    form says which schemas have no labels but does not tell the admin to label more first; a trainer
+    that learns from the labels still gets the warning."""
+    srv = ServerProcess(make_project(n_items=20, model_training={
+        "enabled": True, "trainer": "noop", "writeback": {"schemas": ["sentiment"]}})).start()
+    try:
+        open_page(page, f"{srv.url}/admin/training/")
+        page.wait_for_selector("#label-warning:not([hidden])")
+        assert page.inner_text("#label-warning").startswith("Few labels: sentiment has no labels")
+        page.select_option("#trainer", "llm-zero-shot")
+        page.wait_for_selector("#label-warning", state="hidden")
+        assert "sentiment: no labelled items yet" in page.inner_text("#label-summary")
+        page.select_option("#trainer", "noop")
+        page.wait_for_selector("#label-warning:not([hidden])")
+    finally:
+        srv.stop()

@@ -16,7 +16,8 @@ Input, ``JOB_DIR/bundle/`` (already extracted):
   (radio) or a list of strings (multiselect). Several annotators per item are combined by
   majority vote (:mod:`potato.training.labels`).
 - ``split.json``: ``{"holdout": [item ids]}``, chosen by the server. Labelled items outside it
-  are the training items.
+  are the training items. Each schema needs one (else ``no_labels``), except for a trainer that does
+  not learn from labels (``learns_from_labels`` False: llm-zero-shot), which runs with none at all.
 - ``media/`` (optional): files the items refer to.
 
 Output, in ``JOB_DIR``:
@@ -274,7 +275,7 @@ def _train(job_dir: Path, run: _Run, events: EventWriter, result: Result, stop: 
     n_hold = sum(1 for i in targets if i in holdout)
     for spec in job.schemas:
         n_schema = sum(1 for ex in train if spec.name in ex.targets)
-        if n_schema == 0:
+        if n_schema == 0 and cls.learns_from_labels:
             n_labelled = sum(1 for t in targets.values() if spec.name in t)
             raise NoLabels(
                 f"No training item has a label for schema '{spec.name}' ({n_labelled} labelled item(s), "

@@ -145,7 +145,7 @@ def test_zero_shot_on_the_example_reviews(tmp_path: Path, monkeypatch: pytest.Mo
     items = [{"id": i, "text": t} for i, t, _ in data]
     labels = [{"item_id": i, "schema": "sentiment", "label": s, "user": "ann"} for i, _, s in data]
     labels += [{"item_id": i, "schema": "aspects", "label": mentions(t), "user": "ann"} for i, t, _ in data]
-    holdout = [i for k, (i, _, _) in enumerate(data) if k % 4]  # three in four; the worker wants a training item
+    holdout = [i for k, (i, _, _) in enumerate(data) if k % 4]  # three in four are scored
     scheme = {"name": "sentiment", "annotation_type": "radio", "labels": ["positive", "negative"],
               "description": "Is this product review positive or negative?"}
     aspects = {"name": "aspects", "annotation_type": "multiselect", "labels": ["delivery", "gift"],
@@ -176,6 +176,40 @@ def test_zero_shot_on_the_example_reviews(tmp_path: Path, monkeypatch: pytest.Mo
     assert [e["total"] for e in events if e["type"] == "progress"][-1] == 2 * N_ITEMS // 8
     labels_json = json.loads((job_dir / "artifacts" / "labels.json").read_text())
     assert labels_json["schemas"]["sentiment"]["base_model"] == str(smollm2_gguf())
+
+
+@pytest.mark.slow
+def test_zero_shot_before_anyone_has_labelled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34: with no label at all, llm-zero-shot (SmolLM2-135M-Instruct) through the worker succeeds and
+    predicts every item with every label's probability (the suggestions and active learning's first
+    order); n_train is 0 and there is no holdout score."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    from potato.training.worker import run_job
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    data = example_reviews()[:20]
+    items = [{"id": i, "text": t} for i, t, _ in data]
+    scheme = {"name": "sentiment", "annotation_type": "radio", "labels": ["positive", "negative"],
+              "description": "Is this product review positive or negative?"}
+    job = job_json("llm-zero-shot", (scheme,), {"base_model": str(smollm2_gguf()), "batch_size": 10},
+                   num_threads=2)
+    job_dir = write_bundle(tmp_path, job, items, [], [])
+    assert run_job(job_dir) == 0, read_result(job_dir)["message"]
+    result = json.loads((job_dir / "result.json").read_text(encoding="utf-8"),
+                        parse_constant=lambda word: pytest.fail(f"result.json holds {word}"))
+    assert result["status"] == "succeeded"
+    assert result["metrics"]["n_train"] == 0 and result["metrics"]["n_holdout"] == 0
+    assert "holdout_accuracy" not in result["metrics"]
+    predictions = read_jsonl(job_dir / "predictions.jsonl")
+    assert [row["item_id"] for row in predictions] == [i for i, _, _ in data] and result["predictions"] == 20
+    for row in predictions:
+        assert row["label"] in ("positive", "negative")
+        assert sum(row["probabilities"].values()) == pytest.approx(1.0)
+    right = sum(1 for row, (_, _, truth) in zip(predictions, data) if row["label"] == truth)
+    print(f"llm-zero-shot with no labels: {right} of 20 reviews right")
+    assert right >= 12  # better than chance (the labelled run's measured accuracy is 0.83)
 
 
 MEASURED_FLOOR = 0.7

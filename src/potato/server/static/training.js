@@ -141,7 +141,9 @@
     });
     setText($("label-summary"), lines.join("\n"));
     $("label-rule").hidden = !disagree;
-    var warning = $("label-warning");
+    var warning = $("label-warning"), opt = $("trainer").options[$("trainer").selectedIndex];
+    // A trainer that learns nothing from the labels (llm-zero-shot) needs none: no "few labels" to warn of.
+    if (opt && opt.dataset.learns === "false") few = [];
     warning.hidden = !few.length;
     setText(warning, few.length ? "Few labels: " + few.join("; ") + ". With fewer than " + least +
       " items per class the holdout score says little; label more, or start anyway." : "");
@@ -786,6 +788,7 @@
   }
 
   $("trainer").addEventListener("change", showTrainer);
+  $("trainer").addEventListener("change", showLabels);
   $("trainer").addEventListener("change", showTrainerProblem);
   $("backend").addEventListener("change", showTrainerProblem);
   $("check").addEventListener("click", checkBackend);

@@ -2,9 +2,12 @@
 
 Suggestions live beside labels, never in them: a human label is never overwritten, and a
 suggestion becomes a label only when an annotator accepts it (stored with source
-``suggestion`` and the run id). The newest run written back for a schema is the one shown, if it
-predicted that schema at all: a run that wrote no (valid) prediction for a schema leaves the run
-shown before in place, and says so (:func:`kept_note`), instead of showing annotators nothing.
+``suggestion`` and the run id). With ``include_unlabeled: false`` only items somebody labelled get
+one, except from a trainer that does not learn from labels (llm-zero-shot): its predictions for every
+item are suggestions, as it exists to suggest before anyone labels. The newest run written back for
+a schema is the one shown, if it predicted that schema at all: a run that wrote no (valid)
+prediction for a schema leaves the run shown before in place, and says so (:func:`kept_note`),
+instead of showing annotators nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from potato.config.schema import Scheme, SchemeType, Writeback
 from potato.project import Project
 from potato.server.jsonio import strict_loads
 from potato.server.training.runs import Run
+from potato.training.trainers import UnknownTrainer, get_trainer
 from potato.training.spans import Span, by_position
 
 
@@ -56,15 +60,29 @@ def suggested_spans(label: object, text: str, scheme: Scheme, min_confidence: fl
     return sorted(kept, key=lambda s: by_position(Span(s["start"], s["end"], s["label"])))
 
 
+def learns_from_labels(trainer: str) -> bool:
+    """Whether ``trainer`` learns from the labels (the registry's class attribute; trainer modules import
+    torch only inside functions, so this imports none). An unknown or unimportable trainer counts as one
+    that does: its unlabelled items follow ``include_unlabeled`` as before."""
+    try:
+        return bool(get_trainer(trainer).learns_from_labels)
+    except (UnknownTrainer, ImportError):
+        return True
+
+
 def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str], texts: Mapping[str, str],
            labelled: set[tuple[str, str]], stats: WritebackStats,
-           schemes: Mapping[str, Scheme] | None = None) -> Iterator[tuple[str, str, str, float]]:
+           schemes: Mapping[str, Scheme] | None = None, every_item: bool = False) -> Iterator[tuple[str, str, str, float]]:
     """The predictions that become suggestions, by the writeback rules (pure). A label the scheme does not
     have, or a confidence outside [0, 1], is counted invalid: an annotator could not accept it.
 
     A span prediction is suggested span by span: those under ``min_confidence`` are left out, and
     a prediction left with none of the spans it had counts as below the confidence. ``texts`` are
-    the items' texts by id (spans are checked against them)."""
+    the items' texts by id (spans are checked against them).
+
+    ``every_item``: the run's trainer does not learn from labels (llm-zero-shot), so every item is one
+    it never saw labelled and its predictions for every item become suggestions, whatever
+    ``include_unlabeled`` says: that is what such a run is for (suggestions before the first label)."""
     schemas = set(wb.schemas) & run_schemas
     for row in rows:
         try:
@@ -93,7 +111,7 @@ def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str],
             if conf < wb.min_confidence:
                 stats.below_confidence += 1
                 continue
-        if not wb.include_unlabeled and (item_id, schema) not in labelled:
+        if not (wb.include_unlabeled or every_item) and (item_id, schema) not in labelled:
             stats.skipped_unlabelled += 1
             continue
         stats.written += 1
@@ -134,14 +152,15 @@ def write_back(project: Project, run: Run, predictions: Path | None, metrics: Ma
     if not stats.schemas:
         return stats
     conn = project.db.conn
+    every_item = not learns_from_labels(run.trainer)
     # Which items someone labelled matters only when unlabelled items are left out.
-    labelled: set[tuple[str, str]] = set() if wb.include_unlabeled else {
+    labelled: set[tuple[str, str]] = set() if wb.include_unlabeled or every_item else {
         (r[0], r[1]) for r in conn.execute("SELECT DISTINCT item_id, schema FROM labels")
     }
     schemes = {s.name: s for s in project.config.annotation_schemes}
     texts = {item.id: item.text for item in project.items}
     lines = _read_jsonl(predictions) if predictions is not None else iter(())
-    rows = select(lines, wb, set(run.schemas), texts, labelled, stats, schemes)
+    rows = select(lines, wb, set(run.schemas), texts, labelled, stats, schemes, every_item)
     with project.db.transaction() as tx:
         asked = tx.execute("SELECT cancel_requested FROM runs WHERE id = ?", (run.id,)).fetchone()
         if asked is not None and asked[0]:

@@ -56,6 +56,9 @@ class TrainerInfo:
     """Whether its progress events carry a training loss (the page's loss chart)."""
     annotation_types: tuple[str, ...] = CLASSIFIES
     """The kinds of scheme it learns (radio, multiselect, span)."""
+    learns_from_labels: bool = True
+    """False: it predicts without learning (llm-zero-shot), so a run needs no label and writeback
+    suggests on every item."""
 
 
 def get_trainer(name: str) -> type[Trainer]:
@@ -87,5 +90,5 @@ def available_trainers() -> list[TrainerInfo]:
         shown = tuple(key for key, p in cls.params.items() if p.required or p.shown)
         out.append(TrainerInfo(name, cls.description, tuple(cls.requires), bool(cls.local_only),
                                bool(cls.uses_device), params, shown, bool(cls.reports_loss),
-                               tuple(t.value for t in cls.annotation_types)))
+                               tuple(t.value for t in cls.annotation_types), bool(cls.learns_from_labels)))
     return out

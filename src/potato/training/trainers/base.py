@@ -223,6 +223,8 @@ class Trainer:
     """True: the server runs it only on the local backend (it reads server files)."""
     reports_loss: ClassVar[bool] = False
     """True for a trainer whose progress events carry a loss (the training page then keeps room for the chart)."""
+    learns_from_labels: ClassVar[bool] = True
+    """False for a trainer that predicts without learning (llm-zero-shot): it may run before anything is labelled."""
     annotation_types: ClassVar[tuple[AnnotationType, ...]] = (AnnotationType.RADIO, AnnotationType.MULTISELECT)
 
     def __init__(self, ctx: TrainContext) -> None:

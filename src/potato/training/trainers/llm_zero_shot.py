@@ -28,8 +28,9 @@ for multiselect the yes/no question is added after it unless it says where (``{l
 
 ``base_model`` is a Hugging Face Hub name (downloaded on the training host into its cache), a model
 folder on the training host, or a ``.gguf`` file there (read with transformers' ``gguf_file=``, which
-needs the ``gguf`` package; quantised GGUF weights are de-quantised on load). ``fit`` does nothing:
-the worker still scores its predictions on the labelled holdout like any run's.
+needs the ``gguf`` package; quantised GGUF weights are de-quantised on load). ``fit`` does nothing
+(``learns_from_labels`` is False): a run needs no label at all, and where the holdout has labelled
+items the worker scores its predictions on them like any run's.
 """
 
 from __future__ import annotations
@@ -157,6 +158,7 @@ class LlmZeroShotTrainer(Trainer):
                    "likelihood of it as the answer (torch)")
     requires = ("torch", "transformers")
     uses_device = True
+    learns_from_labels = False
     params: ClassVar[Mapping[str, Param]] = {
         "base_model": Param(DEFAULT_BASE_MODEL, (str,), "instruct LLM: a Hugging Face Hub name, a model folder or "
                             "a .gguf file on the training host (GGUF needs the gguf package; default "

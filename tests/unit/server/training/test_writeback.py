@@ -88,3 +88,19 @@ def test_the_score_beside_a_span_schemas_suggestions_is_its_span_f1() -> None:
     assert schema_score(metrics, Scheme(SchemeType.SPAN, "names", labels=("PER",))) == 0.72
     assert schema_score(metrics, Scheme(SchemeType.RADIO, "s", labels=("a", "b"))) == 0.9
     assert schema_score({}, Scheme(SchemeType.SPAN, "names", labels=("PER",))) is None
+
+
+def test_a_trainer_that_learns_nothing_suggests_on_every_item_whatever_include_unlabeled() -> None:
+    """Issue 34: llm-zero-shot's predictions for every item become suggestions, unlabelled ones too,
+    with include_unlabeled false; a trainer that learns from labels still keeps to labelled items."""
+    from potato.server.training.writeback import learns_from_labels
+
+    assert not learns_from_labels("llm-zero-shot") and learns_from_labels("noop")
+    assert learns_from_labels("no-such-trainer")  # unknown: the usual rule
+    wb = Writeback(schemas=("sentiment", "aspects"), include_unlabeled=False)
+    stats = WritebackStats()
+    rows = list(select(_rows(), wb, {"sentiment", "aspects"}, dict.fromkeys("abc", ""), set(), stats,
+                       every_item=not learns_from_labels("llm-zero-shot")))
+    assert [(r[0], r[1]) for r in rows] == [("a", "sentiment"), ("b", "sentiment"), ("c", "sentiment"),
+                                            ("a", "aspects")]
+    assert stats.skipped_unlabelled == 0 and stats.written == 4

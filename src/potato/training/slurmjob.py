@@ -206,7 +206,9 @@ class SlurmJob:
                 self._running(state.nodes)
             return
         if state.state == "PENDING":
-            self.running_noted = False  # requeued: its next start is news again
+            # requeued: its next start is news again, but the slurm_started it left behind is not
+            self.running_noted = False
+            self.started_seen = self._started_text()
         self.note(state.line(self.job_id))
         self._step(step_text(self.job_id, state))
 
@@ -215,14 +217,18 @@ class SlurmJob:
         show: a job shorter than one poll_interval_s is never RUNNING in any squeue answer."""
         if self.running_noted:
             return
-        try:
-            text = (self.job_dir / STARTED_FILE).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return
+        text = self._started_text()
         if not text.endswith("\n") or text == self.started_seen:  # half written, or an earlier start's
             return
         self.started_seen = text
         self._running((text.split() or [""])[0])
+
+    def _started_text(self) -> str:
+        """:data:`STARTED_FILE` as it is now ("" while there is none)."""
+        try:
+            return (self.job_dir / STARTED_FILE).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
 
     def _running(self, node: str) -> None:
         self.running_noted = True

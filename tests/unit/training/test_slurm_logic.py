@@ -282,6 +282,25 @@ def test_squeue_at_most_once_per_poll_interval_and_each_state_change_logged_once
     assert job.poll() == 0
 
 
+def test_a_requeued_job_s_next_node_is_logged_not_the_first_start_s_word(tmp_path: Path) -> None:
+    """A node dies, SLURM requeues the job and starts it on another node: run.log names both nodes.
+    The first start's slurm_started is still there while the job pends; it is old news, not a start
+    on c1 (the container rig's CI run logged "RUNNING on c1" twice and never c2)."""
+    fake = FakeSlurm([(0, "RUNNING|None|c1\n", ""), (0, "PENDING|BeginTime|\n", ""), (0, "PENDING|BeginTime|\n", ""),
+                      (0, "RUNNING|None|c2\n", "")])
+    clock, log, steps = Clock(), [], []
+    job = _submit(tmp_path, fake, clock, log, steps)
+    for seconds in range(40):
+        if seconds == 1:
+            (tmp_path / "slurm_started").write_text("c1 1796189253\n")
+        if seconds == 35:
+            (tmp_path / "slurm_started").write_text("c2 1796189290\n")
+        assert job.poll() is None
+        clock.now += 1.0
+    assert log[1:] == ["SLURM job 4242: RUNNING on c1", "SLURM job 4242: PENDING (BeginTime)",
+                       "SLURM job 4242: RUNNING on c2"]
+
+
 def test_a_job_gone_without_exit_code_is_explained_by_slurm_out(tmp_path: Path) -> None:
     fake = FakeSlurm([(0, "RUNNING|None|vm\n", ""), (0, "", "")], scontrol=pasted("memory.scontrol"))
     clock, log, steps = Clock(), [], []

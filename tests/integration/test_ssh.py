@@ -277,6 +277,21 @@ def test_check_reports_python_and_gpus_and_a_run_gets_the_freest_gpu(
     assert "This run gets GPU 1: NVIDIA A100-SXM4-80GB (80512 MB free) on 127.0.0.1" in log_of(srv, run["id"])
 
 
+def test_check_says_a_run_with_two_pinned_gpus_trains_on_both(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    """Issue 34: ``gpus: "0,1"``: check says how many GPUs a run would use."""
+    import sys
+
+    config = ssh_config(sshd, env={"PATH": _stand_in_gpus(sshd)}, gpus="0,1")
+    config["model_training"]["trainer"] = "noop"
+    srv = make_server(config)
+    out = subprocess.run([sys.executable, "-m", "potato", "training", "check", "gpu", str(srv.config_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert ("A run would get GPU 0: NVIDIA A100-SXM4-80GB, 1: NVIDIA A100-SXM4-80GB (pinned).\n"
+            "A torch trainer trains data-parallel on all 2 of them (one process per GPU); the others use the "
+            "first.") in out.stdout, out.stdout
+
+
 def test_check_fails_when_no_gpu_has_enough_free(sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
     import sys
 

@@ -72,6 +72,8 @@ class JobSpec:
     num_threads: int | None = None
     max_ram_mb: int | None = None
     seed: int = 0
+    cpu_processes: int = 1
+    """On the CPU, how many processes train data-parallel (gloo); GPUs: one process per visible GPU."""
 
     @property
     def schema_names(self) -> tuple[str, ...]:
@@ -185,12 +187,13 @@ def parse_job(data: Any) -> JobSpec:
         problems.append(f"seed must be an integer, not {seed!r}")
     num_threads = _optional_positive_int(data, "num_threads", problems)
     max_ram_mb = _optional_positive_int(data, "max_ram_mb", problems)
+    cpu_processes = _optional_positive_int(data, "cpu_processes", problems) or 1
     if problems:
         raise BadJob("job.json is not a valid job:\n" + "\n".join("  - " + p for p in problems))
     return JobSpec(
         run_id=data["run_id"], trainer=data["trainer"], schemas=schemas, params=dict(params),
         device=str(device).strip().lower(), grace_seconds=int(grace), num_threads=num_threads,
-        max_ram_mb=max_ram_mb, seed=int(seed),
+        max_ram_mb=max_ram_mb, seed=int(seed), cpu_processes=cpu_processes,
     )
 
 

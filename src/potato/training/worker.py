@@ -79,6 +79,7 @@ import logging
 import math
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -86,7 +87,9 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, Optional, Sequence
 
 from potato import defaults
+from potato.training import dataparallel
 from potato.training import labels as labelling
+from potato.training.dataparallel import SINGLE, Ranks
 from potato.training.devices import DeviceProbe, describe_device, probe_devices, resolve_device
 from potato.training.events import EventWriter, make_event
 from potato.training.failures import BadJob, Cancelled, NoLabels, OutOfMemory, TrainerImportError, WorkerError
@@ -117,6 +120,7 @@ from potato.training.results import (
     prediction_row,
     write_exit_code,
     write_predictions,
+    write_json_atomic,
     write_result,
 )
 from potato.training.spans import ScoredSpan, by_position
@@ -126,6 +130,8 @@ from potato.training.trainers.base import Prediction, TrainContext, Trainer
 log = logging.getLogger("potato.training.worker")
 
 USAGE = f"usage: python -m potato.training.worker [{LIFELINE_FLAG}] JOB_DIR\n"
+LAUNCH_POLL_S = 0.2
+"""How often a data-parallel launcher looks at torchrun and its stop flag."""
 PRIVATE_UMASK = 0o077
 """Files and folders the worker writes are its user's only: the job holds annotators' labels and names."""
 
@@ -154,8 +160,9 @@ class _Run:
 
 
 def _prepare(run: _Run, bundle_dir: Path, events: EventWriter, result: Result, stop: StopFlag,
-             probe: Callable[[], DeviceProbe]) -> None:
-    """Job, limits, trainer class, params, device, the trainer's imports: all before any data is read."""
+             probe: Callable[[], DeviceProbe], ranks: Ranks = SINGLE) -> DeviceProbe:
+    """Job, limits, trainer class, params, device, the trainer's imports: all before any data is read.
+    A rank of a data-parallel run does the same, quietly: its launcher said it all."""
     events.step("reading the job")
     job = run.job = read_job(bundle_dir)
     result.trainer = job.trainer
@@ -181,15 +188,17 @@ def _prepare(run: _Run, bundle_dir: Path, events: EventWriter, result: Result, s
         if job.device not in ("auto", "cpu"):
             warning = f"Trainer '{job.trainer}' runs on the CPU only; device {job.device} is not used"
     run.device = result.device = device
-    if warning:
+    if warning and not ranks.parallel:
         events.warning(warning)
-    events.log(f"Training on {describe_device(device, machine, job.num_threads)}")
+    if not ranks.parallel:
+        events.log(f"Training on {describe_device(device, machine, job.num_threads)}")
     try:
         cls.check_imports(run.params)
     except ImportError as exc:
         raise TrainerImportError(job.trainer, exc, cls.requires) from exc
     if stop():
         raise Cancelled("cancelled before training")
+    return machine
 
 
 def _check_prediction(spec: SchemaSpec, value: Any, where: str, text: str) -> Prediction | None:
@@ -252,8 +261,11 @@ def _check_span_labels(rows: Sequence[LabelRow], items: Sequence[Item], schemas:
                                  f"{span.end}, past the item's text ({lengths[row.item_id]} characters)")
 
 
-def _train(job_dir: Path, run: _Run, events: EventWriter, result: Result, stop: StopFlag) -> None:
-    """Data, fit, save, predict every item, score the holdout, write predictions."""
+def _train(job_dir: Path, run: _Run, events: EventWriter, result: Result, stop: StopFlag,
+           ranks: Ranks = SINGLE) -> None:
+    """Data, fit, save, predict every item, score the holdout, write predictions. In a data-parallel
+    run every rank fits (on its shard) and predicts its share of the items; rank 0 alone saves,
+    scores and writes."""
     job, cls = run.job, run.cls
     if job is None or cls is None:
         raise RuntimeError("_train called before _prepare finished")
@@ -292,7 +304,8 @@ def _train(job_dir: Path, run: _Run, events: EventWriter, result: Result, stop: 
 
     artifacts_dir = job_dir / ARTIFACTS_DIR
     artifacts_dir.mkdir(parents=True, exist_ok=True)
-    ctx = TrainContext(job, run.params, run.device, artifacts_dir, bundle_dir, events, stop, class_labels)
+    ctx = TrainContext(job, run.params, run.device, artifacts_dir, bundle_dir, events, stop, class_labels,
+                       ranks=ranks)
     trainer = cls(ctx)
     trainer.check_schemas()
     ctx.check_stop()
@@ -301,13 +314,20 @@ def _train(job_dir: Path, run: _Run, events: EventWriter, result: Result, stop: 
     trainer.fit(train)
     events.log(f"fit took {time.monotonic() - started:.2f} s")
     ctx.check_stop()
-    events.step("saving the model")
-    trainer.save(artifacts_dir)
-    ctx.check_stop()
+    if ranks.main:
+        events.step("saving the model")
+        trainer.save(artifacts_dir)
+        ctx.check_stop()
     events.step(f"predicting {len(items)} items")
-    raw = trainer.predict(items)
-    if len(raw) != len(items):
-        raise ValueError(f"the trainer returned {len(raw)} predictions for {len(items)} items")
+    share = dataparallel.shard_items(len(items), ranks)
+    mine = items[share.start:share.stop]
+    part = trainer.predict(mine)
+    if len(part) != len(mine):
+        raise ValueError(f"the trainer returned {len(part)} predictions for {len(mine)} items")
+    parts = dataparallel.gather_to_main(part, ranks)
+    if parts is None:  # a rank above 0: its share is with rank 0 now
+        return
+    raw = [row for rows in parts for row in rows]
     predicted: dict[str, dict[str, Prediction | None]] = {}
     for item, per_schema in zip(items, raw):
         predicted[item.id] = {
@@ -352,24 +372,33 @@ def _fail(result: Result, status: RunStatus, reason: Reason, message: str) -> No
 
 
 def run_job(job_dir: Path, stop: StopFlag | None = None, result: Result | None = None,
-            probe: Callable[[], DeviceProbe] = probe_devices) -> int:
+            probe: Callable[[], DeviceProbe] = probe_devices, ranks: Ranks = SINGLE) -> int:
     """Run the job in ``job_dir``; write every output file; return the exit code. Never raises.
 
     ``result`` is filled in as the run goes (the cold-stop handler reads it); ``stop`` is the
-    flag SIGTERM sets.
+    flag SIGTERM sets. A run that sees several GPUs (or asks for ``cpu_processes``) with a trainer
+    that trains data-parallel is handed to torchrun here (:func:`_launch`); ``ranks`` is set in
+    each process torchrun starts.
     """
     stop = stop if stop is not None else StopFlag()
     result = result if result is not None else Result()
     started = time.monotonic()
-    events = EventWriter(job_dir / EVENTS_FILE, mirror=log)
+    events_file = job_dir / EVENTS_FILE if ranks.main else dataparallel.rank_file(job_dir, ranks.rank, "events.jsonl")
+    events = EventWriter(events_file, mirror=log)
     run = _Run()
     code = int(ExitCode.ERROR)
     try:
-        _prepare(run, job_dir / BUNDLE_DIR, events, result, stop, probe)
-        _train(job_dir, run, events, result, stop)
-        result.status, result.reason, result.message = RunStatus.SUCCEEDED, None, None
-        code = int(ExitCode.OK)
-        events.step("finished")
+        machine = _prepare(run, job_dir / BUNDLE_DIR, events, result, stop, probe, ranks)
+        n = _world_size(run, machine) if not ranks.parallel else ranks.world_size
+        if n > 1 and not ranks.parallel:
+            code = _launch(job_dir, run, n, events, result, stop)
+        else:
+            if ranks.parallel:
+                run.device = result.device = dataparallel.init_process_group(ranks, run.device)
+            _train(job_dir, run, events, result, stop, ranks)
+            result.status, result.reason, result.message = RunStatus.SUCCEEDED, None, None
+            code = int(ExitCode.OK)
+            events.step("finished")
     except Cancelled:
         _fail(result, RunStatus.CANCELLED, Reason.CANCELLED,
               getattr(stop, "cause", None) or "Cancelled (SIGTERM) before the run finished")
@@ -386,15 +415,86 @@ def run_job(job_dir: Path, stop: StopFlag | None = None, result: Result | None =
         code = exc.exit_code
         log.error("%s", exc, exc_info=not isinstance(exc, (BadJob, NoLabels)))
     except BaseException as exc:  # the contract: every ending writes result.json and exit_code
-        code = _classify(exc, run, result)
-        log.exception("%s", result.message)
+        if ranks.parallel and stop() and not isinstance(exc, (SystemExit, KeyboardInterrupt)):
+            # a peer that stopped first left this rank's collective call without a partner
+            _fail(result, RunStatus.CANCELLED, Reason.CANCELLED, "Cancelled (SIGTERM) before the run finished")
+            code = int(ExitCode.CANCELLED)
+        else:
+            code = _classify(exc, run, result)
+            log.exception("%s", result.message)
     finally:
         result.duration_s = time.monotonic() - started
         if result.status is not RunStatus.SUCCEEDED:
             _safe_event(events, "log", level="error" if code != ExitCode.CANCELLED else "warning",
                         text=result.message or "")
-        _finish(job_dir, result, code, events)
+        if ranks.parallel:
+            _finish_rank(job_dir, ranks, result, code, events)
+        else:
+            _finish(job_dir, result, code, events)
     return code
+
+
+def _world_size(run: _Run, machine: DeviceProbe) -> int:
+    job, cls = run.job, run.cls
+    if job is None or cls is None:
+        return 1
+    cuda = machine.cuda_count if job.device in ("auto", "cuda") else 1  # cuda:N names one GPU
+    return dataparallel.world_size(run.device, cuda, job.cpu_processes, bool(cls.data_parallel))
+
+
+def _launch(job_dir: Path, run: _Run, n: int, events: EventWriter, result: Result, stop: StopFlag) -> int:
+    """Run the job as ``n`` ranks under torchrun and make their ends the run's one result; returns
+    the exit code. A stop request is passed on to torchrun, which passes it to every rank."""
+    gpus = dataparallel.visible_gpus(n, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    events.log(dataparallel.describe(n, run.device, gpus))
+    folder = job_dir / dataparallel.RANKS_DIR
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for old in folder.iterdir():  # a requeued SLURM job runs again in the same folder
+        old.unlink()
+    events.step(f"starting {n} ranks")
+    argv = dataparallel.torchrun_argv(sys.executable, n, job_dir)
+    log.info("data-parallel: %s", " ".join(argv))
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+    forwarded = False
+    while True:
+        try:
+            torchrun_code = proc.wait(timeout=LAUNCH_POLL_S)
+            break
+        except subprocess.TimeoutExpired:
+            if stop() and not forwarded:
+                forwarded = True
+                proc.send_signal(signal.SIGTERM)
+    ends = dataparallel.read_rank_ends(job_dir, n)
+    unfinished = any(end is None or end.status != RunStatus.SUCCEEDED.value for end in ends.values())
+    status, reason, message, code = dataparallel.combine(ends, bool(stop()) and unfinished, run.device, gpus,
+                                                         torchrun_code)
+    main = ends.get(0)
+    if main is not None:
+        result.metrics.update(main.result.get("metrics") or {})
+        result.predictions = int(main.result.get("predictions") or 0)
+        result.device = str(main.result.get("device") or result.device)
+    result.status = RunStatus(status)
+    result.reason = Reason(reason) if reason else None
+    result.message = message if status != RunStatus.CANCELLED.value else (
+        getattr(stop, "cause", None) or "Cancelled (SIGTERM) before the run finished")
+    return code
+
+
+def _finish_rank(job_dir: Path, ranks: Ranks, result: Result, code: int, events: EventWriter) -> None:
+    """A rank's ending for its launcher: ``ranks/rank-K.json``, then it leaves the process group."""
+    try:
+        events.close()
+    except OSError as exc:
+        log.warning("could not close the rank's events: %s", exc)
+    try:
+        write_json_atomic(dataparallel.rank_file(job_dir, ranks.rank),
+                          dict(result.to_json(), exit_code=code, ended=time.time()))
+    except OSError as exc:
+        log.error("could not write the rank's result: %s", exc)
+    try:
+        dataparallel.destroy_process_group()
+    except Exception as exc:  # noqa: BLE001 - leaving a broken group must not hide the result above
+        log.warning("could not leave the process group: %s", exc)
 
 
 def _classify(exc: BaseException, run: _Run, result: Result) -> int:
@@ -440,7 +540,7 @@ def _finish(job_dir: Path, result: Result, code: int, events: EventWriter) -> No
 
 
 def _on_signal_factory(stop: StopFlag, job_dir: Path, result: Result,
-                       started: float) -> Callable[[int, Any], None]:
+                       started: float, ranks: Ranks = SINGLE) -> Callable[[int, Any], None]:
     def _on_signal(signum: int, frame: Any) -> None:
         """First SIGTERM: warm stop (set the flag; the trainer stops at its next step boundary and
         the worker reports ``cancelled`` with everything written in order). Second: cold stop.
@@ -454,16 +554,22 @@ def _on_signal_factory(stop: StopFlag, job_dir: Path, result: Result,
         stop.count += 1
         if stop.count == 1:
             return
-        _cold_stop(job_dir, result, started)
+        _cold_stop(job_dir, result, started, ranks)
 
     return _on_signal
 
 
-def _cold_stop(job_dir: Path, result: Result, started: float) -> None:
+def _cold_stop(job_dir: Path, result: Result, started: float, ranks: Ranks = SINGLE) -> None:
+    """result.json and exit_code now (a rank: its rank file), then exit. A launcher's torchrun gets
+    SIGTERM from the kernel as this process ends, and stops the ranks."""
     result.status, result.reason = RunStatus.CANCELLED, Reason.CANCELLED
     result.message = "Stopped at once by a second SIGTERM; the run's files may be incomplete"
     result.duration_s = time.monotonic() - started
     try:
+        if ranks.parallel:
+            write_json_atomic(dataparallel.rank_file(job_dir, ranks.rank),
+                              dict(result.to_json(), exit_code=int(ExitCode.CANCELLED), ended=time.time()))
+            os._exit(int(ExitCode.CANCELLED))
         _append_event(job_dir, make_event("log", level="warning", text=result.message))
         write_result(job_dir, result)
         write_exit_code(job_dir, int(ExitCode.CANCELLED))
@@ -539,19 +645,21 @@ def watch_lifeline(fd: int, stop: StopFlag, job_dir: Path, signal_own: Callable[
     signal_own(signal.SIGKILL)
 
 
-def _setup_logging(job_dir: Path) -> tuple[logging.Handler, IO[str]]:
-    """stderr.log gets the worker's log, warnings and (via faulthandler) native crash tracebacks."""
+def _setup_logging(job_dir: Path, path: Path | None = None) -> tuple[logging.Handler, IO[str]]:
+    """stderr.log (or ``path``: a rank's own log) gets the worker's log, warnings and (via
+    faulthandler) native crash tracebacks."""
+    path = path or job_dir / STDERR_FILE
     root = logging.getLogger()
     if not root.handlers:
         stream = logging.StreamHandler(sys.stderr)
         stream.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.addHandler(stream)
-    handler = logging.FileHandler(str(job_dir / STDERR_FILE), encoding="utf-8")
+    handler = logging.FileHandler(str(path), encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     logging.captureWarnings(True)
-    crash_log = open(str(job_dir / STDERR_FILE), "a", encoding="utf-8")  # noqa: SIM115 - closed by main()
+    crash_log = open(str(path), "a", encoding="utf-8")  # noqa: SIM115 - closed by main()
     faulthandler.enable(file=crash_log)
     return handler, crash_log
 
@@ -560,7 +668,8 @@ def main(argv: list[str] | None = None) -> int:
     os.umask(PRIVATE_UMASK)  # before any file: stderr.log, events, predictions, result, artifacts
     args = list(sys.argv[1:] if argv is None else argv)
     lifeline = LIFELINE_FLAG in args
-    args = [a for a in args if a != LIFELINE_FLAG]
+    rank_mode = dataparallel.RANK_FLAG in args
+    args = [a for a in args if a not in (LIFELINE_FLAG, dataparallel.RANK_FLAG)]
     if len(args) != 1 or args[0] in ("-h", "--help"):
         sys.stderr.write(USAGE)
         return int(ExitCode.BAD_JOB)
@@ -568,17 +677,28 @@ def main(argv: list[str] | None = None) -> int:
     if not job_dir.is_dir():
         sys.stderr.write(f"potato worker: {job_dir} is not a folder\n{USAGE}")
         return int(ExitCode.BAD_JOB)
-    handler, crash_log = _setup_logging(job_dir)
-    log.info("worker pid %d, Python %s, job dir %s", os.getpid(), sys.version.split()[0], job_dir)
+    ranks = SINGLE
+    log_path = None
+    if rank_mode:  # started by torchrun for a data-parallel run (dataparallel.py)
+        ranks = Ranks.from_env(os.environ)
+        dataparallel.tie_to_parent(signal.SIGKILL)  # torchrun gone: so is this rank
+        if not ranks.main:  # rank 0 speaks for the run; the others keep their words to themselves
+            log_path = dataparallel.rank_file(job_dir, ranks.rank, "log")
+            fd = os.open(str(log_path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            os.dup2(fd, 2)
+            os.close(fd)
+    handler, crash_log = _setup_logging(job_dir, log_path)
+    log.info("worker pid %d, Python %s, job dir %s%s", os.getpid(), sys.version.split()[0], job_dir,
+             f", rank {ranks.rank} of {ranks.world_size}" if ranks.parallel else "")
     stop = StopFlag()
     result = Result()
-    on_signal = _on_signal_factory(stop, job_dir, result, time.monotonic())
+    on_signal = _on_signal_factory(stop, job_dir, result, time.monotonic(), ranks)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    if lifeline:
+    if lifeline and not ranks.parallel:
         threading.Thread(target=watch_lifeline, args=(0, stop, job_dir), name="potato-lifeline", daemon=True).start()
     try:
-        return run_job(job_dir, stop, result)
+        return run_job(job_dir, stop, result, ranks=ranks)
     finally:
         faulthandler.disable()
         crash_log.close()

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, NamedTuple, Optional, Sequence
 
+from potato.training.dataparallel import SINGLE, Ranks
 from potato.training.events import EventWriter
 from potato.training.failures import BadJob, Cancelled
 from potato.training.jobspec import AnnotationType, Item, JobSpec, SchemaSpec
@@ -128,8 +129,10 @@ class TrainContext:
     def __init__(self, job: JobSpec, params: Mapping[str, Any], device: str, artifacts_dir: Path,
                  bundle_dir: Path, events: EventWriter, stop: Callable[[], bool],
                  class_labels: Mapping[str, tuple[str, ...]] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, ranks: Ranks = SINGLE) -> None:
         self.job = job
+        self.ranks = ranks
+        """This process's place in a data-parallel run (:mod:`potato.training.dataparallel`)."""
         # Per schema, the labels a model chooses from: the scheme's, then others the labels use.
         self.class_labels: dict[str, tuple[str, ...]] = {
             s.name: tuple((class_labels or {}).get(s.name, s.labels)) for s in job.schemas
@@ -226,6 +229,10 @@ class Trainer:
     learns_from_labels: ClassVar[bool] = True
     """False for a trainer that predicts without learning (llm-zero-shot): it may run before anything is labelled."""
     annotation_types: ClassVar[tuple[AnnotationType, ...]] = (AnnotationType.RADIO, AnnotationType.MULTISELECT)
+    data_parallel: ClassVar[bool] = False
+    """True for a trainer that trains data-parallel when a run sees several GPUs (its loop shards each
+    epoch and wraps its model with :mod:`potato.training.dataparallel`); its ``predict`` is then given
+    each rank's share of the items. False: one process, on the first GPU."""
 
     def __init__(self, ctx: TrainContext) -> None:
         self.ctx = ctx

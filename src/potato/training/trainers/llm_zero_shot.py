@@ -159,6 +159,7 @@ class LlmZeroShotTrainer(Trainer):
     requires = ("torch", "transformers")
     uses_device = True
     learns_from_labels = False
+    data_parallel = True  # nothing to train: each rank predicts its share of the items
     params: ClassVar[Mapping[str, Param]] = {
         "base_model": Param(DEFAULT_BASE_MODEL, (str,), "instruct LLM: a Hugging Face Hub name, a model folder or "
                             "a .gguf file on the training host (GGUF needs the gguf package; default "

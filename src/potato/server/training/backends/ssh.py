@@ -121,6 +121,10 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
         lines.append(str(exc))
         return CheckReport(backend.name, "ssh", False, lines, {**details, "error": str(exc)})
     lines.append(f"A run would get {choice.text}.")
+    several = [index for index in choice.cuda_visible_devices.split(",") if index]
+    if len(several) > 1:
+        lines.append(f"A torch trainer trains data-parallel on all {len(several)} of them (one process per GPU); "
+                     "the others use the first.")
     if facts.nvrtc_error and choice.cuda_visible_devices and backend.container is None:
         lines.append(facts.nvrtc_error)
         return CheckReport(backend.name, "ssh", False, lines, {**details, "error": facts.nvrtc_error})

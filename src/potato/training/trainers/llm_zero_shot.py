@@ -53,6 +53,7 @@ from potato.training.trainers.base import (
     radio_prediction,
     write_labels_json,
 )
+from potato.training.trainers.llm_preflight import check_fits
 
 DEFAULT_BASE_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 """Small (0.5B parameters, about 1 GB), instruct-tuned and multilingual: a CPU can run it."""
@@ -221,6 +222,7 @@ class LlmZeroShotTrainer(Trainer):
         extra: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
         self.ctx.step("loading {}".format(self.ctx.params["base_model"]))
         with self._model_available():
+            check_fits(self.ctx, source, gguf, training=False)
             self.tokenizer = AutoTokenizer.from_pretrained(source, **extra)
             model: Any = AutoModelForCausalLM.from_pretrained(source, **extra)
         device = torch.device(self.ctx.device)

@@ -15,7 +15,7 @@ pip install -c "$constraints" /tmp/potato-wheels/*.whl
 extra=""
 if grep -q '^nvidia-cuda-nvrtc' "$constraints"; then extra=nvidia-cuda-nvrtc; fi
 # shellcheck disable=SC2086
-pip install -c "$constraints" transformers peft accelerate scikit-learn $extra
+pip install -c "$constraints" transformers peft accelerate scikit-learn bitsandbytes gguf $extra
 cp "$constraints" /opt/potato/constraints.txt
 rm -rf /tmp/potato-wheels
 find /opt/potato -name __pycache__ -prune -exec rm -rf {} +

@@ -29,9 +29,9 @@ CONSTRAINTS = ROOT / "images" / "worker-cuda" / "constraints.txt"
 LINUX = {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64", "python_version": "3.11"}
 
 
-def pins() -> Dict[str, Requirement]:
+def pins(path: Path = CONSTRAINTS) -> Dict[str, Requirement]:
     out = {}
-    for line in CONSTRAINTS.read_text().splitlines():
+    for line in path.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
             req = Requirement(line)
@@ -63,7 +63,8 @@ def metadata(name: str, version: str) -> Optional[str]:
         except ValueError:
             return False
         return found == Version(version) and any(
-            t.platform in ("any", "manylinux_2_28_x86_64", "manylinux2014_x86_64", "manylinux_2_17_x86_64")
+            t.platform in ("any", "manylinux_2_28_x86_64", "manylinux_2_24_x86_64", "manylinux2014_x86_64",
+                           "manylinux_2_17_x86_64")
             and t.interpreter in ("cp311", "py3") for t in tags)
 
     for folder in _local_dirs():
@@ -119,7 +120,29 @@ def test_every_package_the_image_installs_is_pinned_exactly() -> None:
     for name, req in pins().items():
         spec = str(req.specifier)
         assert spec.startswith("==") and "," not in spec, f"{name} is not pinned to one version: {req}"
-    assert {"torch", "transformers", "peft", "accelerate", "scikit-learn", "nvidia-cuda-nvrtc"} <= set(pins())
+    assert {"torch", "transformers", "peft", "accelerate", "scikit-learn", "nvidia-cuda-nvrtc", "bitsandbytes",
+            "gguf"} <= set(pins())
+
+
+@pytest.mark.parametrize("constraints", ["constraints.txt", "constraints-cpu.txt"])
+def test_the_bitsandbytes_pin_runs_on_the_pinned_torch(constraints: str) -> None:
+    """Issue 34: the image's bitsandbytes accepts the image's torch (its own Requires-Dist says which)."""
+    from importlib import metadata as installed
+
+    p = pins(ROOT / "images" / "worker-cuda" / constraints)
+    version = str(next(iter(p["bitsandbytes"].specifier))).lstrip("=")
+    try:
+        here = installed.version("bitsandbytes") == version
+    except installed.PackageNotFoundError:
+        here = False
+    text = "\n".join(f"Requires-Dist: {r}" for r in installed.requires("bitsandbytes") or []) if here else \
+        metadata("bitsandbytes", version)
+    if text is None:
+        pytest.skip(f"bitsandbytes {version}'s METADATA is neither installed here nor reachable on PyPI")
+    wanted = next(r for r in requires(text) if canonicalize_name(r.name) == "torch")
+    torch_version = str(next(iter(p["torch"].specifier))).lstrip("=")
+    assert wanted.specifier.contains(torch_version), (
+        f"{constraints} pins torch {torch_version}, but bitsandbytes {version} requires {wanted}")
 
 
 def test_the_agent_image_trains_the_scikit_learn_the_worker_image_pins() -> None:

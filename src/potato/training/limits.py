@@ -83,11 +83,16 @@ def is_out_of_memory(exc: BaseException) -> bool:
     )
 
 
-def oom_message(exc: BaseException, max_ram_mb: int | None, device: str) -> str:
-    """What the run page says after an out-of-memory failure, with the fix."""
+def oom_message(exc: BaseException, max_ram_mb: int | None, device: str, batch_size: int | None = None) -> str:
+    """What the run page says after an out-of-memory failure, with the fix (on a GPU, the batch size
+    to try: half the run's, with gradient accumulation to keep the same optimiser step)."""
     text = str(exc)
     on_gpu = (device.startswith("cuda") or device == "mps") and ("CUDA" in text or "MPS" in text)
     if on_gpu:
+        if batch_size and batch_size > 1:
+            return (f"The run ran out of memory on {device}; try batch_size: {batch_size // 2} (with "
+                    "gradient_accumulation: 2 where the trainer has it, for the same step), or lower max_length, "
+                    "or use a GPU with more free memory")
         return (f"The run ran out of memory on {device}; lower batch_size or max_length, or use a GPU with more "
                 "free memory")
     if max_ram_mb:

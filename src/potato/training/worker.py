@@ -410,7 +410,8 @@ def run_job(job_dir: Path, stop: StopFlag | None = None, result: Result | None =
         cause = exc.__cause__
         if isinstance(exc, TrainerImportError) and cause is not None and is_out_of_memory(cause):
             # A library that cannot be mapped under max_ram_mb is a memory problem, not a missing package.
-            exc = OutOfMemory(oom_message(cause, run.job.max_ram_mb if run.job else None, run.device))
+            exc = OutOfMemory(oom_message(cause, run.job.max_ram_mb if run.job else None, run.device,
+                                          _batch_size(run)))
         _fail(result, RunStatus.FAILED, exc.reason, str(exc))
         code = exc.exit_code
         log.error("%s", exc, exc_info=not isinstance(exc, (BadJob, NoLabels)))
@@ -501,7 +502,7 @@ def _classify(exc: BaseException, run: _Run, result: Result) -> int:
     """Result fields and exit code for an exception that is not one of ours."""
     if is_out_of_memory(exc):
         max_ram_mb = run.job.max_ram_mb if run.job else None
-        failure: WorkerError = OutOfMemory(oom_message(exc, max_ram_mb, run.device))
+        failure: WorkerError = OutOfMemory(oom_message(exc, max_ram_mb, run.device, _batch_size(run)))
     elif isinstance(exc, ImportError):  # a trainer's lazy import inside fit or predict
         failure = TrainerImportError(result.trainer or "?", exc, run.cls.requires if run.cls else ())
     elif isinstance(exc, SystemExit):
@@ -510,6 +511,12 @@ def _classify(exc: BaseException, run: _Run, result: Result) -> int:
         failure = WorkerError(f"{type(exc).__name__}: {exc} (traceback in stderr.log)")
     _fail(result, RunStatus.FAILED, failure.reason, str(failure))
     return failure.exit_code
+
+
+def _batch_size(run: _Run) -> int | None:
+    """The run's ``batch_size`` parameter, for an out-of-memory message's fix (None: it has none)."""
+    value = run.params.get("batch_size")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _safe_event(events: EventWriter, kind: str, **fields: Any) -> None:

@@ -48,6 +48,9 @@ def test_oom_messages_name_the_fix() -> None:
         "The run ran out of memory on cuda:0; lower batch_size or max_length")
     assert oom_message(MemoryError(), None, "cpu") == (
         "The run ran out of memory; train on fewer items or use a machine with more RAM")
+    assert oom_message(OutOfMemoryError("CUDA out of memory"), None, "cuda:0", batch_size=8) == (
+        "The run ran out of memory on cuda:0; try batch_size: 4 (with gradient_accumulation: 2 where the trainer "
+        "has it, for the same step), or lower max_length, or use a GPU with more free memory")  # issue 34
 
 
 def test_events_are_flushed_lines(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ LAZY_HEAVY = [
     "potato/training/trainers/hf_tokens.py",
     "potato/training/trainers/llm_zero_shot.py",
     "potato/training/trainers/llm_preflight.py",
+    "potato/training/trainers/hub_download.py",
 ]
 
 REMOTE_SAFE = [path for path in shipped_files(SRC) if path not in LAZY_HEAVY]

@@ -53,6 +53,7 @@ from potato.training.trainers.base import (
     radio_prediction,
     write_labels_json,
 )
+from potato.training.trainers.hub_download import download_shown
 from potato.training.trainers.llm_preflight import check_fits
 
 DEFAULT_BASE_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
@@ -221,10 +222,12 @@ class LlmZeroShotTrainer(Trainer):
         source, gguf = model_source(str(self.ctx.params["base_model"]))
         extra: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
         self.ctx.step("loading {}".format(self.ctx.params["base_model"]))
+        hub = source if gguf is None and not source.startswith(LOCAL_PREFIXES) else None
         with self._model_available():
             check_fits(self.ctx, source, gguf, training=False)
-            self.tokenizer = AutoTokenizer.from_pretrained(source, **extra)
-            model: Any = AutoModelForCausalLM.from_pretrained(source, **extra)
+            with download_shown(hub, self.ctx.step) if hub else contextlib.nullcontext():
+                self.tokenizer = AutoTokenizer.from_pretrained(source, **extra)
+                model: Any = AutoModelForCausalLM.from_pretrained(source, **extra)
         device = torch.device(self.ctx.device)
         if device.type == "cuda" and torch.cuda.is_bf16_supported():
             model = model.to(dtype=torch.bfloat16)  # half float32's memory, its range; log-probs taken in float32

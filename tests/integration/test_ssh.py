@@ -292,6 +292,27 @@ def test_check_says_a_run_with_two_pinned_gpus_trains_on_both(
             "first.") in out.stdout, out.stdout
 
 
+def test_check_names_bitsandbytes_only_for_a_trainer_that_quantises(
+        sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
+    """Issue 34: hf-llm-classification needs bitsandbytes only with quantize: 8bit or 4bit."""
+    import sys
+
+    def check(params: Dict[str, Any]) -> str:
+        config = ssh_config(sshd)
+        config["model_training"]["trainer"] = "noop"
+        config["model_training"]["trainer_params"] = {"hf-llm-classification": params}
+        srv = make_server(config)
+        return subprocess.run([sys.executable, "-m", "potato", "training", "check", "gpu", str(srv.config_path)],
+                              capture_output=True, text=True, timeout=60).stdout
+
+    plain = check({})
+    assert "Trainer 'hf-llm-classification' could not be imported on 127.0.0.1: /usr/bin/python3 lacks torch, " \
+           "transformers, peft (" in plain, plain
+    quantised = check({"quantize": "4bit"})
+    assert "Trainer 'hf-llm-classification' could not be imported on 127.0.0.1: /usr/bin/python3 lacks torch, " \
+           "transformers, peft, bitsandbytes (" in quantised, quantised
+
+
 def test_check_fails_when_no_gpu_has_enough_free(sshd: SshHost, make_server: Callable[..., ServerProcess]) -> None:
     import sys
 

@@ -33,6 +33,7 @@ LAZY_HEAVY = [
     "potato/training/trainers/hf_text.py",
     "potato/training/trainers/hf_tokens.py",
     "potato/training/trainers/llm_zero_shot.py",
+    "potato/training/trainers/hf_llm.py",
     "potato/training/trainers/llm_preflight.py",
     "potato/training/trainers/hub_download.py",
 ]

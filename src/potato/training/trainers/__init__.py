@@ -21,6 +21,7 @@ TRAINERS: dict[str, str] = {
     "sklearn-token-classification": "potato.training.trainers.sklearn_tokens:SklearnTokenTrainer",
     "hf-text-classification": "potato.training.trainers.hf_text:HfTextTrainer",
     "hf-token-classification": "potato.training.trainers.hf_tokens:HfTokenTrainer",
+    "hf-llm-classification": "potato.training.trainers.hf_llm:HfLlmTrainer",
     "decision-calibrate": "potato.training.trainers.decision_calibrate:DecisionCalibrateTrainer",
     "llm-zero-shot": "potato.training.trainers.llm_zero_shot:LlmZeroShotTrainer",
     "noop": "potato.training.trainers.noop:NoopTrainer",

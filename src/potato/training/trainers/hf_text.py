@@ -30,8 +30,10 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
-from potato.training.failures import BadJob, ModelNotFound
+from potato.training import dataparallel
+from potato.training.failures import BadJob, Cancelled, ModelNotFound
 from potato.training.results import Label
+from potato.training.trainers.hub_download import download_shown
 from potato.training.trainers.base import (
     Example,
     Item,
@@ -118,6 +120,7 @@ class HfTextTrainer(Trainer):
     requires = ("torch", "transformers", "peft")
     uses_device = True
     reports_loss = True
+    data_parallel = True
     auto_model: ClassVar[str] = "AutoModelForSequenceClassification"
     """The transformers class whose head the run trains (hf-token-classification: per token)."""
     lora_task: ClassVar[str] = "SEQ_CLS"
@@ -199,9 +202,11 @@ class HfTextTrainer(Trainer):
         """``base_model`` with a fresh head of ``labels`` (:attr:`auto_model`'s kind of head)."""
         import transformers
 
-        with self._model_available():
+        base = self.base_model
+        hub = base if not str(self.ctx.params["base_model"]).startswith(("/", ".", "~")) else None
+        with self._model_available(), download_shown(hub, self.ctx.step) if hub else contextlib.nullcontext():
             model = getattr(transformers, self.auto_model).from_pretrained(
-                self.base_model,
+                base,
                 num_labels=len(labels),
                 id2label=dict(enumerate(labels)),
                 label2id={label: i for i, label in enumerate(labels)},
@@ -255,7 +260,7 @@ class HfTextTrainer(Trainer):
             model = self._load_model(labels, spec.multiselect, prior)
             trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
             self.ctx.log("{}: {} labels, {} training items, {:,} trainable parameters{}".format(
-                spec.name, len(labels), len(rows), trainable, " (LoRA)" if self.ctx.params["lora"] else ""))
+                spec.name, len(labels), len(rows), trainable, self._adapter_note()))
             texts = [ex.text for ex, _ in rows]
             dtype = torch.float32 if spec.multiselect else torch.long
 
@@ -269,36 +274,61 @@ class HfTextTrainer(Trainer):
                 model.to("cpu")
             self.models[spec.name] = model
 
+    def _adapter_note(self) -> str:
+        """What the "trainable parameters" log line adds about how the model trains."""
+        return " (LoRA)" if self.ctx.params["lora"] else ""
+
     def _train_one(self, schema: str, model: Any, n: int,
                    batch_of: Callable[[list[int], Any], tuple[dict[str, Any], Any]]) -> None:
         """``epochs`` passes over ``n`` examples in a seeded order; ``batch_of(indices, device)`` gives
-        a batch's model inputs and labels (a class per text, or a tag per token)."""
+        a batch's model inputs and labels (a class per text, or a tag per token).
+
+        With a ``gradient_accumulation`` parameter of N > 1 (hf-llm-classification) the optimiser steps
+        every N batches on their mean gradient (and after an epoch's last batch); progress still counts
+        batches, the learning-rate schedule optimiser steps. Without it (the encoders) N is 1.
+
+        In a data-parallel run each rank takes its shard of every epoch's order (as many items as every
+        other rank), the model is wrapped in DistributedDataParallel (gradients averaged at each optimiser
+        step), and the ranks agree at every batch whether any was asked to stop."""
         import torch
 
         ctx = self.ctx
+        ranks = ctx.ranks
         device = torch.device(ctx.device)
         model.to(device)
         model.train()
+        trained = dataparallel.wrap(model, ranks, ctx.device)
         batch_size = int(ctx.params["batch_size"])
         epochs = int(ctx.params["epochs"])
-        per_epoch = math.ceil(n / batch_size)
+        accumulate = int(ctx.params.get("gradient_accumulation", 1))
+        n_rank = len(dataparallel.shard(range(n), ranks))
+        per_epoch = math.ceil(n_rank / batch_size)
         total = per_epoch * epochs
+        updates = math.ceil(per_epoch / accumulate) * epochs
         optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=self.learning_rate)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: max(0.0, 1.0 - s / total))
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: max(0.0, 1.0 - s / updates))
         generator = torch.Generator().manual_seed(ctx.seed)
         step = 0
         for epoch in range(1, epochs + 1):
             ctx.step(f"training {schema} (epoch {epoch} of {epochs})")
-            order = torch.randperm(n, generator=generator).tolist()
+            order = dataparallel.shard(torch.randperm(n, generator=generator).tolist(), ranks)
             losses = []
-            for start in range(0, n, batch_size):
-                ctx.check_stop()
+            for k, start in enumerate(range(0, n_rank, batch_size)):
+                if dataparallel.stop_anywhere(ctx.should_stop(), ranks, ctx.device):
+                    raise Cancelled("cancelled")
                 batch, y = batch_of(order[start:start + batch_size], device)
-                loss = model(**batch, labels=y).loss
-                loss.backward()
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
+                steps = (k + 1) % accumulate == 0 or k + 1 == per_epoch
+                # between optimiser steps the ranks keep their gradients to themselves (one all-reduce a step)
+                with contextlib.nullcontext() if steps or not ranks.parallel else trained.no_sync():
+                    loss = trained(**batch, labels=y).loss
+                    if accumulate > 1:  # the mean over the batches of one optimiser step
+                        (loss / min(accumulate, per_epoch - k // accumulate * accumulate)).backward()
+                    else:
+                        loss.backward()
+                if steps:
+                    optimizer.step()
+                    scheduler.step()
+                    optimizer.zero_grad(set_to_none=True)
                 step += 1
                 value = float(loss.detach())
                 losses.append(value)
@@ -347,11 +377,19 @@ class HfTextTrainer(Trainer):
                 model.to("cpu")
         return out
 
+    def _labels_entry(self) -> dict[str, Any]:
+        """What ``labels.json`` says of every schema's model: what it was trained from and how."""
+        return {"base_model": self.ctx.params["base_model"], "lora": self.ctx.params["lora"]}
+
+    def _save_model(self, model: Any, folder: Path) -> None:
+        """The model's files (with LoRA: the adapter's) into ``folder``."""
+        model.save_pretrained(str(folder))
+
     def save(self, artifacts_dir: Path) -> None:
         taken: list[str] = []
         extra: dict[str, dict[str, Any]] = {}
         for spec in self.ctx.schemas:
-            entry: dict[str, Any] = {"base_model": self.ctx.params["base_model"], "lora": self.ctx.params["lora"]}
+            entry: dict[str, Any] = self._labels_entry()
             if spec.name in self.constant:
                 value = self.constant[spec.name]
                 entry["constant"] = list(value) if isinstance(value, tuple) else value
@@ -359,7 +397,7 @@ class HfTextTrainer(Trainer):
                 name = folder_name(spec.name, taken)
                 taken.append(name)
                 folder = artifacts_dir / name
-                self.models[spec.name].save_pretrained(str(folder))
+                self._save_model(self.models[spec.name], folder)
                 self.tokenizer.save_pretrained(str(folder))
                 entry["dir"] = name
             extra[spec.name] = entry

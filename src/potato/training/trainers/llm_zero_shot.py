@@ -130,11 +130,60 @@ def check_prompt(prompt: str | None) -> None:
                      "goes, e.g. \"Is this review positive or negative?\\n\\n{text}\"")
 
 
-def check_quantize(quantize: str) -> None:
-    """Only full-precision weights for now: say so rather than load something else."""
-    if quantize != "none":
-        raise BadJob(f"Trainer 'llm-zero-shot' parameter quantize: {quantize} is not available yet; "
-                     "use quantize: none (the model's own weights), or a smaller base_model")
+def check_gguf_quantize(trainer: str, base_model: str, quantize: str) -> None:
+    """:class:`BadJob` for a GGUF file with ``quantize``: transformers expands a GGUF file's weights on
+    load and cannot quantise them again."""
+    if quantize != "none" and base_model.lower().endswith(".gguf"):
+        raise BadJob(f"Trainer '{trainer}' cannot load a GGUF file with quantize: {quantize} (transformers "
+                     "expands a GGUF file's weights and cannot quantise them again); name the model's folder or "
+                     "Hugging Face Hub name instead, or set quantize: none")
+
+
+def quantization_config(quantize: str, compute_dtype: Any) -> Any:
+    """transformers' ``BitsAndBytesConfig`` for ``quantize`` (None for none): 4-bit is NF4 with double
+    quantisation (QLoRA's), computing in ``compute_dtype``; 8-bit is LLM.int8. Both LLM trainers load
+    through it (never the ``load_in_4bit=`` keyword transformers 5 removed)."""
+    if quantize == "none":
+        return None
+    from transformers import BitsAndBytesConfig
+
+    if quantize == "8bit":
+        return BitsAndBytesConfig(load_in_8bit=True)
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                              bnb_4bit_compute_dtype=compute_dtype)
+
+
+def bitsandbytes_unusable(quantize: str, detail: str) -> BadJob:
+    """The failure of a run that quantises on a host whose devices bitsandbytes cannot use."""
+    return BadJob(f"quantize: {quantize} needs bitsandbytes, which cannot run on this machine ({detail}); set "
+                  "quantize: none to use the model's own weights, or run on a host with a CUDA GPU (or an "
+                  "x86-64 CPU with AVX2)")
+
+
+@contextlib.contextmanager
+def bitsandbytes_usable(quantize: str) -> Iterator[None]:
+    """bitsandbytes that cannot load, or has no backend for this machine's devices: say so, and what to
+    do. A missing bitsandbytes is left to the worker, which names the package to install."""
+    try:
+        yield
+    except ModuleNotFoundError:
+        raise
+    except (ImportError, OSError, RuntimeError, NotImplementedError) as exc:
+        text = str(exc)
+        if quantize == "none" or "bitsandbytes" not in text.lower():
+            raise
+        raise bitsandbytes_unusable(quantize, text.strip().splitlines()[0][:300]) from None
+
+
+def quantized_loading(quantize: str, device: str, compute_dtype: Any) -> dict[str, Any]:
+    """``from_pretrained``'s keywords that load the weights quantised on ``device`` ({} for none);
+    imports bitsandbytes first, so that one that cannot run is named before transformers tries it."""
+    config = quantization_config(quantize, compute_dtype)
+    if config is None:
+        return {}
+    with bitsandbytes_usable(quantize):
+        import bitsandbytes  # noqa: F401
+    return {"quantization_config": config, "device_map": {"": device}}
 
 
 def model_source(base_model: str) -> tuple[str, str | None]:
@@ -174,8 +223,8 @@ class LlmZeroShotTrainer(Trainer):
         "batch_size": Param(8, (int,), "items per forward pass (each with every label's answer)", minimum=1),
         "max_length": Param(512, (int,), "tokens of an item's text the model reads; longer texts are cut",
                             minimum=8),
-        "quantize": Param("none", (str,), "weights as loaded: none (8bit and 4bit are not available yet)",
-                          choices=QUANTIZE),
+        "quantize": Param("none", (str,), "weights as loaded: none, 8bit or 4bit (NF4); 8bit and 4bit need "
+                          "bitsandbytes and a CUDA GPU (or an x86-64 CPU with AVX2)", choices=QUANTIZE),
     }
 
     def __init__(self, ctx: TrainContext) -> None:
@@ -187,13 +236,14 @@ class LlmZeroShotTrainer(Trainer):
     def validate_params(cls, raw: Mapping[str, Any]) -> dict[str, Any]:
         params = super().validate_params(raw)
         check_prompt(params["prompt"])
-        check_quantize(params["quantize"])
+        check_gguf_quantize(cls.name, str(params["base_model"]), str(params["quantize"]))
         return params
 
     @classmethod
     def required_modules(cls, params: Mapping[str, Any]) -> tuple[str, ...]:
         gguf = str(params.get("base_model") or "").lower().endswith(".gguf")
-        return ("torch", "transformers") + (("gguf",) if gguf else ())
+        quantized = str(params.get("quantize") or "none") != "none"
+        return ("torch", "transformers") + (("gguf",) if gguf else ()) + (("bitsandbytes",) if quantized else ())
 
     @contextlib.contextmanager
     def _model_available(self) -> Iterator[None]:
@@ -223,15 +273,20 @@ class LlmZeroShotTrainer(Trainer):
         extra: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
         self.ctx.step("loading {}".format(self.ctx.params["base_model"]))
         hub = source if gguf is None and not source.startswith(LOCAL_PREFIXES) else None
+        device = torch.device(self.ctx.device)
+        # bf16 on a GPU that has it: half float32's memory, its range (log-probs are taken in float32)
+        dtype = torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
+        quantize = str(self.ctx.params["quantize"])
+        loading = quantized_loading(quantize, str(device), dtype)
         with self._model_available():
             check_fits(self.ctx, source, gguf, training=False)
             with download_shown(hub, self.ctx.step) if hub else contextlib.nullcontext():
                 self.tokenizer = AutoTokenizer.from_pretrained(source, **extra)
-                model: Any = AutoModelForCausalLM.from_pretrained(source, **extra)
-        device = torch.device(self.ctx.device)
-        if device.type == "cuda" and torch.cuda.is_bf16_supported():
-            model = model.to(dtype=torch.bfloat16)  # half float32's memory, its range; log-probs taken in float32
-        self.model = model.to(device).eval()
+                with bitsandbytes_usable(quantize):
+                    model: Any = AutoModelForCausalLM.from_pretrained(source, **extra, **loading)
+        if not loading:  # a quantised model is on its device in its own dtypes already
+            model = model.to(device=device, dtype=dtype)
+        self.model = model.eval()
         if self.tokenizer.chat_template is None:
             self.ctx.log("the tokenizer has no chat template: the model reads the plain prompt and 'Answer:'")
 

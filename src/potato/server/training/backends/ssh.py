@@ -12,7 +12,7 @@ import json
 import os
 import re
 import threading
-from typing import Any, ClassVar, Iterable, Sequence, Type
+from typing import Any, ClassVar, Iterable, Mapping, Sequence, Type
 
 from potato.config.schema import Config, SlurmBackend, SshBackend
 from potato.project import Project
@@ -33,7 +33,8 @@ from potato.server.training.sshhost import (
 )
 from potato.training.failures import PIP_NAMES
 from potato.training.gpus import NoGpuFree, choose_gpus
-from potato.training.trainers import CLASSIFIES, trainers_for
+from potato.errors import TrainingError
+from potato.training.trainers import CLASSIFIES, get_trainer, trainers_for
 
 
 class SessionThread:
@@ -151,7 +152,8 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
         details["packages_venv"] = {"path": shown, "built": venv_python is not None}
     missing: dict[str, list[str]] = {}
     for trainer, packages in trainer_packages_missing(target, config.model_training.trainer, venv_python,
-                                                      config.training_kinds()).items():
+                                                      config.training_kinds(),
+                                                      config.model_training.trainer_params).items():
         left = [p for p in packages if requirement_name(p) not in planned]
         if left:
             missing[trainer] = left
@@ -170,16 +172,31 @@ def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
 
 
 def trainer_packages_missing(target: Any, default_trainer: str, python: str | None = None,
-                             kinds: Iterable[str] = CLASSIFIES) -> dict[str, list[str]]:
+                             kinds: Iterable[str] = CLASSIFIES,
+                             trainer_params: Mapping[str, Mapping[str, object]] | None = None) -> dict[str, list[str]]:
     """Trainer -> the pip packages the host lacks for it (before a run hits it), for the trainers of
     ``kinds`` of scheme (the project's); ``python`` is the interpreter a run's worker would have
-    there as a shell word (the packages venv's), else the backend's ``python``."""
+    there as a shell word (the packages venv's), else the backend's ``python``. What a trainer needs
+    beyond its usual packages for the config's ``trainer_params`` counts too (bitsandbytes for a
+    quantised LLM), and only then."""
     modules_for = {pip: module for module, pip in PIP_NAMES.items()}
-    wanted = {t.name: list(t.requires) for t in trainers_for(kinds) if t.requires and not t.local_only}
+    wanted = {t.name: packages_for(t.name, t.requires, (trainer_params or {}).get(t.name) or {})
+              for t in trainers_for(kinds) if t.requires and not t.local_only}
     modules = sorted({modules_for.get(p, p) for packages in wanted.values() for p in packages})
     absent = set(missing_modules(target, modules, python))
     return {name: [p for p in packages if modules_for.get(p, p) in absent]
             for name, packages in wanted.items() if any(modules_for.get(p, p) in absent for p in packages)}
+
+
+def packages_for(trainer: str, requires: Sequence[str], params: Mapping[str, object]) -> list[str]:
+    """The pip packages a trainer needs with these parameters: its own, then what they add."""
+    try:
+        cls = get_trainer(trainer)
+        modules = cls.required_modules(cls.validate_params(params))
+    except (ImportError, TrainingError):  # parameters the config check already refuses
+        return list(requires)
+    extra = [PIP_NAMES.get(m, m) for m in modules]
+    return list(requires) + [p for p in extra if p not in requires]
 
 
 def requirement_name(requirement: str) -> str:

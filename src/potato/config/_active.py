@@ -5,7 +5,10 @@ this server's trainers and backends: ``update_frequency`` starts a run every tha
 ``model_training.auto_retrain`` does), on the configured backend, so the model may train on a GPU
 anywhere while annotators go on; after each run the items nobody has labelled are ordered by the
 run's uncertainty. Upstream's own classifier keys choose among our trainers or are refused by name,
-as are its LLM, persistence and database options.
+as are its persistence and database options. Its LLM cold start (``cold_start_strategy: llm``: an
+LLM orders the items before there is a model) is an ``llm-zero-shot`` run when the server first
+starts, on the LLM that ``llm.model_name`` names; an LLM behind an endpoint URL, a mock LLM and
+confidences the LLM writes as text are refused by name.
 """
 
 from __future__ import annotations
@@ -35,13 +38,8 @@ _TRAINER_OF = {("LogisticRegression", "TfidfVectorizer"): "sklearn-text-classifi
 """Upstream's classifier and vectorizer (class names, module paths dropped) -> the trainer that is them."""
 
 _REFUSED: Mapping[str, str] = {
-    "llm_enabled": "LLM confidence scores for active learning",
-    "llm_config": "LLM confidence scores for active learning",
-    "llm": "LLM confidence scores for active learning",
     "use_icl_ensemble": "blending in-context-learning predictions into active learning",
     "annotation_routing": "LLM-based annotation routing",
-    "cold_start_strategy": "an LLM choosing items before the first model",
-    "cold_start_batch_size": "an LLM choosing items before the first model",
     "model_persistence_enabled": "saving active learning's models in a folder of their own (every run keeps "
                                  "its model in its run folder here)",
     "model_save_directory": "saving active learning's models in a folder of their own",
@@ -64,6 +62,12 @@ _IGNORED: Mapping[str, str] = {
 }
 """Upstream keys that only warn: what this server uses instead."""
 
+_LLM_IGNORED = ("max_tokens", "temperature", "timeout", "retry_attempts", "retry_delay", "max_instances_per_request",
+                "consistency_samples")
+"""Upstream's settings for an LLM that writes its answer: nothing is generated here (each label's
+likelihood is read), so they change nothing."""
+_LLM_KEYS = ("enabled", "endpoint_url", "model_name", "use_mock", "confidence_method", "batch_size", *_LLM_IGNORED)
+
 _KEYS: Mapping[str, Check] = {
     "enabled": boolean,
     "schema_names": text_list('["sentiment"]'),
@@ -79,6 +83,11 @@ _KEYS: Mapping[str, Check] = {
     "vectorizer_name": text(),
     "trainer": text(),
     "backend": text(),
+    "cold_start_strategy": choice(("random", "llm"), "cold_start_strategy"),
+    "cold_start_batch_size": integer(1),
+    "llm_enabled": boolean,
+    "llm": anything,
+    "llm_config": anything,
     **{key: anything for key in (*_REFUSED, *_IGNORED)},
 }
 
@@ -112,6 +121,7 @@ def check_active_learning(raw: object, scheme_types: Mapping[str, str | None], t
         problems.append((".query_strategy", unsupported_message(
             f"query_strategy: {query}", "query strategies other than uncertainty sampling (choose the measure "
             f"with uncertainty: {', '.join(UNCERTAINTY_MEASURES)})")))
+    cold_start, cold_start_params = _cold_start(values, problems, findings)
     trainer = _trainer(values, problems)
     names = values.get("schema_names") or tuple(n for n, kind in scheme_types.items() if kind in ("radio", "multiselect"))
     for i, name in enumerate(values.get("schema_names", ())):
@@ -142,7 +152,64 @@ def check_active_learning(raw: object, scheme_types: Mapping[str, str | None], t
         uncertainty=values.get("uncertainty", UNCERTAINTY_MEASURES[0]),
         trainer=trainer,
         backend=values.get("backend"),
+        cold_start=cold_start,
+        cold_start_params=cold_start_params,
     )
+
+
+def _cold_start(values: dict[str, Any], problems: list[tuple[str, str]],
+                findings: Findings) -> tuple[bool, dict[str, object]]:
+    """Upstream's LLM cold start as an llm-zero-shot run: (on, its parameters). Its LLM settings
+    (``llm``, or ``llm_config`` beside ``llm_enabled``) count only with ``cold_start_strategy: llm``."""
+    on = values.pop("cold_start_strategy", "random") == "llm"
+    if "cold_start_batch_size" in values:
+        values.pop("cold_start_batch_size")
+        findings.warn("active_learning.cold_start_batch_size", "is ignored here: the LLM suggests a label for every "
+                      "item, and active learning puts the items it is least sure of first")
+    enabled = values.pop("llm_enabled", None)
+    key = "llm" if "llm" in values else "llm_config"
+    settings = values.pop(key, None)
+    values.pop("llm_config" if key == "llm" else "llm", None)
+    if settings is None:
+        settings = {}
+    if not isinstance(settings, dict):
+        problems.append((f".{key}", f"must be a mapping of the LLM's settings, e.g. {key}: {{model_name: "
+                                    "Qwen/Qwen2.5-1.5B-Instruct}"))
+        return False, {}
+    enabled = settings.get("enabled", enabled)
+    if not on:
+        if enabled:
+            problems.append((".llm_enabled" if key == "llm_config" or "enabled" not in settings else f".{key}.enabled",
+                             unsupported_message("llm_enabled", "LLM confidence scores for active learning beyond "
+                                                 "the cold start (cold_start_strategy: llm is supported)")))
+        return False, {}
+    if enabled is False:
+        problems.append((f".{key}.enabled", "is false, but cold_start_strategy: llm needs the LLM; set enabled: true "
+                                           "or cold_start_strategy: random"))
+    for name in sorted(set(settings) - set(_LLM_KEYS)):
+        problems.append((f".{key}.{name}", f"is not an LLM setting upstream Potato knows; valid: {', '.join(_LLM_KEYS)}"))
+    if settings.get("endpoint_url"):
+        problems.append((f".{key}.endpoint_url", unsupported_message(
+            "endpoint_url", "asking an LLM served at a URL (here the LLM runs where the training runs: set "
+            "model_name to a Hugging Face Hub name, or a model folder or .gguf file on the training host)")))
+    if settings.get("use_mock"):
+        problems.append((f".{key}.use_mock", unsupported_message(
+            "use_mock", "a stand-in LLM that makes its answers up (here a real LLM reads every item)")))
+    method = settings.get("confidence_method", "logprobs")
+    if method != "logprobs":
+        problems.append((f".{key}.confidence_method", unsupported_message(
+            f"confidence_method: {method}", "confidences the LLM writes as text (here each label's probability is "
+            "the model's own likelihood of it, as confidence_method: logprobs)")))
+    for name in _LLM_IGNORED:
+        if name in settings:
+            findings.warn(f"active_learning.{key}.{name}", "is ignored here: nothing is generated, each label's "
+                          "likelihood is read")
+    params: dict[str, object] = {}
+    if settings.get("model_name"):
+        params["base_model"] = str(settings["model_name"])
+    if isinstance(settings.get("batch_size"), int) and not isinstance(settings.get("batch_size"), bool):
+        params["batch_size"] = settings["batch_size"]
+    return True, params
 
 
 def _trainer(values: dict[str, Any], problems: list[tuple[str, str]]) -> str | None:

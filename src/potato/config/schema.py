@@ -228,6 +228,10 @@ class ActiveLearning:
     uncertainty: str = UNCERTAINTY_MEASURES[0]
     trainer: str | None = None
     backend: str | None = None
+    cold_start: bool = False
+    """Before the first model, an llm-zero-shot run orders the items (upstream's ``cold_start_strategy: llm``)."""
+    cold_start_params: dict[str, object] = field(default_factory=dict)
+    """That run's llm-zero-shot parameters (``base_model`` from upstream's ``llm.model_name``)."""
 
 
 Container = ContainerSpec

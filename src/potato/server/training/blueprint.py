@@ -33,6 +33,7 @@ from potato.server.training.run_requests import (
     MIN_PER_CLASS,
     RunRequestError,
     auto_retrain,
+    cold_start,
     form_params,
     label_summary,
     start_run,
@@ -263,6 +264,10 @@ def init_app(app: Flask) -> None:
         project.suggestions_for = lambda item_id: suggestions_for(project, item_id)
     if project.config.model_training.auto_retrain.enabled:
         project.on_labels_saved = _auto_retrain_hook(app, project, store)
+    try:
+        cold_start(project, store)
+    except RunRequestError as exc:
+        app.logger.warning("active learning's cold start could not start a run: %s", exc)
     dispatcher = Dispatcher(project, store, app.config.get("POTATO_AGENT_URL"))
     app.extensions["potato.dispatcher"] = dispatcher
     if not app.config.get("POTATO_NO_DISPATCHER"):

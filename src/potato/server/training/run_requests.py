@@ -6,6 +6,7 @@ Pure or database-only: the training page's routes and the auto-retrain hook call
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -226,6 +227,27 @@ def auto_retrain(project: Project, store: RunStore) -> Run | None:
     project.db.write([("INSERT OR REPLACE INTO meta (key, value) VALUES ('auto_retrain:since', ?)", (str(now),))])
     body = {"trainer": ar.trainer, "schemas": list(ar.schemas) or None,
             "backend": ar.backend or project.config.model_training.backend}
+    return start_run(project, store, body, trigger=Trigger.AUTO)
+
+
+COLD_START_KEY = "active_learning:cold_start"
+
+
+def cold_start(project: Project, store: RunStore) -> Run | None:
+    """Active learning's cold start (upstream's ``cold_start_strategy: llm``): one llm-zero-shot run,
+    queued the first time the server starts with it, whose predictions order the items and suggest
+    labels before anyone has labelled. Each gunicorn worker asks; the first to claim the key queues
+    it. None when it is off or was queued before (a server restart does not queue it again)."""
+    al = project.config.active_learning
+    if not (al.enabled and al.cold_start):
+        return None
+    claim = f"{os.getpid()}:{time.time()!r}"
+    project.db.write([("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (COLD_START_KEY, claim))])
+    row = project.db.conn.execute("SELECT value FROM meta WHERE key = ?", (COLD_START_KEY,)).fetchone()
+    if row is None or row[0] != claim:
+        return None
+    body = {"trainer": "llm-zero-shot", "schemas": list(al.schemas) or None, "params": dict(al.cold_start_params),
+            "backend": al.backend or project.config.model_training.backend}
     return start_run(project, store, body, trigger=Trigger.AUTO)
 
 

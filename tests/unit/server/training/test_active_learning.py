@@ -71,7 +71,19 @@ def test_upstreams_active_learning_example_runs_unchanged() -> None:
      unsupported_message("query_strategy: badge", "query strategies other than uncertainty sampling (choose the "
                          "measure with uncertainty: least_confidence, margin, entropy)")),
     ({"llm_enabled": True}, "active_learning.llm_enabled",
-     unsupported_message("llm_enabled", "LLM confidence scores for active learning")),
+     unsupported_message("llm_enabled", "LLM confidence scores for active learning beyond the cold start "
+                         "(cold_start_strategy: llm is supported)")),
+    ({"cold_start_strategy": "llm", "llm": {"enabled": True, "endpoint_url": "http://localhost:8080/v1"}},
+     "active_learning.llm.endpoint_url",
+     unsupported_message("endpoint_url", "asking an LLM served at a URL (here the LLM runs where the training "
+                         "runs: set model_name to a Hugging Face Hub name, or a model folder or .gguf file on the "
+                         "training host)")),
+    ({"cold_start_strategy": "llm", "llm": {"enabled": True, "use_mock": True}}, "active_learning.llm.use_mock",
+     unsupported_message("use_mock", "a stand-in LLM that makes its answers up (here a real LLM reads every item)")),
+    ({"cold_start_strategy": "llm", "llm": {"confidence_method": "verbalized"}},
+     "active_learning.llm.confidence_method",
+     unsupported_message("confidence_method: verbalized", "confidences the LLM writes as text (here each label's "
+                         "probability is the model's own likelihood of it, as confidence_method: logprobs)")),
     ({"schema_names": ["note"]}, "active_learning.schema_names[0]",
      "'note' is a text scheme; a model orders items by radio, multiselect or span schemes"),
     ({"random_sample_percent": 20}, "active_learning.random_sample_percent",
@@ -122,3 +134,44 @@ def test_the_order_puts_the_most_uncertain_first_with_a_random_share() -> None:
     assert mixed == order(unsure, pool, 10, 0.2, "run-1")  # the same run gives the same order
     assert order(unsure, pool[:3], 10, 0.0, "r") == ["i2", "i1", "i0"]
     assert math.isclose(sum(1 for k in range(100) if math.floor((k + 1) * 0.2) > math.floor(k * 0.2)), 20)
+
+
+def test_upstreams_llm_cold_start_is_an_llm_zero_shot_run_on_the_named_model() -> None:
+    """Issue 34: cold_start_strategy: llm (an LLM orders the items before the first model) is an
+    llm-zero-shot run; llm.model_name is its base_model; settings for generated text change nothing."""
+    report = config_with({**UPSTREAM_AL, "cold_start_strategy": "llm", "cold_start_batch_size": 20,
+                          "llm": {"enabled": True, "model_name": "Qwen/Qwen2.5-1.5B-Instruct", "temperature": 0.1,
+                                  "confidence_method": "logprobs", "batch_size": 4}})
+    assert report.errors == []
+    al = report.config.active_learning
+    assert al.cold_start and al.cold_start_params == {"base_model": "Qwen/Qwen2.5-1.5B-Instruct", "batch_size": 4}
+    assert sorted(w.path for w in report.warnings if w.path.startswith("active_learning")) == [
+        "active_learning.cold_start_batch_size", "active_learning.llm.temperature"]
+    assert not config_with(UPSTREAM_AL).config.active_learning.cold_start
+    off = config_with({**UPSTREAM_AL, "cold_start_strategy": "llm", "llm": {"enabled": False}})
+    assert [e.path for e in off.errors] == ["active_learning.llm.enabled"]
+
+
+def test_the_cold_start_run_is_queued_once_when_the_server_first_starts(make_project: Any) -> None:
+    """Issue 34: the first start queues one llm-zero-shot run on the schemas; a restart does not queue
+    another (each gunicorn worker asks; one claims it)."""
+    from potato.config import load_config
+    from potato.project import Project
+    from potato.server.training.run_requests import cold_start
+    from potato.server.training.runs import RunStore, Trigger
+
+    config_path = make_project(active_learning={"enabled": True, "schema_names": ["sentiment"],
+                                                "cold_start_strategy": "llm",
+                                                "llm": {"enabled": True, "model_name": "/models/smol.gguf"}},
+                               model_training={"enabled": True})
+    project = Project.open(load_config(config_path))
+    store = RunStore(project.db, project.config.training_dir / "runs")
+    run = cold_start(project, store)
+    assert run is not None
+    assert (run.trainer, run.schemas, run.trigger, run.params["base_model"]) == (
+        "llm-zero-shot", ["sentiment"], Trigger.AUTO, "/models/smol.gguf")
+    assert cold_start(project, store) is None
+    again = Project.open(load_config(config_path))
+    assert cold_start(again, RunStore(again.db, again.config.training_dir / "runs")) is None
+    assert [r.trainer for r in store.list()] == ["llm-zero-shot"]
+

@@ -247,7 +247,7 @@ def test_lora_on_smollm2_beats_zero_shot_on_the_example_reviews(tmp_path: Path,
     pytest.importorskip("gguf")
     from potato.training.worker import run_job
 
-    from .test_llm_zero_shot import smollm2_gguf
+    from .test_llm_zero_shot import example_reviews, smollm2_gguf
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     data = example_reviews(N_QUALITY)
@@ -269,21 +269,6 @@ def test_lora_on_smollm2_beats_zero_shot_on_the_example_reviews(tmp_path: Path,
           f"{time.monotonic() - started:.1f} s")
     assert metrics["n_holdout"] == len(holdout) == 60
     assert accuracy > MEASURED_ZERO_SHOT
-
-
-def example_reviews(n: int) -> list[tuple[str, str, str]]:
-    """(id, text, sentiment) of the example project's first ``n`` reviews, as test_llm_zero_shot reads them."""
-    from tests.example_project import EXAMPLE
-
-    from .test_llm_zero_shot import NEGATIVE_ENDINGS, POSITIVE_ENDINGS
-
-    rows = json.loads((EXAMPLE / "data" / "reviews.json").read_text(encoding="utf-8"))[:n]
-    out = []
-    for row in rows:
-        ending = row["text"].rsplit(". ", 1)[-1]
-        assert ending in POSITIVE_ENDINGS | NEGATIVE_ENDINGS, row
-        out.append((row["id"], row["text"], "positive" if ending in POSITIVE_ENDINGS else "negative"))
-    return out
 
 
 MEASURED_ZERO_SHOT = 0.833

@@ -120,10 +120,10 @@ def smollm2_gguf() -> Path:
     return found[0]
 
 
-def example_reviews() -> list[tuple[str, str, str]]:
-    """(id, text, sentiment) of the example project's first reviews; the sentiment is what their closing
-    sentence says (each review ends with one of ten verdicts)."""
-    rows = json.loads((EXAMPLE / "data" / "reviews.json").read_text(encoding="utf-8"))[:N_ITEMS]
+def example_reviews(n: int = N_ITEMS) -> list[tuple[str, str, str]]:
+    """(id, text, sentiment) of the example project's first ``n`` reviews; the sentiment is what their
+    closing sentence says (each review ends with one of ten verdicts)."""
+    rows = json.loads((EXAMPLE / "data" / "reviews.json").read_text(encoding="utf-8"))[:n]
     out = []
     for row in rows:
         ending = row["text"].rsplit(". ", 1)[-1]

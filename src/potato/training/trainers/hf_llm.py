@@ -39,7 +39,7 @@ import warnings
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping
 
-from potato.training.failures import BadJob, ModelNotFound
+from potato.training.failures import BadJob
 from potato.training.trainers.base import Param
 from potato.training.trainers.hf_text import HfTextTrainer
 from potato.training.trainers.hub_download import download_shown
@@ -50,6 +50,8 @@ from potato.training.trainers.llm_zero_shot import (
     QUANTIZE,
     bitsandbytes_usable,
     check_gguf_quantize,
+    llm_extra_modules,
+    model_available,
     model_source,
     quantized_loading,
 )
@@ -144,10 +146,7 @@ class HfLlmTrainer(HfTextTrainer):
 
     @classmethod
     def required_modules(cls, params: Mapping[str, Any]) -> tuple[str, ...]:
-        quantized = str(params.get("quantize") or "none") != "none"
-        gguf = str(params.get("base_model") or "").lower().endswith(".gguf")
-        return ("torch", "transformers", "peft") + (("bitsandbytes",) if quantized else ()) + \
-            (("gguf",) if gguf else ())
+        return ("torch", "transformers", "peft") + llm_extra_modules(params)
 
     @property
     def learning_rate(self) -> float:
@@ -159,18 +158,8 @@ class HfLlmTrainer(HfTextTrainer):
 
     @contextlib.contextmanager
     def _model_available(self) -> Iterator[None]:
-        """A hub name neither cached here nor downloadable: say which fixes apply (as llm-zero-shot)."""
-        base = str(self.ctx.params["base_model"])
-        try:
+        with model_available(str(self.ctx.params["base_model"])):
             yield
-        except OSError as exc:
-            if base.startswith(LOCAL_PREFIXES) or base.lower().endswith(".gguf"):
-                raise
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ModelNotFound(
-                f"base_model {base} is not in this machine's Hugging Face cache and could not be downloaded "
-                f"({first}); give the worker network access to huggingface.co, or copy the model folder or "
-                "GGUF file to this machine and set params.base_model to its path") from None
 
     def _source(self) -> tuple[str, dict[str, Any]]:
         """What ``from_pretrained`` takes for ``base_model``, and ``gguf_file=`` for a GGUF file."""

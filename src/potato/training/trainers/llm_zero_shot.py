@@ -130,6 +130,29 @@ def check_prompt(prompt: str | None) -> None:
                      "goes, e.g. \"Is this review positive or negative?\\n\\n{text}\"")
 
 
+@contextlib.contextmanager
+def model_available(base: str) -> Iterator[None]:
+    """A hub name neither cached here nor downloadable: say which fixes apply (both LLM trainers)."""
+    try:
+        yield
+    except OSError as exc:
+        if base.startswith(LOCAL_PREFIXES) or base.lower().endswith(".gguf"):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelNotFound(
+            f"base_model {base} is not in this machine's Hugging Face cache and could not be downloaded "
+            f"({first}); give the worker network access to huggingface.co, or copy the model folder or "
+            "GGUF file to this machine and set params.base_model to its path") from None
+
+
+def llm_extra_modules(params: Mapping[str, Any]) -> tuple[str, ...]:
+    """What an LLM run's parameters add to its trainer's modules: gguf for a GGUF file, bitsandbytes to
+    quantise (so check names bitsandbytes only for a run that quantises)."""
+    gguf = str(params.get("base_model") or "").lower().endswith(".gguf")
+    quantized = str(params.get("quantize") or "none") != "none"
+    return (("gguf",) if gguf else ()) + (("bitsandbytes",) if quantized else ())
+
+
 def check_gguf_quantize(trainer: str, base_model: str, quantize: str) -> None:
     """:class:`BadJob` for a GGUF file with ``quantize``: transformers expands a GGUF file's weights on
     load and cannot quantise them again."""
@@ -241,24 +264,12 @@ class LlmZeroShotTrainer(Trainer):
 
     @classmethod
     def required_modules(cls, params: Mapping[str, Any]) -> tuple[str, ...]:
-        gguf = str(params.get("base_model") or "").lower().endswith(".gguf")
-        quantized = str(params.get("quantize") or "none") != "none"
-        return ("torch", "transformers") + (("gguf",) if gguf else ()) + (("bitsandbytes",) if quantized else ())
+        return ("torch", "transformers") + llm_extra_modules(params)
 
     @contextlib.contextmanager
     def _model_available(self) -> Iterator[None]:
-        """A hub name neither cached here nor downloadable: say which fixes apply."""
-        base = str(self.ctx.params["base_model"])
-        try:
+        with model_available(str(self.ctx.params["base_model"])):
             yield
-        except OSError as exc:
-            if base.startswith(LOCAL_PREFIXES) or base.lower().endswith(".gguf"):
-                raise
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ModelNotFound(
-                f"base_model {base} is not in this machine's Hugging Face cache and could not be downloaded "
-                f"({first}); give the worker network access to huggingface.co, or copy the model folder or "
-                "GGUF file to this machine and set params.base_model to its path") from None
 
     def _load(self) -> None:
         import torch

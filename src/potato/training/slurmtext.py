@@ -518,3 +518,26 @@ def never_runs(settings: SlurmSettings, cluster: Cluster) -> List[str]:
     if not part["up"]:
         problems.append(f"partition {name} is down")
     return problems
+
+
+def gres_gpus(gres: Optional[str]) -> int:
+    """How many GPUs a job's ``gres`` asks for on its node: ``gpu:2`` and ``gpu:a100:2`` are 2, ``gpu`` 1,
+    none or another resource 0 (pure)."""
+    total = 0
+    for part in (gres or "").split(","):
+        fields = part.strip().split(":")
+        if fields[0] != "gpu":
+            continue
+        count = fields[-1].split("(")[0] if len(fields) > 1 else "1"
+        total += int(count) if count.isdigit() else 1
+    return total
+
+
+def gpus_line(gres: Optional[str]) -> Optional[str]:
+    """check's line for a job given several GPUs (None for one or none)."""
+    n = gres_gpus(gres)
+    if n < 2:
+        return None
+    return (f"A run gets {n} GPUs on one node (gres {gres}); a torch trainer trains data-parallel on all {n} "
+            "(one process per GPU), the others use the first.")
+

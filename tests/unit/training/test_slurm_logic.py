@@ -371,3 +371,14 @@ def test_slurm_commands_get_none_of_potato_s_variables(monkeypatch: pytest.Monke
     code, out, _ = run_command(["env"])
     assert code == 0 and "SLURM_CONF=/etc/slurm/slurm.conf" in out
     assert "POTATO_" not in out and "secret-token-value" not in out
+
+
+def test_check_says_a_job_with_two_gpus_trains_on_both() -> None:
+    """Issue 34: ``gres: gpu:2`` gives a run two GPUs on one node, and check says a torch trainer uses both."""
+    from potato.training.slurmtext import gpus_line, gres_gpus
+
+    assert [gres_gpus(g) for g in ("gpu:2", "gpu:a100:2", "gpu", None, "shard:4", "gpu:1,gpu:h100:2")] == [
+        2, 2, 1, 0, 0, 3]
+    assert gpus_line("gpu:1") is None
+    assert gpus_line("gpu:a100:2") == ("A run gets 2 GPUs on one node (gres gpu:a100:2); a torch trainer trains "
+                                       "data-parallel on all 2 (one process per GPU), the others use the first.")

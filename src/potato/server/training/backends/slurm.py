@@ -25,6 +25,7 @@ from potato.training.slurmtext import (
     PRELUDE_FIX,
     PreludeFailure,
     SlurmSettings,
+    gpus_line,
     never_runs,
     parse_sinfo,
     prelude_block,
@@ -244,6 +245,9 @@ def check_cluster(config: Config, backend: SlurmBackend) -> CheckReport:
         details["test_only"] = said
         if test.returncode == 0:
             lines.append(f"sbatch --test-only accepts the flags: {said.removeprefix('sbatch: ')}")
+            several = gpus_line(settings.gres)
+            if several:
+                lines.append(several)
         else:
             ok = False
             lines.append(f"sbatch --test-only rejects the flags {' '.join(sbatch_flags(settings)) or '(none)'}: {said}")

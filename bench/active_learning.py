@@ -59,7 +59,7 @@ import quick  # bench/quick.py: --quick, the sizes CI runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.unit.training.jobdirs
 
-from potato.server.training.activelearning import item_doubt, order  # noqa: E402
+from potato.server.training.runs.activelearning import item_doubt, order  # noqa: E402
 from potato.training.events import EventWriter  # noqa: E402
 from potato.training.jobspec import Item, JobSpec, parse_job  # noqa: E402
 from potato.training.labels import Example  # noqa: E402

@@ -46,8 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.unit.tr
 os.environ.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error")
 
 from potato.training.supervise import worker_env  # noqa: E402
-from tests import smollm2  # noqa: E402
-from tests.smollm2 import SETUP_HINT  # noqa: E402
+from tests.harness import smollm2  # noqa: E402
+from tests.harness.smollm2 import SETUP_HINT  # noqa: E402
 from tests.unit.training.jobdirs import job_json, write_bundle  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ def smollm2_gguf() -> Path:
 
 
 def model_folder(gguf: Path) -> Path:
-    """The GGUF model as a plain folder, made once (tests/smollm2.py); loading is not what is measured."""
+    """The GGUF model as a plain folder, made once (tests/harness/smollm2.py); loading is not what is measured."""
     return smollm2.plain_folder(gguf)
 
 

@@ -49,9 +49,9 @@ import annotators as ann  # noqa: E402  (bench/annotators.py: server start)
 
 from potato.server.training.dispatcher import IDLE_POLL_S  # noqa: E402
 from potato.config.schema import SshBackend  # noqa: E402
-from potato.server.training.remoterun import WATCH_S  # noqa: E402
-from potato.server.training.sshhost import control_dir  # noqa: E402
-from potato.server.training.sshcmd import SshTarget  # noqa: E402
+from potato.server.training.backends.ssh.remoterun import WATCH_S  # noqa: E402
+from potato.server.training.backends.ssh.host import control_dir  # noqa: E402
+from potato.server.training.backends.ssh.command import SshTarget  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = ann.ADMIN_KEY

@@ -1,6 +1,6 @@
 """Writeback of a run's predictions (C5): seconds to store 100k suggestions. Target: <= 2 s on 2 cores.
 
-Ours: ``potato.server.training.writeback.write_back`` on a real project (``Project.open`` of a config with
+Ours: ``potato.server.training.runs.writeback.write_back`` on a real project (``Project.open`` of a config with
 N items, writeback on for every item) and a run made by ``RunStore.create``, reading a
 ``predictions.jsonl`` of N rows, as the local backend calls it after a run.
 
@@ -29,8 +29,8 @@ import yaml
 from potato.config import load_config
 from potato.db import MIGRATIONS
 from potato.project import Project
-from potato.server.training.runs import RunStore
-from potato.server.training.writeback import write_back
+from potato.server.training.runs.store import RunStore
+from potato.server.training.runs.writeback import write_back
 
 TARGET_S = 2.0
 SCHEMA = "sentiment"

@@ -59,7 +59,7 @@ def base_config() -> dict:
     }
 
 
-RIG_ENTRIES = ("from tests.sshd import", "from tests.slurmcluster import")
+RIG_ENTRIES = ("from tests.harness.sshd import", "from tests.harness.slurmcluster import")
 
 
 @functools.lru_cache(maxsize=None)
@@ -136,7 +136,7 @@ def admin_headers() -> dict[str, str]:
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test sees the developer's tokens or a proxy (the rig's description stays: tests/sshd.py)."""
+    """No test sees the developer's tokens or a proxy (the rig's description stays: tests/harness/sshd.py)."""
     for name in list(os.environ):
         if (name.startswith("POTATO_") and name != "POTATO_TEST_RIG") or name.lower().endswith("_proxy"):
             monkeypatch.delenv(name, raising=False)

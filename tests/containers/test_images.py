@@ -19,12 +19,12 @@ from typing import Any, Callable, Iterator
 import pytest
 import requests
 
-from tests.agents import register, token_in
+from tests.harness.agents import register, token_in
 from tests.conftest import ADMIN_KEY
-from tests.example_project import copy_example
+from tests.harness.example_project import copy_example
 from tests.integration.test_agent import wait_until
 from tests.integration.test_training_local import TERMINAL, start, wait
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 from tests.unit.training.jobdirs import review_job
 
 TAG = os.environ.get("POTATO_IMAGES", "")
@@ -241,7 +241,7 @@ def test_the_check_runs_inside_the_worker_image(tmp_path: Path) -> None:
 
 def _ssh_docker_server(make_project: Callable[..., Path]) -> ServerProcess:
     from tests.integration.test_training_local import label_all
-    from tests.sshd import start_sshd
+    from tests.harness.sshd import start_sshd
 
     host = start_sshd()
     socket_path = os.environ["DOCKER_HOST"].removeprefix("unix://")

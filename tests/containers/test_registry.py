@@ -22,11 +22,11 @@ import pytest
 import requests
 
 import potato
-from tests.agents import register
+from tests.harness.agents import register
 from tests.containers.test_images import H, agent_container, docker, project_copy
 from tests.integration.test_training_local import TERMINAL, label_all, start, wait
-from tests.machines import answers
-from tests.servers import ServerProcess, free_port
+from tests.harness.machines import answers
+from tests.harness.servers import ServerProcess, free_port
 
 REGISTRY = os.environ.get("POTATO_REGISTRY", "")
 PULL_HOST = os.environ.get("POTATO_PULL_DOCKER_HOST", "")

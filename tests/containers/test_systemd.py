@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import pytest
 
 from tests.containers.test_images import DOCKER, ROOT, TAG, docker
-from tests.example_project import copy_example
+from tests.harness.example_project import copy_example
 from tests.faults.matrix import fault
 from tests.integration.test_agent import wait_until
 

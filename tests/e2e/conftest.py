@@ -8,8 +8,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.browser import browser_page
-from tests.servers import ServerProcess
+from tests.harness.browser import browser_page
+from tests.harness.servers import ServerProcess
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import requests
 
 from tests.e2e.test_training_page_newcomer import open_page
 from tests.integration.test_active_learning import H, current_item, label, server, signed_in  # noqa: F401
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from tests.conftest import ADMIN_KEY, truth
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -10,9 +10,9 @@ from typing import Any, Callable
 
 import pytest
 
-from tests.agents import AgentProcess, register
+from tests.harness.agents import AgentProcess, register
 from tests.conftest import ADMIN_KEY
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pytest
 
 from tests.e2e.test_annotate_page import _labels, _sign_in
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -10,11 +10,11 @@ from typing import Any, Callable, Iterator
 import pytest
 import requests
 
-from tests.browser import CHROMIUM_ARGS, chromium_path
+from tests.harness.browser import CHROMIUM_ARGS, chromium_path
 from tests.conftest import ADMIN_KEY
 from tests.e2e.test_annotate_page import label_and_suggest
 from tests.e2e.test_spans import NER, RADIO
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -13,10 +13,10 @@ from typing import Any, Callable, Iterator
 import pytest
 import requests
 
-from potato.server.training.curve import wilson_interval
+from potato.server.training.outputs.curve import wilson_interval
 from tests.conftest import ADMIN_KEY, truth
 from tests.e2e.test_training_page_newcomer import open_page
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

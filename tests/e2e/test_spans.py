@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import review_items
 from tests.e2e.test_upstream_projects import labels_of
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 from tests.unit.config.test_span_scheme import NER
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

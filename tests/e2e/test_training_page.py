@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from tests.conftest import ADMIN_KEY, review_items, truth
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 from tests.unit.training.tinybert import build_tiny_bert
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -70,7 +70,7 @@ def test_the_page_lists_agents_and_runs_on_one(make_project: Callable[..., Path]
     """R9, R34: an agent backend's agent on the page (connected, host, Python) and a run on it."""
     import socket
 
-    from tests.agents import AgentProcess, register
+    from tests.harness.agents import AgentProcess, register
 
     path = make_project(model_training={
         "enabled": True, "grace_seconds": 2,

@@ -25,7 +25,7 @@ from tests.conftest import ADMIN_KEY
 from tests.faults.matrix import fault
 from tests.integration.test_agent import Setup, _claim, make_setup  # noqa: F401 - the fixture
 from tests.integration.test_training_local import TERMINAL, label_all, start, wait
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}
@@ -221,7 +221,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
        "The run's message names the disk, disk_reserve_mb and how to free space")
 def test_training_cannot_take_the_disk_space_kept_for_annotators(make_project: Callable[..., Path],
                                                                  small_disk: Path) -> None:
-    from tests.agents import register
+    from tests.harness.agents import register
     from tests.integration.test_agent import agent_config
 
     raw = agent_config()

@@ -20,13 +20,13 @@ import pytest
 import requests
 
 from potato.server.ports import port_problem
-from tests import procs
-from tests.annotators import Annotators
+from tests.harness import procs
+from tests.harness.annotators import Annotators
 from tests.conftest import ADMIN_KEY
 from tests.faults.matrix import fault
 from tests.integration.test_agent import wait_until
 from tests.integration.test_training_local import TERMINAL, label_all, start, training_config, wait
-from tests.servers import ServerProcess, free_port
+from tests.harness.servers import ServerProcess, free_port
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}

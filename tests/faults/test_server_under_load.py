@@ -13,12 +13,12 @@ from typing import Any, Callable
 import pytest
 import requests
 
-from tests import procs
-from tests.annotators import Annotators
+from tests.harness import procs
+from tests.harness.annotators import Annotators
 from tests.conftest import ADMIN_KEY
 from tests.faults.matrix import fault
 from tests.integration.test_training_local import TERMINAL, label_all, training_config, wait
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 H = {"X-API-Key": ADMIN_KEY}

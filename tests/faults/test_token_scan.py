@@ -20,15 +20,15 @@ from typing import Any, Callable, Dict, Iterable
 
 import pytest
 
-from tests import procs
+from tests.harness import procs
 from tests.faults.matrix import fault
 from tests.integration.conftest import make_server  # noqa: F401 - the fixture
 from tests.integration.test_slurm import cluster, slurm_config  # noqa: F401 - the fixture
 from tests.integration.test_ssh import ssh_config, sshd  # noqa: F401 - the fixture
 from tests.integration.test_training_local import TERMINAL, start, wait
-from tests.servers import ServerProcess
-from tests.slurmcluster import Cluster
-from tests.sshd import SshHost
+from tests.harness.servers import ServerProcess
+from tests.harness.slurmcluster import Cluster
+from tests.harness.sshd import SshHost
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TOKEN_SHAPE = re.compile(rb"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Iterator
 import pytest
 
 from tests.integration.test_training_local import label_all
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 
 @pytest.fixture

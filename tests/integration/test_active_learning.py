@@ -14,7 +14,7 @@ import requests
 
 from tests.conftest import ADMIN_KEY, truth
 from tests.integration.test_spans_local import signed_in
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}

@@ -47,11 +47,11 @@ from schemathesis import GenerationMode
 from potato.config import load_config
 from potato.config.schema import CHOICE_TYPES, Config, Scheme, SchemeType
 from potato.server.auth import clean_user_name
-from tests import agents
-from tests.contract import call_and_check
+from tests.harness import agents
+from tests.harness.contract import call_and_check
 from tests.conftest import ADMIN_KEY, truth
 from tests.faults.matrix import fault
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -16,12 +16,12 @@ import requests
 
 import potato
 from potato.training.protocol import Client, Forbidden, TooLarge
-from tests import procs
-from tests.agents import AgentProcess, Proxy, register, token_in
+from tests.harness import procs
+from tests.harness.agents import AgentProcess, Proxy, register, token_in
 from tests.conftest import ADMIN_KEY
 from tests.faults.matrix import fault
 from tests.integration.test_training_local import TERMINAL, label_all, start, wait
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}

@@ -19,12 +19,12 @@ import pytest
 import requests
 
 import potato
-from tests.agents import register
+from tests.harness.agents import register
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_agent import agent_config
 from tests.integration.test_training_local import TERMINAL, label_all, start, wait
-from tests.machines import PYTHON38, Machine, stop
-from tests.servers import ServerProcess
+from tests.harness.machines import PYTHON38, Machine, stop
+from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

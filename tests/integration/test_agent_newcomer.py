@@ -15,10 +15,10 @@ from typing import Any, Callable, Dict, Iterator, List
 import pytest
 import requests
 
-from tests.agents import AgentProcess, register
+from tests.harness.agents import AgentProcess, register
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_training_local import TERMINAL, label_all, start, training_config, wait
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}

@@ -30,11 +30,11 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 
-from potato.server.training.agent_api import RETRY_AFTER_S
-from tests import agents
-from tests.contract import call_and_check
+from potato.server.training.agent_protocol.routes import RETRY_AFTER_S
+from tests.harness import agents
+from tests.harness.contract import call_and_check
 from tests.conftest import ADMIN_KEY, truth
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 from tests.faults.matrix import fault
 
 pytestmark = [pytest.mark.integration]

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.test_bench_quick import ON_THE_RIG, runs_in_quick_mode
-from tests.slurmcluster import Cluster, start_cluster
-from tests.sshd import SshHost, container_rig, start_sshd
+from tests.harness.slurmcluster import Cluster, start_cluster
+from tests.harness.sshd import SshHost, container_rig, start_sshd
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

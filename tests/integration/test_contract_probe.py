@@ -28,11 +28,11 @@ import requests
 import schemathesis
 import yaml
 
-from tests import agents
+from tests.harness import agents
 from tests.conftest import ADMIN_KEY, base_config, review_items, truth
-from tests.contract import call_and_check
-from tests.hubstandin import HubStandIn
-from tests.servers import ServerProcess
+from tests.harness.contract import call_and_check
+from tests.harness.hubstandin import HubStandIn
+from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration
 

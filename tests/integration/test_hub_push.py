@@ -20,11 +20,11 @@ import pytest
 import requests
 import yaml
 
-from tests import agents
+from tests.harness import agents
 from tests.conftest import ADMIN_KEY, base_config, review_items, truth
-from tests.hubstandin import USER, HubStandIn, card_metadata
+from tests.harness.hubstandin import USER, HubStandIn, card_metadata
 from tests.integration.test_training_local import label_all, start, wait
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}

@@ -18,15 +18,15 @@ from typing import Any, Callable, Dict
 import pytest
 import requests
 
-from tests import smollm2
+from tests.harness import smollm2
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_agent import Setup, make_setup  # noqa: F401 - the agent's fixture
 from tests.integration.test_slurm import slurm_config
 from tests.integration.test_ssh import ssh_config
 from tests.integration.test_training_local import TERMINAL, start, wait
-from tests.servers import ServerProcess
-from tests.slurmcluster import Cluster, start_cluster
-from tests.sshd import SshHost, start_sshd
+from tests.harness.servers import ServerProcess
+from tests.harness.slurmcluster import Cluster, start_cluster
+from tests.harness.sshd import SshHost, start_sshd
 
 pytestmark = [pytest.mark.integration, pytest.mark.rig, pytest.mark.slow]
 H = {"X-API-Key": ADMIN_KEY}

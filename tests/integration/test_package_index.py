@@ -26,11 +26,11 @@ import requests
 import yaml
 
 import potato
-from tests.agents import register
+from tests.harness.agents import register
 from tests.integration.test_agent import agent_config
 from tests.integration.test_training_local import TERMINAL, label_all, start, wait
-from tests.machines import PYENV, Machine, answers, stop
-from tests.servers import ServerProcess, free_port
+from tests.harness.machines import PYENV, Machine, answers, stop
+from tests.harness.servers import ServerProcess, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

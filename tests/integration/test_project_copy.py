@@ -17,7 +17,7 @@ from typing import Callable, List
 import pytest
 
 from tests.integration.test_training_local import TERMINAL, label_all, start, training_config, wait
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from typing import Callable
 import pytest
 
 from tests.integration.test_training_local import TERMINAL, label_all, start, training_config, wait
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from tests.conftest import ADMIN_KEY
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 from tests.faults.matrix import fault
 
 pytestmark = pytest.mark.integration

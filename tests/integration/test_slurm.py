@@ -1,6 +1,6 @@
 """The slurm backend against a real SLURM over a real sshd (R24-R30, E8, E9): the agent on the login
 node submits the worker with sbatch and follows it through the shared job dir. The rig's cluster is
-one node on this machine, or a login node and two compute nodes in containers (tests/slurmcluster.py);
+one node on this machine, or a login node and two compute nodes in containers (tests/harness/slurmcluster.py);
 what needs nodes of their own (a node that really dies, /tmp that really is not shared) runs on the
 latter only."""
 
@@ -18,14 +18,14 @@ from typing import Any, Callable, Dict
 import pytest
 import requests
 
-from tests import slurm_standin
-from tests.agents import register
+from tests.harness import slurm_standin
+from tests.harness.agents import register
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_agent import wait_until, worker_pids
 from tests.integration.test_ssh import _remote_agent_pid, _session_pid, log_of
 from tests.integration.test_training_local import TERMINAL, start, wait
-from tests.servers import ServerProcess
-from tests.slurmcluster import Cluster, start_cluster
+from tests.harness.servers import ServerProcess
+from tests.harness.slurmcluster import Cluster, start_cluster
 from tests.faults.matrix import fault
 
 pytestmark = [pytest.mark.integration, pytest.mark.rig]
@@ -320,10 +320,10 @@ def test_a_compute_node_that_dies_requeues_the_job_and_the_run_still_succeeds(
 
 @pytest.fixture
 def standin(cluster: Cluster) -> Dict[str, str]:
-    """SLURM's commands replaced by tests/slurm_standin.py on the login node, for one backend (PATH
+    """SLURM's commands replaced by tests/harness/slurm_standin.py on the login node, for one backend (PATH
     through env)."""
     folder = "~/standin"
-    source = (Path(__file__).parents[1] / "slurm_standin.py").read_text()
+    source = (Path(__file__).parents[1] / "harness" / "slurm_standin.py").read_text()
     links = " ".join(f"ln -s ../slurm_standin.py {folder}/bin/{name};" for name in slurm_standin.COMMANDS)
     made = cluster.run(f"rm -rf {folder} && mkdir -p {folder}/bin && cat > {folder}/slurm_standin.py && "
                        f"chmod 755 {folder}/slurm_standin.py && {links} mktemp -d ~/standin/state-XXXXXX", input=source)
@@ -359,7 +359,7 @@ def test_preemption_and_node_failure_fail_the_run_with_the_scheduler_s_reason(
 
 def test_a_hand_started_agent_on_the_login_node_submits_to_slurm(
         cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
-    from potato.server.training.codepush import code_archive
+    from potato.server.training.backends.ssh.codepush import code_archive
 
     srv = make_server({"model_training": {
         "enabled": True, "grace_seconds": 2,

@@ -14,12 +14,12 @@ from typing import Any, Callable, Dict, List
 import pytest
 
 from potato.training.slurmtext import PENDING_REASONS
-from tests.agents import register
+from tests.harness.agents import register
 from tests.integration.test_slurm import _check, run_dir, slurm_config, slurm_job_id
 from tests.integration.test_ssh import log_of
 from tests.integration.test_training_local import TERMINAL, start, wait
-from tests.servers import ServerProcess
-from tests.slurmcluster import Cluster, start_cluster
+from tests.harness.servers import ServerProcess
+from tests.harness.slurmcluster import Cluster, start_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.rig]
 
@@ -150,7 +150,7 @@ def test_a_hand_started_agent_refuses_a_node_local_workdir_and_suggests_the_key_
         cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
     """Issue 21 (R26, R31): on the login node, ``--slurm-config`` with ``--workdir /tmp/...`` was
     taken silently (the config refuses that remote_dir), and ``gress`` got no "did you mean"."""
-    from potato.server.training.codepush import code_archive
+    from potato.server.training.backends.ssh.codepush import code_archive
 
     srv = make_server({"model_training": {
         "enabled": True, "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},

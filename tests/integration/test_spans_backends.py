@@ -10,12 +10,12 @@ from typing import Any, Callable, Dict, Iterator
 
 import pytest
 
-from tests.agents import AgentProcess, register
+from tests.harness.agents import AgentProcess, register
 from tests.integration.test_spans_local import mark, signed_in, span_items, span_project, true_spans
 from tests.integration.test_training_local import TERMINAL, start, wait
-from tests.servers import ServerProcess
-from tests.slurmcluster import start_cluster
-from tests.sshd import start_sshd
+from tests.harness.servers import ServerProcess
+from tests.harness.slurmcluster import start_cluster
+from tests.harness.sshd import start_sshd
 
 pytestmark = pytest.mark.integration
 

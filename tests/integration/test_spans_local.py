@@ -13,7 +13,7 @@ import requests
 
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_training_local import TERMINAL, start, wait
-from tests.servers import ServerProcess
+from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}

@@ -13,12 +13,12 @@ from typing import Any, Callable, Dict
 import pytest
 import requests
 
-from tests import procs
+from tests.harness import procs
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_agent import wait_until, worker_pids
 from tests.integration.test_training_local import TERMINAL, start, wait
-from tests.servers import ServerProcess
-from tests.sshd import SshHost, start_sshd
+from tests.harness.servers import ServerProcess
+from tests.harness.sshd import SshHost, start_sshd
 from tests.faults.matrix import fault
 
 pytestmark = [pytest.mark.integration, pytest.mark.rig]
@@ -81,7 +81,7 @@ def test_a_run_pushes_the_code_once_trains_there_and_brings_the_model_back(
 
 def _masters(srv: ServerProcess) -> list[int]:
     """The pids of the server's ssh control masters (``ssh: <control dir>/<hash> [mux]``)."""
-    from potato.server.training.sshhost import control_dir
+    from potato.server.training.backends.ssh.host import control_dir
 
     control = str(control_dir(srv.config_path.parent / "annotation_output" / "training")).encode()
     found = []

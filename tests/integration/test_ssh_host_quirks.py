@@ -24,15 +24,15 @@ import pytest
 import requests
 
 from potato.config.schema import SshBackend
-from potato.server.training.sshcmd import SshFailed, SshTarget, Step
-from potato.server.training.sshhost import close_connection, run_ssh
+from potato.server.training.backends.ssh.command import SshFailed, SshTarget, Step
+from potato.server.training.backends.ssh.host import close_connection, run_ssh
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_agent import wait_until
 from tests.integration.test_ssh import cleaned_up, log_of, ssh_config
 from tests.integration.test_training_local import TERMINAL, start, wait
-from tests.servers import ServerProcess
-from tests.slurmcluster import start_cluster
-from tests.sshd import SshHost, start_sshd
+from tests.harness.servers import ServerProcess
+from tests.harness.slurmcluster import start_cluster
+from tests.harness.sshd import SshHost, start_sshd
 from tests.faults.matrix import fault
 
 pytestmark = [pytest.mark.integration, pytest.mark.rig]

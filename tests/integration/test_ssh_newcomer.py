@@ -24,11 +24,11 @@ import pytest
 import yaml
 
 from potato.config.schema import SshBackend
-from potato.server.training.sshcmd import SshTarget
+from potato.server.training.backends.ssh.command import SshTarget
 from tests.integration.test_agent import wait_until
 from tests.integration.test_training_local import TERMINAL, start, wait
-from tests.servers import ServerProcess
-from tests.sshd import SshHost, start_sshd
+from tests.harness.servers import ServerProcess
+from tests.harness.sshd import SshHost, start_sshd
 
 pytestmark = [pytest.mark.integration, pytest.mark.rig]
 
@@ -78,7 +78,7 @@ def checks(make_project: Callable[..., Path]) -> Iterator[Callable[..., subproce
 
 
 def control_of(config_path: Path) -> Path:
-    from potato.server.training.sshhost import control_dir
+    from potato.server.training.backends.ssh.host import control_dir
 
     return control_dir(config_path.parent / "annotation_output" / "training")
 

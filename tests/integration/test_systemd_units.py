@@ -18,10 +18,10 @@ from typing import Callable, Dict, List
 import pytest
 import requests
 
-from tests.agents import register
+from tests.harness.agents import register
 from tests.integration.test_agent import wait_until
 from tests.integration.test_training_local import TERMINAL, label_all, start, wait
-from tests.servers import ServerProcess, free_port
+from tests.harness.servers import ServerProcess, free_port
 
 pytestmark = pytest.mark.integration
 UNITS = Path(__file__).resolve().parents[2] / "helm-less-manifests" / "systemd"

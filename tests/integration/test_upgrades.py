@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from potato.db import MIGRATIONS
-from tests.servers import ServerProcess, free_port
+from tests.harness.servers import ServerProcess, free_port
 
 pytestmark = pytest.mark.integration
 

@@ -32,11 +32,11 @@ import requests
 import yaml
 
 from tests.conftest import ADMIN_KEY
-from tests.example_project import copy_example
+from tests.harness.example_project import copy_example
 from tests.integration.test_training_local import TERMINAL, start, wait
-from tests.machines import PYTHON38, Machine, stop
-from tests.servers import ServerProcess
-from tests.slurmcluster import Cluster, start_cluster
+from tests.harness.machines import PYTHON38, Machine, stop
+from tests.harness.servers import ServerProcess
+from tests.harness.slurmcluster import Cluster, start_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.rig]
 

@@ -12,7 +12,7 @@ from typing import Set
 
 import yaml
 
-from potato.server.training import agent_api
+from potato.server.training.agent_protocol import routes as agent_api
 from potato.training import protocol
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def _code_of(node: ast.expr, calls: Set[str], line: int) -> Set[str]:
 
 
 def answered_codes() -> Set[str]:
-    """The codes in agent_api.py: the third argument (or ``code=``) of every ``_fail`` call, every
+    """The codes in the agent protocol's routes: the third argument (or ``code=``) of every ``_fail`` call, every
     ``code=`` keyword of a JSON answer, and what the app's own errors are given (:func:`error_code`)."""
     codes: Set[str] = set()
     for function in ast.walk(ast.parse(SOURCE.read_text(encoding="utf-8"))):

@@ -55,10 +55,10 @@ def test_a_second_session_on_one_rig_is_refused_naming_the_first(tmp_path: Path)
     import subprocess
     import sys
 
-    from tests.sshd import _HELD, hold_rig
+    from tests.harness.sshd import _HELD, hold_rig
 
     holder = subprocess.Popen([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                               "from pathlib import Path; from tests.sshd import hold_rig; hold_rig(Path(sys.argv[2])); "
+                               "from pathlib import Path; from tests.harness.sshd import hold_rig; hold_rig(Path(sys.argv[2])); "
                                "print('held', flush=True); sys.stdin.read()", str(ROOT), str(tmp_path)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

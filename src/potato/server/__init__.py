@@ -16,7 +16,7 @@ from potato.project import Project
 from potato.server import admin, annotate, autoexport, context, health, security
 from potato.server.jsonio import StrictJSONProvider
 from potato.server.training import blueprint as training_server
-from potato.server.training.agent_api import error_code as agent_error_code
+from potato.server.training.agent_protocol.routes import error_code as agent_error_code
 
 
 def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Flask:

@@ -1,7 +1,7 @@
 """Which files make up the Potato a training host runs, and their content hash.
 
 Remote-safe: standard library only, Python 3.8. The server pushes exactly these files to an ssh
-host or a login node (:mod:`potato.server.training.codepush`), a hand-started SLURM agent copies
+host or a login node (:mod:`potato.server.training.backends.ssh.codepush`), a hand-started SLURM agent copies
 them to shared storage for its compute nodes (:func:`potato.training.slurmjob.shared_code`), and the
 remote-safety test checks exactly these: what ships and what is checked cannot drift apart.
 """

@@ -98,7 +98,7 @@ def test_an_unexpected_failure_on_an_api_route_is_json(app: Any, client: Any) ->
 
 
 def test_two_runs_started_in_one_second_with_the_same_suffix_get_their_own_ids(app: Any, monkeypatch: Any) -> None:
-    from potato.server.training import runs
+    from potato.server.training.runs import store as runs
 
     suffixes = iter(["a1b2", "a1b2", "c3d4"])
     monkeypatch.setattr(runs.secrets, "token_hex", lambda n: next(suffixes))

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from potato.server.training.runs import Run, RunState
-from potato.server.training.watchdog import CANCEL_SLACK_S, Action, Limits, judge
+from potato.server.training.runs.store import Run, RunState
+from potato.server.training.runs.watchdog import CANCEL_SLACK_S, Action, Limits, judge
 from potato.training.agent import Agent
 from potato.training.reporting import Console, Reporter
 from potato.training.gpus import parse_nvidia_smi

@@ -229,7 +229,7 @@ def test_the_default_source_is_the_newest_run_that_is_not_a_calibration(tmp_path
     never an earlier calibration (the worker would refuse it): the model run it calibrated."""
     from potato.db import Database
     from potato.server.training.run_requests import calibration_source
-    from potato.server.training.runs import RunState, RunStore
+    from potato.server.training.runs.store import RunState, RunStore
 
     store = RunStore(Database(tmp_path / "db.sqlite3"), tmp_path / "runs")
     model = store.create("sklearn-text-classification", ["sentiment"], "local", {})

@@ -24,8 +24,8 @@ from potato.training.trainers.llm_zero_shot import (
     softmax,
     user_turns,
 )
-from tests import smollm2
-from tests.example_project import EXAMPLE
+from tests.harness import smollm2
+from tests.harness.example_project import EXAMPLE
 
 from .jobdirs import job_json, read_jsonl, read_result, write_bundle
 

@@ -22,7 +22,7 @@ from typing import Iterator
 
 import pytest
 
-from potato.server.training.codepush import code_archive, code_hash, shipped_files
+from potato.server.training.backends.ssh.codepush import code_archive, code_hash, shipped_files
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 

@@ -16,7 +16,7 @@ from typing import List
 import pytest
 
 from potato.config import validate
-from potato.server.training.backends.slurm import read_check_job
+from potato.server.training.backends.slurm.backend import read_check_job
 from potato.training.results import Reason
 from potato.training.slurmtext import (
     QueueState,

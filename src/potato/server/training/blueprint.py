@@ -24,10 +24,12 @@ from flask import (
 from potato.server.auth import admin_required
 from potato.server.jsonio import why_not_json
 from potato.server.context import Project, current_project
-from potato.server.training import activelearning, agent_api, hubpush
+from potato.server.training.agent_protocol import routes as agent_api
+from potato.server.training.outputs import hubpush
+from potato.server.training.runs import activelearning
 from potato.server.training.backends import UnknownBackend, backend_named, backends_of
 from potato.server.training.backends.agent import agent_entries, explain_queued
-from potato.server.training.curve import learning_curve
+from potato.server.training.outputs.curve import learning_curve
 from potato.server.training.dispatcher import Dispatcher
 from potato.server.training.run_requests import (
     MIN_PER_CLASS,
@@ -39,8 +41,8 @@ from potato.server.training.run_requests import (
     start_run,
     trainer_table,
 )
-from potato.server.training.runs import Run, RunStore
-from potato.server.training.writeback import run_suggestions, shown_runs, suggestions_for
+from potato.server.training.runs.store import Run, RunStore
+from potato.server.training.runs.writeback import run_suggestions, shown_runs, suggestions_for
 from potato.training.jobfiles import tail
 
 bp = Blueprint("training", __name__, url_prefix="/admin/training")

@@ -5,8 +5,8 @@ Every gunicorn worker starts a dispatcher thread, but only the one holding the f
 worker takes over. Any worker serves the API and the agent protocol: the queue is the runs table.
 
 The holder (1) starts the oldest queued run of each backend it drives (local, ssh, slurm) when
-that backend is free, as soon as a request queues it (:mod:`~potato.server.training.wakeup`)
-or at its next look, and once a second (2) applies :func:`potato.server.training.watchdog.judge` to every
+that backend is free, as soon as a request queues it (:mod:`~potato.server.training.runs.wakeup`)
+or at its next look, and once a second (2) applies :func:`potato.server.training.runs.watchdog.judge` to every
 queued and active run: heartbeat and queue timeouts, the end of a cancel's grace, max_wall_seconds.
 """
 
@@ -23,12 +23,12 @@ from potato.db import disk_full
 from potato.project import Project
 from potato.server.training.backends import Backend, Launch, Session, backends_of
 from potato.server.training.backends import Limits as BackendLimits
-from potato.server.training.launch import issue_run
-from potato.server.training.private import open_private, private_dir
-from potato.server.training.recorder import RunRecorder
-from potato.server.training.runs import ACTIVE, Reason, Run, RunState, RunStore
-from potato.server.training.wakeup import Wakeup
-from potato.server.training.watchdog import Action, Limits, judge
+from potato.server.training.runs.handover import issue_run
+from potato.server.training.runs.private import open_private, private_dir
+from potato.server.training.runs.recorder import RunRecorder
+from potato.server.training.runs.store import ACTIVE, Reason, Run, RunState, RunStore
+from potato.server.training.runs.wakeup import Wakeup
+from potato.server.training.runs.watchdog import Action, Limits, judge
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from typing import Any, Mapping, Sequence
 from potato.config.schema import Config
 from potato.errors import PotatoError
 from potato.project import Project
-from potato.server.training import bundle
+from potato.server.training.runs import bundle
 from potato.server.training.backends import backend_for
-from potato.server.training.runs import Run, RunState, RunStore, Trigger
+from potato.server.training.runs.store import Run, RunState, RunStore, Trigger
 from potato.training.failures import BadJob
 from potato.training.labels import aggregate, class_labels, label_names
 from potato.training.trainers import CLASSIFIES, available_trainers, get_trainer

@@ -16,7 +16,7 @@ import pytest
 
 from potato.defaults import HEARTBEAT_TIMEOUT_S
 from potato.server.training.dispatcher import Dispatcher, failure_pause
-from potato.server.training.runs import RunState
+from potato.server.training.runs.store import RunState
 from tests.faults.matrix import fault
 
 

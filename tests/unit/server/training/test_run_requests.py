@@ -117,7 +117,7 @@ def test_a_person_s_local_run_of_a_trainer_this_python_lacks_is_refused_an_autom
 
     from potato.project import Project
     from potato.server.training.run_requests import start_run
-    from potato.server.training.runs import RunStore, Trigger
+    from potato.server.training.runs.store import RunStore, Trigger
 
     for name in ("torch", "transformers", "peft"):
         monkeypatch.setitem(sys.modules, name, None)
@@ -141,7 +141,7 @@ def test_decision_calibrate_takes_a_run_that_predicted_its_schemas(tmp_path: Pat
     and a named run without them is refused."""
     from potato.db import Database
     from potato.server.training.run_requests import calibration_source
-    from potato.server.training.runs import RunState, RunStore
+    from potato.server.training.runs.store import RunState, RunStore
 
     store = RunStore(Database(tmp_path / "db.sqlite3"), tmp_path / "runs")
 

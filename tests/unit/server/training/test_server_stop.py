@@ -18,10 +18,10 @@ import pytest
 from potato.config.schema import SshBackend
 from potato.server import stopping
 from potato.server.training.dispatcher import Dispatcher
-from potato.server.training.remoterun import RemoteRun
-from potato.server.training.runs import RunState
-from potato.server.training.sshcmd import SshFailed, SshTarget
-from potato.server.training.sshhost import PROBE_STEP, run_ssh
+from potato.server.training.backends.ssh.remoterun import RemoteRun
+from potato.server.training.runs.store import RunState
+from potato.server.training.backends.ssh.command import SshFailed, SshTarget
+from potato.server.training.backends.ssh.host import PROBE_STEP, run_ssh
 
 BACKEND = SshBackend(name="gpu", host="gpu.example.org", user="trainer")
 

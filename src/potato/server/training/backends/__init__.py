@@ -11,8 +11,8 @@ from potato.errors import PotatoError
 from potato.server.training.backends.agent import Polling
 from potato.server.training.backends.base import Backend, CheckReport, Launch, Limits, Results, Session
 from potato.server.training.backends.local import Local
-from potato.server.training.backends.slurm import Slurm
-from potato.server.training.backends.ssh import Ssh
+from potato.server.training.backends.slurm.backend import Slurm
+from potato.server.training.backends.ssh.backend import Ssh
 
 KINDS: dict[str, type[Backend]] = {kind.type: kind for kind in (Local, Ssh, Slurm, Polling)}
 

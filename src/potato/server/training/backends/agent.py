@@ -16,8 +16,8 @@ from typing import Any, Sequence
 from potato.config.schema import AgentBackend, Config
 from potato.db import Database
 from potato.server.training.backends.base import Backend, CheckReport, Limits
-from potato.server.training.runs import ACTIVE, Run, RunState, RunStore
-from potato.server.training.tokens import BackendToken, BackendTokens
+from potato.server.training.runs.store import ACTIVE, Run, RunState, RunStore
+from potato.server.training.runs.tokens import BackendToken, BackendTokens
 from potato.training.protocol import LONG_POLL_MAX_S, RETRY_AFTER_S
 
 
@@ -112,14 +112,14 @@ def agent_presence(tokens: BackendTokens, active: Sequence[Run], backend: AgentB
 @functools.lru_cache(maxsize=1)
 def _this_host() -> str:
     """This machine's name, looked up once (a slow resolver must not slow every runs list)."""
-    from potato.server.training.registration import this_host
+    from potato.server.training.agent_protocol.registration import this_host
 
     return this_host()
 
 
 def start_agent_command(config: Config, db: Database, backend: str) -> str:
     """The command that starts an agent for ``backend``, with the address ``register`` prints."""
-    from potato.server.training.registration import recorded_address, server_address
+    from potato.server.training.agent_protocol.registration import recorded_address, server_address
 
     address = server_address(None, config.public_url, recorded_address(db), config.host, config.port, _this_host())
     return f"potato training agent --server {address.url} --backend {backend}"

@@ -18,7 +18,7 @@ from potato.config.schema import Backend as Settings
 from potato.config.schema import Config
 from potato.defaults import HEARTBEAT_TIMEOUT_S
 from potato.project import Project
-from potato.server.training.runs import Run, RunStore
+from potato.server.training.runs.store import Run, RunStore
 
 
 @dataclass

@@ -22,9 +22,9 @@ from potato.config.schema import Config, LocalBackend
 from potato.defaults import LOCAL_BACKEND
 from potato.project import Project
 from potato.server.training.backends.base import Backend, CheckReport, Launch, Results, Session
-from potato.server.training.private import open_private, private_dir
-from potato.server.training.recorder import RunRecorder
-from potato.server.training.runs import Run, RunStore
+from potato.server.training.runs.private import open_private, private_dir
+from potato.server.training.runs.recorder import RunRecorder
+from potato.server.training.runs.store import Run, RunStore
 from potato.training.codefiles import code_root
 from potato.training.supervise import allowed_env
 from potato.training.trainers import CLASSIFIES

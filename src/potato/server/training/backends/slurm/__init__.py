@@ -1,0 +1,1 @@
+"""The SLURM backend: a cluster behind a login node, reached over the ssh transport."""

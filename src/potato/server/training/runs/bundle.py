@@ -1,0 +1,139 @@
+"""The run bundle: everything a worker needs, as one tar.gz with a recorded sha256.
+
+The same file goes to every place a run can execute (extracted locally, downloaded by an
+agent), so what trained is exactly what the bundle says. The holdout split is decided here, on
+the server, so a score means the same thing wherever the run executed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from potato.config.schema import Config
+from potato.items import ItemSet
+from potato.labels import Label
+from potato.server.training.runs.private import open_private, private_dir
+from potato.training.failures import BadJob
+from potato.training.jobspec import AnnotationType, LabelRow, SchemaSpec, parse_label_row
+
+BUNDLE_FORMAT = 1
+MIN_ITEMS_FOR_HOLDOUT = 5
+
+
+def holdout_ids(labelled_ids: Iterable[str], fraction: float, seed: int) -> list[str]:
+    """A deterministic share of the labelled items: same labels and seed, same split (pure)."""
+    ranked = sorted(set(labelled_ids), key=lambda i: hashlib.sha256(f"{seed}:{i}".encode()).hexdigest())
+    if len(ranked) < MIN_ITEMS_FOR_HOLDOUT:
+        return []  # too few to both train and score: everything trains, the run reports no score
+    count = min(max(1, int(round(len(ranked) * fraction))), len(ranked) - 2)
+    return sorted(ranked[:count])
+
+
+@dataclass(frozen=True)
+class BundleInfo:
+    path: Path
+    sha256: str
+    size: int
+    n_items: int
+    n_labels: int
+    n_holdout: int
+
+
+def job_spec(config: Config, run_id: str, trainer: str, schemas: Sequence[str], params: Mapping[str, Any],
+             seed: int = 0, local: bool = True) -> dict[str, Any]:
+    """``job.json``. The device, thread and memory settings are the local backend's; a run elsewhere
+    takes what its machine offers (``device: auto``)."""
+    mt = config.model_training
+    schemes = scheme_entries(config, schemas)
+    return {
+        "format": BUNDLE_FORMAT,
+        "run_id": run_id,
+        "trainer": trainer,
+        "schemas": list(schemas),
+        "schemes": schemes,
+        "params": dict(params),
+        "device": mt.local.device if local else "auto",
+        "grace_seconds": mt.grace_seconds,
+        "num_threads": mt.local.num_threads if local else None,
+        "max_ram_mb": mt.local.max_ram_mb if local else None,
+        "seed": seed,
+    }
+
+
+def scheme_entries(config: Config, schemas: Sequence[str]) -> list[dict[str, Any]]:
+    """``job.json``'s ``schemes``: each trained schema's answer type and labels, in config order."""
+    return [
+        # A likert or select answer is one label of a list: the worker learns it as a radio scheme.
+        {"name": s.name, "annotation_type": s.training_type or s.annotation_type.value, "labels": list(s.labels),
+         **({"description": s.description} if s.description else {})}
+        for s in config.annotation_schemes
+        if s.name in schemas
+    ]
+
+
+def scheme_specs(config: Config, schemas: Sequence[str]) -> list[SchemaSpec]:
+    """The worker's view of :func:`scheme_entries` (what ``job.json`` tells it)."""
+    return [SchemaSpec(e["name"], AnnotationType(e["annotation_type"]), tuple(e["labels"]))
+            for e in scheme_entries(config, schemas)]
+
+
+def label_rows(schemas: Iterable[str], items: ItemSet, labels: Iterable[Label]) -> list[dict[str, Any]]:
+    """``labels.jsonl``'s rows: every annotator's answer on ``schemas``, for items in the item set."""
+    wanted = set(schemas)
+    return [{"item_id": lab.item_id, "schema": lab.schema, "label": lab.value, "user": lab.user}
+            for lab in labels if lab.schema in wanted and lab.item_id in items]
+
+
+def training_answers(specs: Sequence[SchemaSpec], rows: Iterable[Mapping[str, Any]]) -> list[LabelRow]:
+    """``rows`` as the worker reads them (its own parser). :func:`potato.training.labels.aggregate`
+    over these is what a run trains on, so the training page counts with the worker's rule. A row the
+    worker would refuse (bad_job) is left out here: the page counts, the run reports it."""
+    by_name = {spec.name: spec for spec in specs}
+    out = []
+    for number, row in enumerate(rows, 1):
+        try:
+            parsed = parse_label_row(dict(row), number, by_name)
+        except BadJob:
+            continue
+        if parsed is not None:
+            out.append(parsed)
+    return out
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = 0o644
+    info.mtime = 0  # reproducible bundles: same content, same sha256
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _jsonl(rows: Iterable[Mapping[str, Any]]) -> bytes:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
+
+
+def build_bundle(dest: Path, job: Mapping[str, Any], items: ItemSet, labels: Sequence[Label],
+                 holdout_fraction: float) -> BundleInfo:
+    """Write ``dest`` (bundle.tar.gz) atomically and return its sha256 and counts. It holds every item
+    and every label with its annotator's name: 0600, whatever the umask."""
+    rows = label_rows(job["schemas"], items, labels)
+    holdout = holdout_ids((row["item_id"] for row in rows), holdout_fraction, int(job.get("seed", 0)))
+    private_dir(dest.parent)
+    tmp = dest.with_suffix(".tmp")
+    with open_private(tmp, "wb") as raw, tarfile.open(tmp, "w:gz", raw, compresslevel=6) as tar:
+        _add_bytes(tar, "job.json", json.dumps(job, indent=1).encode("utf-8"))
+        _add_bytes(tar, "items.jsonl", _jsonl({"id": item.id, "text": item.text} for item in items))
+        _add_bytes(tar, "labels.jsonl", _jsonl(rows))
+        _add_bytes(tar, "split.json", json.dumps({"holdout": holdout}).encode("utf-8"))
+    digest = hashlib.sha256()
+    with tmp.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    tmp.replace(dest)
+    return BundleInfo(dest, digest.hexdigest(), dest.stat().st_size, len(items), len(rows), len(holdout))

@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import annotators as ann  # noqa: E402  (bench/annotators.py: server start)
 
 from potato.server.training.dispatcher import IDLE_POLL_S  # noqa: E402
-from potato.config.schema import SshBackend  # noqa: E402
+from potato.config.schema import SshBackendSettings  # noqa: E402
 from potato.server.training.backends.ssh.remoterun import WATCH_S  # noqa: E402
 from potato.server.training.backends.ssh.host import control_dir  # noqa: E402
 from potato.server.training.backends.ssh.command import SshTarget  # noqa: E402
@@ -140,7 +140,7 @@ def close_connection(config: Path, timeout: float = 30.0) -> None:
     """End the backend's control master (kept ``keep_connection_s`` after a run) and wait until it
     has exited, so the next round starts with no connection to the host."""
     folder = control_dir(config.parent / "out" / "training")
-    backend = SshBackend(name=BACKEND, host=HOST, port=PORT, user=USER, identity_file=IDENTITY)
+    backend = SshBackendSettings(name=BACKEND, host=HOST, port=PORT, user=USER, identity_file=IDENTITY)
     subprocess.run(SshTarget(backend, folder).exit_master(), capture_output=True, timeout=30)
     deadline = time.monotonic() + timeout
     while any(folder.iterdir()):

@@ -18,7 +18,8 @@ RunStopped, SeqGap and WriteRateExceeded (answered as HTTP statuses), BadJson an
 
 from __future__ import annotations
 
-from typing import Sequence
+import difflib
+from typing import Iterable, Sequence
 
 
 class PotatoError(Exception):
@@ -65,3 +66,10 @@ class DatabaseTooNew(PotatoError):
             f"{path} was written by a newer Potato (database schema {version}; this Potato knows up to {known}), so "
             "this one does not open it and has not changed it. Upgrade Potato (pip install -U potato-annotation) "
             "or start the newer version again.")
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'python'?)`` for a near miss, else an empty string: one wording for every
+    message that names a key or a value that is not known (the config, an import, a SLURM file)."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

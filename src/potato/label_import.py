@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from potato import upstream_export
-from potato.config._checks import did_you_mean
+from potato.errors import did_you_mean
 from potato.config.schema import CHOICE_TYPES, NUMERIC_TYPES, Config, Scheme, SchemeType
 from potato.errors import DataError, LabelImportError
 from potato.items import csv_rows, read_utf8

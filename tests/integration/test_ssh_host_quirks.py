@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator
 import pytest
 import requests
 
-from potato.config.schema import SshBackend
+from potato.config.schema import SshBackendSettings
 from potato.server.training.backends.ssh.command import SshFailed, SshTarget, Step
 from potato.server.training.backends.ssh.host import close_connection, run_ssh
 from tests.conftest import ADMIN_KEY
@@ -205,7 +205,7 @@ def control() -> Iterator[Path]:
 
 
 def _target(host: SshHost, control: Path, **extra: Any) -> SshTarget:
-    return SshTarget(SshBackend(name="gpu", host=host.host, port=host.port, user=host.user,
+    return SshTarget(SshBackendSettings(name="gpu", host=host.host, port=host.port, user=host.user,
                                 identity_file=host.identity_file, python=host.python, **extra), control)
 
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Iterator
 import pytest
 import yaml
 
-from potato.config.schema import SshBackend
+from potato.config.schema import SshBackendSettings
 from potato.server.training.backends.ssh.command import SshTarget
 from tests.integration.test_agent import wait_until
 from tests.integration.test_training_local import TERMINAL, start, wait
@@ -211,7 +211,7 @@ def test_a_misspelt_host_or_a_wrong_port_names_the_setting(
 def test_the_command_to_try_by_hand_leaves_out_what_the_backend_does_not_set() -> None:
     """Issue 21: no -p for the default port, no USER@ without a user, -i only with an identity_file."""
     def by_hand(**extra: Any) -> str:
-        return SshTarget(SshBackend(name="gpu", host="gpu.example.org", **extra), Path("/c")).by_hand()
+        return SshTarget(SshBackendSettings(name="gpu", host="gpu.example.org", **extra), Path("/c")).by_hand()
 
     assert by_hand() == "ssh gpu.example.org"
     assert by_hand(port=22, user="alice") == "ssh alice@gpu.example.org"

@@ -28,7 +28,7 @@ from potato.config._checks import (
     text,
     text_list,
 )
-from potato.config.schema import AgentBackend, Backend, Container, SlurmBackend, SshBackend
+from potato.config.schema import AgentBackendSettings, BackendSettings, Container, SlurmBackendSettings, SshBackendSettings
 from potato.training.slurmtext import node_local_dir, node_local_message  # one rule with the agent's --workdir
 
 BACKEND_TYPES = ("ssh", "slurm", "agent")
@@ -278,14 +278,14 @@ def declared_types(raw: object) -> dict[str, str | None]:
     return out
 
 
-def check_backends(raw: object, findings: Findings) -> dict[str, Backend] | None:
+def check_backends(raw: object, findings: Findings) -> dict[str, BackendSettings] | None:
     """All backends under ``model_training.backends``, or None if any is invalid."""
     path = "model_training.backends"
     if not isinstance(raw, dict):
         findings.error(path, f"must be a mapping of backend names to settings, e.g. gpu-server: {{type: ssh, "
                              f"host: gpu.example.org}}, got {show(raw)}")
         return None
-    out: dict[str, Backend] = {}
+    out: dict[str, BackendSettings] = {}
     ok = True
     for name, body in raw.items():
         where = f"{path}.{key_text(name)}"
@@ -302,7 +302,7 @@ def check_backends(raw: object, findings: Findings) -> dict[str, Backend] | None
     return out if ok else None
 
 
-def _check_backend(name: str, body: object, findings: Findings) -> Backend | None:
+def _check_backend(name: str, body: object, findings: Findings) -> BackendSettings | None:
     where = f"model_training.backends.{name}"
     before = len(findings.errors)
     if not isinstance(body, dict):
@@ -371,10 +371,10 @@ def _slurm_extras(name: str, values: Mapping[str, Any], findings: Findings) -> N
             )
 
 
-def _build(name: str, btype: str, values: dict[str, Any]) -> Backend:
+def _build(name: str, btype: str, values: dict[str, Any]) -> BackendSettings:
     values = {k: v for k, v in values.items() if k != "type"}
     if btype == "ssh":
-        return SshBackend(name=name, **values)
+        return SshBackendSettings(name=name, **values)
     if btype == "slurm":
-        return SlurmBackend(name=name, **values)
-    return AgentBackend(name=name, **values)
+        return SlurmBackendSettings(name=name, **values)
+    return AgentBackendSettings(name=name, **values)

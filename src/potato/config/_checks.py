@@ -9,11 +9,11 @@ instead of a branch per key. Problems carry a path *relative* to the mapping (``
 
 from __future__ import annotations
 
-import difflib
 import math
 from typing import Any, Callable, Iterable, Mapping, Sequence, Tuple
 
 from potato.config.schema import Issue
+from potato.errors import did_you_mean
 
 Problem = Tuple[str, str]
 """(relative key path such as ``.port`` or ``[2]``, detail text without the path)."""
@@ -89,11 +89,6 @@ def show(value: object) -> str:
         return "a mapping"
     return f"a value of type {type(value).__name__}"
 
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` (did you mean 'python'?)`` for a near miss, else an empty string."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def edit_distance(a: str, b: str) -> int:

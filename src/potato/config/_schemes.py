@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from potato import defaults
+from potato.errors import did_you_mean
 from potato.config._checks import (
     Check,
     Findings,
@@ -21,7 +22,6 @@ from potato.config._checks import (
     boolean,
     check_keys,
     choice,
-    did_you_mean,
     integer,
     mapping,
     number,

@@ -248,7 +248,7 @@ class RemoteHost:
     name: str
     host: str
     remote_dir: str
-    """Where runs live on the host. :class:`SshBackend` gives it a default; a slurm backend has none,
+    """Where runs live on the host. :class:`SshBackendSettings` gives it a default; a slurm backend has none,
     because its folder must be on storage the login and compute nodes share."""
     description: str = ""
     user: str | None = None
@@ -268,7 +268,7 @@ class RemoteHost:
 
 
 @dataclass(frozen=True)
-class SshBackend(RemoteHost):
+class SshBackendSettings(RemoteHost):
     """A host the server reaches with ssh."""
 
     remote_dir: str = defaults.REMOTE_DIR
@@ -282,7 +282,7 @@ class SshBackend(RemoteHost):
 
 
 @dataclass(frozen=True)
-class SlurmBackend(RemoteHost):
+class SlurmBackendSettings(RemoteHost):
     """A SLURM cluster behind a login node; the agent runs on the login node."""
 
     type: str = "slurm"
@@ -304,7 +304,7 @@ class SlurmBackend(RemoteHost):
 
 
 @dataclass(frozen=True)
-class AgentBackend:
+class AgentBackendSettings:
     """A machine the server cannot reach; a registered agent polls for work."""
 
     name: str
@@ -318,7 +318,7 @@ class AgentBackend:
 
 
 @dataclass(frozen=True)
-class LocalBackend:
+class LocalBackendSettings:
     """A subprocess on the server itself; always present."""
 
     name: str = defaults.LOCAL_BACKEND
@@ -334,7 +334,7 @@ class LocalBackend:
         return f"{self.name} (this machine)"
 
 
-Backend = Union[LocalBackend, SshBackend, SlurmBackend, AgentBackend]
+BackendSettings = Union[LocalBackendSettings, SshBackendSettings, SlurmBackendSettings, AgentBackendSettings]
 
 
 HUB_NAME = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
@@ -365,13 +365,13 @@ class ModelTraining:
     trainer_params: dict[str, dict[str, object]] = field(default_factory=dict)
     writeback: Writeback = field(default_factory=Writeback)
     auto_retrain: AutoRetrain = field(default_factory=AutoRetrain)
-    local: LocalBackend = field(default_factory=LocalBackend)
-    backends: dict[str, Backend] = field(default_factory=dict)
+    local: LocalBackendSettings = field(default_factory=LocalBackendSettings)
+    backends: dict[str, BackendSettings] = field(default_factory=dict)
     hub: HubSettings = field(default_factory=HubSettings)
 
-    def all_backends(self) -> dict[str, Backend]:
+    def all_backends(self) -> dict[str, BackendSettings]:
         """Every backend a run may name, ``local`` first."""
-        out: dict[str, Backend] = {self.local.name: self.local}
+        out: dict[str, BackendSettings] = {self.local.name: self.local}
         out.update(self.backends)
         return out
 

@@ -20,6 +20,7 @@ from potato.config import _page as page_keys
 from potato.config._active import as_auto_retrain, check_active_learning
 from potato.config._schemes import check_schemes, training_types
 from potato.config._backends import check_backends, declared_types, env_names
+from potato.errors import did_you_mean
 from potato.config._checks import (
     Check,
     Findings,
@@ -28,7 +29,6 @@ from potato.config._checks import (
     anything,
     boolean,
     check_keys,
-    did_you_mean,
     integer,
     key_text,
     mapping,
@@ -49,7 +49,7 @@ from potato.config.schema import (
     Config,
     HubSettings,
     ItemProperties,
-    LocalBackend,
+    LocalBackendSettings,
     ModelTraining,
     Report,
     Scheme,
@@ -480,7 +480,7 @@ def _check_model_training(
         hub=hub,
         writeback=Writeback(**values.pop("writeback", {})),
         auto_retrain=AutoRetrain(**values.pop("auto_retrain", {})),
-        local=LocalBackend(**local),
+        local=LocalBackendSettings(**local),
         backends=backends,
         **values,
     )

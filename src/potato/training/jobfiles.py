@@ -7,7 +7,6 @@ on remote hosts (and on SLURM's shared storage), so both read a worker the same 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -81,11 +80,3 @@ def tail(path: Path, max_bytes: int = 8192) -> str:
         text = text.split("\n", 1)[1]
     return text
 
-
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(str(tmp), str(path))

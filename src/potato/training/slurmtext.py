@@ -13,7 +13,6 @@ needed to run one process).
 
 from __future__ import annotations
 
-import difflib
 import posixpath
 import re
 import shlex
@@ -21,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from potato.defaults import SLURM_POLL_INTERVAL_S
-from potato.errors import PotatoError
+from potato.errors import PotatoError, did_you_mean
 from potato.training.containers import ContainerSpec, Shell, shell_line, worker_argv
 from potato.training.results import Reason
 
@@ -76,12 +75,6 @@ def node_local_message(shown: str, local: str, example: str) -> str:
             "node would not see the files the agent writes on the login node. Use storage the login and compute "
             f"nodes share, e.g. {example}")
 
-
-def did_you_mean(word: str, choices: Any) -> str:
-    """`` (did you mean 'gres'?)`` for a near miss, else an empty string: the config validator's
-    wording (``potato.config._checks.did_you_mean``), here without the server's code."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from potato import defaults
 from potato.config import format_report, load_config, load_report, report_to_json, validate
 from potato.config._backends import node_local_dir, parse_slurm_time
 from potato.config._checks import Invalid
-from potato.config.schema import AgentBackend, LocalBackend, Report, SchemeType, SlurmBackend, SshBackend
+from potato.config.schema import AgentBackendSettings, LocalBackendSettings, Report, SchemeType, SlurmBackendSettings, SshBackendSettings
 from potato.errors import ConfigError
 
 CONFIG = Path("/projects/reviews/config.yaml")
@@ -128,13 +128,13 @@ def test_tutorial_config_is_valid_and_strict_valid() -> None:
     assert training.writeback.schemas == ("sentiment",) and training.writeback.min_confidence == 0.6
     assert list(training.all_backends()) == ["local", "gpu-server", "cluster", "lab-workstation"]
     ssh = training.backends["gpu-server"]
-    assert isinstance(ssh, SshBackend) and ssh.min_free_gpu_mb == 4000 and ssh.remote_dir == defaults.REMOTE_DIR
+    assert isinstance(ssh, SshBackendSettings) and ssh.min_free_gpu_mb == 4000 and ssh.remote_dir == defaults.REMOTE_DIR
     assert ssh.describe() == "gpu-server (ssh to gpu.example.org)"
     slurm = training.backends["cluster"]
-    assert isinstance(slurm, SlurmBackend)
+    assert isinstance(slurm, SlurmBackendSettings)
     assert slurm.prelude == ("module load cuda/12.4",) and slurm.time == "04:00:00" and slurm.gres == "gpu:1"
     agent = training.backends["lab-workstation"]
-    assert isinstance(agent, AgentBackend) and agent.queue_timeout_s == 3600
+    assert isinstance(agent, AgentBackendSettings) and agent.queue_timeout_s == 3600
     assert agent.heartbeat_timeout_s == defaults.HEARTBEAT_TIMEOUT_S
 
 
@@ -144,7 +144,7 @@ def test_minimal_config_uses_defaults() -> None:
     assert config.item_properties.id_key == "id" and config.item_properties.text_key == "text"
     assert config.debug is False
     assert config.model_training.backend == "local"
-    assert config.model_training.local == LocalBackend()
+    assert config.model_training.local == LocalBackendSettings()
     assert config.output_annotation_dir == Path("/projects/reviews/annotation_output")
 
 
@@ -621,7 +621,7 @@ def test_trainer_params_values_must_be_mappings() -> None:
 def test_local_settings_go_to_the_local_backend(device: str) -> None:
     config = validate(with_training(device=device, num_threads=4, max_ram_mb=2048, grace_seconds=0), CONFIG).config
     assert config is not None
-    assert config.model_training.local == LocalBackend(device=device, num_threads=4, max_ram_mb=2048)
+    assert config.model_training.local == LocalBackendSettings(device=device, num_threads=4, max_ram_mb=2048)
     assert config.model_training.grace_seconds == 0
 
 
@@ -764,7 +764,7 @@ def test_ssh_remote_dir_may_be_anywhere() -> None:
     config = validate(with_backend(**SSH, remote_dir="/tmp/potato"), CONFIG).config
     assert config is not None
     backend = config.model_training.backends["gpu-server"]
-    assert isinstance(backend, SshBackend) and backend.remote_dir == "/tmp/potato"
+    assert isinstance(backend, SshBackendSettings) and backend.remote_dir == "/tmp/potato"
 
 
 def test_packages_on_slurm_explains_why() -> None:
@@ -790,7 +790,7 @@ def test_agent_knows_only_four_keys() -> None:
     config = validate(with_backend("lab", type="agent", description="desk", heartbeat_timeout_s=60,
                                    queue_timeout_s=3600), CONFIG).config
     assert config is not None
-    assert config.model_training.backends["lab"] == AgentBackend(
+    assert config.model_training.backends["lab"] == AgentBackendSettings(
         name="lab", description="desk", heartbeat_timeout_s=60, queue_timeout_s=3600
     )
     assert only_error(with_backend("lab", type="agent", host="desk.lan")) == (
@@ -875,7 +875,7 @@ def test_gpus_values(value: object, stored: str) -> None:
     config = validate(with_backend(**SSH, gpus=value), CONFIG).config
     assert config is not None
     backend = config.model_training.backends["gpu-server"]
-    assert isinstance(backend, SshBackend) and backend.gpus == stored
+    assert isinstance(backend, SshBackendSettings) and backend.gpus == stored
 
 
 @pytest.mark.parametrize("value", ["cuda", -1, "0,0", 1.5, "1,", "all"])
@@ -901,7 +901,7 @@ def test_numbers_where_slurm_takes_names_become_text() -> None:
     config = validate(with_backend("cluster", **body), CONFIG).config
     assert config is not None
     backend = config.model_training.backends["cluster"]
-    assert isinstance(backend, SlurmBackend)
+    assert isinstance(backend, SlurmBackendSettings)
     assert (backend.account, backend.mem, backend.user) == ("12345", "32000", "1001")
 
 
@@ -909,7 +909,7 @@ def test_env_values() -> None:
     config = validate(with_backend(**SSH, env={"PATH": "/opt/bin", "OMP_NUM_THREADS": 4, "X": 1.5}), CONFIG).config
     assert config is not None
     backend = config.model_training.backends["gpu-server"]
-    assert isinstance(backend, SshBackend)
+    assert isinstance(backend, SshBackendSettings)
     assert backend.env == {"PATH": "/opt/bin", "OMP_NUM_THREADS": "4", "X": "1.5"}
     report = validate(with_backend(**SSH, env={"A-B": "x", "OK": True, 3: "x", "N": None}), CONFIG)
     assert errors(report) == [
@@ -928,7 +928,7 @@ def test_container() -> None:
     config = validate(with_backend("cluster", **body), CONFIG).config
     assert config is not None
     backend = config.model_training.backends["cluster"]
-    assert isinstance(backend, SlurmBackend) and backend.container is not None
+    assert isinstance(backend, SlurmBackendSettings) and backend.container is not None
     assert (backend.container.runtime, backend.container.image, backend.container.options) == (
         "apptainer", "/shared/w.sif", ("--nv",)
     )

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from potato.server.training.runs.store import Run, RunState
-from potato.server.training.runs.watchdog import CANCEL_SLACK_S, Action, Limits, judge
+from potato.server.training.runs.watchdog import CANCEL_SLACK_S, Action, RunLimits, judge
 from potato.training.agent import Agent
 from potato.training.reporting import Console, Reporter
 from potato.training.gpus import parse_nvidia_smi
 from potato.training.protocol import Endpoint, RunEnded, Unreachable, backoff_delay
 from potato.training.results import Reason
 
-LIMITS = Limits(heartbeat_timeout_s=120, queue_timeout_s=None, grace_seconds=20, max_wall_seconds=None)
+LIMITS = RunLimits(heartbeat_timeout_s=120, queue_timeout_s=None, grace_seconds=20, max_wall_seconds=None)
 
 
 def run(state: RunState = RunState.RUNNING, **fields: Any) -> Run:
@@ -38,7 +38,7 @@ def test_a_silent_agent_fails_its_run_after_heartbeat_timeout() -> None:
 def test_queue_timeout_only_when_configured() -> None:
     queued = run(RunState.QUEUED, started_at=None, last_seen=None)
     assert judge(queued, 10**9, LIMITS) is None  # without queue_timeout_s a run waits until cancelled
-    limits = Limits(120, 60, 20, None)
+    limits = RunLimits(120, 60, 20, None)
     assert judge(queued, 1059.0, limits) is None
     verdict = judge(queued, 1061.0, limits)
     assert verdict is not None and verdict.reason is Reason.QUEUE_TIMEOUT
@@ -53,7 +53,7 @@ def test_a_cancel_ends_the_run_once_grace_seconds_passed() -> None:
 
 
 def test_max_wall_seconds_asks_the_agent_to_stop_then_fails_the_run() -> None:
-    limits = Limits(120, None, 5, 60)
+    limits = RunLimits(120, None, 5, 60)
     assert judge(run(last_seen=1061.0), 1059.0, limits) is None
     stop = judge(run(last_seen=1061.0), 1061.0, limits)
     assert stop is not None and stop.action is Action.STOP and stop.reason is Reason.TIMEOUT

@@ -22,13 +22,13 @@ from typing import IO
 from potato.db import disk_full
 from potato.project import Project
 from potato.server.training.backends import Backend, Launch, Session, backends_of
-from potato.server.training.backends import Limits as BackendLimits
+from potato.server.training.backends import AgentTimeouts
 from potato.server.training.runs.handover import issue_run
 from potato.server.training.runs.private import open_private, private_dir
 from potato.server.training.runs.recorder import RunRecorder
 from potato.server.training.runs.store import ACTIVE, Reason, Run, RunState, RunStore
 from potato.server.training.runs.wakeup import Wakeup
-from potato.server.training.runs.watchdog import Action, Limits, judge
+from potato.server.training.runs.watchdog import Action, RunLimits, judge
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +40,12 @@ WATCH_EVERY_S = 1.0
 LOCK_RETRY_S = 5.0
 
 
-def limits_for(project: Project, backend: Backend | None) -> Limits:
+def limits_for(project: Project, backend: Backend | None) -> RunLimits:
     """The watchdog's limits for a run: its backend's heartbeat and queue timeouts (the defaults for a
     backend no longer in the config), the project's grace and wall time."""
     mt = project.config.model_training
-    own = backend.limits() if backend is not None else BackendLimits()
-    return Limits(own.heartbeat_s, own.queue_s, mt.grace_seconds, mt.max_wall_seconds)
+    own = backend.agent_timeouts() if backend is not None else AgentTimeouts()
+    return RunLimits(own.heartbeat_s, own.queue_s, mt.grace_seconds, mt.max_wall_seconds)
 
 
 def failure_pause(failures: int) -> float:

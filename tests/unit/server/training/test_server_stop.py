@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from potato.config.schema import SshBackend
+from potato.config.schema import SshBackendSettings
 from potato.server import stopping
 from potato.server.training.dispatcher import Dispatcher
 from potato.server.training.backends.ssh.remoterun import RemoteRun
@@ -23,7 +23,7 @@ from potato.server.training.runs.store import RunState
 from potato.server.training.backends.ssh.command import SshFailed, SshTarget
 from potato.server.training.backends.ssh.host import PROBE_STEP, run_ssh
 
-BACKEND = SshBackend(name="gpu", host="gpu.example.org", user="trainer")
+BACKEND = SshBackendSettings(name="gpu", host="gpu.example.org", user="trainer")
 
 
 def fake_ssh(folder: Path) -> None:

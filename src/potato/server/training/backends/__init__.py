@@ -5,11 +5,11 @@
 
 from __future__ import annotations
 
-from potato.config.schema import Backend as Settings
+from potato.config.schema import BackendSettings as Settings
 from potato.config.schema import Config
 from potato.errors import PotatoError
 from potato.server.training.backends.agent import Polling
-from potato.server.training.backends.base import Backend, CheckReport, Launch, Limits, Results, Session
+from potato.server.training.backends.base import Backend, CheckReport, Launch, AgentTimeouts, Results, Session
 from potato.server.training.backends.local import Local
 from potato.server.training.backends.slurm.backend import Slurm
 from potato.server.training.backends.ssh.backend import Ssh
@@ -38,5 +38,5 @@ def backend_named(config: Config, name: str) -> Backend:
     return backends[name]
 
 
-__all__ = ["Backend", "CheckReport", "Launch", "Limits", "Local", "Polling", "Results", "Session", "Slurm", "Ssh",
+__all__ = ["Backend", "CheckReport", "Launch", "AgentTimeouts", "Local", "Polling", "Results", "Session", "Slurm", "Ssh",
            "UnknownBackend", "backend_for", "backend_named", "backends_of"]

@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from potato.config.schema import AgentBackend, Config
+from potato.config.schema import AgentBackendSettings, Config
 from potato.db import Database
-from potato.server.training.backends.base import Backend, CheckReport, Limits
+from potato.server.training.backends.base import Backend, CheckReport, AgentTimeouts
 from potato.server.training.runs.store import ACTIVE, Run, RunState, RunStore
 from potato.server.training.runs.tokens import BackendToken, BackendTokens
 from potato.training.protocol import LONG_POLL_MAX_S, RETRY_AFTER_S
@@ -29,22 +29,22 @@ class Polling(Backend):
     type = "agent"
     claimed_by_agents = True
 
-    def __init__(self, settings: AgentBackend) -> None:
+    def __init__(self, settings: AgentBackendSettings) -> None:
         super().__init__(settings)
         self.agent = settings
 
     def check(self, config: Config) -> CheckReport:
         return check_agent(config, self.agent)
 
-    def limits(self) -> Limits:
-        return Limits(self.agent.heartbeat_timeout_s, self.agent.queue_timeout_s)
+    def agent_timeouts(self) -> AgentTimeouts:
+        return AgentTimeouts(self.agent.heartbeat_timeout_s, self.agent.queue_timeout_s)
 
 
 def _when(stamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
 
 
-def check_agent(config: Config, backend: AgentBackend, now: float | None = None) -> CheckReport:
+def check_agent(config: Config, backend: AgentBackendSettings, now: float | None = None) -> CheckReport:
     """The backend's token entry with ``last_seen``, or how to issue one; no secret shown. ok
     only while an agent works for the backend (asks for work, or reports on its run): a token
     without an agent runs nothing, and the check says how to start one."""
@@ -90,14 +90,14 @@ class AgentPresence:
     """When the backend's agent said it stops (and none has polled since)."""
 
 
-def polling_window_s(backend: AgentBackend) -> float:
+def polling_window_s(backend: AgentBackendSettings) -> float:
     """How long after its last request an agent still counts as there: the backend's
     ``heartbeat_timeout_s``, but never less than one long poll plus the longest ``Retry-After``
     (a waiting agent's ``last_seen`` moves only when a poll starts and ends)."""
     return float(max(backend.heartbeat_timeout_s, LONG_POLL_MAX_S + max(RETRY_AFTER_S) + 5))
 
 
-def agent_presence(tokens: BackendTokens, active: Sequence[Run], backend: AgentBackend, now: float) -> AgentPresence:
+def agent_presence(tokens: BackendTokens, active: Sequence[Run], backend: AgentBackendSettings, now: float) -> AgentPresence:
     """The backend's token entry and whether its agent polled (or reported on its run) lately."""
     entry = tokens.get(backend.name)
     busy = next((run for run in active if run.backend == backend.name), None)
@@ -125,7 +125,7 @@ def start_agent_command(config: Config, db: Database, backend: str) -> str:
     return f"potato training agent --server {address.url} --backend {backend}"
 
 
-def no_agent_text(config: Config, db: Database, backend: AgentBackend, presence: AgentPresence, now: float) -> str:
+def no_agent_text(config: Config, db: Database, backend: AgentBackendSettings, presence: AgentPresence, now: float) -> str:
     """No agent polls for the backend, and how to start one (register first, if never registered)."""
     name = backend.name
     if presence.token is None:
@@ -145,10 +145,10 @@ def explain_queued(config: Config, store: RunStore, runs: Sequence[Run], now: fl
     """Set the step line of each queued run on an agent backend to why it waits (at read time, so it
     is always current): no agent polls for its backend, or the run that executes before it."""
     backends = config.model_training.all_backends()
-    waiting: list[tuple[Run, AgentBackend]] = []
+    waiting: list[tuple[Run, AgentBackendSettings]] = []
     for run in runs:
         backend = backends.get(run.backend)
-        if run.state is RunState.QUEUED and isinstance(backend, AgentBackend):
+        if run.state is RunState.QUEUED and isinstance(backend, AgentBackendSettings):
             waiting.append((run, backend))
     if not waiting:
         return
@@ -175,7 +175,7 @@ def agent_entries(config: Config, tokens: BackendTokens, store: RunStore, now: f
     active = store.in_states([RunState.PREPARING, RunState.RUNNING, RunState.COPYING])
     out = []
     for b in config.model_training.all_backends().values():
-        if not isinstance(b, AgentBackend):
+        if not isinstance(b, AgentBackendSettings):
             continue
         presence = agent_presence(tokens, active, b, now)
         entry = presence.token

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, Sequence
 
-from potato.config.schema import Backend as Settings
+from potato.config.schema import BackendSettings as Settings
 from potato.config.schema import Config
 from potato.defaults import HEARTBEAT_TIMEOUT_S
 from potato.project import Project
@@ -63,7 +63,7 @@ class Results:
 
 
 @dataclass(frozen=True)
-class Limits:
+class AgentTimeouts:
     """How long a run of this backend may go without a word from its agent, and wait in the queue."""
 
     heartbeat_s: float = HEARTBEAT_TIMEOUT_S
@@ -107,8 +107,8 @@ class Backend:
         """``potato training check`` and the page's Check button: ok when a run could start here."""
         raise NotImplementedError
 
-    def limits(self) -> Limits:
-        return Limits()
+    def agent_timeouts(self) -> AgentTimeouts:
+        return AgentTimeouts()
 
     def cannot_train(self, trainer: str, requires: Sequence[str]) -> str | None:
         """Why a run of ``trainer`` (needing the pip packages ``requires``) would fail here before it

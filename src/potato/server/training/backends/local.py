@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from potato.config.schema import Config, LocalBackend
+from potato.config.schema import Config, LocalBackendSettings
 from potato.defaults import LOCAL_BACKEND
 from potato.project import Project
 from potato.server.training.backends.base import Backend, CheckReport, Launch, Results, Session
@@ -41,7 +41,7 @@ def agent_env(pass_env: Sequence[str] = (), base: dict[str, str] | None = None) 
     return allowed_env(os.environ if base is None else base, pass_env, extra_paths=[code_root()])
 
 
-def start_agent(server_url: str, run_id: str, token: str, workdir: Path, run_dir: Path,
+def spawn_agent(server_url: str, run_id: str, token: str, workdir: Path, run_dir: Path,
                 python: str = sys.executable, pass_env: Sequence[str] = ()) -> subprocess.Popen[bytes]:
     """The agent for one local run. It and its worker see an allow-list of the server's environment plus
     ``model_training.pass_env``."""
@@ -98,7 +98,7 @@ class Local(Backend):
     type = "local"
     on_this_machine = True
 
-    def __init__(self, settings: LocalBackend) -> None:
+    def __init__(self, settings: LocalBackendSettings) -> None:
         super().__init__(settings)
         self.local = settings
 
@@ -122,7 +122,7 @@ class Local(Backend):
                 "`potato start` (gunicorn) or `potato start --dev`.")
 
     def start(self, launch: Launch, run: Run, token: str) -> Session:
-        proc = start_agent(launch.agent_url, run.id, token, local_workdir(launch.project), launch.store.run_dir(run.id),
+        proc = spawn_agent(launch.agent_url, run.id, token, local_workdir(launch.project), launch.store.run_dir(run.id),
                            pass_env=self.local.pass_env)
         launch.store.update(run.id, agent_pid=proc.pid)
         return AgentProcess(proc)
@@ -155,7 +155,7 @@ class Local(Backend):
 
 # -- the check ----------------------------------------------------------------------------------
 
-def check_local(backend: LocalBackend, default_trainer: str | None = None,
+def check_local(backend: LocalBackendSettings, default_trainer: str | None = None,
                 kinds: Iterable[str] = CLASSIFIES) -> CheckReport:
     """Which device a local run would get, e.g. ``local: this machine, CPU (2 threads)``,
     and each trainer this Python cannot import (before a run hits it); ok unless a run could not

@@ -35,8 +35,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import yaml
 
-from potato.config.schema import HUB_NAME, AgentBackend, Config, HubSettings, RemoteHost
-from potato.config.schema import Backend as BackendSettings
+from potato.config.schema import HUB_NAME, AgentBackendSettings, Config, HubSettings, RemoteHost
+from potato.config.schema import BackendSettings
 from potato.errors import PotatoError
 from potato.project import Project
 from potato.server.training.runs.recorder import RunLog
@@ -358,7 +358,7 @@ def stayed_reason(host: str, folder: str, partial: bool, backend_name: str, back
     elif isinstance(backend, RemoteHost) and not backend.fetch_artifacts:
         why = f"fetch_artifacts is off for backend '{backend_name}'"
         fix = f"Set fetch_artifacts: true there and train again, or push it from {host}: {upload}"
-    elif isinstance(backend, AgentBackend):
+    elif isinstance(backend, AgentBackendSettings):
         why = f"runs on the agent backend '{backend_name}' keep their model files on the training machine"
         fix = f"Push it from {host}: {upload}"
     else:
@@ -414,7 +414,7 @@ def blocker(config: Config, store: RunStore, run: Run) -> str | None:
     if model_files(local):
         return None
     settings = config.model_training.all_backends().get(run.backend)
-    if isinstance(settings, AgentBackend):
+    if isinstance(settings, AgentBackendSettings):
         machine = run.agent_host or "the training machine"
         return (f"The model stayed on {machine}: runs on the agent backend '{run.backend}' keep their model files "
                 "in the agent's --workdir (jobs/<run>/artifacts), and this one reported no folder. This server has "

@@ -38,7 +38,7 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class Limits:
+class RunLimits:
     """One run's time limits, from its backend and ``model_training``."""
 
     heartbeat_timeout_s: float | None
@@ -65,7 +65,7 @@ def unconfirmed_message(run: Run, seconds: float) -> str:
             "next agent that asks.")
 
 
-def judge(run: Run, now: float, limits: Limits, agent_alive: bool | None = None) -> Verdict | None:
+def judge(run: Run, now: float, limits: RunLimits, agent_alive: bool | None = None) -> Verdict | None:
     """The verdict on ``run`` now, or None to leave it be.
 
     ``agent_alive`` is known only for an agent process on this machine (the local backend): False

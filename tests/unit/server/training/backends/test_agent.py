@@ -12,7 +12,7 @@ from typing import Any, Callable
 import pytest
 
 from potato.config import load_config
-from potato.config.schema import AgentBackend, Config
+from potato.config.schema import AgentBackendSettings, Config
 from potato.db import Database
 from potato.server.training.backends.agent import agent_entries, check_agent, explain_queued
 from potato.server.training.runs.store import RunStore
@@ -73,7 +73,7 @@ def agent_project(make_project: Callable[..., Path]) -> Config:
 def test_the_check_the_agents_table_and_a_queued_run_say_the_agent_left(make_project: Callable[..., Path]) -> None:
     config = agent_project(make_project)
     backend = config.model_training.all_backends()["lab"]
-    assert isinstance(backend, AgentBackend)
+    assert isinstance(backend, AgentBackendSettings)
     db = Database(config.database_path)
     tokens = BackendTokens(db)
     tokens.issue("lab")

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pytest
 
 from potato.config import load_config
-from potato.config.schema import AgentBackend, Config, LocalBackend
+from potato.config.schema import AgentBackendSettings, Config, LocalBackendSettings
 from potato.db import Database
 from potato.server.training.backends.agent import agent_entries, check_agent, explain_queued
 from potato.server.training.backends.local import check_local
@@ -54,7 +54,7 @@ def test_check_local_names_every_missing_package_of_a_trainer_with_the_extra(mon
     """A plain setup has no torch, transformers, peft: the check names all three, once, and the one pip
     command (Potato's extra) that brings them; still ok while the default trainer imports."""
     hide_modules(monkeypatch, *HF_PACKAGES)
-    report = check_local(LocalBackend(), "sklearn-text-classification")
+    report = check_local(LocalBackendSettings(), "sklearn-text-classification")
     python = sys.executable
     assert report.ok
     assert report.details["missing_packages"] == {"hf-text-classification": list(HF_PACKAGES),
@@ -62,22 +62,22 @@ def test_check_local_names_every_missing_package_of_a_trainer_with_the_extra(mon
                                                   "llm-zero-shot": ["torch", "transformers"]}  # issue 34
     assert (f"Trainer 'hf-text-classification' could not be imported on this machine: {python} lacks torch, "
             f"transformers, peft (`{python} -m pip install 'potato-annotation[train-text]'`)") in report.lines
-    assert not check_local(LocalBackend(), "hf-text-classification").ok
+    assert not check_local(LocalBackendSettings(), "hf-text-classification").ok
 
 
 def test_check_local_names_the_trainers_of_the_projects_kinds_of_scheme_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 23: a span project hears about the span trainers' packages, a classification project
     (the default) about the classification trainers' only."""
     hide_modules(monkeypatch, *HF_PACKAGES)
-    spans = check_local(LocalBackend(), "sklearn-token-classification", {"span"})
+    spans = check_local(LocalBackendSettings(), "sklearn-token-classification", {"span"})
     assert spans.ok and spans.details["missing_packages"] == {"hf-token-classification": list(HF_PACKAGES)}
-    assert "hf-token-classification" not in check_local(LocalBackend(), "sklearn-text-classification",
+    assert "hf-token-classification" not in check_local(LocalBackendSettings(), "sklearn-text-classification",
                                                         {"radio"}).details["missing_packages"]
 
 
 def test_check_local_is_not_ok_when_the_default_trainer_cannot_be_imported(monkeypatch: pytest.MonkeyPatch) -> None:
     hide_modules(monkeypatch, "sklearn")
-    report = check_local(LocalBackend(), "sklearn-text-classification")
+    report = check_local(LocalBackendSettings(), "sklearn-text-classification")
     assert not report.ok
     assert (f"Trainer 'sklearn-text-classification' could not be imported on this machine: {sys.executable} lacks "
             f"scikit-learn (`{sys.executable} -m pip install 'potato-annotation[train-sklearn]'`)") in report.lines
@@ -120,7 +120,7 @@ def test_check_agent_is_not_ok_while_no_agent_polls(make_project: Callable[..., 
     """A token alone runs nothing: the check said ok while the Agents table said "not connected"."""
     config = agent_project(make_project)
     backend = config.model_training.all_backends()["lab"]
-    assert isinstance(backend, AgentBackend)
+    assert isinstance(backend, AgentBackendSettings)
     tokens = BackendTokens(Database(config.database_path))
     tokens.issue("lab")
     report = check_agent(config, backend)
@@ -148,7 +148,7 @@ def test_the_agents_table_and_the_check_agree(make_project: Callable[..., Path])
     rule, at every age of the agent's last request (here the backend waits 120 s, the table's old 60 s)."""
     config = agent_project(make_project, heartbeat_timeout_s=120)
     backend = config.model_training.all_backends()["lab"]
-    assert isinstance(backend, AgentBackend)
+    assert isinstance(backend, AgentBackendSettings)
     db = Database(config.database_path)
     tokens = BackendTokens(db)
     store = RunStore(db, config.training_dir / "runs")
@@ -166,7 +166,7 @@ def test_check_agent_counts_an_agent_busy_with_a_run_as_there(make_project: Call
     """An agent that runs a job reports on the run, not on jobs/next: it is there all the same."""
     config = agent_project(make_project, heartbeat_timeout_s=60)
     backend = config.model_training.all_backends()["lab"]
-    assert isinstance(backend, AgentBackend)
+    assert isinstance(backend, AgentBackendSettings)
     db = Database(config.database_path)
     BackendTokens(db).issue("lab")
     BackendTokens(db).seen("lab", {"host": "box"}, now=time.time() - 3600)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from potato.config.schema import AgentBackend, HubSettings, SshBackend
+from potato.config.schema import AgentBackendSettings, HubSettings, SshBackendSettings
 from potato.server.training.outputs import hubpush
 from potato.server.training.backends.ssh.copyback import over_total_message
 from potato.server.training.outputs.hubpush import (
@@ -188,7 +188,7 @@ def test_where_the_model_stayed_from_the_artifact_uri() -> None:
 
 
 def test_fetch_artifacts_off_is_named_with_the_fix() -> None:
-    backend = SshBackend(name="gpu-server", host="gpu.example.org", fetch_artifacts=False)
+    backend = SshBackendSettings(name="gpu-server", host="gpu.example.org", fetch_artifacts=False)
     text = stayed_reason("gpu", "/data/jobs/x/artifacts", False, "gpu-server", backend, "")
     assert text.startswith("The model stayed on gpu at /data/jobs/x/artifacts: fetch_artifacts is off for backend "
                            "'gpu-server'. This server has no copy to push.")
@@ -196,7 +196,7 @@ def test_fetch_artifacts_off_is_named_with_the_fix() -> None:
 
 
 def test_a_model_over_max_artifacts_total_mb_is_named_from_run_log() -> None:
-    backend = SshBackend(name="gpu-server", host="gpu.example.org")
+    backend = SshBackendSettings(name="gpu-server", host="gpu.example.org")
     log = "12:00:00 " + over_total_message("gpu", (9_000_000_000, 3, "/data/jobs/x/artifacts"), 8192) + "\n"
     text = stayed_reason("gpu", "/data/jobs/x/artifacts", False, "gpu-server", backend, log)
     assert "exceeded max_artifacts_total_mb (8192 MB) of backend 'gpu-server'" in text
@@ -204,7 +204,7 @@ def test_a_model_over_max_artifacts_total_mb_is_named_from_run_log() -> None:
 
 
 def test_files_over_max_artifact_mb_leave_only_part_of_the_model() -> None:
-    backend = SshBackend(name="gpu-server", host="gpu.example.org", max_artifact_mb=100)
+    backend = SshBackendSettings(name="gpu-server", host="gpu.example.org", max_artifact_mb=100)
     log = "12:00:00 Left on gpu (over max_artifact_mb 100 MB): sentiment/model.safetensors (420 MB)\n"
     text = stayed_reason("gpu", "/data/jobs/x/artifacts", True, "gpu-server", backend, log)
     assert text.startswith("Part of the model stayed on gpu at /data/jobs/x/artifacts (sentiment/model.safetensors)")
@@ -212,7 +212,7 @@ def test_files_over_max_artifact_mb_leave_only_part_of_the_model() -> None:
 
 
 def test_an_agent_backend_and_a_vanished_backend() -> None:
-    text = stayed_reason("lab-pc", "/w/jobs/x/artifacts", False, "lab", AgentBackend(name="lab"), "")
+    text = stayed_reason("lab-pc", "/w/jobs/x/artifacts", False, "lab", AgentBackendSettings(name="lab"), "")
     assert "runs on the agent backend 'lab' keep their model files on the training machine" in text
     text = stayed_reason("lab-pc", "/w/jobs/x/artifacts", False, "gone", None, "")
     assert "it was not copied back to this server" in text

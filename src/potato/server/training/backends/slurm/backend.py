@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from potato.config._backends import node_local_dir
-from potato.config.schema import Config, SlurmBackend
+from potato.config.schema import Config, SlurmBackendSettings
 from potato.defaults import SSH_STEP_TIMEOUT_S
 from potato.server.training.backends.base import CheckReport
 from potato.server.training.backends.ssh.backend import Ssh
@@ -55,7 +55,7 @@ class Slurm(Ssh):
     session_kind = SlurmRun
 
     def check(self, config: Config) -> CheckReport:
-        assert isinstance(self.remote, SlurmBackend)
+        assert isinstance(self.remote, SlurmBackendSettings)
         return check_cluster(config, self.remote)
 
 
@@ -173,7 +173,7 @@ def run_check_job(target: SshTarget, settings: SlurmSettings, remote_dir: str | 
     return read_check_job(out.stdout.decode("utf-8", "replace") + out.stderr.decode("utf-8", "replace"), settings)
 
 
-def check_cluster(config: Config, backend: SlurmBackend) -> CheckReport:
+def check_cluster(config: Config, backend: SlurmBackendSettings) -> CheckReport:
     """The report behind ``potato training check <slurm backend>`` and the page's Check button."""
     head = backend.describe()
     lines: list[str] = []

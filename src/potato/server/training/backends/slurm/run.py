@@ -15,7 +15,7 @@ import json
 import shlex
 from dataclasses import dataclass
 
-from potato.config.schema import SlurmBackend
+from potato.config.schema import SlurmBackendSettings
 from potato.defaults import SSH_STEP_TIMEOUT_S
 from potato.server.training.backends.ssh.remoterun import RemoteRun
 from potato.server.training.backends.ssh.host import HostFacts, run_ssh
@@ -32,7 +32,7 @@ COMMANDS_STEP = Step("looking for SLURM's commands", SSH_STEP_TIMEOUT_S)
 SETTINGS_STEP = Step("writing the job's slurm.json", SSH_STEP_TIMEOUT_S)
 
 
-def settings_for(backend: SlurmBackend) -> SlurmSettings:
+def settings_for(backend: SlurmBackendSettings) -> SlurmSettings:
     """The backend's slurm settings as the agent takes them (slurm.json)."""
     return SlurmSettings(
         partition=backend.partition, account=backend.account, qos=backend.qos, gres=backend.gres,
@@ -84,8 +84,8 @@ class SlurmRun(RemoteRun):
     """One run on a slurm backend: the agent on the login node submits the worker to SLURM."""
 
     @property
-    def slurm_backend(self) -> SlurmBackend:
-        assert isinstance(self.backend, SlurmBackend)
+    def slurm_backend(self) -> SlurmBackendSettings:
+        assert isinstance(self.backend, SlurmBackendSettings)
         return self.backend
 
     def reads_gpus(self) -> bool:

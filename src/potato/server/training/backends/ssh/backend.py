@@ -14,9 +14,9 @@ import re
 import threading
 from typing import Any, ClassVar, Iterable, Mapping, Sequence, Type
 
-from potato.config.schema import Config, SlurmBackend, SshBackend
+from potato.config.schema import Config, SlurmBackendSettings, SshBackendSettings
 from potato.project import Project
-from potato.server.training.backends.base import Backend, CheckReport, Launch, Limits, Results, Session
+from potato.server.training.backends.base import Backend, CheckReport, Launch, AgentTimeouts, Results, Session
 from potato.server.training.runs.store import Run
 from potato.server.training.backends.ssh.remoterun import RemoteRun
 from potato.server.training.backends.ssh.run import VENV_CHECK_STEP, SshRun
@@ -56,16 +56,16 @@ class Ssh(Backend):
     session_kind: ClassVar[Type[RemoteRun]] = SshRun
     """The session class a run gets: :class:`SshRun` here, :class:`SlurmRun` on a cluster."""
 
-    def __init__(self, settings: SshBackend | SlurmBackend) -> None:
+    def __init__(self, settings: SshBackendSettings | SlurmBackendSettings) -> None:
         super().__init__(settings)
         self.remote = settings
 
     def check(self, config: Config) -> CheckReport:
-        assert isinstance(self.remote, SshBackend)
+        assert isinstance(self.remote, SshBackendSettings)
         return check_ssh(config, self.remote)
 
-    def limits(self) -> Limits:
-        return Limits(self.remote.heartbeat_timeout_s)
+    def agent_timeouts(self) -> AgentTimeouts:
+        return AgentTimeouts(self.remote.heartbeat_timeout_s)
 
     def claimer(self) -> tuple[str, str]:
         return f"{self.type}-{os.getpid()}", self.remote.host
@@ -89,7 +89,7 @@ class Ssh(Backend):
         return Results(fetch=self.remote.fetch_artifacts)
 
 
-def check_ssh(config: Config, backend: SshBackend) -> CheckReport:
+def check_ssh(config: Config, backend: SshBackendSettings) -> CheckReport:
     """Log in and report the host's Python, every GPU with its free memory and load, and what a
     run would get; ok when a run could start."""
     head = backend.describe()

@@ -40,7 +40,7 @@ def build_venv(remote_dir: str, venv: str, env_prefix: str, python_path: str, pa
             f"touch {tmp}/.potato-complete && rm -rf {venv} && mv {tmp} {venv}")
 
 
-def start_agent(remote_dir: str, digest: str, python: str, env: Mapping[str, str], socket: str, backend: str,
+def agent_line(remote_dir: str, digest: str, python: str, env: Mapping[str, str], socket: str, backend: str,
                 run_id: str, pass_env: Sequence[str], agent_args: Sequence[str] = ()) -> str:
     """The agent for one run, with this server behind the forwarded ``socket`` and the run's token on
     stdin. ``python`` is a shell word (the backend's interpreter, or its packages venv's);

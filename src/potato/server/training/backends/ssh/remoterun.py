@@ -260,7 +260,7 @@ class RemoteRun:
         self.store.update(self.run.id, last_seen=self.clock())
         env = {**b.env, **run_env}
         apply_thread_limit(b.num_threads, env)  # over what a login shell sets
-        command = lines.start_agent(self.remote_dir, digest, self.python, env, socket, b.name, self.run.id,
+        command = lines.agent_line(self.remote_dir, digest, self.python, env, socket, b.name, self.run.id,
                                     list(b.env), agent_args)
         server = urlsplit(self.agent_url)
         self.forward = forward = f"{socket}:{server.hostname}:{server.port}"

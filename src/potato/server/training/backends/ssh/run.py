@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from potato.config.schema import SshBackend
+from potato.config.schema import SshBackendSettings
 from potato.defaults import SSH_STEP_TIMEOUT_S, SSH_VENV_TIMEOUT_S
 from potato.server.training.backends.ssh import lines
 from potato.server.training.backends.ssh.remoterun import RemoteRun
@@ -30,9 +30,9 @@ class SshRun(RemoteRun):
         """The agent's CUDA settings for the GPUs :meth:`before_code` chose."""
 
     @property
-    def ssh_backend(self) -> SshBackend:
+    def ssh_backend(self) -> SshBackendSettings:
         """The backend's ssh-only settings (gpus, packages); a SLURM run never asks for them."""
-        assert isinstance(self.backend, SshBackend)
+        assert isinstance(self.backend, SshBackendSettings)
         return self.backend
 
     def reads_gpus(self) -> bool:

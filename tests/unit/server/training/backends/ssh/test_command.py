@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from potato.config.schema import SshBackend
+from potato.config.schema import SshBackendSettings
 from potato.server.training.backends.ssh.command import (
     SshTarget,
     client_env,
@@ -26,7 +26,7 @@ HOSTILE = "a'; echo foo"
 
 
 def test_flags_follow_the_backend_and_the_host_cannot_be_an_option() -> None:
-    b = SshBackend(name="gpu", host="-oProxyCommand=touch /tmp/x", user="alice", port=2222,
+    b = SshBackendSettings(name="gpu", host="-oProxyCommand=touch /tmp/x", user="alice", port=2222,
                    identity_file="~/.ssh/id_ed25519")
     argv = SshTarget(b, Path("/c")).argv("true")
     assert argv[:3] == ["ssh", "-o", "BatchMode=yes"]
@@ -41,9 +41,9 @@ def test_flags_follow_the_backend_and_the_host_cannot_be_an_option() -> None:
 def test_the_connection_outlives_a_run_for_keep_connection_s() -> None:
     """One control master per backend; keep_connection_s: 0 still gives a run's commands one
     connection (the run closes it at its end)."""
-    kept = SshTarget(SshBackend(name="gpu", host="h"), Path("/c")).argv("true")
+    kept = SshTarget(SshBackendSettings(name="gpu", host="h"), Path("/c")).argv("true")
     assert "ControlMaster=auto" in kept and "ControlPersist=60" in kept
-    closing = SshTarget(SshBackend(name="gpu", host="h", keep_connection_s=0), Path("/c"))
+    closing = SshTarget(SshBackendSettings(name="gpu", host="h", keep_connection_s=0), Path("/c"))
     assert "ControlPersist=10" in closing.argv("true")
     assert closing.stop_master()[-4:] == ["-O", "stop", "--", "h"]  # a run's end spares what else is on it
     assert closing.cancel_forward("/tmp/x/agent.sock:127.0.0.1:8000")[-6:] == [

@@ -43,7 +43,7 @@ def test_the_code_lands_whole_under_its_digest_in_a_hostile_folder(tmp_path: Pat
 
 def test_the_agent_line_keeps_every_config_value_one_word(tmp_path: Path) -> None:
     """The config refuses such env names and backend names already; the line does not rely on it."""
-    line = lines.start_agent(
+    line = lines.agent_line(
         remote_path("~/potato x"), "d1g", shlex.quote("/usr/bin/python3"), {"EXAMPLE": HOSTILE}, f"/tmp/{HOSTILE}/s",
         HOSTILE, "run-1", [HOSTILE], lines.container_args(Container("docker", HOSTILE, (HOSTILE,))))
     words = shlex.split(line.split(" && exec env ", 1)[1])

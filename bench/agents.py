@@ -47,9 +47,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import annotators as ann  # noqa: E402  (bench/annotators.py: server start, CPU, annotator load)
 
 from potato import __version__  # noqa: E402
-from potato.server.training.agent_protocol.routes import LONG_POLL_CHECK_S, LONG_POLL_MAX_S, RETRY_AFTER_S  # noqa: E402
+from potato.server.training.agent_protocol.long_poll import LONG_POLL_CHECK_S  # noqa: E402
 from potato.server.training.dispatcher import IDLE_POLL_S  # noqa: E402
-from potato.training.protocol import CHUNK, Client, ProtocolError, Unreachable, backoff_delay  # noqa: E402
+from potato.training.protocol import (  # noqa: E402
+    CHUNK, LONG_POLL_MAX_S, RETRY_AFTER_S, Client, ProtocolError, Unreachable, backoff_delay,
+)
 
 KEY = ann.ADMIN_KEY
 BACKEND = "lab"

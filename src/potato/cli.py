@@ -160,7 +160,7 @@ def start(config_path: Path, port: int | None, host: str | None, dev: bool, work
         raise PotatoError(problem)
     public_url = _public_url_option(public_url) or config.public_url
     from potato.db import Database
-    from potato.server.training.agent_protocol.registration import record_address
+    from potato.server.training.address import record_address
 
     record_address(Database(config.database_path), public_url, host, port)
     from potato.server import create_app
@@ -339,7 +339,8 @@ def training_register(backend: str, config_path: Path, server_url: str | None, e
     commands for the training machine: install this server's own Potato, then start the agent."""
     from potato.db import Database
     from potato.server.training.backends import backends_of
-    from potato.server.training.agent_protocol.registration import recorded_address, register_text, server_address, this_host
+    from potato.server.training.address import recorded_address, server_address, this_host
+    from potato.server.training.agent_protocol.registration import register_text
     from potato.server.training.runs.tokens import BackendTokens
 
     config = _load(config_path)

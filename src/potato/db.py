@@ -157,6 +157,9 @@ MIGRATIONS: list[str] = [
         user TEXT NOT NULL,
         created_at REAL NOT NULL
     );
+    """,    # Where a run's model files are (runs/modelplace.py), as fields rather than run.log's prose.
+    """
+    ALTER TABLE runs ADD COLUMN model TEXT;
     """,
 ]
 

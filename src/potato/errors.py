@@ -2,13 +2,8 @@
 
 Only :func:`potato.cli.main` turns one into a process exit; library code raises and never prints.
 Every error whose text reaches a person derives from :class:`PotatoError`, wherever it is defined
-(defined next to the code that raises it, so that modules shipped to training hosts stay small):
-accounts (AccountError), a start-run request (RunRequestError), ssh (SshFailed), the server's
-disk (DiskReserve), copying a model back (CopyFailed), an unknown backend, the package an agent
-installs (PackageUnavailable), the agent protocol (ProtocolError and its kinds, Unreachable,
-BundleCorrupt), archives (UnsafeArchive), SLURM (SlurmError, SlurmConfigError), GPUs (NoGpuFree),
-the agent (AgentError), the worker (WorkerError and its kinds) and `potato init` (ProjectExistsError,
-ProjectWriteError).
+(defined next to the code that raises it, so that modules shipped to training hosts stay small);
+:func:`user_errors` finds them all, so no list here goes stale.
 
 Exceptions that are signals between two places in the code, never shown as they are, stay outside
 this tree: config checking's ``Invalid`` (collected into a :class:`ConfigError`), the recorder's
@@ -19,6 +14,8 @@ RunStopped, SeqGap and WriteRateExceeded (answered as HTTP statuses), BadJson an
 from __future__ import annotations
 
 import difflib
+import importlib
+import pkgutil
 from typing import Iterable, Sequence
 
 
@@ -73,3 +70,25 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     message that names a key or a value that is not known (the config, an import, a SLURM file)."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def user_errors(package: str = "potato") -> list[type[PotatoError]]:
+    """Every :class:`PotatoError` subclass in ``package``, by module and name. Imports each of its
+    modules first (one whose optional packages are missing is passed over), so an error defined
+    next to the code that raises it is found wherever that is."""
+    root = importlib.import_module(package)
+    for info in pkgutil.walk_packages(getattr(root, "__path__", []), f"{package}."):
+        if info.name.rsplit(".", 1)[-1] == "__main__":
+            continue  # running it is its import
+        try:
+            importlib.import_module(info.name)
+        except ImportError:
+            continue
+    found: set[type[PotatoError]] = set()
+    todo: list[type[PotatoError]] = [PotatoError]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found and sub.__module__.split(".")[0] == package.split(".")[0]:
+                found.add(sub)
+                todo.append(sub)
+    return sorted(found, key=lambda cls: (cls.__module__, cls.__qualname__))

@@ -19,7 +19,8 @@ from typing import Any, Iterable, Mapping
 
 from potato import upstream_export
 from potato.errors import did_you_mean
-from potato.config.schema import CHOICE_TYPES, NUMERIC_TYPES, Config, Scheme, SchemeType
+from potato.config.schema import Config
+from potato.training.schemes import CHOICE_TYPES, NUMERIC_TYPES, Scheme, SchemeType
 from potato.errors import DataError, LabelImportError
 from potato.items import csv_rows, read_utf8
 from potato.labels import Label, LabelSource

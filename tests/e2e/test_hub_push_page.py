@@ -77,6 +77,8 @@ def test_pushing_from_the_page_at_390_px(server: Tuple[ServerProcess, HubStandIn
     page.wait_for_selector("#push-form:not([hidden])")
     page.wait_for_selector("#push-start:not([disabled])")
     assert page.input_value("#push-repo") == "review-sentiment-sklearn-text-classification"
+    where = page.inner_text("#run-backend")  # from the run's record of its model files (issue 35)
+    assert where.startswith("local · model files: 2 files, ") and where.endswith(" MB on this server"), where
     assert page.is_checked("#push-private")
     assert page.input_value("#push-message") == f"Upload the sklearn-text-classification model of Potato run {run_id}"
     assert "model_training.hub.token_file" in page.inner_text("#push-token")
@@ -112,6 +114,8 @@ def test_pushing_from_the_page_at_390_px(server: Tuple[ServerProcess, HubStandIn
     assert page.is_hidden("#push-form")
     reason = page.inner_text("#push-blocked")
     assert reason.startswith("The model stayed on lab-pc at /home/me/.cache/potato-training/jobs/")
+    where = page.inner_text("#run-backend")
+    assert f"model files: on lab-pc at /home/me/.cache/potato-training/jobs/{stayed}/artifacts (agent)" in where, where
     fits(page, 390)
     page.screenshot(path=str(tmp_path / "push-blocked-390.png"), full_page=True)
     page.locator("#push").screenshot(path=str(tmp_path / "push-section-blocked-390.png"))

@@ -45,7 +45,8 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 
 from potato.config import load_config
-from potato.config.schema import CHOICE_TYPES, Config, Scheme, SchemeType
+from potato.config.schema import Config
+from potato.training.schemes import CHOICE_TYPES, Scheme, SchemeType
 from potato.server.auth import clean_user_name
 from tests.harness import agents
 from tests.harness.contract import call_and_check

@@ -229,6 +229,7 @@ def agent_run_with_model_left_on_host(url: str, backend_token: str) -> str:
     folder = f"/home/me/.cache/potato-training/jobs/{run_id}/artifacts"
     r = requests.post(f"{url}{AGENT_V1}/runs/{run_id}/result", headers=bearer, timeout=30,
                       json={"exit_code": 0, "artifact_uri": f"lab-pc:{folder}",
+                            "model": {"host": "lab-pc", "folder": folder},
                             "result": {"status": "succeeded", "metrics": {"holdout_accuracy": 1.0}}})
     assert r.status_code == 200 and r.json() == {"state": "succeeded"}, r.text
     return run_id

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
 from potato import defaults
 from potato.config._checks import (
@@ -29,10 +30,8 @@ from potato.config._checks import (
     text_list,
 )
 from potato.config.schema import AgentBackendSettings, BackendSettings, Container, SlurmBackendSettings, SshBackendSettings
-from potato.training.slurmtext import node_local_dir, node_local_message  # one rule with the agent's --workdir
+from potato.training.slurmsettings import node_local_dir, node_local_message  # one rule with the agent's --workdir
 
-BACKEND_TYPES = ("ssh", "slurm", "agent")
-"""Values of a backend's ``type``."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -242,11 +241,45 @@ _AGENT_HINTS = {
     for key in (*SSH_KEYS, *SLURM_KEYS)
     if key not in AGENT_KEYS
 }
-_TABLES: Mapping[str, tuple[Mapping[str, Check], Mapping[str, str]]] = {
-    "ssh": (SSH_KEYS, _SSH_HINTS),
-    "slurm": (SLURM_KEYS, _SLURM_HINTS),
-    "agent": (AGENT_KEYS, _AGENT_HINTS),
-}
+
+
+def _nothing_required(body: Mapping[Any, object]) -> list[Problem]:
+    return []
+
+
+@dataclass(frozen=True)
+class BackendKind:
+    """A backend type as the config knows it: its keys and their checks, and the settings dataclass
+    it builds (``settings(name=..., **checked values)``). The server's side of the same type is a
+    :class:`~potato.server.training.backends.base.Backend` subclass; registering that one registers
+    this one too, so a new backend is its module and its settings dataclass."""
+
+    type: str
+    settings: Callable[..., BackendSettings]
+    keys: Mapping[str, Check]
+    """Every key it takes, ``type`` included, in the order the docs list them."""
+    noun: str
+    """How messages name it: "an ssh backend"."""
+    hints: Mapping[str, str] = field(default_factory=dict)
+    """A message for a key that is wrong here for a known reason, instead of the unknown-key text."""
+    required: Callable[[Mapping[Any, object]], list[Problem]] = _nothing_required
+    extras: Callable[[str, Mapping[str, Any], Findings], None] | None = None
+    """Checks across keys, once each key is valid on its own."""
+
+
+KINDS: dict[str, BackendKind] = {}
+"""Every backend type a config may name, by ``type``, in registration order."""
+
+
+def register_backend_kind(kind: BackendKind) -> None:
+    """Let configs name ``kind.type`` under ``model_training.backends``."""
+    if kind.type == defaults.LOCAL_BACKEND or (kind.type in KINDS and KINDS[kind.type] != kind):
+        raise ValueError(f"a backend type {kind.type!r} exists already")
+    KINDS[kind.type] = kind
+
+
+def _one_of(types: list[str]) -> str:
+    return types[0] if len(types) == 1 else f"{', '.join(types[:-1])} or {types[-1]}"
 
 
 def name_problem(name: object) -> str | None:
@@ -274,7 +307,7 @@ def declared_types(raw: object) -> dict[str, str | None]:
     for name, body in raw.items():
         if name_problem(name) is None:
             btype = body.get("type") if isinstance(body, dict) else None
-            out[str(name)] = btype if isinstance(btype, str) and btype in BACKEND_TYPES else None
+            out[str(name)] = btype if isinstance(btype, str) and btype in KINDS else None
     return out
 
 
@@ -305,35 +338,39 @@ def check_backends(raw: object, findings: Findings) -> dict[str, BackendSettings
 def _check_backend(name: str, body: object, findings: Findings) -> BackendSettings | None:
     where = f"model_training.backends.{name}"
     before = len(findings.errors)
+    types = list(KINDS)
     if not isinstance(body, dict):
-        findings.error(where, f"must be a mapping with type: ssh, slurm or agent and its settings, got {show(body)}",
+        findings.error(where, f"must be a mapping with type: {_one_of(types)} and its settings, got {show(body)}",
                        name)
         return None
     btype = body.get("type")
     if btype is None:
-        findings.error(f"{where}.type", "missing; set type: ssh, slurm or agent", name)
+        findings.error(f"{where}.type", f"missing; set type: {_one_of(types)}", name)
         return None
-    if btype not in BACKEND_TYPES:
-        findings.error(f"{where}.type", f"{show(btype)} is not a backend type; valid types: ssh, slurm, agent", name)
+    if not isinstance(btype, str) or btype not in KINDS:
+        findings.error(f"{where}.type", f"{show(btype)} is not a backend type; valid types: {', '.join(types)}", name)
         return None
-    table, hints = _TABLES[str(btype)]
-    values, problems = check_keys(body, table, f"a{'n' if btype in ('ssh', 'agent') else ''} {btype} backend", hints)
-    problems += _required(str(btype), body)
+    kind = KINDS[btype]
+    values, problems = check_keys(body, kind.keys, kind.noun, kind.hints)
+    problems += kind.required(body)
     findings.errors_at(where, problems, name)
-    if btype == "slurm":
-        _slurm_extras(name, values, findings)
+    if kind.extras is not None:
+        kind.extras(name, values, findings)
     if len(findings.errors) > before:
         return None
-    return _build(name, str(btype), values)
+    return kind.settings(name=name, **{k: v for k, v in values.items() if k != "type"})
 
 
-def _required(btype: str, body: Mapping[Any, object]) -> list[Problem]:
-    """ssh and slurm need ``host``; slurm needs a shared ``remote_dir``."""
-    problems: list[Problem] = []
-    if btype in ("ssh", "slurm") and body.get("host") is None:
-        article = "an" if btype == "ssh" else "a"
-        problems.append((".host", f"missing; {article} {btype} backend {_HOST_HELP}"))
-    if btype == "slurm" and body.get("remote_dir") is None:
+def _needs_host(noun: str) -> Callable[[Mapping[Any, object]], list[Problem]]:
+    def required(body: Mapping[Any, object]) -> list[Problem]:
+        return [] if body.get("host") is not None else [(".host", f"missing; {noun} {_HOST_HELP}")]
+    return required
+
+
+def _slurm_required(body: Mapping[Any, object]) -> list[Problem]:
+    """A slurm backend needs ``host`` and a shared ``remote_dir``."""
+    problems = _needs_host("a slurm backend")(body)
+    if body.get("remote_dir") is None:
         problems.append((".remote_dir", f"missing; a slurm backend {_SHARED_DIR_HELP}"))
     return problems
 
@@ -371,10 +408,10 @@ def _slurm_extras(name: str, values: Mapping[str, Any], findings: Findings) -> N
             )
 
 
-def _build(name: str, btype: str, values: dict[str, Any]) -> BackendSettings:
-    values = {k: v for k, v in values.items() if k != "type"}
-    if btype == "ssh":
-        return SshBackendSettings(name=name, **values)
-    if btype == "slurm":
-        return SlurmBackendSettings(name=name, **values)
-    return AgentBackendSettings(name=name, **values)
+for _kind in (
+    BackendKind("ssh", SshBackendSettings, SSH_KEYS, "an ssh backend", _SSH_HINTS, _needs_host("an ssh backend")),
+    BackendKind("slurm", SlurmBackendSettings, SLURM_KEYS, "a slurm backend", _SLURM_HINTS, _slurm_required,
+                _slurm_extras),
+    BackendKind("agent", AgentBackendSettings, AGENT_KEYS, "an agent backend", _AGENT_HINTS),
+):
+    register_backend_kind(_kind)

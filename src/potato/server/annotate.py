@@ -13,7 +13,8 @@ from typing import Any, Callable, Mapping
 from flask import Blueprint, Flask, current_app, jsonify, redirect, render_template, request, url_for
 
 from potato.accounts import AccountError, Accounts
-from potato.config.schema import Config, SchemeType
+from potato.config.schema import Config
+from potato.training.schemes import SchemeType
 from potato.items import shown_text
 from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema

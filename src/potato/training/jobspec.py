@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -18,6 +17,7 @@ from potato import defaults
 from potato.training.devices import DEVICE_CHOICES, is_valid_device
 from potato.training.failures import BadJob
 from potato.training.results import Label
+from potato.training.schemes import TRAINABLE, Scheme, SchemeType
 from potato.training.spans import Span, by_position
 
 JOB_FORMAT = 1
@@ -30,42 +30,13 @@ SPLIT_FILE = "split.json"
 MEDIA_DIR = "media"
 
 
-class AnnotationType(str, Enum):
-    RADIO = "radio"
-    MULTISELECT = "multiselect"
-    TEXT = "text"
-    SPAN = "span"
-
-
-TRAINABLE = (AnnotationType.RADIO, AnnotationType.MULTISELECT, AnnotationType.SPAN)
-
-
-@dataclass(frozen=True)
-class SchemaSpec:
-    """One schema the run trains: its answer type and its labels in the config's order."""
-
-    name: str
-    annotation_type: AnnotationType
-    labels: tuple[str, ...] = ()
-    description: str = ""
-    """The scheme's question as annotators read it (what llm-zero-shot asks the model)."""
-
-    @property
-    def multiselect(self) -> bool:
-        return self.annotation_type is AnnotationType.MULTISELECT
-
-    @property
-    def spans(self) -> bool:
-        return self.annotation_type is AnnotationType.SPAN
-
-
 @dataclass(frozen=True)
 class JobSpec:
     """``job.json``: which trainer, on which schemas, with which parameters and limits."""
 
     run_id: str
     trainer: str
-    schemas: tuple[SchemaSpec, ...]
+    schemas: tuple[Scheme, ...]
     params: dict[str, Any] = field(default_factory=dict)
     device: str = "auto"
     grace_seconds: int = defaults.GRACE_SECONDS
@@ -113,34 +84,38 @@ def _optional_positive_int(data: dict[str, Any], key: str, problems: list[str]) 
     return int(value)
 
 
-def _parse_schemes(data: dict[str, Any], problems: list[str]) -> tuple[SchemaSpec, ...]:
-    names = data.get("schemas")
+def _parse_schemes(data: dict[str, Any], problems: list[str]) -> tuple[Scheme, ...]:
+    """The trained schemes, in the run's order: ``schemes`` alone, or, from a server before the two
+    keys became one, ``schemas`` (the names, in the run's order) picking from ``schemes``."""
     schemes = data.get("schemes")
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-        problems.append("schemas must be a non-empty list of schema names")
+    if not isinstance(schemes, list) or not schemes:
+        problems.append("schemes must be a non-empty list of {name, annotation_type, labels} objects")
         return ()
-    if not isinstance(schemes, list):
-        problems.append("schemes must be a list of {name, annotation_type, labels} objects")
-        return ()
-    by_name: dict[str, SchemaSpec] = {}
+    by_name: dict[str, Scheme] = {}
+    order: list[str] = []
     for i, raw in enumerate(schemes):
         if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
             problems.append(f"schemes[{i}] must be an object with a name")
             continue
         kind = raw.get("annotation_type")
         try:
-            annotation_type = AnnotationType(kind)
+            annotation_type = SchemeType(kind)
         except ValueError:
             problems.append("schemes[{}] ({}) has annotation_type {!r}; valid types are: {}".format(
-                i, raw["name"], kind, ", ".join(t.value for t in AnnotationType)))
+                i, raw["name"], kind, ", ".join(t.value for t in SchemeType)))
             continue
         labels = raw.get("labels") or []
         if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
             problems.append("schemes[{}] ({}) labels must be a list of strings".format(i, raw["name"]))
             continue
         description = raw.get("description")
-        by_name[raw["name"]] = SchemaSpec(raw["name"], annotation_type, tuple(labels),
-                                          description if isinstance(description, str) else "")
+        by_name[raw["name"]] = Scheme(annotation_type, raw["name"],
+                                      description if isinstance(description, str) else "", tuple(labels))
+        order.append(raw["name"])
+    names = data.get("schemas", order)  # an older server's job.json names them apart
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        problems.append("schemas must be a non-empty list of schema names")
+        return ()
     out = []
     for name in names:
         spec = by_name.get(name)
@@ -251,7 +226,7 @@ def read_items(bundle_dir: Path) -> list[Item]:
     return items
 
 
-def parse_label_row(obj: dict[str, Any], number: int, schemas: dict[str, SchemaSpec]) -> LabelRow | None:
+def parse_label_row(obj: dict[str, Any], number: int, schemas: dict[str, Scheme]) -> LabelRow | None:
     """One ``labels.jsonl`` row (pure); None for a schema the job does not train."""
     schema = obj.get("schema")
     spec = schemas.get(schema) if isinstance(schema, str) else None

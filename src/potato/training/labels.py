@@ -18,7 +18,8 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Dict, Iterable, Mapping, Sequence
 
-from potato.training.jobspec import Item, LabelRow, SchemaSpec
+from potato.training.jobspec import Item, LabelRow
+from potato.training.schemes import Scheme
 from potato.training.results import Label
 from potato.training.spans import Span, majority_spans
 
@@ -67,7 +68,7 @@ def order_labels(labels: Iterable[str], order: Sequence[str]) -> tuple[str, ...]
     return tuple(known + sorted(wanted - set(order)))
 
 
-def aggregate(rows: Iterable[LabelRow], schemas: Sequence[SchemaSpec]) -> Targets:
+def aggregate(rows: Iterable[LabelRow], schemas: Sequence[Scheme]) -> Targets:
     """Majority target per (item, schema) from every annotator's rows (pure)."""
     by_name = {s.name: s for s in schemas}
     # (item, schema) -> user -> last answer; OrderedDict keeps the items in first-seen order.
@@ -91,7 +92,7 @@ def aggregate(rows: Iterable[LabelRow], schemas: Sequence[SchemaSpec]) -> Target
     return targets
 
 
-def class_labels(spec: SchemaSpec, targets: Targets) -> tuple[str, ...]:
+def class_labels(spec: Scheme, targets: Targets) -> tuple[str, ...]:
     """The labels a model for ``spec`` chooses from: the scheme's labels, then any others seen, sorted."""
     seen: set[str] = set()
     for per_schema in targets.values():
@@ -117,7 +118,7 @@ def label_spans(value: Label) -> list[Span]:
     return [Span(x.start, x.end, x.label) for x in value if not isinstance(x, str)]
 
 
-def unknown_labels(spec: SchemaSpec, targets: Targets) -> list[str]:
+def unknown_labels(spec: Scheme, targets: Targets) -> list[str]:
     """Labels in the targets that the scheme does not list (the worker warns about them)."""
     return [label for label in class_labels(spec, targets) if label not in spec.labels]
 

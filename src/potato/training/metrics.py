@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
-from potato.training.jobspec import SchemaSpec
+from potato.training.schemes import Scheme
 from potato.training.results import Label
 from potato.training.labels import label_spans
 from potato.training.spans import entity_scores
@@ -105,7 +105,7 @@ def _span_metrics(schema: str, truth: Sequence[Label], predicted: Sequence[Label
 
 
 def score_holdout(
-    schemas: Sequence[SchemaSpec],
+    schemas: Sequence[Scheme],
     truth: Mapping[str, Mapping[str, Label]],
     predicted: Mapping[str, Mapping[str, tuple[Any, ...] | None]],
     holdout: Iterable[str],

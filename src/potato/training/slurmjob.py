@@ -6,7 +6,7 @@ agent follows the worker exactly as it follows a local one, through ``events.jso
 ``exit_code`` in the job dir, and asks SLURM only what the files cannot say: whether the job
 still waits (``squeue``, at most once per ``poll_interval_s``) and, when it ended early, why
 (``scontrol show job`` where the cluster has it, and ``slurm.out``). What SLURM prints is read by
-the pure functions in :mod:`potato.training.slurmtext`.
+the pure functions in :mod:`potato.training.slurmstate`.
 """
 
 from __future__ import annotations
@@ -22,25 +22,27 @@ from typing import Callable, List, Optional, Tuple
 from potato.errors import PotatoError
 from potato.training.codefiles import code_hash, code_root, shipped_files
 from potato.training.jobfiles import read_exit_code, read_json, tail
-from potato.training.slurmtext import (
+from potato.training.slurmscript import (
     JOB_SCRIPT,
     SLURM_OUT,
-    SQUEUE_FORMAT,
     STARTED_FILE,
     WORKER_OUT,
+    job_script,
+    prelude_failure,
+    prelude_message,
+    sbatch_argv,
+)
+from potato.training.slurmsettings import SlurmSettings
+from potato.training.slurmstate import (
+    SQUEUE_FORMAT,
     QueueState,
-    SlurmSettings,
     exit_status,
     explain_end,
     has_reason,
-    job_script,
     lost_message,
     parse_scontrol,
     parse_squeue,
-    prelude_failure,
-    prelude_message,
     running_line,
-    sbatch_argv,
     squeue_says_gone,
     step_text,
 )

@@ -20,7 +20,7 @@ def job_json(trainer: str, schemes: Sequence[Mapping[str, Any]] = (SENTIMENT,),
              params: Mapping[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
     job: dict[str, Any] = {
         "format": 1, "run_id": "test-run", "trainer": trainer,
-        "schemas": [s["name"] for s in schemes], "schemes": [dict(s) for s in schemes],
+        "schemes": [dict(s) for s in schemes],
         "params": dict(params or {}), "device": "auto", "grace_seconds": 20,
         "num_threads": None, "max_ram_mb": None, "seed": 0,
     }

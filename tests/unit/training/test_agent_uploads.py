@@ -12,7 +12,8 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from potato.training import protocol
-from potato.training.agent import UPLOAD_TRIES, Agent
+from potato.training.agent import Agent
+from potato.training.agentjob import UPLOAD_TRIES
 from potato.training.protocol import CUT_OFF, EMPTY_UPLOAD, ProtocolError, SeqGap, last_line, predictions_problem
 from potato.training.reporting import Console, Reporter
 from potato.training.supervise import Ending

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from potato.training import agent
+from potato.training import agentsetup as agent
 from potato.training.containers import ContainerSpec, Shell, shell_line, worker_argv
-from potato.training.slurmtext import SlurmConfigError, SlurmSettings
+from potato.training.slurmsettings import SlurmConfigError, SlurmSettings
 from potato.training.supervise import Supervisor, WorkerProcess
 from tests.unit.training.jobdirs import review_job
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from potato.training.trainers.decision_calibrate import fit_scaling, logit, sigmoid
+from potato.training.trainers.calibration_maths import fit_scaling, logit, sigmoid
 from potato.training.worker import run_job
 
 from .jobdirs import SENTIMENT, job_json, pack_bundle, read_jsonl, read_result, write_bundle

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from potato.training.failures import BadJob
-from potato.training.jobspec import AnnotationType, parse_job, read_holdout, read_items, read_job, read_labels
+from potato.training.jobspec import parse_job, read_holdout, read_items, read_job, read_labels
+from potato.training.schemes import SchemeType
 
 from .jobdirs import ASPECTS, SENTIMENT, job_json
 
@@ -17,7 +18,7 @@ from .jobdirs import ASPECTS, SENTIMENT, job_json
 def test_a_valid_job() -> None:
     job = parse_job(job_json("noop", (SENTIMENT, ASPECTS), {"sleep_s": 1}, device="cuda:1", num_threads=2))
     assert job.trainer == "noop" and job.schema_names == ("sentiment", "aspects")
-    assert job.schemas[1].annotation_type is AnnotationType.MULTISELECT
+    assert job.schemas[1].annotation_type is SchemeType.MULTISELECT
     assert job.schemas[1].labels == ("price", "quality", "delivery")
     assert (job.device, job.num_threads, job.max_ram_mb, job.grace_seconds) == ("cuda:1", 2, None, 20)
 
@@ -32,7 +33,7 @@ def test_a_valid_job() -> None:
         ({"num_threads": 0}, "num_threads must be a positive integer or null, not 0"),
         ({"max_ram_mb": "1G"}, "max_ram_mb must be a positive integer or null"),
         ({"params": []}, "params must be an object"),
-        ({"schemes": [{"name": "sentiment", "annotation_type": "slider"}]}, "valid types are: radio"),
+        ({"schemes": [{"name": "sentiment", "annotation_type": "scale"}]}, "valid types are: radio"),
     ],
 )
 def test_invalid_jobs(change: dict[str, Any], message: str) -> None:
@@ -40,6 +41,22 @@ def test_invalid_jobs(change: dict[str, Any], message: str) -> None:
     data.update(change)
     with pytest.raises(BadJob, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_job(data)
+
+
+def test_a_job_from_an_older_server_names_its_schemas_apart() -> None:
+    """Issue 35: job.json carries one key, ``schemes``, in the run's order; a job an older server
+    wrote (``schemas`` for the order, ``schemes`` in the config's) is read the same."""
+    new = parse_job(job_json("noop", (ASPECTS, SENTIMENT)))
+    old = job_json("noop", (SENTIMENT, ASPECTS))
+    old["schemas"] = ["aspects", "sentiment"]
+    assert "schemas" not in job_json("noop") and new.schema_names == ("aspects", "sentiment")
+    assert parse_job(old) == new
+
+
+def test_a_slider_is_a_scheme_but_not_one_to_train() -> None:
+    slider = {"name": "score", "annotation_type": "slider", "labels": []}
+    with pytest.raises(BadJob, match="schema 'score' is a slider scheme; trainers predict radio"):
+        parse_job(job_json("noop", (SENTIMENT, slider)))
 
 
 def test_a_text_schema_cannot_be_trained() -> None:

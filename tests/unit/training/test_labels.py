@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from potato.training.jobspec import AnnotationType, LabelRow, SchemaSpec
+from potato.training.jobspec import LabelRow
+from potato.training.schemes import Scheme, SchemeType
 from potato.training.labels import (
     Targets,
     aggregate,
@@ -14,8 +15,8 @@ from potato.training.labels import (
     unknown_labels,
 )
 
-RADIO = SchemaSpec("sentiment", AnnotationType.RADIO, ("positive", "negative", "neutral"))
-MULTI = SchemaSpec("aspects", AnnotationType.MULTISELECT, ("price", "quality", "delivery"))
+RADIO = Scheme(name="sentiment", annotation_type=SchemeType.RADIO, labels=("positive", "negative", "neutral"))
+MULTI = Scheme(name="aspects", annotation_type=SchemeType.MULTISELECT, labels=("price", "quality", "delivery"))
 
 
 def test_majority_label() -> None:

@@ -165,7 +165,7 @@ def test_worker_files_are_private_under_a_permissive_umask(tmp_path: Path) -> No
 
 
 def test_the_agent_tightens_a_job_folder_that_was_there_with_wider_modes(tmp_path: Path) -> None:
-    from potato.training.agent import private_dir
+    from potato.training.agentjob import private_dir
 
     jobs = tmp_path / "workdir" / "jobs"
     (jobs / "r1").mkdir(parents=True)

@@ -14,7 +14,8 @@ import pytest
 
 from potato.training.events import EventWriter
 from potato.training.failures import OutOfMemory
-from potato.training.jobspec import AnnotationType, JobSpec, SchemaSpec
+from potato.training.jobspec import JobSpec
+from potato.training.schemes import Scheme, SchemeType
 from potato.training.trainers.base import TrainContext
 from potato.training.trainers.llm_preflight import check_fits, need_for
 
@@ -33,7 +34,7 @@ def _close_events() -> Any:
 
 
 def context(tmp_path: Path, device: str, **params: Any) -> TrainContext:
-    job = JobSpec("r1", "hf-llm-classification", (SchemaSpec("s", AnnotationType.RADIO, ("a", "b")),))
+    job = JobSpec("r1", "hf-llm-classification", (Scheme(name="s", annotation_type=SchemeType.RADIO, labels=("a", "b")),))
     values = {"base_model": "Qwen/Qwen2.5-7B", "quantize": "4bit", "batch_size": 4, "max_length": 512, **params}
     OPEN.append(EventWriter(tmp_path / "events.jsonl"))
     return TrainContext(job, values, device, tmp_path, tmp_path, OPEN[-1], lambda: False)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from potato.training.failures import BadJob
-from potato.training.jobspec import AnnotationType, SchemaSpec
+from potato.training.schemes import Scheme, SchemeType
 from potato.training.trainers import available_trainers, get_trainer
 from potato.training.trainers.llm_zero_shot import (
     bias_corrections,
@@ -29,9 +29,8 @@ from tests.harness.example_project import EXAMPLE
 
 from .jobdirs import job_json, read_jsonl, read_result, write_bundle
 
-SENTIMENT = SchemaSpec("sentiment", AnnotationType.RADIO, ("positive", "negative"),
-                       "Is this review positive or negative?")
-ASPECTS = SchemaSpec("aspects", AnnotationType.MULTISELECT, ("price", "delivery"), "What does the review mention?")
+SENTIMENT = Scheme(name="sentiment", annotation_type=SchemeType.RADIO, labels=("positive", "negative"), description="Is this review positive or negative?")
+ASPECTS = Scheme(name="aspects", annotation_type=SchemeType.MULTISELECT, labels=("price", "delivery"), description="What does the review mention?")
 
 
 def test_the_default_prompt_asks_the_schemes_question_with_its_labels() -> None:

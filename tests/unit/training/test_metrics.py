@@ -6,13 +6,13 @@ import random
 
 import pytest
 
-from potato.training.jobspec import AnnotationType, SchemaSpec
+from potato.training.schemes import Scheme, SchemeType
 from potato.training.metrics import accuracy, brier, macro_f1, multilabel_macro_f1, score_holdout
 from potato.training.results import Label
 from potato.training.trainers.base import Prediction
 
-RADIO = SchemaSpec("sentiment", AnnotationType.RADIO, ("positive", "negative"))
-MULTI = SchemaSpec("aspects", AnnotationType.MULTISELECT, ("price", "quality", "delivery"))
+RADIO = Scheme(name="sentiment", annotation_type=SchemeType.RADIO, labels=("positive", "negative"))
+MULTI = Scheme(name="aspects", annotation_type=SchemeType.MULTISELECT, labels=("price", "quality", "delivery"))
 
 
 def test_small_cases_by_hand() -> None:

@@ -17,24 +17,21 @@ import pytest
 
 from potato.training.containers import ContainerSpec
 from potato.training.results import Reason
-from potato.training.slurmtext import (
+from potato.training.slurmscript import job_script, sbatch_argv, worker_command
+from potato.training.slurmsettings import SlurmConfigError, SlurmSettings
+from potato.training.slurmstate import (
     ENDED_BEFORE,
     QueueState,
-    SlurmConfigError,
-    SlurmSettings,
     exit_status,
     explain_end,
-    job_script,
     mem_mb,
     never_runs,
     parse_scontrol,
     parse_sinfo,
     parse_squeue,
     pending_words,
-    sbatch_argv,
     squeue_says_gone,
     step_text,
-    worker_command,
 )
 from potato.training.slurmjob import LOST_GRACE_S, SlurmError, SlurmJob
 
@@ -375,7 +372,7 @@ def test_slurm_commands_get_none_of_potato_s_variables(monkeypatch: pytest.Monke
 
 def test_check_says_a_job_with_two_gpus_trains_on_both() -> None:
     """Issue 34: ``gres: gpu:2`` gives a run two GPUs on one node, and check says a torch trainer uses both."""
-    from potato.training.slurmtext import gpus_line, gres_gpus
+    from potato.training.slurmstate import gpus_line, gres_gpus
 
     assert [gres_gpus(g) for g in ("gpu:2", "gpu:a100:2", "gpu", None, "shard:4", "gpu:1,gpu:h100:2")] == [
         2, 2, 1, 0, 0, 3]

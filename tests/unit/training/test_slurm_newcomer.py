@@ -18,15 +18,9 @@ import pytest
 from potato.config import validate
 from potato.server.training.backends.slurm.backend import read_check_job
 from potato.training.results import Reason
-from potato.training.slurmtext import (
-    QueueState,
-    SlurmConfigError,
-    SlurmSettings,
-    job_script,
-    parse_squeue,
-    prelude_failure,
-    step_text,
-)
+from potato.training.slurmscript import job_script, prelude_failure
+from potato.training.slurmsettings import SlurmConfigError, SlurmSettings
+from potato.training.slurmstate import QueueState, parse_squeue, step_text
 from potato.training.slurmjob import SlurmJob
 from tests.unit.training.test_slurm_logic import Clock, FakeSlurm
 

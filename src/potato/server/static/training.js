@@ -350,6 +350,23 @@
     });
   }
 
+  // Where the run's model files are, from the fields its backend recorded (run.model).
+  function modelText(place) {
+    if (!place) return "";
+    var parts = [];
+    if (place.folder && place.files) {
+      parts.push(place.files + (place.files === 1 ? " file, " : " files, ") +
+        (place.bytes / 1e6).toFixed(1) + " MB on this server");
+    }
+    if (place.host) {
+      var which = place.kept_files && place.kept_files.length ? place.kept_files.join(", ") + " " :
+        (parts.length ? "the rest " : "");
+      var why = place.kept ? " (" + place.kept + (place.limit_mb ? " " + place.limit_mb + " MB" : "") + ")" : "";
+      parts.push(which + "on " + place.host + " at " + (place.host_folder || "its job folder") + why);
+    }
+    return parts.join("; ");
+  }
+
   function suggestionText(m) {
     var written = m["suggestions/written"];
     if (typeof written !== "number") return "—";
@@ -404,7 +421,9 @@
     setText($("run-trainer"), run.trainer);
     setText($("run-schemas"), (run.schemas || []).join(", "));
     var where = run.agent && run.agent.host && run.agent.host !== "this machine" ? " (agent on " + run.agent.host + ")" : "";
-    setText($("run-backend"), run.backend + where + (run.artifact_uri && where ? " · model files: " + run.artifact_uri : ""));
+    var model = modelText(run.model);
+    setText($("run-backend"), run.backend + where + (model ? " · model files: " + model :
+      (run.artifact_uri && where ? " · model files: " + run.artifact_uri : "")));
     setText($("run-device"), run.device || "—");
     setText($("run-trigger"), run.trigger === "auto" ? "auto_retrain" : (run.trigger || "manual"));
     setText($("run-times"), "queued " + fmtTime(run.created_at) + " · started " + fmtTime(run.started_at) +

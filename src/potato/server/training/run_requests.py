@@ -28,6 +28,8 @@ MIN_PER_CLASS = 5
 
 
 class RunRequestError(PotatoError):
+    """A start-run request the server refuses: ``status`` is the HTTP answer, the message the fix."""
+
     def __init__(self, status: int, message: str, **extra: Any) -> None:
         super().__init__(message)
         self.status = status
@@ -183,7 +185,7 @@ def label_summary(project: Project) -> dict[str, dict[str, Any]]:
     for scheme in project.config.annotation_schemes:
         if scheme.training_type is None:
             continue
-        specs = bundle.scheme_specs(project.config, [scheme.name])
+        specs = bundle.job_schemes(project.config, [scheme.name])
         answers = bundle.training_answers(specs, bundle.label_rows([scheme.name], project.items, labels))
         if not answers:
             continue

@@ -32,7 +32,8 @@ from typing import Any, Callable, ClassVar, Mapping, NamedTuple, Optional, Seque
 from potato.training.dataparallel import SINGLE, Ranks
 from potato.training.events import EventWriter
 from potato.training.failures import BadJob, Cancelled
-from potato.training.jobspec import AnnotationType, Item, JobSpec, SchemaSpec
+from potato.training.jobspec import Item, JobSpec
+from potato.training.schemes import Scheme, SchemeType
 from potato.training.labels import Example
 from potato.training.results import Label
 
@@ -151,7 +152,7 @@ class TrainContext:
         """Scores the trainer reports (:meth:`metric`); the worker adds them to result.json's metrics."""
 
     @property
-    def schemas(self) -> tuple[SchemaSpec, ...]:
+    def schemas(self) -> tuple[Scheme, ...]:
         return self.job.schemas
 
     @property
@@ -228,7 +229,7 @@ class Trainer:
     """True for a trainer whose progress events carry a loss (the training page then keeps room for the chart)."""
     learns_from_labels: ClassVar[bool] = True
     """False for a trainer that predicts without learning (llm-zero-shot): it may run before anything is labelled."""
-    annotation_types: ClassVar[tuple[AnnotationType, ...]] = (AnnotationType.RADIO, AnnotationType.MULTISELECT)
+    annotation_types: ClassVar[tuple[SchemeType, ...]] = (SchemeType.RADIO, SchemeType.MULTISELECT)
     data_parallel: ClassVar[bool] = False
     """True for a trainer that trains data-parallel when a run sees several GPUs (its loop shards each
     epoch and wraps its model with :mod:`potato.training.dataparallel`); its ``predict`` is then given
@@ -282,7 +283,7 @@ class Trainer:
         write_labels_json(artifacts_dir, self.name, self.ctx.schemas, self.ctx.class_labels)
 
 
-def write_labels_json(artifacts_dir: Path, trainer: str, schemas: Sequence[SchemaSpec],
+def write_labels_json(artifacts_dir: Path, trainer: str, schemas: Sequence[Scheme],
                       labels: Mapping[str, Sequence[str]], extra: Mapping[str, Any] | None = None) -> None:
     """``artifacts/labels.json``: per schema its type and the model's label order (and ``extra``)."""
     data: dict[str, Any] = {"format": 1, "trainer": trainer, "schemas": {}}

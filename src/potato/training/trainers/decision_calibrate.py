@@ -51,32 +51,24 @@ GPU and runs in well under a second (cross-validating a CPU trainer takes a few 
 lost. A ``decision-calibrate`` run is not a source: calibrate the run it calibrated.
 
 Items the source run did not predict get no prediction (a warning says how many).
+
+This module is the trainer: what to fit on, the cross-validation, the report. The maths (fitting and
+scoring the map, folds) is in :mod:`~potato.training.trainers.calibration_maths`; reading the source
+run folder is in :mod:`~potato.training.trainers.calibration_source`.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import random
-import tarfile
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar, Dict, FrozenSet, Mapping, Sequence, Tuple
+from typing import ClassVar, Mapping, Sequence, Tuple
 
 from potato.training import labels as labelling
 from potato.training.failures import BadJob, TrainerImportError
-from potato.training.jobspec import (
-    JOB_FILE,
-    LABELS_FILE,
-    SPLIT_FILE,
-    JobSpec,
-    SchemaSpec,
-    parse_job,
-    parse_label_row,
-    read_items,
-    read_labels,
-)
+from potato.training.jobspec import read_items, read_labels
+from potato.training.schemes import Scheme
 from potato.training.results import Label
 from potato.training.trainers.base import (
     Example,
@@ -87,8 +79,15 @@ from potato.training.trainers.base import (
     Trainer,
     write_labels_json,
 )
+from potato.training.trainers.calibration_maths import (
+    apply_scaling,
+    confidence_log_loss,
+    expected_calibration_error,
+    fit_scaling,
+    fold_of,
+)
+from potato.training.trainers.calibration_source import TRAINER_NAME, SourceRun, read_source_run
 
-EPS = 1e-6
 MIN_PAIRS = 2
 """Fewer calibration items: keep the confidences as they are."""
 MIN_HELDOUT = 20
@@ -97,217 +96,11 @@ FOLDS = 5
 """Folds of the cross-validation (source trainer) and of the cross-fitting (the map's scores)."""
 MIN_CROSS_VALIDATION = 2 * FOLDS
 """Fewer labelled items than this: too few to cross-validate; the confidences are kept as they are."""
-ECE_BINS = 10
-SOURCE_BUNDLE = "bundle.tar.gz"
-"""The source run's bundle, in its run folder beside its predictions.jsonl (written by the server)."""
 FROM_HOLDOUT = "source holdout"
 FROM_CROSS_VALIDATION = "cross-validation"
 
 Pair = Tuple[str, float, bool]
 """(item id, confidence, whether the predicted label is the majority label)."""
-
-
-def logit(p: float) -> float:
-    p = min(1.0 - EPS, max(EPS, p))
-    return math.log(p / (1.0 - p))
-
-
-def sigmoid(x: float) -> float:
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
-
-
-def log_loss(pairs: Sequence[tuple[float, float]], a: float, b: float) -> float:
-    """Mean log loss of sigmoid(a*z + b) against targets, for (z, target) pairs."""
-    total = 0.0
-    for z, t in pairs:
-        p = min(1.0 - EPS, max(EPS, sigmoid(a * z + b)))
-        total -= t * math.log(p) + (1.0 - t) * math.log(1.0 - p)
-    return total / len(pairs)
-
-
-def fit_scaling(confidences: Sequence[float], correct: Sequence[bool], with_bias: bool = True,
-                iterations: int = 100) -> tuple[float, float]:
-    """(a, b) minimising the smoothed log loss (pure). ``with_bias=False``: temperature scaling, b = 0."""
-    n_pos = sum(1 for c in correct if c)
-    n_neg = len(correct) - n_pos
-    t_pos, t_neg = (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0)
-    pairs = [(logit(c), t_pos if ok else t_neg) for c, ok in zip(confidences, correct)]
-    a, b = 1.0, 0.0
-    ridge = 1e-6
-    loss = log_loss(pairs, a, b)
-    for _ in range(iterations):
-        ga = gb = haa = hab = hbb = 0.0
-        for z, t in pairs:
-            p = sigmoid(a * z + b)
-            w = p * (1.0 - p)
-            ga += (p - t) * z
-            gb += p - t
-            haa += w * z * z
-            hab += w * z
-            hbb += w
-        haa += ridge
-        hbb += ridge
-        if with_bias:
-            det = haa * hbb - hab * hab
-            if det <= 0:
-                break
-            da = (hbb * ga - hab * gb) / det
-            db = (haa * gb - hab * ga) / det
-        else:
-            da, db = ga / haa, 0.0
-        step = 1.0
-        while step > 1e-8:  # backtracking: Newton can overshoot on separable data
-            new_a, new_b = a - step * da, b - step * db
-            new_loss = log_loss(pairs, new_a, new_b)
-            if new_loss <= loss:
-                break
-            step /= 2
-        else:
-            break
-        converged = abs(loss - new_loss) < 1e-10
-        a, b, loss = new_a, new_b, new_loss
-        if converged:
-            break
-    return a, b
-
-
-def apply_scaling(confidence: float, scaling: tuple[float, float]) -> float:
-    a, b = scaling
-    return sigmoid(a * logit(confidence) + b)
-
-
-def expected_calibration_error(confidences: Sequence[float], correct: Sequence[bool], bins: int = ECE_BINS) -> float:
-    """Top-label ECE (pure): over ``bins`` equal-width confidence bins, the share of items in the bin
-    times the gap between their mean confidence and their hit rate, summed."""
-    if not confidences:
-        raise ValueError("the calibration error of nothing is undefined")
-    conf_sum = [0.0] * bins
-    hits = [0] * bins
-    for c, ok in zip(confidences, correct):
-        k = min(bins - 1, max(0, int(c * bins)))
-        conf_sum[k] += c
-        hits[k] += 1 if ok else 0
-    return sum(abs(conf_sum[k] - hits[k]) for k in range(bins)) / len(confidences)
-
-
-def confidence_log_loss(confidences: Sequence[float], correct: Sequence[bool]) -> float:
-    """Mean log loss of each confidence as the probability that its label is right (pure)."""
-    if not confidences:
-        raise ValueError("the log loss of nothing is undefined")
-    total = 0.0
-    for c, ok in zip(confidences, correct):
-        p = min(1.0 - EPS, max(EPS, c))
-        total -= math.log(p) if ok else math.log(1.0 - p)
-    return total / len(confidences)
-
-
-def fold_of(keys: Sequence[tuple[str, str]], folds: int, seed: int) -> dict[str, int]:
-    """Item id -> fold in ``range(folds)`` for (item id, stratum) pairs (pure, deterministic in
-    ``seed``): each stratum is shuffled and dealt out in turn, so every fold gets its share of it."""
-    rng = random.Random(seed)
-    out: dict[str, int] = {}
-    position = 0
-    for stratum in sorted({s for _, s in keys}):
-        ids = sorted(i for i, s in keys if s == stratum)
-        rng.shuffle(ids)
-        for item_id in ids:
-            out[item_id] = position % folds
-            position += 1
-    return out
-
-
-def read_source(path: Path) -> dict[tuple[str, str], tuple[Label, float]]:
-    """(item id, schema) -> (label, confidence) from a ``predictions.jsonl``; BadJob if unreadable."""
-    out: dict[tuple[str, str], tuple[Label, float]] = {}
-    try:
-        with open(str(path), encoding="utf-8") as fh:
-            for number, line in enumerate(fh, 1):
-                if line.strip():
-                    key, value = _source_row(path, number, line)
-                    out[key] = value
-    except OSError as exc:
-        raise BadJob(f"decision-calibrate: source_predictions {path} cannot be read ({exc.strerror or exc}); "
-                     "name the predictions.jsonl of a finished run on this server") from None
-    return out
-
-
-def _source_row(path: Path, number: int, line: str) -> tuple[tuple[str, str], tuple[Label, float]]:
-    try:
-        row = json.loads(line)
-        label = row["label"]
-        value: Label = tuple(label) if isinstance(label, list) else str(label)
-        return (str(row["item_id"]), str(row["schema"])), (value, float(row["confidence"]))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise BadJob(f"decision-calibrate: {path} line {number} is not a prediction ({exc})") from None
-
-
-@dataclass(frozen=True)
-class SourceRun:
-    """The run being calibrated: its predictions, its job and the items its model trained on."""
-
-    predictions: Dict[Tuple[str, str], Tuple[Label, float]]
-    job: JobSpec
-    trained_on: FrozenSet[str]
-    """Item ids the source model was fitted on: its bundle's labelled items outside its holdout."""
-    folder: Path
-
-
-def read_source_run(predictions_path: Path) -> SourceRun:
-    """The source run from its folder: ``predictions.jsonl`` and ``bundle.tar.gz``; BadJob if either
-    is missing or unreadable, or if the source is itself a decision-calibrate run."""
-    predictions = read_source(predictions_path)
-    folder = predictions_path.parent
-    bundle = folder / SOURCE_BUNDLE
-    if not bundle.is_file():
-        raise BadJob(f"decision-calibrate: the source run folder {folder} has no {SOURCE_BUNDLE}, so which items "
-                     "its model trained on is unknown, and calibrating on those would make the confidences "
-                     "overconfident; train the source again and calibrate the new run")
-    files = _bundle_files(bundle)
-    try:
-        job = parse_job(json.loads(files[JOB_FILE]))
-        split = json.loads(files[SPLIT_FILE])
-    except (ValueError, BadJob) as exc:
-        raise BadJob(f"decision-calibrate: {bundle} holds no valid job ({exc})") from None
-    if job.trainer == DecisionCalibrateTrainer.name:
-        source = job.params.get("source_predictions")
-        earlier = Path(source).parent.name if isinstance(source, str) else "<the run it calibrated>"
-        raise BadJob(f"decision-calibrate: run {folder.name} is itself a decision-calibrate run; calibrate the run "
-                     f"it calibrated instead (source_run: {earlier})")
-    holdout = split.get("holdout") if isinstance(split, dict) else None
-    if not isinstance(holdout, list):
-        raise BadJob(f"decision-calibrate: {bundle} has no valid {SPLIT_FILE}")
-    schemas = {spec.name: spec for spec in job.schemas}
-    labelled = set()
-    for number, line in enumerate(files[LABELS_FILE].splitlines(), 1):
-        if line.strip():
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise BadJob(f"decision-calibrate: {bundle} {LABELS_FILE} line {number} is not JSON ({exc})") from None
-            row = parse_label_row(obj, number, schemas) if isinstance(obj, dict) else None
-            if row is not None:
-                labelled.add(row.item_id)
-    trained_on = frozenset(labelled - {str(i) for i in holdout})
-    return SourceRun(predictions, job, trained_on, folder)
-
-
-def _bundle_files(bundle: Path) -> dict[str, str]:
-    """job.json, labels.jsonl and split.json of a bundle, read from the archive (nothing extracted)."""
-    out = {}
-    try:
-        with tarfile.open(str(bundle), "r:gz") as tar:
-            for name in (JOB_FILE, LABELS_FILE, SPLIT_FILE):
-                member = tar.extractfile(tar.getmember(name))
-                if member is None:
-                    raise KeyError(name)
-                out[name] = member.read().decode("utf-8")
-    except (OSError, tarfile.TarError, KeyError, UnicodeDecodeError, EOFError) as exc:
-        raise BadJob(f"decision-calibrate: the source run's bundle {bundle} cannot be read ({exc}); train the "
-                     "source again and calibrate the new run") from None
-    return out
 
 
 def _same(a: Label, b: Label) -> bool:
@@ -317,7 +110,7 @@ def _same(a: Label, b: Label) -> bool:
 
 
 class DecisionCalibrateTrainer(Trainer):
-    name = "decision-calibrate"
+    name = TRAINER_NAME
     description = "Recalibrates a previous run's confidences against the labels (local only, no model)"
     requires = ()
     local_only = True
@@ -358,7 +151,7 @@ class DecisionCalibrateTrainer(Trainer):
         targets = labelling.aggregate((r for r in read_labels(ctx.bundle_dir, ctx.job) if r.item_id in known),
                                       ctx.schemas)
         pools: dict[str, list[Pair]] = {}
-        short: list[SchemaSpec] = []
+        short: list[Scheme] = []
         for spec in ctx.schemas:
             pool = []
             for item_id, per_schema in targets.items():
@@ -380,7 +173,7 @@ class DecisionCalibrateTrainer(Trainer):
             ctx.check_stop()
             self._calibrate(spec.name, pools.get(spec.name, []))
 
-    def _cross_validate(self, source: SourceRun, specs: Sequence[SchemaSpec], items: Sequence[Item],
+    def _cross_validate(self, source: SourceRun, specs: Sequence[Scheme], items: Sequence[Item],
                         targets: labelling.Targets) -> dict[str, list[Pair]]:
         """Out-of-fold predictions of the source trainer for this run's labelled items, per schema."""
         from potato.training.trainers import UnknownTrainer, get_trainer

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 from potato.training.failures import BadJob
-from potato.training.jobspec import AnnotationType
+from potato.training.schemes import SchemeType
 from potato.training.labels import label_spans
 from potato.training.spans import OUTSIDE, Span, bio_tags, spans_from_tags
 from potato.training.trainers.base import Example, Item, Prediction, labelled
@@ -35,7 +35,7 @@ def tag_names(labels: Sequence[str]) -> list[str]:
 class HfTokenTrainer(HfTextTrainer):
     name = "hf-token-classification"
     description = "Fine-tunes a Hugging Face transformer (full or LoRA) to mark spans, token by token (torch)"
-    annotation_types = (AnnotationType.SPAN,)
+    annotation_types = (SchemeType.SPAN,)
     auto_model: ClassVar[str] = "AutoModelForTokenClassification"
     lora_task: ClassVar[str] = "TOKEN_CLS"
 

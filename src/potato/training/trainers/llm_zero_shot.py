@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from potato.training.failures import BadJob, ModelNotFound
-from potato.training.jobspec import SchemaSpec
+from potato.training.schemes import Scheme
 from potato.training.trainers.base import (
     Example,
     Item,
@@ -88,7 +88,7 @@ def yes_no_question(label: str) -> str:
     return f'Does the label "{label}" apply to this text? Answer {YES} or {NO}.'
 
 
-def user_turns(template: str, text: str, spec: SchemaSpec, labels: Sequence[str]) -> list[tuple[str, list[str]]]:
+def user_turns(template: str, text: str, spec: Scheme, labels: Sequence[str]) -> list[tuple[str, list[str]]]:
     """The user turns for one item and schema, each with the answers scored after it: radio, one turn
     whose answers are the labels; multiselect, one yes/no turn per label."""
     if not spec.multiselect:
@@ -365,7 +365,7 @@ class LlmZeroShotTrainer(Trainer):
                 scores.append(float(logp.sum()))
         return scores
 
-    def _scores(self, template: str, texts: Sequence[str], spec: SchemaSpec,
+    def _scores(self, template: str, texts: Sequence[str], spec: Scheme,
                 labels: Sequence[str]) -> list[list[list[float]]]:
         """Per text, per user turn, its answers' log-likelihoods (every text's answers in one pass)."""
         per_text = [user_turns(template, text, spec, labels) for text in texts]
@@ -373,7 +373,7 @@ class LlmZeroShotTrainer(Trainer):
         flat = iter(self._log_likelihoods(sequences))
         return [[[next(flat) for _ in answers] for _, answers in turns] for turns in per_text]
 
-    def _corrections(self, template: str, spec: SchemaSpec, labels: Sequence[str]) -> list[list[float]]:
+    def _corrections(self, template: str, spec: Scheme, labels: Sequence[str]) -> list[list[float]]:
         """What :func:`bias_corrections` adds per turn and answer; zeros with ``calibrate: false``."""
         if not self.ctx.params["calibrate"]:
             return [[0.0] * len(answers) for _, answers in user_turns(template, "", spec, labels)]

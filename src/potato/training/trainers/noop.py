@@ -29,7 +29,7 @@ from collections import Counter
 from pathlib import Path
 from typing import ClassVar, Mapping, Sequence
 
-from potato.training.jobspec import AnnotationType
+from potato.training.schemes import SchemeType
 from potato.training.labels import label_names, label_spans
 from potato.training.spans import ScoredSpan, Span, by_position
 from potato.training.trainers.base import (
@@ -51,7 +51,7 @@ class NoopTrainer(Trainer):
     name = "noop"
     description = "Majority-class baseline (standard library only); also a diagnostic trainer for tests"
     requires = ()
-    annotation_types = (AnnotationType.RADIO, AnnotationType.MULTISELECT, AnnotationType.SPAN)
+    annotation_types = (SchemeType.RADIO, SchemeType.MULTISELECT, SchemeType.SPAN)
     params: ClassVar[Mapping[str, Param]] = {
         "sleep_s": Param(0.0, (float,), "seconds to sleep during fit, stoppable by SIGTERM", minimum=0),
         "ignore_term": Param(False, (bool,), "ignore SIGTERM during fit (tests cancel escalation to SIGKILL)"),

@@ -25,7 +25,7 @@ import pickle
 from pathlib import Path
 from typing import Any, ClassVar, Dict, List, Mapping, Sequence, Tuple
 
-from potato.training.jobspec import AnnotationType
+from potato.training.schemes import SchemeType
 from potato.training.labels import label_spans
 from potato.training.spans import OUTSIDE, bio_tags, simple_tokens, spans_from_tags
 from potato.training.trainers.base import Example, Item, Param, Prediction, TrainContext, Trainer, labelled, write_labels_json
@@ -81,7 +81,7 @@ class SklearnTokenTrainer(Trainer):
     name = "sklearn-token-classification"
     description = "Word features + logistic regression per token, for span schemes (scikit-learn; fast, CPU only)"
     requires = ("scikit-learn",)
-    annotation_types = (AnnotationType.SPAN,)
+    annotation_types = (SchemeType.SPAN,)
     params: ClassVar[Mapping[str, Param]] = {
         "C": Param(1.0, (float,), "inverse regularisation strength of the logistic regression", minimum=1e-6),
         "max_iter": Param(300, (int,), "most optimiser iterations per model", minimum=10),

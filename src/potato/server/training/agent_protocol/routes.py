@@ -5,34 +5,34 @@ authenticated request is a heartbeat. A backend token opens ``jobs/next`` for it
 run token opens that run's routes only (403 on any other run's). The server never starts or
 stops a worker here: it records what the agent reports, through :class:`RunRecorder`.
 
-Long polls hold a gunicorn thread, so each process lets only a few of them wait at once
-(:data:`LONG_POLL_SLOTS`); the rest get 204 at once with a ``Retry-After`` that spreads them out.
-That keeps annotators' requests served however many idle agents there are (bench/agents.py).
+This module reads each request, checks its token and answers its errors (every error ``code`` of the
+protocol is answered here, where tests/unit/test_agent_error_codes_contract.py collects them); the
+long poll of ``jobs/next`` is :mod:`long_poll`, the bodies of its answers :mod:`replies`, the
+bundle's ``Range`` header :mod:`ranges`, an upload's bytes on their way to disk :mod:`upload_stream`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import random
-import re
 import threading
 import time
-from typing import Any, Literal, NoReturn, Optional
+from typing import Any, NoReturn
 
 from flask import Blueprint, Flask, Response, abort, current_app, jsonify, make_response, request, send_file
 from werkzeug.exceptions import RequestedRangeNotSatisfiable
 
 import potato
-from potato.server import stopping
 from potato.server.jsonio import strict_loads
 from potato.server.training.agent_protocol import wheel
+from potato.server.training.agent_protocol.long_poll import wait_for_job
+from potato.server.training.agent_protocol.ranges import byte_range
+from potato.server.training.agent_protocol.replies import cancel_reply, give_back, job_reply, left_mid_run_message
+from potato.server.training.agent_protocol.upload_stream import stream_to_file
 from potato.server.training.runs import quota
 from potato.server.context import Project, current_project
 from potato.server.training.backends import Backend, Results, backends_of
-from potato.server.training.runs.handover import claim_for_agent, job_description
-from potato.server.training.runs.private import open_private
+from potato.server.training.runs.modelplace import ModelPlace
 from potato.server.training.runs.recorder import RunRecorder, SeqGap, WriteRateExceeded
 from potato.server.training.runs.store import Run, RunState, RunStore
 from potato.server.training.runs.tokens import (
@@ -44,21 +44,18 @@ from potato.server.training.runs.tokens import (
     same_hash,
     token_hash,
 )
-from potato.training.protocol import EMPTY_UPLOAD, LONG_POLL_MAX_S, RETRY_AFTER_S, predictions_problem
+from potato.training.protocol import EMPTY_UPLOAD, LONG_POLL_MAX_S, predictions_problem
 from potato.training.results import Reason
-from potato.training.supervise import Stop, wall_limit_message
+from potato.training.supervise import Stop
 
 log = logging.getLogger(__name__)
 
 bp = Blueprint("agent_api", __name__, url_prefix="/training/agent/v1")
 
-LONG_POLL_CHECK_S = 0.25
-"""How often a waiting long poll looks for a queued run (one indexed read)."""
 MAX_EVENTS = 5000
 MAX_SEQ = 2**53
 """Events a run may number (``seq`` + batch length at most this): far beyond any run, and exact in
 every JSON reader and in SQLite."""
-UPLOAD_CHUNK = 1 << 20
 PREDICTIONS_UPLOAD = "predictions.upload.jsonl"
 
 
@@ -122,29 +119,7 @@ def jobs_next() -> Any:
         wait = min(LONG_POLL_MAX_S, max(0.0, float(body.get("wait_s") or 0)))
     except (TypeError, ValueError, OverflowError):
         wait = 0.0
-    store = _store()
-    slots: threading.BoundedSemaphore = current_app.extensions["potato.long_polls"]
-    holding = wait > 0 and slots.acquire(blocking=False)
-    if wait > 0 and not holding:
-        return Response(status=204, headers={"Retry-After": str(random.randint(*RETRY_AFTER_S))})
-    try:
-        deadline = time.monotonic() + wait
-        while True:
-            if tokens.has_left(backend, agent_id):  # its agent stopped while this poll was open
-                return Response(status=204)
-            claimed = claim_for_agent(project, store, backend, agent_id, host)
-            if claimed is not None:
-                if tokens.has_left(backend, agent_id):  # it stopped as the job was handed over
-                    _give_back(project, store, claimed[0])
-                    return Response(status=204)
-                return _job_reply(project, store, *claimed)
-            if time.monotonic() >= deadline or stopping.requested.is_set():
-                return Response(status=204)
-            time.sleep(min(LONG_POLL_CHECK_S, max(0.0, deadline - time.monotonic())))
-    finally:
-        if holding:
-            slots.release()
-        tokens.seen(backend, None)
+    return wait_for_job(project, _store(), tokens, backend, agent_id, host, wait)
 
 
 def _agent_backend(project: Project, token: str, body: dict[str, Any]) -> str:
@@ -189,23 +164,10 @@ def agents_leave() -> Any:
         if run.backend != backend or run.agent_id != agent_id:
             continue
         if not run.confirmed:
-            _give_back(project, store, run)
+            give_back(project, store, run)
         elif agent_id != UNNAMED:  # agents without an id cannot be told apart: the heartbeat decides
             RunRecorder(project, store, run).fail(Reason.AGENT_LOST, left_mid_run_message(run))
     return jsonify(left_at=left_at)
-
-
-def left_mid_run_message(run: Run) -> str:
-    return (f"The agent on {run.agent_host or 'an unknown host'} stopped without reporting how the run ended; its "
-            "last output is in agent.log in the run's folder. Start the run again.")
-
-
-def _give_back(project: Project, store: RunStore, run: Run) -> None:
-    """A job handed to an agent that said it stops, which it never took: back in the queue at once."""
-    if store.requeue_unconfirmed(run.id):
-        RunRecorder(project, store, run).log.write(
-            f"The agent on {run.agent_host or 'an unknown host'} stopped as this job was handed to it; the run is "
-            "back in the queue for the next agent that asks.")
 
 
 def _agent_backends_for(token: str, backends: dict[str, Backend]) -> str:
@@ -244,16 +206,6 @@ def package_wheel(name: str) -> Any:
     })
 
 
-def _job_reply(project: Project, store: RunStore, run: Run, token: Optional[str] = None) -> Any:
-    backend = backends_of(project.config).get(run.backend)
-    body = job_description(project, store, run, backend is not None and backend.on_this_machine)
-    if token is not None:
-        body["run_token"] = token
-    response = jsonify(body)
-    response.headers["Cache-Control"] = "no-store"
-    return response
-
-
 # -- one run's routes ---------------------------------------------------------------------------
 
 def _run_for_token(run_id: str) -> Run:
@@ -283,41 +235,7 @@ def run_job(run_id: str) -> Any:
     run = _run_for_token(run_id)
     if run.state.terminal:
         _ended(run)
-    return _job_reply(current_project(), _store(), run)
-
-
-UNSATISFIABLE: Literal["unsatisfiable"] = "unsatisfiable"
-_INT_RANGE = re.compile(r"([0-9]+)-([0-9]*)")
-_SUFFIX_RANGE = re.compile(r"-([0-9]+)")
-
-
-def byte_range(header: Optional[str], size: int) -> Optional[tuple[int, int]] | Literal["unsatisfiable"]:
-    """What a ``Range`` header asks of a file of ``size`` bytes, as RFC 9110 (14.2) has a server read
-    it (pure): None to ignore it and send the whole file (no header, another unit, a header that does
-    not parse, such as ``bytes=abc`` or ``bytes=5-2``, and several ranges, which a server may answer
-    whole); ``(first, last)``, inclusive, for the one range asked for, cut to the file (a suffix longer
-    than the file is all of it); :data:`UNSATISFIABLE` when that range holds no byte of the file
-    (it starts at or past the end, or ``bytes=-0``)."""
-    if not header:
-        return None
-    unit, sep, ranges = header.partition("=")
-    if not sep or unit.strip().lower() != "bytes":
-        return None
-    specs = [spec.strip(" \t") for spec in ranges.split(",")]
-    specs = [spec for spec in specs if spec]  # a list may hold empty elements (RFC 9110 5.6.1)
-    if len(specs) != 1:
-        return None
-    spec = specs[0]
-    if (whole := _INT_RANGE.fullmatch(spec)) is not None:
-        first = int(whole[1])
-        last = int(whole[2]) if whole[2] else size - 1
-        if whole[2] and last < first:
-            return None  # an invalid range-spec: the header is ignored
-        return (first, min(last, size - 1)) if first < size else UNSATISFIABLE
-    if (suffix := _SUFFIX_RANGE.fullmatch(spec)) is not None:
-        length = int(suffix[1])
-        return (max(0, size - length), size - 1) if length > 0 and size > 0 else UNSATISFIABLE
-    return None
+    return job_reply(current_project(), _store(), run)
 
 
 @bp.get("/runs/<run_id>/bundle")
@@ -353,16 +271,6 @@ def run_bundle(run_id: str) -> Any:
         return response
     response.headers["Cache-Control"] = "no-store"
     return response
-
-
-def cancel_reply(project: Project, run: Run) -> dict[str, Any]:
-    """What the reply to a report says: go on, or stop and why."""
-    if not run.cancel_requested:
-        return {"cancel": False}
-    if run.stop_reason is Reason.TIMEOUT:
-        limit = project.config.model_training.max_wall_seconds or 0
-        return {"cancel": True, "reason": Reason.TIMEOUT.value, "message": wall_limit_message(limit)}
-    return {"cancel": True, "reason": Reason.CANCELLED.value, "message": "Cancelled by an admin."}
 
 
 @bp.post("/runs/<run_id>/events")
@@ -432,22 +340,8 @@ def run_predictions(run_id: str) -> Any:
 
     into_reserve(length or 0)
     request.max_content_length = None  # bounded here, by the project's own limit
-    written = 0
-    with open_private(part, "wb") as out:
-        stream = request.stream
-        while True:
-            chunk = stream.read(UPLOAD_CHUNK)
-            if not chunk:
-                break
-            written += len(chunk)
-            if written > limit:
-                out.close()
-                too_large(f"over {limit_mb} MB")
-            if length is None and written % (64 * UPLOAD_CHUNK) < len(chunk):
-                into_reserve(64 * UPLOAD_CHUNK)  # a body of unknown length: look again every 64 MB
-            out.write(chunk)
-        out.flush()
-        os.fsync(out.fileno())
+    written = stream_to_file(request.stream, part, limit, length, lambda: too_large(f"over {limit_mb} MB"),
+                             into_reserve)
     if length is not None and written != length:
         part.unlink(missing_ok=True)
         _fail(400, f"The upload ended after {written} of {length} bytes; send it again.", "incomplete")
@@ -470,14 +364,16 @@ def run_result(run_id: str) -> Any:
     run = _run_for_token(run_id)
     body = _body()
     exit_code, result, stop_body = body.get("exit_code"), body.get("result"), body.get("stop")
-    uri, lines = body.get("artifact_uri"), body.get("log", [])
+    uri, lines, model = body.get("artifact_uri"), body.get("log", []), body.get("model")
     if ((exit_code is not None and (not isinstance(exit_code, int) or isinstance(exit_code, bool)))
             or (result is not None and not isinstance(result, dict))
             or (stop_body is not None and not (isinstance(stop_body, dict) and isinstance(stop_body.get("message"), str)))
             or (uri is not None and not isinstance(uri, str))
+            or (model is not None and not (isinstance(model, dict) and isinstance(model.get("host"), str)
+                                           and isinstance(model.get("folder"), str)))
             or not isinstance(lines, list) or not all(isinstance(x, str) for x in lines)):
         _fail(400, 'Send {"exit_code": int|null, "result": object|null, "stop": {"reason", "message"}|null, '
-                   '"artifact_uri": str|null, "log": [lines]}.', "bad_request")
+                   '"artifact_uri": str|null, "model": {"host", "folder"}|null, "log": [lines]}.', "bad_request")
     if run.state.terminal:
         _ended(run)
     stop = None
@@ -492,7 +388,9 @@ def run_result(run_id: str) -> Any:
     backend = backends_of(project.config).get(run.backend)
     where = backend.results(project, run) if backend is not None else Results()
     if where.artifacts is None and uri and not where.fetch:
-        store.update(run.id, artifact_uri=uri[:1000])
+        stayed = ModelPlace(host=model["host"][:255], host_folder=model["folder"][:1000],
+                            kept=where.kept) if model else None
+        store.update(run.id, artifact_uri=uri[:1000], model=stayed)
         recorder.log.write(f"Model files stay on the training machine: {uri[:1000]}")
     state = recorder.finish(exit_code, result, stop, predictions if predictions.exists() else None, where.artifacts,
                             hold_copying=where.fetch)

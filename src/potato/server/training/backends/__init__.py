@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from potato.config import BackendKind, register_backend_kind
 from potato.config.schema import BackendSettings as Settings
 from potato.config.schema import Config
 from potato.errors import PotatoError
@@ -15,6 +16,18 @@ from potato.server.training.backends.slurm.backend import Slurm
 from potato.server.training.backends.ssh.backend import Ssh
 
 KINDS: dict[str, type[Backend]] = {kind.type: kind for kind in (Local, Ssh, Slurm, Polling)}
+"""The server's class for each backend type; the config's side of each type is in config/_backends.py."""
+
+
+def register_backend(kind: type[Backend], settings: BackendKind) -> None:
+    """Add a backend type: its server class and its config side (keys, settings dataclass), so a
+    config may name ``type: <kind.type>`` and the server drives it like the built-in ones."""
+    if kind.type != settings.type:
+        raise ValueError(f"the backend class has type {kind.type!r} and its settings {settings.type!r}")
+    if kind.type in KINDS and KINDS[kind.type] is not kind:
+        raise ValueError(f"a backend type {kind.type!r} exists already")
+    register_backend_kind(settings)
+    KINDS[kind.type] = kind
 
 
 class UnknownBackend(PotatoError):
@@ -22,7 +35,7 @@ class UnknownBackend(PotatoError):
 
 
 def backend_for(settings: Settings) -> Backend:
-    return KINDS[settings.type](settings)  # type: ignore[arg-type]
+    return KINDS[settings.type](settings)
 
 
 def backends_of(config: Config) -> dict[str, Backend]:
@@ -39,4 +52,4 @@ def backend_named(config: Config, name: str) -> Backend:
 
 
 __all__ = ["Backend", "CheckReport", "Launch", "AgentTimeouts", "Local", "Polling", "Results", "Session", "Slurm", "Ssh",
-           "UnknownBackend", "backend_for", "backend_named", "backends_of"]
+           "UnknownBackend", "backend_for", "backend_named", "backends_of", "register_backend"]

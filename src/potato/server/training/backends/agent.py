@@ -112,14 +112,14 @@ def agent_presence(tokens: BackendTokens, active: Sequence[Run], backend: AgentB
 @functools.lru_cache(maxsize=1)
 def _this_host() -> str:
     """This machine's name, looked up once (a slow resolver must not slow every runs list)."""
-    from potato.server.training.agent_protocol.registration import this_host
+    from potato.server.training.address import this_host
 
     return this_host()
 
 
 def start_agent_command(config: Config, db: Database, backend: str) -> str:
     """The command that starts an agent for ``backend``, with the address ``register`` prints."""
-    from potato.server.training.agent_protocol.registration import recorded_address, server_address
+    from potato.server.training.address import recorded_address, server_address
 
     address = server_address(None, config.public_url, recorded_address(db), config.host, config.port, _this_host())
     return f"potato training agent --server {address.url} --backend {backend}"

@@ -18,6 +18,7 @@ from potato.config.schema import BackendSettings as Settings
 from potato.config.schema import Config
 from potato.defaults import HEARTBEAT_TIMEOUT_S
 from potato.project import Project
+from potato.server.training.runs.modelplace import Kept
 from potato.server.training.runs.store import Run, RunStore
 
 
@@ -56,10 +57,11 @@ class Launch:
 class Results:
     """Where a finished run's model files are: already on this machine (``artifacts``), or still to
     be copied back by the backend (``fetch``: the run stays ``copying`` until then); neither means
-    they stay on the training machine, where the agent's ``artifact_uri`` names them."""
+    they stay on the training machine, in the folder the agent reports, for the reason ``kept``."""
 
     artifacts: Path | None = None
     fetch: bool = False
+    kept: Kept | None = None
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ class Backend:
 
     def results(self, project: Project, run: Run) -> Results:
         """Where the run's model files are once its agent reported the result."""
-        return Results()
+        return Results(kept=Kept.ON_AGENT)
 
     def finished(self, project: Project, run: Run) -> None:
         """Clean up on the server after the run's result was recorded."""

@@ -20,7 +20,8 @@ from potato.items import ItemSet
 from potato.labels import Label
 from potato.server.training.runs.private import open_private, private_dir
 from potato.training.failures import BadJob
-from potato.training.jobspec import AnnotationType, LabelRow, SchemaSpec, parse_label_row
+from potato.training.jobspec import LabelRow, parse_label_row
+from potato.training.schemes import Scheme, SchemeType
 
 BUNDLE_FORMAT = 1
 MIN_ITEMS_FOR_HOLDOUT = 5
@@ -50,13 +51,11 @@ def job_spec(config: Config, run_id: str, trainer: str, schemas: Sequence[str], 
     """``job.json``. The device, thread and memory settings are the local backend's; a run elsewhere
     takes what its machine offers (``device: auto``)."""
     mt = config.model_training
-    schemes = scheme_entries(config, schemas)
     return {
         "format": BUNDLE_FORMAT,
         "run_id": run_id,
         "trainer": trainer,
-        "schemas": list(schemas),
-        "schemes": schemes,
+        "schemes": [scheme_json(s) for s in job_schemes(config, schemas)],
         "params": dict(params),
         "device": mt.local.device if local else "auto",
         "grace_seconds": mt.grace_seconds,
@@ -66,21 +65,19 @@ def job_spec(config: Config, run_id: str, trainer: str, schemas: Sequence[str], 
     }
 
 
-def scheme_entries(config: Config, schemas: Sequence[str]) -> list[dict[str, Any]]:
-    """``job.json``'s ``schemes``: each trained schema's answer type and labels, in config order."""
-    return [
-        # A likert or select answer is one label of a list: the worker learns it as a radio scheme.
-        {"name": s.name, "annotation_type": s.training_type or s.annotation_type.value, "labels": list(s.labels),
-         **({"description": s.description} if s.description else {})}
-        for s in config.annotation_schemes
-        if s.name in schemas
-    ]
+def job_schemes(config: Config, schemas: Sequence[str]) -> list[Scheme]:
+    """The config's schemes named ``schemas``, in that order, as a job carries them: what a trainer
+    needs and nothing of the page. A likert or select answer is one label of a list: the worker
+    learns it as a radio scheme."""
+    by_name = {s.name: s for s in config.annotation_schemes}
+    return [Scheme(SchemeType(s.training_type or s.annotation_type.value), s.name, s.description, s.labels)
+            for s in (by_name[name] for name in schemas if name in by_name)]
 
 
-def scheme_specs(config: Config, schemas: Sequence[str]) -> list[SchemaSpec]:
-    """The worker's view of :func:`scheme_entries` (what ``job.json`` tells it)."""
-    return [SchemaSpec(e["name"], AnnotationType(e["annotation_type"]), tuple(e["labels"]))
-            for e in scheme_entries(config, schemas)]
+def scheme_json(scheme: Scheme) -> dict[str, Any]:
+    """One entry of ``job.json``'s ``schemes``."""
+    return {"name": scheme.name, "annotation_type": scheme.annotation_type.value, "labels": list(scheme.labels),
+            **({"description": scheme.description} if scheme.description else {})}
 
 
 def label_rows(schemas: Iterable[str], items: ItemSet, labels: Iterable[Label]) -> list[dict[str, Any]]:
@@ -90,7 +87,7 @@ def label_rows(schemas: Iterable[str], items: ItemSet, labels: Iterable[Label]) 
             for lab in labels if lab.schema in wanted and lab.item_id in items]
 
 
-def training_answers(specs: Sequence[SchemaSpec], rows: Iterable[Mapping[str, Any]]) -> list[LabelRow]:
+def training_answers(specs: Sequence[Scheme], rows: Iterable[Mapping[str, Any]]) -> list[LabelRow]:
     """``rows`` as the worker reads them (its own parser). :func:`potato.training.labels.aggregate`
     over these is what a run trains on, so the training page counts with the worker's rule. A row the
     worker would refuse (bad_job) is left out here: the page counts, the run reports it."""
@@ -122,7 +119,7 @@ def build_bundle(dest: Path, job: Mapping[str, Any], items: ItemSet, labels: Seq
                  holdout_fraction: float) -> BundleInfo:
     """Write ``dest`` (bundle.tar.gz) atomically and return its sha256 and counts. It holds every item
     and every label with its annotator's name: 0600, whatever the umask."""
-    rows = label_rows(job["schemas"], items, labels)
+    rows = label_rows([scheme["name"] for scheme in job["schemes"]], items, labels)
     holdout = holdout_ids((row["item_id"] for row in rows), holdout_fraction, int(job.get("seed", 0)))
     private_dir(dest.parent)
     tmp = dest.with_suffix(".tmp")

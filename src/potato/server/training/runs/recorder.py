@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Mapping
 from potato.project import Project
 from potato.server.training.runs import activelearning, quota
 from potato.server.training.runs.bundle import BundleInfo, build_bundle, job_spec
+from potato.server.training.runs.modelplace import ModelPlace
 from potato.server.training.runs.private import make_private, open_private, private_dir
 from potato.server.training.runs.store import Reason, Run, RunState, RunStore
 from potato.server.training.runs.writeback import kept_note, withdraw, write_back
@@ -354,7 +355,7 @@ class RunRecorder:
                 shutil.rmtree(target)
             artifacts.replace(target)
             make_private(target)  # a trainer may copy a cache's 0644 files among its model files
-            self.store.update(self.run.id, artifact_uri=str(target))
+            self.store.update(self.run.id, artifact_uri=str(target), model=ModelPlace.here(target))
         have = kept.exists()
         stats = write_back(self.project, self.run, kept if have else None, metrics)
         if stats.stopped:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from potato.db import Database
+from potato.server.training.runs.modelplace import ModelPlace
 from potato.server.training.runs.private import DIR_MODE, private_dir
 from potato.server.training.runs.wakeup import Wakeup
 from potato.training.results import Reason
@@ -87,6 +88,8 @@ class Run:
     cancel_requested: bool = False
     bundle_sha256: str | None = None
     artifact_uri: str | None = None
+    """Where the model files are, as the page shows it (``model`` holds the same as fields)."""
+    model: ModelPlace | None = None
     device: str | None = None
     trigger: Trigger = Trigger.MANUAL
     agent_id: str | None = None
@@ -136,6 +139,7 @@ class Run:
             "cancel_requested": self.cancel_requested,
             "bundle_sha256": self.bundle_sha256,
             "artifact_uri": self.artifact_uri,
+            "model": self.model.to_json() if self.model else None,
             "device": self.device,
             "trigger": self.trigger.value,
             "agent": {"id": self.agent_id, "host": self.agent_host, "last_seen": self.last_seen}
@@ -162,6 +166,7 @@ def _row_to_run(row: Any) -> Run:
         cancel_requested=bool(row["cancel_requested"]),
         bundle_sha256=row["bundle_sha256"],
         artifact_uri=row["artifact_uri"],
+        model=ModelPlace.from_json(json.loads(row["model"] or "null")),
         device=row["device"],
         trigger=row["trigger"],
         agent_id=row["agent_id"],
@@ -345,7 +350,9 @@ def _encode(fields: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in fields.items():
         if key not in _COLUMNS:
             raise KeyError(f"runs has no column {key!r}")
-        if key in _JSON_FIELDS:
+        if isinstance(value, ModelPlace):
+            value = json.dumps(value.to_json())
+        elif key in _JSON_FIELDS:
             value = json.dumps(value)
         elif isinstance(value, bool):
             value = int(value)
@@ -355,7 +362,7 @@ def _encode(fields: Mapping[str, Any]) -> dict[str, Any]:
 
 _COLUMNS = {
     "trainer", "schemas", "backend", "state", "params", "reason", "message", "step", "progress", "metrics",
-    "started_at", "finished_at", "cancel_requested", "bundle_sha256", "artifact_uri", "device", "trigger",
+    "started_at", "finished_at", "cancel_requested", "bundle_sha256", "artifact_uri", "model", "device", "trigger",
     "token_hash", "agent_id", "agent_host", "agent_pid", "last_seen", "events_seen", "cancel_at", "stop_reason",
     "events_bytes", "write_allowance", "write_at", "issued_at", "confirmed",
 }

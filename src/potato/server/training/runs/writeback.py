@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from potato.config.schema import Scheme, SchemeType, Writeback
+from potato.config.schema import Writeback
+from potato.training.schemes import Scheme, SchemeType
 from potato.project import Project
 from potato.server.jsonio import strict_loads
 from potato.server.training.runs.store import Run

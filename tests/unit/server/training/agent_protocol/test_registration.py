@@ -18,7 +18,8 @@ from potato.cli import server_python_check
 from potato.errors import PotatoError
 from potato.server.training.agent_protocol import wheel
 from potato.server.training.agent_protocol.wheel import agent_too_old, version_tuple
-from potato.server.training.agent_protocol.registration import Address, register_text, server_address
+from potato.server.training.address import Address, server_address
+from potato.server.training.agent_protocol.registration import register_text
 
 
 def test_the_address_is_the_flag_then_public_url_then_where_the_server_last_started() -> None:

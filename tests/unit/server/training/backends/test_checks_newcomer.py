@@ -20,7 +20,7 @@ from potato.server.training.backends.agent import agent_entries, check_agent, ex
 from potato.server.training.backends.local import check_local
 from potato.server.training.runs.store import RunState, RunStore
 from potato.server.training.runs.tokens import BackendTokens
-from potato.training import agent
+from potato.training import agentsetup as agent
 from tests.unit.training.jobdirs import review_job, run_worker
 from tests.unit.training.test_worker import assert_failed
 

@@ -14,6 +14,7 @@ import pytest
 
 from potato.config import load_config
 from potato.server.training.outputs import hubpush
+from potato.server.training.runs.modelplace import Kept, ModelPlace
 from potato.server.training.runs.store import Run, RunState, RunStore
 
 TOKEN = "hf_InProcessTokenValue0123456789"
@@ -43,7 +44,8 @@ def store(app: Any) -> RunStore:
     return runs
 
 
-def succeeded(store: RunStore, backend: str = "local", artifacts: bool = True, uri: str | None = None) -> Run:
+def succeeded(store: RunStore, backend: str = "local", artifacts: bool = True, uri: str | None = None,
+              model: ModelPlace | None = None) -> Run:
     run = store.create("sklearn-text-classification", ["sentiment"], backend, {})
     for state in (RunState.PREPARING, RunState.RUNNING, RunState.SUCCEEDED):
         assert store.move(run.id, state, metrics=METRICS)
@@ -53,7 +55,7 @@ def succeeded(store: RunStore, backend: str = "local", artifacts: bool = True, u
         (folder / "model.pkl").write_bytes(b"\x80\x04model")
         (folder / "labels.json").write_text(json.dumps({"format": 1, "schemas": {
             "sentiment": {"annotation_type": "radio", "labels": ["negative", "positive"]}}}))
-    store.update(run.id, artifact_uri=uri or str(folder))
+    store.update(run.id, artifact_uri=uri or str(folder), model=model or ModelPlace.here(folder))
     got = store.get(run.id)
     assert got is not None
     return got
@@ -107,7 +109,9 @@ def test_a_push_starts_once_and_its_state_is_shared(client: Any, admin_headers: 
 def test_runs_that_cannot_be_pushed_say_why(client: Any, admin_headers: dict[str, str], store: RunStore,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_TOKEN", TOKEN)
-    off = succeeded(store, "gpu", artifacts=False, uri="gpu.example.org:/home/a/.cache/potato-training/jobs/x/artifacts")
+    off = succeeded(store, "gpu", artifacts=False, uri="gpu.example.org:/home/a/.cache/potato-training/jobs/x/artifacts",
+                    model=ModelPlace(host="gpu.example.org", host_folder="/home/a/.cache/potato-training/jobs/x/artifacts",
+                                     kept=Kept.NOT_FETCHED))
     r = client.post(push_url(off), json={}, headers=admin_headers)
     assert r.status_code == 409
     assert r.get_json()["error"].startswith("The model stayed on gpu.example.org at /home/a/.cache/potato-training/"

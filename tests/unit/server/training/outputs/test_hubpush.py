@@ -13,22 +13,20 @@ from typing import Any
 import pytest
 import yaml
 
-from potato.config.schema import AgentBackendSettings, HubSettings, SshBackendSettings
+from potato.config.schema import HubSettings
 from potato.server.training.outputs import hubpush
-from potato.server.training.backends.ssh.copyback import over_total_message
-from potato.server.training.outputs.hubpush import (
+from potato.server.training.outputs.hubcard import (
     CardFacts,
     PushRefused,
+    PushRequest,
     SchemaFacts,
     default_repo_id,
-    hub_error_message,
     model_card,
     read_request,
-    redact,
     repo_id_problem,
-    stayed_reason,
-    where_stayed,
 )
+from potato.server.training.outputs.hubmessages import hub_error_message, redact, stayed_reason
+from potato.server.training.runs.modelplace import Kept, ModelPlace
 
 TOKEN = "hf_SecretTokenValue0123456789"
 
@@ -59,11 +57,11 @@ def test_repository_names_the_hub_refuses(repo_id: str) -> None:
 
 
 def test_a_request_takes_defaults_for_what_it_leaves_out() -> None:
-    assert read_request(None, "org/default", "msg") == hubpush.PushRequest("org/default", True, "msg")
+    assert read_request(None, "org/default", "msg") == PushRequest("org/default", True, "msg")
     assert read_request({"repo_id": None, "private": None, "commit_message": ""}, "d", "m") == \
-        hubpush.PushRequest("d", True, "m")
+        PushRequest("d", True, "m")
     got = read_request({"repo_id": "org/name", "private": False, "commit_message": " Mine ", "x": 1}, "d", "m")
-    assert got == hubpush.PushRequest("org/name", False, "Mine")
+    assert got == PushRequest("org/name", False, "Mine")
 
 
 @pytest.mark.parametrize("body, words", [
@@ -178,43 +176,58 @@ def test_a_run_of_two_schemas_scores_each_and_takes_no_overall_number_for_one() 
 LOCAL = Path("/srv/project/annotation_output/training/runs/20261129-215023-a1b2/artifacts")
 
 
-def test_where_the_model_stayed_from_the_artifact_uri() -> None:
-    assert where_stayed(str(LOCAL), LOCAL) is None
-    assert where_stayed(None, LOCAL) is None
-    assert where_stayed("gpu:/home/a/.cache/potato-training/jobs/x/artifacts", LOCAL) == \
+def test_where_the_model_stayed_from_its_record() -> None:
+    place = ModelPlace.from_json(ModelPlace(folder=str(LOCAL), files=2, bytes=10).to_json())
+    assert place is not None and not place.stayed
+    assert ModelPlace.from_json(None) is None
+    place = ModelPlace.from_json(ModelPlace(host="gpu", host_folder="/home/a/.cache/potato-training/jobs/x/artifacts",
+                                            kept=Kept.NOT_FETCHED).to_json())
+    assert place is not None and (place.host, place.host_folder, place.partial) == \
         ("gpu", "/home/a/.cache/potato-training/jobs/x/artifacts", False)
-    assert where_stayed(f"{LOCAL} (and on gpu:~/.cache/potato-training/jobs/x/artifacts)", LOCAL) == \
+    place = ModelPlace.from_json(ModelPlace(folder=str(LOCAL), host="gpu", kept=Kept.FILE_CAP, limit_mb=100,
+                                            host_folder="~/.cache/potato-training/jobs/x/artifacts").to_json())
+    assert place is not None and (place.host, place.host_folder, place.partial) == \
         ("gpu", "~/.cache/potato-training/jobs/x/artifacts", True)
 
 
+def test_a_folder_here_is_counted_without_its_links(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "model.pkl").write_bytes(b"12345")
+    (tmp_path / "sub" / "config.json").write_text("{}")
+    (tmp_path / "link").symlink_to(tmp_path / "model.pkl")
+    place = ModelPlace.here(tmp_path)
+    assert (place.folder, place.files, place.bytes, place.stayed) == (str(tmp_path), 2, 7, False)
+
+
+def stayed(**fields: Any) -> ModelPlace:
+    return ModelPlace(host="gpu", host_folder="/data/jobs/x/artifacts", **fields)
+
+
 def test_fetch_artifacts_off_is_named_with_the_fix() -> None:
-    backend = SshBackendSettings(name="gpu-server", host="gpu.example.org", fetch_artifacts=False)
-    text = stayed_reason("gpu", "/data/jobs/x/artifacts", False, "gpu-server", backend, "")
+    text = stayed_reason(stayed(kept=Kept.NOT_FETCHED), "gpu-server")
     assert text.startswith("The model stayed on gpu at /data/jobs/x/artifacts: fetch_artifacts is off for backend "
                            "'gpu-server'. This server has no copy to push.")
     assert "Set fetch_artifacts: true" in text and "hf upload <repo> /data/jobs/x/artifacts" in text
 
 
-def test_a_model_over_max_artifacts_total_mb_is_named_from_run_log() -> None:
-    backend = SshBackendSettings(name="gpu-server", host="gpu.example.org")
-    log = "12:00:00 " + over_total_message("gpu", (9_000_000_000, 3, "/data/jobs/x/artifacts"), 8192) + "\n"
-    text = stayed_reason("gpu", "/data/jobs/x/artifacts", False, "gpu-server", backend, log)
+def test_a_model_over_max_artifacts_total_mb_is_named_from_its_record() -> None:
+    text = stayed_reason(stayed(kept=Kept.TOTAL_CAP, limit_mb=8192), "gpu-server")
     assert "exceeded max_artifacts_total_mb (8192 MB) of backend 'gpu-server'" in text
     assert "Raise max_artifacts_total_mb" in text
 
 
 def test_files_over_max_artifact_mb_leave_only_part_of_the_model() -> None:
-    backend = SshBackendSettings(name="gpu-server", host="gpu.example.org", max_artifact_mb=100)
-    log = "12:00:00 Left on gpu (over max_artifact_mb 100 MB): sentiment/model.safetensors (420 MB)\n"
-    text = stayed_reason("gpu", "/data/jobs/x/artifacts", True, "gpu-server", backend, log)
+    place = stayed(folder=str(LOCAL), kept=Kept.FILE_CAP, limit_mb=100, kept_files=("sentiment/model.safetensors",))
+    text = stayed_reason(place, "gpu-server")
     assert text.startswith("Part of the model stayed on gpu at /data/jobs/x/artifacts (sentiment/model.safetensors)")
     assert "max_artifact_mb (100 MB)" in text and "would not load" in text
 
 
 def test_an_agent_backend_and_a_vanished_backend() -> None:
-    text = stayed_reason("lab-pc", "/w/jobs/x/artifacts", False, "lab", AgentBackendSettings(name="lab"), "")
+    lab = ModelPlace(host="lab-pc", host_folder="/w/jobs/x/artifacts", kept=Kept.ON_AGENT)
+    text = stayed_reason(lab, "lab")
     assert "runs on the agent backend 'lab' keep their model files on the training machine" in text
-    text = stayed_reason("lab-pc", "/w/jobs/x/artifacts", False, "gone", None, "")
+    text = stayed_reason(ModelPlace(host="lab-pc", host_folder="/w/jobs/x/artifacts"), "gone")
     assert "it was not copied back to this server" in text
 
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from potato.config import load_config
-from potato.server.training.agent_protocol.routes import UNSATISFIABLE, byte_range
+from potato.server.training.agent_protocol.ranges import UNSATISFIABLE, byte_range
 from potato.server.training.runs.tokens import BackendTokens
 from tests.conftest import ADMIN_KEY
 

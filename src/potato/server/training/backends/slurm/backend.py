@@ -17,21 +17,13 @@ from potato.config._backends import node_local_dir
 from potato.config.schema import Config, SlurmBackendSettings
 from potato.defaults import SSH_STEP_TIMEOUT_S
 from potato.server.training.backends.base import CheckReport
-from potato.server.training.backends.ssh.backend import Ssh
+from potato.server.training.backends.ssh.backend import RemoteBackend
 from potato.server.training.backends.slurm.run import SLURM_FIX, SlurmRun, missing_command_error, probe_slurm, settings_for
 from potato.server.training.backends.ssh.command import SshFailed, SshTarget, Step, preamble_notice, remote_path, shell
 from potato.server.training.backends.ssh.host import control_dir, probe_host, run_ssh
-from potato.training.slurmtext import (
-    PRELUDE_FIX,
-    PreludeFailure,
-    SlurmSettings,
-    gpus_line,
-    never_runs,
-    parse_sinfo,
-    prelude_block,
-    prelude_failure,
-    sbatch_flags,
-)
+from potato.training.slurmscript import PRELUDE_FIX, PreludeFailure, prelude_block, prelude_failure, sbatch_flags
+from potato.training.slurmsettings import SlurmSettings
+from potato.training.slurmstate import gpus_line, never_runs, parse_sinfo
 from potato.training.slurmjob import last_line
 
 REMOTE_DIR_STEP = Step("making remote_dir", SSH_STEP_TIMEOUT_S,
@@ -48,14 +40,13 @@ CHECK_JOB_STEP = Step("running a test job with the prelude and job_python", CHEC
                      SLURM_FIX)
 
 
-class Slurm(Ssh):
+class Slurm(RemoteBackend[SlurmBackendSettings]):
     """The login node is driven as an ssh host; the agent there submits the worker as a job."""
 
     type = "slurm"
     session_kind = SlurmRun
 
     def check(self, config: Config) -> CheckReport:
-        assert isinstance(self.remote, SlurmBackendSettings)
         return check_cluster(config, self.remote)
 
 

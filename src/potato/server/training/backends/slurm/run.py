@@ -20,7 +20,7 @@ from potato.defaults import SSH_STEP_TIMEOUT_S
 from potato.server.training.backends.ssh.remoterun import RemoteRun
 from potato.server.training.backends.ssh.host import HostFacts, run_ssh
 from potato.server.training.backends.ssh.command import SshFailed, SshTarget, Step
-from potato.training.slurmtext import SETTINGS_FILE, SlurmSettings
+from potato.training.slurmsettings import SETTINGS_FILE, SlurmSettings
 from potato.training.slurmjob import JOB_ID_FILE
 
 REQUIRED_COMMANDS = ("sbatch", "squeue", "scancel")
@@ -80,13 +80,8 @@ def missing_command_error(host: str, name: str) -> SshFailed:
                      'env: {PATH: "/opt/slurm/bin:/usr/bin:/bin"}.')
 
 
-class SlurmRun(RemoteRun):
+class SlurmRun(RemoteRun[SlurmBackendSettings]):
     """One run on a slurm backend: the agent on the login node submits the worker to SLURM."""
-
-    @property
-    def slurm_backend(self) -> SlurmBackendSettings:
-        assert isinstance(self.backend, SlurmBackendSettings)
-        return self.backend
 
     def reads_gpus(self) -> bool:
         return False  # the job's node has the GPUs, not the login node
@@ -96,7 +91,7 @@ class SlurmRun(RemoteRun):
 
     def before_code(self, facts: HostFacts) -> None:
         """SLURM's commands on the login node and what the job will run."""
-        b = self.slurm_backend
+        b = self.backend
         login = probe_slurm(self.target)
         for name in login.missing():
             raise missing_command_error(b.host, name)
@@ -110,7 +105,7 @@ class SlurmRun(RemoteRun):
         """The job's settings in ``jobs/<run>/slurm.json``, for the agent's ``--slurm-config``."""
         path = f"{self.job_dir}/{SETTINGS_FILE}"
         out = self.ssh(f"mkdir -p {self.job_dir} && cat > {path}",
-                       stdin=json.dumps(settings_for(self.slurm_backend).to_json(), indent=1).encode(),
+                       stdin=json.dumps(settings_for(self.backend).to_json(), indent=1).encode(),
                        step=SETTINGS_STEP)
         if out.returncode != 0:
             raise SshFailed(f"Could not write {path} on {self.backend.host}: "

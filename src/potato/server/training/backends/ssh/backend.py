@@ -12,13 +12,14 @@ import json
 import os
 import re
 import threading
-from typing import Any, ClassVar, Iterable, Mapping, Sequence, Type
+from typing import Any, ClassVar, Generic, Iterable, Mapping, Sequence, Type
 
-from potato.config.schema import Config, SlurmBackendSettings, SshBackendSettings
+from potato.config.schema import Config, SshBackendSettings
 from potato.project import Project
 from potato.server.training.backends.base import Backend, CheckReport, Launch, AgentTimeouts, Results, Session
+from potato.server.training.runs.modelplace import Kept
 from potato.server.training.runs.store import Run
-from potato.server.training.backends.ssh.remoterun import RemoteRun
+from potato.server.training.backends.ssh.remoterun import Host, RemoteRun
 from potato.server.training.backends.ssh.run import VENV_CHECK_STEP, SshRun
 from potato.server.training.backends.ssh.lines import venv_built
 from potato.server.training.backends.ssh.command import SshFailed, SshTarget, preamble_notice, remote_path
@@ -47,22 +48,18 @@ class SessionThread:
         return self.thread.is_alive()
 
 
-class Ssh(Backend):
-    """A host the server logs in to; the same steps drive a SLURM login node (:class:`Slurm`)."""
+class RemoteBackend(Backend, Generic[Host]):
+    """A host the server logs in to over ssh and drives a run on through its own run class: an ssh
+    host (:class:`Ssh`) or a SLURM login node (:class:`~potato.server.training.backends.slurm.backend.Slurm`)."""
 
-    type = "ssh"
     one_session_at_a_time = True
     adopts_runs = True
-    session_kind: ClassVar[Type[RemoteRun]] = SshRun
-    """The session class a run gets: :class:`SshRun` here, :class:`SlurmRun` on a cluster."""
+    session_kind: ClassVar[Type[RemoteRun[Any]]]
+    """The run class a run gets, which takes this backend's own settings."""
 
-    def __init__(self, settings: SshBackendSettings | SlurmBackendSettings) -> None:
+    def __init__(self, settings: Host) -> None:
         super().__init__(settings)
-        self.remote = settings
-
-    def check(self, config: Config) -> CheckReport:
-        assert isinstance(self.remote, SshBackendSettings)
-        return check_ssh(config, self.remote)
+        self.remote: Host = settings
 
     def agent_timeouts(self) -> AgentTimeouts:
         return AgentTimeouts(self.remote.heartbeat_timeout_s)
@@ -86,7 +83,18 @@ class Ssh(Backend):
                 "run again.")
 
     def results(self, project: Project, run: Run) -> Results:
-        return Results(fetch=self.remote.fetch_artifacts)
+        fetch = self.remote.fetch_artifacts
+        return Results(fetch=fetch, kept=None if fetch else Kept.NOT_FETCHED)
+
+
+class Ssh(RemoteBackend[SshBackendSettings]):
+    """A host the server logs in to; the agent there starts the worker itself."""
+
+    type = "ssh"
+    session_kind = SshRun
+
+    def check(self, config: Config) -> CheckReport:
+        return check_ssh(config, self.remote)
 
 
 def check_ssh(config: Config, backend: SshBackendSettings) -> CheckReport:

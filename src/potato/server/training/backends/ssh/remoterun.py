@@ -33,16 +33,17 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO, Callable, Generic, TypeVar
 from urllib.parse import urlsplit
 
-from potato.config.schema import RemoteHost
+from potato.config.schema import SlurmBackendSettings, SshBackendSettings
 from potato.defaults import SSH_CODE_PUSH_TIMEOUT_S, SSH_STEP_TIMEOUT_S
 from potato.project import Project
 from potato.server import stopping
 from potato.server.training.backends.ssh.codepush import code_archive, code_hash
 from potato.server.training.backends.ssh import lines
 from potato.server.training.backends.ssh.copyback import CopyFailed, over_total_message, receive
+from potato.server.training.runs.modelplace import Kept, ModelPlace
 from potato.server.training.runs.private import open_private
 from potato.server.training.runs.recorder import RunRecorder
 from potato.server.training.runs.store import Run, RunState, RunStore
@@ -85,17 +86,21 @@ CLEAN_UP_STEP = Step("cleaning up the job folder", 60)
 MB = 1024 * 1024
 
 
-class RemoteRun:
+Host = TypeVar("Host", SshBackendSettings, SlurmBackendSettings)
+"""The settings of the backend a run class serves (ssh or slurm): each run class owns its own."""
+
+
+class RemoteRun(Generic[Host]):
     """One run over ssh, from connect to closing the connection; :meth:`drive` is its thread's whole
     life (:meth:`start` runs it in one). Subclasses supply the hooks of :meth:`execute`."""
 
-    def __init__(self, project: Project, store: RunStore, run: Run, token: str, backend: RemoteHost,
+    def __init__(self, project: Project, store: RunStore, run: Run, token: str, backend: Host,
                  agent_url: str, clock: Callable[[], float] = time.time) -> None:
         self.project = project
         self.store = store
         self.run = run
         self.token = token
-        self.backend = backend
+        self.backend: Host = backend
         self.agent_url = agent_url
         self.clock = clock
         self.target = SshTarget(backend, Path("/nonexistent"))
@@ -312,7 +317,7 @@ class RemoteRun:
             self.session.stop()
 
     @classmethod
-    def adopt(cls, project: Project, store: RunStore, run: Run, backend: RemoteHost) -> RemoteRun | None:
+    def adopt(cls, project: Project, store: RunStore, run: Run, backend: Host) -> RemoteRun[Host] | None:
         """Take over a run whose ssh session outlived the server that started it (a restart): follow
         it, copy the model back and clean up as the first server would have. None when nothing of the
         session is left to take over (the watchdog then ends the run)."""
@@ -356,17 +361,26 @@ class RemoteRun:
         if copied.over_total is not None:  # none came back: all stay with the job folder, as fetch_artifacts: false
             self.keep_job = True
             self.say(over_total_message(b.host, copied.over_total, b.max_artifacts_total_mb))
-            self.succeeded(f"{b.host}:{copied.over_total[2]}")
+            folder = copied.over_total[2]
+            self.succeeded(f"{b.host}:{folder}", ModelPlace(host=b.host, host_folder=folder, kept=Kept.TOTAL_CAP,
+                                                           limit_mb=b.max_artifacts_total_mb))
             return
         self.keep_job = self.keep_job or bool(copied.left_behind)
         for name, size in copied.left_behind:
             self.say(f"Left on {b.host} (over max_artifact_mb {b.max_artifact_mb} MB): {name} ({size / 1e6:.0f} MB)")
         self.say(f"Copied the model from {b.host}: {copied.received / 1e6:.1f} MB")
-        self.succeeded(str(target) if not copied.left_behind else
-                       f"{target} (and on {b.host}:{b.remote_dir}/jobs/{self.run.id}/artifacts)")
+        if not copied.left_behind:
+            self.succeeded(str(target), ModelPlace.here(target))
+            return
+        folder = f"{b.remote_dir}/jobs/{self.run.id}/artifacts"
+        self.succeeded(f"{target} (and on {b.host}:{folder})",
+                       ModelPlace.here(target, host=b.host, host_folder=folder, kept=Kept.FILE_CAP,
+                                       kept_files=tuple(name for name, _size in copied.left_behind),
+                                       limit_mb=b.max_artifact_mb))
 
-    def succeeded(self, artifact_uri: str) -> None:
-        self.store.update(self.run.id, artifact_uri=artifact_uri)
+    def succeeded(self, artifact_uri: str, model: ModelPlace) -> None:
+        """The run ends well, its model files where ``model`` says (``artifact_uri`` for the page)."""
+        self.store.update(self.run.id, artifact_uri=artifact_uri, model=model)
         kept = (self.store.get(self.run.id) or self.run).message  # e.g. whose suggestions annotators keep
         self.store.move(self.run.id, RunState.SUCCEEDED, message=kept, step="done", progress=1.0)
         self.say("Run succeeded.")

@@ -21,7 +21,7 @@ VENV_STEP = Step("installing the backend's packages", SSH_VENV_TIMEOUT_S,
                  "and see where pip waits, or give the host's Python the packages and drop `packages`")
 
 
-class SshRun(RemoteRun):
+class SshRun(RemoteRun[SshBackendSettings]):
     """One run on an ssh backend: the agent starts the worker on the host itself."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -29,21 +29,15 @@ class SshRun(RemoteRun):
         self.gpu_env: dict[str, str] = {}
         """The agent's CUDA settings for the GPUs :meth:`before_code` chose."""
 
-    @property
-    def ssh_backend(self) -> SshBackendSettings:
-        """The backend's ssh-only settings (gpus, packages); a SLURM run never asks for them."""
-        assert isinstance(self.backend, SshBackendSettings)
-        return self.backend
-
     def reads_gpus(self) -> bool:
-        return self.ssh_backend.gpus != "none"
+        return self.backend.gpus != "none"
 
     def python_line(self, facts: HostFacts) -> str:
         return f"Python {facts.python_version} on {self.backend.host} ({facts.python_path})"
 
     def before_code(self, facts: HostFacts) -> None:
         """The run's GPUs, a broken NVRTC before the run reaches a JIT-compiled op, the packages venv."""
-        host, b = self.backend.host, self.ssh_backend
+        host, b = self.backend.host, self.backend
         if facts.gpus_unknown:
             raise SshFailed(gpus_unknown_error(facts.gpus_unknown, b.gpus))
         choice = choose_gpus(facts.gpus, b.gpus, b.min_free_gpu_mb, facts.no_kernels)
@@ -58,7 +52,7 @@ class SshRun(RemoteRun):
 
     def agent_setup(self) -> tuple[dict[str, str], list[str]]:
         """The agent's environment for the run and its arguments beyond the run's own."""
-        box = self.ssh_backend.container
+        box = self.backend.container
         if box:
             self.say(f"The worker runs in {box.runtime} image {box.image} on {self.backend.host}")
         return self.gpu_env, lines.container_args(box)
@@ -67,7 +61,7 @@ class SshRun(RemoteRun):
         """A venv with the host's packages visible (``--system-site-packages``: its CUDA torch
         stays) plus ``packages``, built once per (interpreter, packages) and reused; pip's output goes
         to run.log. Built under ``<hash>.tmp`` and renamed when complete, like the code."""
-        b = self.ssh_backend
+        b = self.backend
         key = venv_key(python_path, b.packages)
         venv = f"{self.remote_dir}/venvs/{key}"
         python = f"{venv}/bin/python"

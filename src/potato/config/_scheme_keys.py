@@ -1,0 +1,204 @@
+"""Which keys each scheme type takes, and what each type needs and refuses.
+
+The one key table for every scheme, with the types each key applies to, and the per-type checks
+that fill in derived values (options, numeric bounds, text box layout). Apart from
+:mod:`_schemes`, which walks the list and builds the schemes, so the rules per type are in one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from potato.config._checks import (
+    Check,
+    Invalid,
+    Problem,
+    anything,
+    boolean,
+    check_keys,
+    integer,
+    mapping,
+    number,
+    show,
+    text,
+)
+from potato.config._labels import label_options
+from potato.config.schema import FREE_RESPONSE_INSTRUCTION
+from potato.training.schemes import LabelOption
+from potato.config.upstream import unsupported_message
+
+MAX_LIKERT_SIZE = 20
+
+KEY_CHECKS: Mapping[str, Check] = {
+    "annotation_type": anything,  # checked first, with the feature message for upstream's other types
+    "name": text(),
+    "description": text(allow_empty=True),
+    "labels": anything,
+    "max_length": integer(1),
+    "sequential_key_binding": boolean,
+    "label_requirement": anything,
+    "horizontal": boolean,
+    "layout": anything,
+    "textarea": anything,
+    "multiline": boolean,
+    "single_line": boolean,
+    "text_box_single_line": boolean,
+    "rows": integer(1, 40),
+    "placeholder": text(allow_empty=True),
+    "size": integer(2, MAX_LIKERT_SIZE),
+    "min_label": text(allow_empty=True, numbers=True),
+    "max_label": text(allow_empty=True, numbers=True),
+    "min_value": number(-float(2**31), open_low=False),
+    "max_value": number(-float(2**31), open_low=False),
+    "min": number(-float(2**31), open_low=False),
+    "max": number(-float(2**31), open_low=False),
+    "starting_value": number(-float(2**31), open_low=False),
+    "step": number(0, open_low=True),
+    "display_logic": anything,
+    "has_free_response": anything,
+    "title": text(allow_empty=True),
+    "show_span_labels": boolean,
+    "allow_overlapping": boolean,
+    "allow_discontinuous": boolean,
+    "entity_linking": anything,
+    "target_field": text(),
+}
+
+
+_ONLY_FOR: Mapping[str, tuple[str, ...]] = {
+    "max_length": ("text",), "textarea": ("text",), "multiline": ("text",), "single_line": ("text",),
+    "text_box_single_line": ("text",), "rows": ("text",), "placeholder": ("text",),
+    "size": ("likert",), "min_label": ("likert",), "max_label": ("likert",),
+    "min_value": ("slider", "number"), "max_value": ("slider", "number"), "min": ("number",), "max": ("number",),
+    "starting_value": ("slider",), "step": ("slider", "number"),
+    "horizontal": ("radio", "multiselect", "likert"),
+    "sequential_key_binding": ("radio", "multiselect", "likert", "span"),
+    "has_free_response": ("radio", "multiselect"),
+    "title": ("span",), "show_span_labels": ("span",), "allow_overlapping": ("span",),
+    "allow_discontinuous": ("span",), "entity_linking": ("span",), "target_field": ("span",),
+}
+
+
+_NO_LABELS = ("slider", "number")
+
+
+def scheme_keys(kind: str) -> list[str]:
+    """The keys a scheme of type ``kind`` takes, in the table's order (pure)."""
+    return [key for key in KEY_CHECKS if kind in _ONLY_FOR.get(key, (kind,))
+            and not (key == "labels" and kind in _NO_LABELS)]
+
+
+def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """What ``kind`` needs and refuses; fills in the derived values (options, bounds, text layout)."""
+    problems: list[Problem] = [
+        (f".{key}", f"applies to {' and '.join(kinds)} schemes only; remove it from this {kind} scheme")
+        for key, kinds in _ONLY_FOR.items() if key in values and kind not in kinds
+    ]
+    if "label_requirement" in values:
+        try:
+            values["required"] = _label_requirement(values.pop("label_requirement"))
+        except Invalid as bad:
+            problems += [(".label_requirement" + sub, detail) for sub, detail in bad.problems]
+    if "has_free_response" in values and kind in ("radio", "multiselect"):
+        try:
+            values["free_response"] = _free_response(values.pop("has_free_response"))
+        except Invalid as bad:
+            problems += [(".has_free_response" + sub, detail) for sub, detail in bad.problems]
+    if "layout" in values:
+        layout = values.pop("layout")
+        if not isinstance(layout, dict):
+            problems.append((".layout", f"must be a mapping such as {{columns: 2}}, got {show(layout)}"))
+    if kind == "likert" and raw.get("labels") is None:
+        missing = [k for k in ("size", "min_label", "max_label") if raw.get(k) is None]
+        if missing:
+            problems.append((f".{missing[0]}", "missing; a likert scheme needs size, min_label and max_label, "
+                                              "e.g. size: 5, min_label: Disagree, max_label: Agree"))
+        else:
+            values["options"] = tuple(LabelOption(str(i)) for i in range(1, values.get("size", 2) + 1))
+    elif kind in ("radio", "multiselect", "select", "likert", "span"):
+        problems += label_options(kind, raw.get("labels"), values)
+    elif raw.get("labels") not in (None, []) and kind == "text":
+        problems += label_options("multiselect", raw.get("labels"), values)  # one box per label, at least one
+    elif raw.get("labels") not in (None, []):
+        problems.append((".labels", f"a {kind} scheme takes no labels (annotators pick a number); remove labels, "
+                                    "or use annotation_type: radio or likert"))
+    if kind == "span":
+        problems += _span_features(values)
+    if kind == "text":
+        problems += _text_layout(values)
+    if kind in ("slider", "number"):
+        problems += _bounds(kind, values)
+    return problems
+
+
+def _span_features(values: dict[str, Any]) -> list[Problem]:
+    """Upstream's span keys this server does not draw are refused by name when they are switched on."""
+    problems: list[Problem] = []
+    if values.pop("allow_discontinuous", False):
+        problems.append((".allow_discontinuous", unsupported_message(
+            "allow_discontinuous", "spans made of several separate stretches of text")))
+    linking = values.pop("entity_linking", None)
+    if linking not in (None, False, {}) and not (isinstance(linking, dict) and not linking.get("enabled", False)):
+        problems.append((".entity_linking", unsupported_message(
+            "entity_linking", "linking spans to entries of a knowledge base")))
+    if "title" in values and not values.get("description"):
+        values["description"] = values["title"]  # upstream shows its title above the labels
+    values.pop("title", None)
+    return problems
+
+
+def _free_response(value: object) -> str:
+    """Upstream's ``has_free_response: true`` or ``{instruction: ...}``: the box's prompt, "" for none."""
+    if isinstance(value, bool):
+        return FREE_RESPONSE_INSTRUCTION if value else ""
+    raw = mapping(value, "true, or {instruction: \"Other (please specify)\"}")
+    values, problems = check_keys(raw, {"instruction": text()}, "has_free_response")
+    if problems:
+        raise Invalid(problems=problems)
+    return str(values.get("instruction", FREE_RESPONSE_INSTRUCTION))
+
+
+def _label_requirement(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    raw = mapping(value, "{required: true}")
+    values, problems = check_keys(raw, {"required": boolean}, "label_requirement")
+    if problems:
+        raise Invalid(problems=problems)
+    return bool(values.get("required", False))
+
+
+def _text_layout(values: dict[str, Any]) -> list[Problem]:
+    """Upstream's ways of asking for a one-line box or a taller one, as one ``multiline`` and ``rows``."""
+    textarea = values.pop("textarea", None)
+    if textarea is not None:
+        if not isinstance(textarea, dict):
+            return [(".textarea", f"must be a mapping such as {{on: true, rows: 4}}, got {show(textarea)}")]
+        checked, problems = check_keys(textarea, {"on": boolean, "rows": integer(1, 40), "cols": integer(1)},
+                                       "textarea")
+        if problems:
+            return [(".textarea" + sub, detail) for sub, detail in problems]
+        values.setdefault("multiline", checked.get("on", True))
+        if "rows" in checked:
+            values.setdefault("rows", checked["rows"])
+    for one_line in ("single_line", "text_box_single_line"):
+        if one_line in values:
+            values.setdefault("multiline", not values.pop(one_line))
+    return []
+
+
+def _bounds(kind: str, values: dict[str, Any]) -> list[Problem]:
+    low = values.pop("min", values.get("min_value"))
+    high = values.pop("max", values.get("max_value"))
+    values["min_value"], values["max_value"] = low, high
+    if kind == "slider" and (low is None or high is None):
+        return [(".min_value" if low is None else ".max_value",
+                 "missing; a slider needs min_value and max_value, e.g. min_value: 0, max_value: 100")]
+    if low is not None and high is not None and low >= high:
+        return [(".max_value", f"must be greater than min_value ({low:g}), got {high:g}")]
+    start = values.get("starting_value")
+    if start is not None and ((low is not None and start < low) or (high is not None and start > high)):
+        return [(".starting_value", f"must lie between min_value and max_value, got {start:g}")]
+    if kind == "slider":
+        values.setdefault("step", 1.0)
+    return []

@@ -14,7 +14,7 @@ import requests
 from tests.conftest import ADMIN_KEY, truth
 from tests.e2e.test_training_page_newcomer import open_page
 from tests.harness.servers import ServerProcess
-from tests.unit.server.training.backends.test_checks_newcomer import HF_PACKAGES, hiding_path
+from tests.harness.hiding import HF_PACKAGES, hiding_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

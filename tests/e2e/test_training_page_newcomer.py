@@ -116,7 +116,7 @@ def test_a_trainer_this_machine_cannot_import_is_named_before_start_and_refused_
     is queued; on another backend (whose machine may have the packages) the run starts. Issue 33 item 14:
     said once, its command as code, with Start off while it holds (the server refuses the run with the same
     words)."""
-    from tests.unit.server.training.backends.test_checks_newcomer import HF_PACKAGES, hiding_path
+    from tests.harness.hiding import HF_PACKAGES, hiding_path
 
     hide = hiding_path(tmp_path, *HF_PACKAGES)
     srv = ServerProcess(make_project(model_training={"enabled": True, "trainer": "noop",

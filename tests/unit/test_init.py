@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from potato.cli import cli
 from potato.config import load_report
 from potato.example import config_text, data_text
-from tests.unit.server.training.backends.test_checks_newcomer import hiding_path
+from tests.harness.hiding import hiding_path
 
 ROOT = Path(__file__).resolve().parents[2]
 

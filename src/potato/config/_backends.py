@@ -267,15 +267,15 @@ class BackendKind:
     """Checks across keys, once each key is valid on its own."""
 
 
-KINDS: dict[str, BackendKind] = {}
+BACKEND_KINDS: dict[str, BackendKind] = {}
 """Every backend type a config may name, by ``type``, in registration order."""
 
 
 def register_backend_kind(kind: BackendKind) -> None:
     """Let configs name ``kind.type`` under ``model_training.backends``."""
-    if kind.type == defaults.LOCAL_BACKEND or (kind.type in KINDS and KINDS[kind.type] != kind):
+    if kind.type == defaults.LOCAL_BACKEND or (kind.type in BACKEND_KINDS and BACKEND_KINDS[kind.type] != kind):
         raise ValueError(f"a backend type {kind.type!r} exists already")
-    KINDS[kind.type] = kind
+    BACKEND_KINDS[kind.type] = kind
 
 
 def _one_of(types: list[str]) -> str:
@@ -307,7 +307,7 @@ def declared_types(raw: object) -> dict[str, str | None]:
     for name, body in raw.items():
         if name_problem(name) is None:
             btype = body.get("type") if isinstance(body, dict) else None
-            out[str(name)] = btype if isinstance(btype, str) and btype in KINDS else None
+            out[str(name)] = btype if isinstance(btype, str) and btype in BACKEND_KINDS else None
     return out
 
 
@@ -338,7 +338,7 @@ def check_backends(raw: object, findings: Findings) -> dict[str, BackendSettings
 def _check_backend(name: str, body: object, findings: Findings) -> BackendSettings | None:
     where = f"model_training.backends.{name}"
     before = len(findings.errors)
-    types = list(KINDS)
+    types = list(BACKEND_KINDS)
     if not isinstance(body, dict):
         findings.error(where, f"must be a mapping with type: {_one_of(types)} and its settings, got {show(body)}",
                        name)
@@ -347,10 +347,10 @@ def _check_backend(name: str, body: object, findings: Findings) -> BackendSettin
     if btype is None:
         findings.error(f"{where}.type", f"missing; set type: {_one_of(types)}", name)
         return None
-    if not isinstance(btype, str) or btype not in KINDS:
+    if not isinstance(btype, str) or btype not in BACKEND_KINDS:
         findings.error(f"{where}.type", f"{show(btype)} is not a backend type; valid types: {', '.join(types)}", name)
         return None
-    kind = KINDS[btype]
+    kind = BACKEND_KINDS[btype]
     values, problems = check_keys(body, kind.keys, kind.noun, kind.hints)
     problems += kind.required(body)
     findings.errors_at(where, problems, name)

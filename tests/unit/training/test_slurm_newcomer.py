@@ -1,6 +1,6 @@
 """The slurm backend's newcomer problems (issue 21; R26, R28, R29, R31) without a cluster: queue
 states on squeue's real output, the job's own word that it started, a failing prelude line in a
-job.sh that bash really runs, the check's reading of its test job, and a hand-started agent's
+job.sh that bash really runs, and a hand-started agent's
 ``--slurm-config`` and ``--workdir`` on its real command line. The same behaviour on the real
 SLURM: tests/integration/test_slurm_newcomer.py."""
 
@@ -16,7 +16,6 @@ from typing import List
 import pytest
 
 from potato.config import validate
-from potato.server.training.backends.slurm.backend import read_check_job
 from potato.training.results import Reason
 from potato.training.slurmscript import job_script, prelude_failure
 from potato.training.slurmsettings import SlurmConfigError, SlurmSettings
@@ -32,13 +31,6 @@ SLURM_OUT_PRELUDE_FAILED = """\
 job.sh: SLURM job 153 on vm, CUDA_VISIBLE_DEVICES=none
 /tmp/potato-testcluster/spool/slurmd.vm/job00153/slurm_script: line 16: module: command not found
 job.sh: prelude line 2 failed (exit 127): module load cuda
-"""
-# What the check's test job printed on the test cluster for prelude ["module load cuda"].
-CHECK_PRELUDE_FAILED = """\
-potato-check: job 192
-job.sh: SLURM job 192 on vm
-/tmp/potato-testcluster/spool/slurmd.vm/job00192/slurm_script: line 7: module: command not found
-job.sh: prelude line 1 failed (exit 127): module load cuda
 """
 SCONTROL_PRELUDE_FAILED = """\
 JobId=153 JobName=potato-r1
@@ -162,24 +154,6 @@ def test_the_run_fails_naming_the_prelude_line_from_the_real_slurm_out(tmp_path:
         "node), remove it, or end it with `|| true` if it may fail.")
     assert "SLURM job 4242 ended: JobState=FAILED Reason=NonZeroExitCode ExitCode=127:0" in log
     assert not any("None" in line for line in log)
-
-
-def test_the_check_reads_its_test_job() -> None:
-    """What the check's test job printed on the test cluster, and a busy queue it gave up on."""
-    settings = SlurmSettings(prelude=("module load cuda",), job_python="/usr/bin/python3")
-    failed = read_check_job(CHECK_PRELUDE_FAILED, settings)
-    assert failed.ran and not failed.ok and failed.prelude is not None
-    assert failed.line == (
-        "Test job 192 on vm: prelude line 1 (`module load cuda`) failed with exit 127: module: command not found. "
-        "A run would fail the same way before its worker starts. Fix that line in the backend's prelude (try it by "
-        "hand on a compute node), remove it, or end it with `|| true` if it may fail.")
-    good = read_check_job("potato-check: job 161\njob.sh: SLURM job 161 on vm\n3.11.2 /usr/bin/python3\n", settings)
-    assert good.ok and good.line == ("Test job 161 on vm: job_python /usr/bin/python3 is Python 3.11.2 "
-                                     "(/usr/bin/python3), after the prelude")
-    busy = read_check_job("potato-check: job 162\npotato-check: still PENDING Priority\n", settings)
-    assert not busy.ran and busy.line == (
-        "Test job 162 did not start within 30 s (squeue said PENDING: Priority); cancelled it. The prelude and "
-        "job_python were tried on the login node only.")
 
 
 # -- 4. a hand-started agent's --slurm-config and --workdir -------------------------------------------

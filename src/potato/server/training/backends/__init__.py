@@ -15,7 +15,7 @@ from potato.server.training.backends.local import Local
 from potato.server.training.backends.slurm.backend import Slurm
 from potato.server.training.backends.ssh.backend import Ssh
 
-KINDS: dict[str, type[Backend]] = {kind.type: kind for kind in (Local, Ssh, Slurm, Polling)}
+BACKEND_CLASSES: dict[str, type[Backend]] = {kind.type: kind for kind in (Local, Ssh, Slurm, Polling)}
 """The server's class for each backend type; the config's side of each type is in config/_backends.py."""
 
 
@@ -24,10 +24,10 @@ def register_backend(kind: type[Backend], settings: BackendKind) -> None:
     config may name ``type: <kind.type>`` and the server drives it like the built-in ones."""
     if kind.type != settings.type:
         raise ValueError(f"the backend class has type {kind.type!r} and its settings {settings.type!r}")
-    if kind.type in KINDS and KINDS[kind.type] is not kind:
+    if kind.type in BACKEND_CLASSES and BACKEND_CLASSES[kind.type] is not kind:
         raise ValueError(f"a backend type {kind.type!r} exists already")
     register_backend_kind(settings)
-    KINDS[kind.type] = kind
+    BACKEND_CLASSES[kind.type] = kind
 
 
 class UnknownBackend(PotatoError):
@@ -35,7 +35,7 @@ class UnknownBackend(PotatoError):
 
 
 def backend_for(settings: Settings) -> Backend:
-    return KINDS[settings.type](settings)
+    return BACKEND_CLASSES[settings.type](settings)
 
 
 def backends_of(config: Config) -> dict[str, Backend]:

@@ -1,6 +1,7 @@
-"""An agent that stops says it leaves (issue 33 item 11): what the server keeps of it, what the check
-and the Agents table say, and that a stop is never held up by a server that does not answer.
-tests/integration/test_agent_leave.py shows it with real processes."""
+"""The agent backend's logic on the server: whether an agent is there (issue 21, R34, E10: the check,
+the Agents table and a queued run's step line agree), and an agent that stops says it leaves (issue 33
+item 11): what the server keeps of it, and that a stop is never held up by a server that does not
+answer. tests/integration/test_agent_leave.py shows it with real processes."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from potato.config import load_config
 from potato.config.schema import AgentBackendSettings, Config
 from potato.db import Database
 from potato.server.training.backends.agent import agent_entries, check_agent, explain_queued
-from potato.server.training.runs.store import RunStore
+from potato.server.training.runs.store import RunState, RunStore
 from potato.server.training.runs.tokens import (
     LAST_SEEN_EVERY_S,
     LEFT_MEMORY_S,
@@ -66,8 +67,10 @@ def test_a_stored_description_of_an_older_release_still_reads() -> None:
     assert AgentRecord.parse(None) == AgentRecord(None, None, {})
 
 
-def agent_project(make_project: Callable[..., Path]) -> Config:
-    return load_config(make_project(model_training={"enabled": True, "backends": {"lab": {"type": "agent"}}}))
+def agent_project(make_project: Callable[..., Path], **lab: Any) -> Config:
+    backend: dict[str, Any] = {"type": "agent"}
+    backend.update(lab)
+    return load_config(make_project(model_training={"enabled": True, "backends": {"lab": backend}}))
 
 
 def test_the_check_the_agents_table_and_a_queued_run_say_the_agent_left(make_project: Callable[..., Path]) -> None:
@@ -136,3 +139,88 @@ def test_a_server_that_does_not_answer_holds_the_stop_up_for_leave_wait_s_at_mos
     assert took < 5
     assert said == ["could not tell the server this agent stops (no answer within 0.3 s); the training page shows "
                     "it as connected until it misses its polls"]
+
+
+# -- check on an agent backend: is an agent there (issue 21, R34, E10) --------------------------------
+
+def test_check_agent_is_not_ok_while_no_agent_polls(make_project: Callable[..., Path]) -> None:
+    """A token alone runs nothing: the check said ok while the Agents table said "not connected"."""
+    config = agent_project(make_project)
+    backend = config.model_training.all_backends()["lab"]
+    assert isinstance(backend, AgentBackendSettings)
+    tokens = BackendTokens(Database(config.database_path))
+    tokens.issue("lab")
+    report = check_agent(config, backend)
+    assert not report.ok and report.details["polling"] is False
+    assert report.lines[1] == "last_seen: never (no agent has connected with this token yet)"
+    assert report.lines[-1] == (
+        "no agent polls for backend 'lab' (none has connected with its token yet): start one on the training "
+        "machine with the backend's token in POTATO_TRAINING_TOKEN: `potato training agent --server "
+        "http://127.0.0.1:8000 --backend lab` (a lost token: `potato training register lab config.yaml` "
+        "issues a new one)")
+
+    now = time.time()
+    tokens.seen("lab", {"host": "box"}, now=now)
+    polled = check_agent(config, backend, now=now + 10)
+    assert polled.ok and polled.lines[1].startswith("last_seen: ") and "(10 s ago)" in polled.lines[1]
+    assert not any("no agent polls" in line for line in polled.lines)
+    gone = check_agent(config, backend, now=now + backend.heartbeat_timeout_s + 1)
+    assert not gone.ok
+    assert gone.lines[-1].startswith(f"no agent polls for backend 'lab' (the last request came "
+                                     f"{backend.heartbeat_timeout_s + 1} s ago): ")
+
+
+def test_the_agents_table_and_the_check_agree(make_project: Callable[..., Path]) -> None:
+    """The Check button said ok while the Agents table beside it said "not connected": both now follow one
+    rule, at every age of the agent's last request (here the backend waits 120 s, the table's old 60 s)."""
+    config = agent_project(make_project, heartbeat_timeout_s=120)
+    backend = config.model_training.all_backends()["lab"]
+    assert isinstance(backend, AgentBackendSettings)
+    db = Database(config.database_path)
+    tokens = BackendTokens(db)
+    store = RunStore(db, config.training_dir / "runs")
+    tokens.issue("lab")
+    now = time.time()
+    tokens.seen("lab", {"host": "box"}, now=now)
+    for age in (0, 30, 59, 61, 90, 119, 121, 600):
+        [row] = agent_entries(config, tokens, store, now=now + age)
+        report = check_agent(config, backend, now=now + age)
+        assert row["connected"] is report.ok, age
+        assert row["connected"] is (age <= 120), age
+
+
+def test_check_agent_counts_an_agent_busy_with_a_run_as_there(make_project: Callable[..., Path]) -> None:
+    """An agent that runs a job reports on the run, not on jobs/next: it is there all the same."""
+    config = agent_project(make_project, heartbeat_timeout_s=60)
+    backend = config.model_training.all_backends()["lab"]
+    assert isinstance(backend, AgentBackendSettings)
+    db = Database(config.database_path)
+    BackendTokens(db).issue("lab")
+    BackendTokens(db).seen("lab", {"host": "box"}, now=time.time() - 3600)
+    store = RunStore(db, config.training_dir / "runs")
+    run = store.create("noop", ["sentiment"], "lab", {})
+    assert store.claim("lab", "agent-1", "box") is not None
+    report = check_agent(config, backend)
+    assert report.ok and f"The agent is running run {run.id}." in report.lines
+
+
+def test_queued_step_says_why_the_run_waits(make_project: Callable[..., Path]) -> None:
+    """E10 at read time: no agent polls (with the command that starts one), then, with one there, the run
+    it waits behind."""
+    config = agent_project(make_project)
+    db = Database(config.database_path)
+    store = RunStore(db, config.training_dir / "runs")
+    first = store.create("noop", ["sentiment"], "lab", {})
+    explain_queued(config, store, [first])
+    assert first.step == ("no agent polls for backend 'lab': no token issued yet; on the server run `potato training "
+                          "register lab config.yaml`, then on the training machine the commands it prints")
+    BackendTokens(db).issue("lab")
+    BackendTokens(db).seen("lab", {"host": "box"})
+    second = store.create("noop", ["sentiment"], "lab", {})
+    explain_queued(config, store, [second])
+    assert second.step == "waiting in the queue"
+    store.claim("lab", "agent-1", "box")
+    waiting = store.get(second.id)
+    assert waiting is not None and waiting.state is RunState.QUEUED
+    explain_queued(config, store, [waiting])
+    assert waiting.step == f"waiting in the queue behind run {first.id} (lab)"

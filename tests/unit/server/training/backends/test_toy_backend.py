@@ -82,8 +82,8 @@ def toy() -> Iterator[None]:
 
     backends.register_backend(Toy, TOY_KIND)
     yield
-    backends.KINDS.pop("toy")
-    _backends.KINDS.pop("toy")
+    backends.BACKEND_CLASSES.pop("toy")
+    _backends.BACKEND_KINDS.pop("toy")
 
 
 @pytest.fixture

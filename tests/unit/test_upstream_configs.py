@@ -680,3 +680,46 @@ def test_export_into_a_file_instead_of_a_folder_says_so(make_project: Callable[.
     result = CliRunner().invoke(cli, ["export", str(make_project()), "--upstream-format", "csv", "-o", str(taken)])
     assert result.exit_code != 0 and "-o names a folder: pick one you can write to" in str(result.exception)
     assert taken.read_text() == "x"  # nothing lost
+
+
+# --- where upstream accepts, this server accepts (issue 36) -------------------------------------------
+
+
+def test_upstreams_own_page_is_ours_and_any_other_template_is_refused_with_the_fix() -> None:
+    report = report_of(upstream(base_html_template="default", header_file="default"))
+    assert report.errors == [] and not any("template" in m or "header" in m for m in messages(report.warnings))
+    refused = report_of(upstream(base_html_template="templates/mine.html"))
+    assert messages(refused.errors) == [
+        "base_html_template: " + unsupported_message("base_html_template", TOP_LEVEL["base_html_template"].what)
+        + " (set base_html_template: default for this server's own page)"]
+
+
+def test_a_text_box_with_upstreams_empty_label_is_one_plain_box(make_app: Callable[..., Any]) -> None:
+    comments = {"annotation_type": "text", "name": "comments", "description": "Additional comments (optional)",
+                "labels": [""], "textarea": {True: True, "rows": 3, "cols": 50}}  # YAML's reading of `on: true`
+    report = report_of(upstream(annotation_schemes=[upstream()["annotation_schemes"][0], comments]))
+    assert report.errors == []
+    box = report.config.annotation_schemes[1]
+    assert (box.labels, box.multiline, box.rows) == ((), True, 3)
+    client = make_app(annotation_schemes=[comments], output_annotation_format="jsonl")
+    client.post("/login", data={"name": "alice"})
+    page = client.get("/annotate").get_data(as_text=True)
+    assert 'aria-label="Additional comments (optional)"' in page and "data-label=" not in page
+    saved = client.post("/api/label", json={"id": "r000", "go": "stay", "labels": {"comments": "fine"}}).get_json()
+    assert saved["item"]["labels"] == {"comments": "fine"}
+
+
+def test_a_free_response_box_with_an_empty_instruction_has_no_caption_but_a_name(make_app: Callable[..., Any]) -> None:
+    schemes = [{"annotation_type": "multiselect", "name": "topics", "labels": ["price", "quality"],
+                "has_free_response": {"instruction": ""}}]
+    config = report_of(upstream(annotation_schemes=schemes)).config
+    box = config.annotation_schemes[1]
+    assert (box.name, box.description, box.free_response_of) == ("topics:free_response", "", "topics")
+    client = make_app(annotation_schemes=schemes, output_annotation_format="jsonl")
+    client.post("/login", data={"name": "alice"})
+    page = client.get("/annotate").get_data(as_text=True)
+    assert '<legend class="unseen">topics: other</legend>' in page and 'aria-label="topics: other"' in page
+    assert "topics:free_response</legend>" not in page
+    saved = client.post("/api/label", json={"id": "r000", "go": "stay", "labels": {
+        "topics": ["price"], "topics:free_response": "size"}}).get_json()
+    assert saved["item"]["labels"] == {"topics": ["price"], "topics:free_response": "size"}

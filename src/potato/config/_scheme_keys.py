@@ -117,6 +117,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) 
             values["options"] = tuple(LabelOption(str(i)) for i in range(1, values.get("size", 2) + 1))
     elif kind in ("radio", "multiselect", "select", "likert", "span"):
         problems += label_options(kind, raw.get("labels"), values)
+    elif raw.get("labels") in ([""], [None]) and kind == "text":
+        values.pop("labels", None)  # upstream's one box without a caption: the same as no labels
     elif raw.get("labels") not in (None, []) and kind == "text":
         problems += label_options("multiselect", raw.get("labels"), values)  # one box per label, at least one
     elif raw.get("labels") not in (None, []):
@@ -147,12 +149,13 @@ def _span_features(values: dict[str, Any]) -> list[Problem]:
     return problems
 
 
-def _free_response(value: object) -> str:
-    """Upstream's ``has_free_response: true`` or ``{instruction: ...}``: the box's prompt, "" for none."""
+def _free_response(value: object) -> str | None:
+    """Upstream's ``has_free_response: true`` or ``{instruction: ...}``: the box's prompt ("" for a
+    box without one, as upstream shows it), None for no box."""
     if isinstance(value, bool):
-        return FREE_RESPONSE_INSTRUCTION if value else ""
+        return FREE_RESPONSE_INSTRUCTION if value else None
     raw = mapping(value, "true, or {instruction: \"Other (please specify)\"}")
-    values, problems = check_keys(raw, {"instruction": text()}, "has_free_response")
+    values, problems = check_keys(raw, {"instruction": text(allow_empty=True)}, "has_free_response")
     if problems:
         raise Invalid(problems=problems)
     return str(values.get("instruction", FREE_RESPONSE_INSTRUCTION))
@@ -174,6 +177,8 @@ def _text_layout(values: dict[str, Any]) -> list[Problem]:
     if textarea is not None:
         if not isinstance(textarea, dict):
             return [(".textarea", f"must be a mapping such as {{on: true, rows: 4}}, got {show(textarea)}")]
+        if True in textarea and "on" not in textarea:  # YAML 1.1 reads an unquoted `on:` as the key true
+            textarea = {("on" if key is True else key): value for key, value in textarea.items()}
         checked, problems = check_keys(textarea, {"on": boolean, "rows": integer(1, 40), "cols": integer(1)},
                                        "textarea")
         if problems:

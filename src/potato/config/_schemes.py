@@ -66,7 +66,7 @@ def check_schemes(raw: object, findings: Findings, go_to_item: bool = True) -> t
                 keys = None
             values["display_logic_checked"] = logic
     for index, values in enumerate(built):
-        if values.get("free_response") and free_response_name(values["name"]) in names:
+        if values.get("free_response") is not None and free_response_name(values["name"]) in names:
             findings.error(f"annotation_schemes[{index}].has_free_response",
                            f"its box is stored as {show(free_response_name(values['name']))}, which is already "
                            "the name of another scheme; rename that scheme")
@@ -76,7 +76,7 @@ def check_schemes(raw: object, findings: Findings, go_to_item: bool = True) -> t
     schemes: list[Scheme] = []
     for index, values in enumerate(built):
         schemes.append(_scheme(values, index, keys))
-        if values.get("free_response"):
+        if values.get("free_response") is not None:
             schemes.append(_free_response_box(schemes[-1], values["free_response"]))
     return tuple(schemes)
 

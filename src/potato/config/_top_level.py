@@ -24,7 +24,7 @@ from potato.config._checks import (
     text_list,
 )
 from potato.config.upstream import TOP_LEVEL as UPSTREAM_KEYS
-from potato.config.upstream import unsupported_message
+from potato.config.upstream import OUR_OWN, unsupported_message
 from potato.errors import did_you_mean
 
 TOP_LEVEL_KEYS = (
@@ -143,8 +143,12 @@ def _warn_unknown_top_level(raw: Mapping[Any, object], findings: Findings) -> No
     only warn, as upstream configs carry many keys this server does not read."""
     for key in raw:
         if isinstance(key, str) and key in UPSTREAM_KEYS:
+            value = raw[key]
+            if isinstance(value, str) and value.strip() in OUR_OWN.get(key, ()):
+                continue  # upstream's own page: here, this server's
             feature = UPSTREAM_KEYS[key]
-            (findings.error if feature.error else findings.warn)(key, unsupported_message(key, feature.what))
+            own = f" (set {key}: {OUR_OWN[key][0]} for this server's own page)" if key in OUR_OWN else ""
+            (findings.error if feature.error else findings.warn)(key, unsupported_message(key, feature.what) + own)
         elif key not in TOP_LEVEL_KEYS:
             slip = misspelt(key, TOP_LEVEL_KEYS) if isinstance(key, str) else None
             if slip is not None:

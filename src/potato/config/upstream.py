@@ -220,6 +220,14 @@ SCHEME_TYPES: Mapping[str, str] = {
 likert, select, slider, number, span); types not listed get the generic message."""
 
 
+OUR_OWN: Mapping[str, tuple[str, ...]] = {
+    "base_html_template": ("default",),
+    "header_file": ("default",),
+}
+"""Values of a key above that ask for upstream's own page, which here means this server's: honoured
+by being what the server does anyway."""
+
+
 def unsupported_message(key: str, what: str) -> str:
     """The sentence every refused or ignored upstream feature gets."""
     return (f"'{key}' is a Potato feature this server does not support: {what}; remove it or run that "

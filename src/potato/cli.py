@@ -225,7 +225,8 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None) 
     upstream Potato's export instead, for scripts that read its output."""
     config = _load(config_path)
     from potato.db import Database
-    from potato.labels import LabelStore
+    from potato.labels import LabelStore, export_lines
+    from potato.participants import participant_ids
 
     store = LabelStore(Database(config.database_path))
     if upstream_format:
@@ -235,7 +236,7 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None) 
         fmt = export_format(upstream_format)
         folder = output or upstream_export.default_folder(config, fmt)
         try:
-            path, records = upstream_export.write(config, store.iter_labels(), fmt, folder)
+            path, records = upstream_export.write(config, store.iter_labels(), fmt, folder, participant_ids(store.db))
         except OSError as exc:
             raise PotatoError(f"Cannot write the export into {folder} ({exc.strerror or exc}). With "
                               "--upstream-format, -o names a folder: pick one you can write to.") from None
@@ -244,8 +245,8 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None) 
     out: Any = output.open("w", encoding="utf-8") if output else sys.stdout
     count = 0
     try:
-        for lab in store.iter_labels():
-            out.write(json.dumps(lab.to_json(), ensure_ascii=False) + "\n")
+        for line in export_lines(store.iter_labels(), participant_ids(store.db)):
+            out.write(line)
             count += 1
     finally:
         if output:

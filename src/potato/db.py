@@ -161,6 +161,20 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN model TEXT;
     """,
+    # Who came from a crowdsourcing platform, with the link's ids the platform pays by.
+    """
+    CREATE TABLE participants (
+        user TEXT PRIMARY KEY,
+        platform TEXT NOT NULL,
+        worker_id TEXT NOT NULL,
+        session_id TEXT,
+        study_id TEXT,
+        params TEXT NOT NULL DEFAULT '{}',
+        arrived_at REAL NOT NULL,
+        finished_at REAL,
+        outcome TEXT
+    );
+    """,
 ]
 
 

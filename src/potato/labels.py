@@ -47,6 +47,16 @@ class Label:
         return out
 
 
+def export_lines(labels: Iterable[Label], participants: Mapping[str, Mapping[str, Any]]) -> Iterator[str]:
+    """Labels as JSON lines, each with its annotator's platform ids where they came from one
+    (``participant``: the ids the platform pays by), for ``potato export`` and the admin API alike."""
+    for lab in labels:
+        line = lab.to_json()
+        if lab.user in participants:
+            line["participant"] = participants[lab.user]
+        yield json.dumps(line, ensure_ascii=False) + "\n"
+
+
 _UPSERT = """
 INSERT INTO labels (user, item_id, schema, value, source, run_id, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)

@@ -35,6 +35,8 @@ FIXED_NAMES = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeT
 SPANS_COLUMN = "_spans"
 """The csv/tsv column ``<schema>._spans`` holds a span scheme's spans as JSON text."""
 RECORD_KEYS = ("instance_id", "user_id")
+PARTICIPANT_COLUMNS = ("platform", "id", "session_id", "study_id")
+"""A crowdsourcing participant's ids as csv/tsv columns ``participant.<key>``, after ``user_id``."""
 
 
 def _text(value: Any) -> str:
@@ -67,9 +69,12 @@ def _in_order(answers: dict[str, Any], order: dict[str, int]) -> dict[str, Any]:
     return dict(sorted(answers.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
-def records(config: Config, labels: Iterable[Label]) -> Iterator[dict[str, Any]]:
+def records(config: Config, labels: Iterable[Label],
+            participants: Mapping[str, Mapping[str, Any]] | None = None) -> Iterator[dict[str, Any]]:
     """Upstream's records, one per (annotator, item), from labels sorted by user then item; each
-    record's answers in the config's scheme order, as the page asks them."""
+    record's answers in the config's scheme order, as the page asks them. An annotator who came
+    from a crowdsourcing platform has its ids under ``participant`` (upstream leaves them out)."""
+    participants = participants or {}
     order = {s.name: i for i, s in enumerate(config.annotation_schemes)}
 
     def done(record: dict[str, Any]) -> dict[str, Any]:
@@ -82,6 +87,8 @@ def records(config: Config, labels: Iterable[Label]) -> Iterator[dict[str, Any]]
             if current is not None:
                 yield done(current)
             current = {"instance_id": lab.item_id, "user_id": lab.user, "labels": {}, "spans": {}, "links": {}}
+            if lab.user in participants:
+                current["participant"] = dict(participants[lab.user])
         scheme = config.scheme(lab.schema)
         if scheme is not None and scheme.annotation_type is SchemeType.SPAN:
             if spans := upstream_spans(lab.schema, lab.value):
@@ -98,10 +105,13 @@ def render(fmt: str, rows: list[dict[str, Any]]) -> str:
     """The export file's text for ``rows`` in ``fmt`` (pure)."""
     if fmt == "jsonl":
         return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-    columns: list[str] = ["instance_id", "user_id"]
+    present = [key for key in PARTICIPANT_COLUMNS if any(key in row.get("participant", {}) for row in rows)]
+    columns: list[str] = ["instance_id", "user_id", *(f"participant.{key}" for key in present)]
     flat = []
     for row in rows:
         out = {"instance_id": row["instance_id"], "user_id": row["user_id"]}
+        who = row.get("participant", {})
+        out.update({f"participant.{key}": who[key] for key in present if key in who})
         for schema, answer in row["labels"].items():
             for label_name, value in answer.items():
                 column = f"{schema}.{label_name}"
@@ -122,9 +132,10 @@ def render(fmt: str, rows: list[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def write(config: Config, labels: Iterable[Label], fmt: str, folder: Path) -> tuple[Path, int]:
+def write(config: Config, labels: Iterable[Label], fmt: str, folder: Path,
+          participants: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[Path, int]:
     """Write ``folder/annotations.<fmt>`` whole or not at all (a reader never sees half a file)."""
-    rows = list(records(config, labels))
+    rows = list(records(config, labels, participants))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"annotations.{fmt}"
     tmp = folder / f".annotations.{fmt}.tmp"
@@ -200,6 +211,8 @@ def record_from_row(config: Config, row: Mapping[str, Any]) -> tuple[dict[str, A
     for column, cell in row.items():
         if column in RECORD_KEYS or cell in (None, ""):
             continue
+        if column.partition(".")[0] == "participant" and "participant" not in names:
+            continue  # a platform's ids, written beside the answers by this server's export
         schema = next((n for n in names if column.startswith(n + ".")), column.partition(".")[0])
         label_name = column[len(schema) + 1:]
         if label_name == SPANS_COLUMN:

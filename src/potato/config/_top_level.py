@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from potato.config import _crowdsourcing as crowd_keys
 from potato.config import _page as page_keys
 from potato.config._checks import (
     Check,
@@ -41,6 +42,7 @@ TOP_LEVEL_KEYS = (
     "active_learning",
     "validation",
     *page_keys.KEYS,
+    *crowd_keys.KEYS,
 )
 """Top-level keys Potato reads; others only warn, as released configs carry many more."""
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from potato import defaults
+from potato.crowdsourcing import Crowdsourcing
 from potato.training.containers import ContainerSpec
 from potato.training.schemes import Scheme
 
@@ -338,6 +339,9 @@ class Config:
     upstream Potato does for ``output_annotation_format`` / ``export_annotation_format``."""
     auto_export_interval: int = defaults.AUTO_EXPORT_INTERVAL_S
     active_learning: ActiveLearning = field(default_factory=ActiveLearning)
+    crowdsourcing: Crowdsourcing | None = None
+    """Where participants come from and how they go back (``crowdsourcing``, or ``login: {type:
+    url_direct}``); None where annotators sign in by name."""
 
     def training_kinds(self) -> frozenset[str]:
         """The kinds of answer this project's trainable schemes give (radio, multiselect, span): a trainer

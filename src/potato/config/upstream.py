@@ -36,7 +36,6 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "require_no_password": _e("sign-in without a password next to password accounts"),
     "mturk": _e("Amazon Mechanical Turk HITs and their sign-in"),
     "prolific": _e("Prolific study integration (sign-in, completion, payouts)"),
-    "crowdsourcing": _e("crowdsourcing-panel integration (worker ids, completion redirects)"),
     "sessions": _e("named annotation sessions that group annotators"),
     "rooms": _e("live rooms where annotators work together"),
     "server_name": _w("a display name for the browser title (these pages are titled with annotation_task_name)"),
@@ -153,8 +152,6 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "customjs": _e("custom JavaScript in the page"),
     "customjs_hostname": _e("custom JavaScript in the page"),
     "ui_debug": _w("upstream's interface debugging"),
-    "auto_redirect_on_completion": _e("sending annotators to another site when they finish"),
-    "auto_redirect_delay": _w("the delay before a completion redirect"),
     # running the server
     "env_substitution": _e("${VAR} substitution in the config file"),
     "debug_phase": _w("upstream's debug start page"),

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from potato import defaults
+from potato.config import _crowdsourcing as crowd_keys
 from potato.config import _page as page_keys
 from potato.config._active import as_auto_retrain, check_active_learning
 from potato.config._checks import Findings, Invalid, section, show
@@ -62,7 +63,7 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
                   file_mode: int | None = None) -> tuple[Config | None, list[str]]:
     """All top-level checks; the config (None if anything failed) and the declared backend names."""
     values = check_top_level(raw, path, findings, file_mode)
-    page = page_keys.check(raw, findings)
+    page = _page_and_platform(raw, resolve(path.parent, values.get("task_dir", ".")), findings)
     schemes = check_schemes(raw.get("annotation_schemes"), findings,
                             go_to_item=page is None or not page["page"].jumping_to_id_disabled)
     scheme_types = training_types(raw.get("annotation_schemes"))
@@ -98,6 +99,24 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
         **page,
     )
     return config, names
+
+
+def _page_and_platform(raw: Mapping[Any, object], task_dir: Path, findings: Findings) -> dict[str, Any] | None:
+    """The page's values with ``crowdsourcing``: a platform's participants sign in by its link's id."""
+    page = page_keys.check(raw, findings)
+    if page is None:
+        return None
+    login = raw.get("login")
+    ok, crowd = crowd_keys.check(raw, login if isinstance(login, dict) else {}, task_dir, findings)
+    if not ok:
+        return None
+    if crowd is not None:
+        if page["access"].require_password:
+            findings.error("require_password", "a crowdsourcing platform signs participants in by its link, which "
+                                               "cannot carry a password; remove require_password")
+            return None
+        page["access"] = replace(page["access"], url_argument=crowd.id_param)
+    return {**page, "crowdsourcing": crowd}
 
 
 def _with_active_learning(training: ModelTraining, active: ActiveLearning, backend_types: Mapping[str, str | None],

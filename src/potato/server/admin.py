@@ -5,13 +5,13 @@ Every route needs the ``X-API-Key`` header or an admin session (``/admin/login``
 
 from __future__ import annotations
 
-import json
-from typing import Any, Iterator
+from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, redirect, render_template, request, session, url_for
 
 from potato.label_import import Entry, check_entries, compare
-from potato.labels import LabelSource, LabelStore
+from potato.labels import LabelSource, export_lines
+from potato.participants import participant_ids
 from potato.server.auth import admin_required, clean_user_name, key_matches
 from potato.server.jsonio import why_not_json
 from potato.server.context import current_project
@@ -77,17 +77,11 @@ def api_progress() -> Any:
     return jsonify(progress_summary())
 
 
-def export_lines(labels: LabelStore) -> Iterator[str]:
-    """All labels as jsonl, one object per (user, item, schema), in a stable order."""
-    for lab in labels.iter_labels():
-        yield json.dumps(lab.to_json(), ensure_ascii=False) + "\n"
-
-
 @bp.get("/api/export")
 @admin_required
 def api_export() -> Any:
     return Response(
-        export_lines(current_project().labels),
+        export_lines(current_project().labels.iter_labels(), participant_ids(current_project().db)),
         mimetype="application/x-ndjson",
         headers={"Content-Disposition": "attachment; filename=labels.jsonl"},
     )

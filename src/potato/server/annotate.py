@@ -18,6 +18,7 @@ from potato.training.schemes import SchemeType
 from potato.items import shown_text
 from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema
+from potato.server import crowd
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.context import Project, current_project
 from potato.server.security import (LOGINS, PASSWORD_FAILURES, client_addr, end_annotator_session,
@@ -184,10 +185,10 @@ def _login_page(error: str | None = None, status: int = 200, name: str = "") -> 
 
 @bp.get("/")
 def index() -> Any:
-    access = current_project().config.access
-    if access.url_argument and request.args.get(access.url_argument):
-        # Crowdsourcing panels send people to the study with their id in the link (url_direct).
-        return _sign_in(request.args[access.url_argument], password=None, register=False)
+    # Crowdsourcing platforms send people to the study with their id in the link (url_direct).
+    arrived = crowd.arrive(current_project(), lambda name: _sign_in(name, password=None, register=False))
+    if arrived is not None:
+        return arrived
     if current_user():
         return redirect(url_for("annotate.annotate"))
     return _login_page()
@@ -267,7 +268,7 @@ def annotate() -> Any:
     start = _start_position(project, user) if shown is None else shown
     if project.queue.size(user) == 0:
         return render_template("no_items.html", title=project.config.annotation_task_name, user=user,
-                               page=project.config.page)
+                               page=project.config.page, crowd=project.config.crowdsourcing)
     first = item_payload(project, user, start)
     return render_template(
         "annotate.html",
@@ -275,6 +276,7 @@ def annotate() -> Any:
         user=user,
         schemes=project.config.annotation_schemes,
         page=project.config.page,
+        crowd=project.config.crowdsourcing,
         # A label's key wins over the page's letter of the same name (upstream configs may use a, g, d).
         label_keys={o.key for s in project.config.annotation_schemes for o in s.options if o.key},
         first=first,

@@ -16,6 +16,7 @@ import threading
 from flask import Flask
 
 from potato import upstream_export
+from potato.participants import participant_ids
 from potato.project import Project
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ class AutoExporter:
         try:
             for fmt in config.export_formats:
                 upstream_export.write(config, self.project.labels.iter_labels(), fmt,
-                                      upstream_export.default_folder(config, fmt))
+                                      upstream_export.default_folder(config, fmt), participant_ids(self.project.db))
         except OSError as exc:
             if not self._failing:
                 log.error("could not write the annotation exports under %s: %s (the labels are safe in the "

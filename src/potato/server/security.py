@@ -300,10 +300,26 @@ def check_origin() -> Response | None:
     return response
 
 
+def framers(app: Flask) -> tuple[str, ...]:
+    """Other sites that may show these pages in a frame (MTurk, for a study it shows as a HIT)."""
+    return tuple(app.extensions.get("potato.framed_by", ()))
+
+
+def policy(app: Flask, form_action: tuple[str, ...] = ()) -> str:
+    """The Content-Security-Policy, with the sites a page's form may post to besides this one."""
+    csp = CSP
+    if form_action:
+        csp = csp.replace("form-action 'self'", "form-action 'self' " + " ".join(form_action))
+    if framers(app):
+        csp = csp.replace("frame-ancestors 'self'", "frame-ancestors 'self' " + " ".join(framers(app)))
+    return csp
+
+
 def add_headers(response: Response) -> Response:
     headers = response.headers
-    headers.setdefault("Content-Security-Policy", CSP)
-    headers.setdefault("X-Frame-Options", "SAMEORIGIN")
+    headers.setdefault("Content-Security-Policy", policy(current_app))
+    if not framers(current_app):  # X-Frame-Options cannot name another site; frame-ancestors does
+        headers.setdefault("X-Frame-Options", "SAMEORIGIN")
     headers.setdefault("X-Content-Type-Options", "nosniff")
     headers.setdefault("Referrer-Policy", "same-origin")
     return response
@@ -315,6 +331,18 @@ class SessionInterface(SecureCookieSessionInterface):
 
     def get_cookie_secure(self, app: Flask) -> bool:
         return bool(app.config.get("SESSION_COOKIE_SECURE")) or request.is_secure
+
+    def get_cookie_samesite(self, app: Flask) -> str | None:
+        """In another site's frame (MTurk's) a Lax cookie is never sent back, so the participant could
+        not stay signed in; there it is SameSite=None, which browsers take only with Secure (https)."""
+        if framers(app) and self.get_cookie_secure(app):
+            return "None"
+        return super().get_cookie_samesite(app)
+
+    def get_cookie_partitioned(self, app: Flask) -> bool:
+        """A framed study's cookie is kept apart for each site that frames it (CHIPS), which browsers
+        that block third-party cookies still send."""
+        return bool(framers(app) and self.get_cookie_secure(app))
 
 
 def init_app(app: Flask, project: Project) -> None:

@@ -1,0 +1,288 @@
+"""Crowdsourcing platforms: who a participant is on arrival, and how they go back when done (pure).
+
+A paid study starts on a platform (Prolific, MTurk, Connect, SONA, Microworkers, Clickworker, a
+panel, or an expert's invite link) that sends the participant here with their id in the link, and
+ends with a hand-off the platform checks before it pays: a completion code, a return link, or
+(MTurk) a form posted back. Each platform's parameter names and hand-off are data here, as
+upstream Potato's ``crowdsourcing`` block names them; the server stores the arrival and renders
+the hand-off. Nothing here does I/O, so every platform's rules are tested without a browser.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import hmac
+import string
+from dataclasses import dataclass, field
+from typing import Mapping, NamedTuple
+from urllib.parse import quote, urlsplit
+
+PREVIEW_ASSIGNMENT = "ASSIGNMENT_ID_NOT_AVAILABLE"
+"""MTurk's assignmentId while a worker only previews a HIT: they have not accepted it yet."""
+PROLIFIC_RETURN = "https://app.prolific.com/submissions/complete?cc={code}"
+SONA_CREDIT = ("https://{hostname}/webstudy_credit.aspx?experiment_id={experiment_id}&credit_token={credit_token}"
+               "&survey_code={survey_code}")
+"""SONA's web-study credit link: opening it in the participant's browser grants the credit."""
+MTURK_HOSTS = ("www.mturk.com", "workersandbox.mturk.com")
+"""Where MTurk's ``turkSubmitTo`` may point: a link naming any other host cannot receive the
+completion form (it would hand the code to whoever wrote the link)."""
+MTURK_ORIGINS = tuple(f"https://{host}" for host in MTURK_HOSTS)
+PLACEHOLDERS = ("code", "worker_id", "session_id", "study_id")
+"""What a ``redirect_url`` may hold besides the captured parameters' names."""
+DONE_MESSAGE = "Your annotations have been saved. You may close this window."
+CODE_MESSAGE = "Copy the code above and paste it in your crowdsourcing platform to receive credit."
+VCODE_MESSAGE = "Paste this VCODE into the Microworkers task window to submit your work."
+EXPERT_MESSAGE = "Thank you! Your work has been recorded. Payment is handled through your contract."
+
+
+class Platform(NamedTuple):
+    """One platform's link parameters, as upstream names them."""
+
+    label: str
+    """Shown on the return button: "Return to <label>"."""
+    id_param: str
+    session_param: str | None = None
+    study_param: str | None = None
+    always_captured: tuple[str, ...] = ()
+
+
+PLATFORMS: Mapping[str, Platform] = {
+    "generic": Platform("your crowdsourcing platform", "PROLIFIC_PID"),
+    "prolific": Platform("Prolific", "PROLIFIC_PID", "SESSION_ID", "STUDY_ID"),
+    "mturk": Platform("MTurk", "workerId", "assignmentId", "hitId", ("turkSubmitTo",)),
+    "connect": Platform("Connect", "participantId", "assignmentId", "projectId"),
+    "sona": Platform("SONA", "sona_code"),
+    "microworkers": Platform("Microworkers", "mw_id", "slot_id", "campaign_id"),
+    "clickworker": Platform("Clickworker", "worker_id"),
+    "expert": Platform("your contracting platform", "invite"),
+    # A config with login: {type: url_direct} and no crowdsourcing block: upstream serves Prolific's
+    # and MTurk's arrivals from the one link.
+    "url_direct": Platform("your crowdsourcing platform", "PROLIFIC_PID", "SESSION_ID", "STUDY_ID",
+                           ("assignmentId", "hitId", "turkSubmitTo")),
+}
+
+
+class Outcome(enum.Enum):
+    """How a participant's session ended: the platform pays each by its own code."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    """Stopped by the study (a check they did not pass): ``failed_code``."""
+    SCREENED_OUT = "screened_out"
+    """Sent back as not eligible (a consent declined): ``screened_out_code``, else ``failed_code``."""
+
+
+@dataclass(frozen=True)
+class Crowdsourcing:
+    """The ``crowdsourcing`` block (or, without one, ``login: {type: url_direct}``) as validated."""
+
+    provider: str = "url_direct"
+    id_param: str = "PROLIFIC_PID"
+    capture_params: tuple[str, ...] = ()
+    platform_label: str = ""
+    code: str | None = None
+    failed_code: str | None = None
+    screened_out_code: str | None = None
+    redirect_url: str | None = None
+    """A return link with placeholders; the platform's own return link where it has one."""
+    auto_redirect: bool = False
+    auto_redirect_delay_ms: int = 5000
+    message: str | None = None
+    sona_hostname: str = ""
+    sona_experiment_id: str = ""
+    sona_credit_token: str = ""
+    vcode_secret: str = ""
+    vcode_prefix: str = ""
+    vcode_length: int = 12
+    invites: Mapping[str, str] = field(default_factory=dict)
+    """An expert's invite token and the name they annotate under."""
+
+    @property
+    def platform(self) -> Platform:
+        return PLATFORMS[self.provider]
+
+    @property
+    def label(self) -> str:
+        return self.platform_label or self.platform.label
+
+    @property
+    def posts_to_mturk(self) -> bool:
+        return self.provider in ("mturk", "url_direct")
+
+    def captured(self) -> tuple[str, ...]:
+        """The link parameters kept with the participant, besides their id."""
+        p = self.platform
+        names = [n for n in (p.session_param, p.study_param, *p.always_captured, *self.capture_params) if n]
+        return tuple(dict.fromkeys(n for n in names if n != self.id_param))
+
+
+class ArrivalRefused(Exception):
+    """A link that cannot start a session; the message is for the participant."""
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """Who came from the platform: ``worker_id`` is the name they annotate under."""
+
+    worker_id: str
+    session_id: str | None = None
+    study_id: str | None = None
+    params: Mapping[str, str] = field(default_factory=dict)
+
+
+def is_preview(settings: Crowdsourcing, args: Mapping[str, str]) -> bool:
+    """An MTurk worker looking at the HIT before accepting it: show the task, start nothing."""
+    return settings.posts_to_mturk and args.get("assignmentId") == PREVIEW_ASSIGNMENT
+
+
+def arrival(settings: Crowdsourcing, args: Mapping[str, str]) -> Arrival:
+    """The participant a link names, or :class:`ArrivalRefused` saying what is wrong with the link."""
+    raw = args.get(settings.id_param, "")
+    if not raw:
+        raise ArrivalRefused(f"Missing required URL parameter: {settings.id_param}. Please access this page "
+                             "through your crowdsourcing platform.")
+    worker = raw
+    if settings.provider == "expert":
+        # The token is a credential: it picks the name and is kept nowhere.
+        if not any(hmac.compare_digest(raw.encode(), token.encode()) for token in settings.invites):
+            raise ArrivalRefused("This invite link is not valid. Use the personal link the study's admin sent "
+                                 "you, or ask them for a new one.")
+        worker = settings.invites[raw] or raw
+    params = {name: args[name] for name in settings.captured() if args.get(name)}
+    p = settings.platform
+    return Arrival(worker_id=worker, session_id=params.get(p.session_param or ""),
+                   study_id=params.get(p.study_param or ""), params=params)
+
+
+@dataclass(frozen=True)
+class HandOff:
+    """What the done page shows and does: a code to copy, a way back, and when to go back by itself."""
+
+    code: str | None = None
+    message: str = DONE_MESSAGE
+    return_url: str | None = None
+    """A link back (the "Return to ..." button)."""
+    form_action: str | None = None
+    """MTurk: the form is posted back instead of a link followed."""
+    form_fields: tuple[tuple[str, str], ...] = ()
+    label: str = ""
+    auto_redirect: bool = False
+    delay_ms: int = 5000
+
+    @property
+    def button(self) -> str | None:
+        if self.form_action:
+            return f"Submit HIT to {self.label}"
+        return f"Return to {self.label}" if self.return_url else None
+
+
+def outcome_code(settings: Crowdsourcing, outcome: Outcome) -> str | None:
+    if outcome is Outcome.FAILED:
+        return settings.failed_code or settings.code
+    if outcome is Outcome.SCREENED_OUT:
+        return settings.screened_out_code or settings.failed_code or settings.code
+    return settings.code
+
+
+def hand_off(settings: Crowdsourcing, who: Arrival, outcome: Outcome = Outcome.COMPLETED) -> HandOff:
+    """The done page for ``who``, as their platform expects it."""
+    code = outcome_code(settings, outcome)
+    label = settings.label
+
+    def back(url: str, message: str = CODE_MESSAGE, shown: str = label) -> HandOff:
+        return HandOff(code=code, message=message, return_url=url, label=shown, auto_redirect=settings.auto_redirect,
+                       delay_ms=settings.auto_redirect_delay_ms)
+
+    if settings.provider == "microworkers":
+        return HandOff(code=vcode(settings.vcode_secret, who.worker_id, who.study_id or "", settings.vcode_prefix,
+                                  settings.vcode_length), message=VCODE_MESSAGE, label=label)
+    if settings.provider == "sona":
+        code = None  # SONA's credit link is the hand-off: there is no code to copy
+        return back(SONA_CREDIT.format(hostname=settings.sona_hostname,
+                                       experiment_id=quote(settings.sona_experiment_id, safe=""),
+                                       credit_token=quote(settings.sona_credit_token, safe=""),
+                                       survey_code=quote(who.worker_id, safe="")),
+                    "Open the link below to receive your credit on SONA.")
+    if settings.posts_to_mturk:
+        action = mturk_submit_url(who.params.get("turkSubmitTo"))
+        assignment = who.params.get("assignmentId")
+        if action and assignment:
+            fields = (("assignmentId", assignment),) + ((("completionCode", code),) if code else ())
+            return HandOff(code=code, message=CODE_MESSAGE if code else DONE_MESSAGE, form_action=action,
+                           form_fields=fields, label="MTurk" if settings.provider == "url_direct" else label,
+                           auto_redirect=settings.auto_redirect, delay_ms=settings.auto_redirect_delay_ms)
+    if code is None:
+        return HandOff(message=settings.message or (EXPERT_MESSAGE if settings.provider == "expert" else DONE_MESSAGE),
+                       label=label)
+    if settings.redirect_url:
+        return back(fill_url(settings.redirect_url, who, code))
+    if settings.provider == "prolific" or (settings.provider == "url_direct" and settings.id_param.lower() == "prolific_pid"):
+        return back(PROLIFIC_RETURN.format(code=quote(code, safe="")), shown=settings.platform_label or "Prolific")
+    return HandOff(code=code, message=CODE_MESSAGE, label=label)
+
+
+def vcode(secret: str, worker_id: str, campaign_id: str = "", prefix: str = "", length: int = 12) -> str:
+    """Microworkers' per-worker VCODE: the same for the same worker and campaign, unguessable without the
+    secret, so a submitted code can be checked again later from the export."""
+    digest = hmac.new(secret.encode(), f"{worker_id}:{campaign_id}".encode(), hashlib.sha256).hexdigest()
+    return prefix + digest[:length]
+
+
+def placeholders(template: str) -> list[str]:
+    """The ``{name}`` fields of a return-link template, in order (``{{`` is a literal brace)."""
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+
+
+def template_problem(template: str, names: tuple[str, ...]) -> str | None:
+    """What is wrong with a return-link template, for the config check; None when it is usable.
+
+    The scheme and host must be written out: a placeholder there would let a link's parameters
+    choose where participants (and their codes) are sent.
+    """
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError as bad:
+        return f"is not a link template ({bad}); write placeholders as {{code}}, literal braces as {{{{ }}}}"
+    allowed = (*PLACEHOLDERS, *names)
+    for _, name, spec, conversion in fields:
+        if name is None:
+            continue
+        if name not in allowed:
+            return f"has the placeholder {{{name}}}; valid: " + ", ".join(f"{{{n}}}" for n in allowed)
+        if spec or conversion:
+            return f"writes {{{name}}} with a format; write the plain {{{name}}}"
+    literal = ""
+    for text, name, _, _ in fields:
+        literal += text
+        if name is not None:
+            break
+    parts = urlsplit(literal)
+    whole = all(name is None for _, name, _, _ in fields)
+    fixed_host = parts.netloc and (whole or len(literal) > len(f"{parts.scheme}://{parts.netloc}"))
+    if parts.scheme not in ("http", "https") or not fixed_host:
+        return ("must start with a fixed https:// address (scheme and host written out, placeholders after them), "
+                f"e.g. https://panel.example.com/complete?code={{code}}; got {template!r}")
+    return None
+
+
+def fill_url(template: str, who: Arrival, code: str | None) -> str:
+    """The return link for ``who``: each placeholder's value URL-encoded, a missing one empty."""
+    values: dict[str, str] = {**who.params, "code": code or "", "worker_id": who.worker_id,
+                              "session_id": who.session_id or "", "study_id": who.study_id or ""}
+
+    class Empty(dict):  # type: ignore[type-arg]
+        def __missing__(self, key: str) -> str:
+            return ""
+
+    return template.format_map(Empty({k: quote(v, safe="") for k, v in values.items()}))
+
+
+def mturk_submit_url(submit_to: str | None) -> str | None:
+    """Where the MTurk form goes: ``turkSubmitTo``'s host (only MTurk's own) + ``/mturk/externalSubmit``."""
+    if not submit_to:
+        return None
+    parts = urlsplit(submit_to)
+    if parts.scheme != "https" or parts.hostname not in MTURK_HOSTS or parts.port not in (None, 443):
+        return None
+    return f"https://{parts.hostname}/mturk/externalSubmit"

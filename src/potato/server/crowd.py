@@ -1,0 +1,101 @@
+"""Participants from crowdsourcing platforms: arriving by the platform's link, and the done page.
+
+The rules of each platform are data in :mod:`potato.crowdsourcing`; this blueprint stores who
+arrived (:mod:`potato.participants`) and renders the hand-off: the completion code with a copy
+button, the way back, and the redirect by itself where the config asks for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from flask import Blueprint, Flask, current_app, make_response, redirect, render_template, request, session, url_for
+
+from potato.crowdsourcing import (MTURK_ORIGINS, ArrivalRefused, HandOff, Outcome, arrival, hand_off,
+                                  is_preview)
+from potato.participants import Participants
+from potato.server.auth import current_user, login_required, session_user
+from potato.server.context import Project, current_project
+from potato.server.security import policy
+
+bp = Blueprint("crowd", __name__)
+
+DONE_HEADING = "Thank You!"
+DONE_LINE = "You have completed the annotation task and your responses are saved."
+
+
+def arrive(project: Project, sign_in: Callable[[str], Any]) -> Any | None:
+    """The answer to a platform's link on ``/``, or None where the page shows the sign-in form.
+
+    ``sign_in`` is the sign-in every way in passes through (throttle, the list of annotators);
+    the arrival is stored only once it has let the participant in.
+    """
+    crowd = project.config.crowdsourcing
+    if crowd is None:
+        return None
+    args = request.args
+    if is_preview(crowd, args):
+        return render_template("preview.html", title=project.config.annotation_task_name, page=project.config.page)
+    if not args.get(crowd.id_param):
+        if crowd.provider == "url_direct" or current_user():
+            return None  # the name form (upstream's url_direct shows it too), or back to the signed-in page
+    try:
+        who = arrival(crowd, args)
+    except ArrivalRefused as refused:
+        return _problem(project, str(refused), 403 if crowd.provider == "expert" else 400)
+    answer = sign_in(who.worker_id)
+    user = session.get("user")
+    if user is not None:
+        Participants(project.db).arrived(user, crowd.provider, who)
+    return answer
+
+
+def _problem(project: Project, message: str, status: int) -> Any:
+    config = project.config
+    return render_template("login.html", title=config.annotation_task_name, error=message, access=config.access,
+                           page=config.page, name=""), status
+
+
+def finished(project: Project, user: str) -> bool:
+    """Every item labelled, or none left to assign to this annotator (as the page counts)."""
+    queue = project.queue
+    done, total = queue.labelled(user), queue.total(user)
+    return done == total or (done == queue.size(user) and not queue.can_extend(user))
+
+
+def hand_off_for(project: Project, user: str) -> HandOff:
+    """The done page for ``user``: their platform's hand-off, or the study's completion code."""
+    crowd = project.config.crowdsourcing
+    page = project.config.page
+    if crowd is None:
+        return HandOff(code=page.completion_code, message="" if page.completion_code else HandOff.message)
+    participant = Participants(project.db).get(user)
+    who = participant.arrival if participant is not None else arrival(crowd, {crowd.id_param: user})
+    return hand_off(crowd, who, Outcome(participant.outcome) if participant and participant.outcome
+                    else Outcome.COMPLETED)
+
+
+@bp.get("/done")
+@login_required
+def done() -> Any:
+    project = current_project()
+    user = session_user()
+    if not finished(project, user):
+        return redirect(url_for("annotate.annotate"))
+    if project.config.crowdsourcing is not None:
+        Participants(project.db).finished(user, Outcome.COMPLETED)
+    shown = hand_off_for(project, user)
+    response = make_response(render_template("done.html", title=project.config.annotation_task_name, user=user,
+                                             page=project.config.page, hand_off=shown, heading=DONE_HEADING,
+                                             line=DONE_LINE))
+    if shown.form_action:
+        response.headers["Content-Security-Policy"] = policy(current_app, form_action=MTURK_ORIGINS)
+    return response
+
+
+def init_app(app: Flask, project: Project) -> None:
+    app.register_blueprint(bp)
+    crowd = project.config.crowdsourcing
+    if crowd is not None and crowd.posts_to_mturk:
+        # MTurk shows an external HIT inside its own page.
+        app.extensions["potato.framed_by"] = MTURK_ORIGINS

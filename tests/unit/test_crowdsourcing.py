@@ -1,0 +1,136 @@
+"""Issue 36 (crowdsourcing): each platform's link parameters and hand-off, as upstream names them (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from potato.crowdsourcing import (PREVIEW_ASSIGNMENT, Arrival, ArrivalRefused, Crowdsourcing, Outcome, arrival,
+                                  fill_url, hand_off, is_preview, mturk_submit_url, template_problem, vcode)
+
+
+def test_the_microworkers_vcode_is_an_hmac_of_worker_and_campaign() -> None:
+    assert vcode("s3cret", "w1", "c1", "mw-") == "mw-2e1600f3d15b"
+    assert vcode("s3cret", "w1", "c1", "mw-", length=20).startswith("mw-2e1600f3d15b")
+    assert vcode("s3cret", "w2", "c1", "mw-") != "mw-2e1600f3d15b"
+    settings = Crowdsourcing(provider="microworkers", id_param="mw_id", vcode_secret="s3cret", vcode_prefix="mw-")
+    who = arrival(settings, {"mw_id": "w1", "campaign_id": "c1", "slot_id": "s9"})
+    assert (who.worker_id, who.study_id, who.session_id) == ("w1", "c1", "s9")
+    shown = hand_off(settings, who)
+    assert shown.code == "mw-2e1600f3d15b"
+    assert shown.message == "Paste this VCODE into the Microworkers task window to submit your work."
+
+
+def test_prolific_arrival_keeps_the_session_and_study_and_returns_with_the_code() -> None:
+    settings = Crowdsourcing(provider="prolific", id_param="PROLIFIC_PID", code="C1ABCDEF", auto_redirect=True,
+                             auto_redirect_delay_ms=3000)
+    who = arrival(settings, {"PROLIFIC_PID": "60a1", "SESSION_ID": "s1", "STUDY_ID": "st1", "other": "x"})
+    assert who == Arrival("60a1", "s1", "st1", {"SESSION_ID": "s1", "STUDY_ID": "st1"})
+    shown = hand_off(settings, who)
+    assert shown.return_url == "https://app.prolific.com/submissions/complete?cc=C1ABCDEF"
+    assert shown.button == "Return to Prolific" and shown.code == "C1ABCDEF"
+    assert shown.auto_redirect and shown.delay_ms == 3000
+
+
+def test_a_url_direct_study_on_prolific_pid_returns_to_prolific_as_upstream_does() -> None:
+    settings = Crowdsourcing(provider="url_direct", id_param="PROLIFIC_PID", code="C0DE")
+    shown = hand_off(settings, arrival(settings, {"PROLIFIC_PID": "p1"}))
+    assert shown.return_url == "https://app.prolific.com/submissions/complete?cc=C0DE"
+    other = Crowdsourcing(provider="url_direct", id_param="worker", code="C0DE")
+    plain = hand_off(other, arrival(other, {"worker": "p1"}))
+    assert plain.code == "C0DE" and plain.return_url is None and plain.button is None
+
+
+def test_a_missing_id_parameter_is_named_with_where_to_come_from() -> None:
+    settings = Crowdsourcing(provider="connect", id_param="participantId")
+    with pytest.raises(ArrivalRefused) as refused:
+        arrival(settings, {"PROLIFIC_PID": "p1"})
+    assert str(refused.value) == ("Missing required URL parameter: participantId. Please access this page through "
+                                  "your crowdsourcing platform.")
+
+
+def test_a_generic_panel_fills_its_return_link_with_encoded_values() -> None:
+    settings = Crowdsourcing(provider="generic", id_param="response_id", capture_params=("batch",), code="P-1",
+                             redirect_url="https://panel.example.com/complete?rid={worker_id}&code={code}&b={batch}"
+                                          "&s={session_id}")
+    who = arrival(settings, {"response_id": "a&admin=1", "batch": "b 1#x"})
+    shown = hand_off(settings, who)
+    assert shown.return_url == ("https://panel.example.com/complete?rid=a%26admin%3D1&code=P-1&b=b%201%23x&s=")
+    assert shown.button == "Return to your crowdsourcing platform"
+    labelled = Crowdsourcing(provider="generic", id_param="rid", code="P-1", platform_label="Example Panel",
+                             redirect_url="https://panel.example.com/c?code={code}")
+    assert hand_off(labelled, arrival(labelled, {"rid": "r"})).button == "Return to Example Panel"
+
+
+@pytest.mark.parametrize("template, problem", [
+    ("https://panel.example.com/c?code={code}", None),
+    ("https://panel.example.com/done", None),
+    ("https://panel.example.com/c?a={nope}", "has the placeholder {nope}; valid: {code}, {worker_id}, {session_id}, "
+                                            "{study_id}, {batch}"),
+    ("https://panel.example.com/c?a={code!r}", "writes {code} with a format; write the plain {code}"),
+    ("{code}", "must start with a fixed https:// address"),
+    ("https://panel.example.com{code}", "must start with a fixed https:// address"),
+    ("https://{batch}.example.com/c", "must start with a fixed https:// address"),
+    ("javascript:alert(1)//{code}", "must start with a fixed https:// address"),
+    ("https://panel.example.com/c?a={code", "is not a link template"),
+])
+def test_a_return_link_cannot_let_the_arriving_link_choose_where_it_goes(template: str, problem: str | None) -> None:
+    found = template_problem(template, ("batch",))
+    assert found == problem if problem is None else found is not None and found.startswith(problem)
+
+
+def test_fill_url_leaves_an_absent_value_empty() -> None:
+    assert fill_url("https://x.example/c?s={study_id}&c={code}", Arrival("w"), None) == "https://x.example/c?s=&c="
+
+
+def test_mturk_posts_back_only_to_mturk_itself() -> None:
+    settings = Crowdsourcing(provider="mturk", id_param="workerId", code="MT-1")
+    who = arrival(settings, {"workerId": "W1", "assignmentId": "A1", "hitId": "H1",
+                             "turkSubmitTo": "https://workersandbox.mturk.com"})
+    assert (who.session_id, who.study_id) == ("A1", "H1")
+    shown = hand_off(settings, who)
+    assert shown.form_action == "https://workersandbox.mturk.com/mturk/externalSubmit"
+    assert shown.form_fields == (("assignmentId", "A1"), ("completionCode", "MT-1"))
+    assert shown.button == "Submit HIT to MTurk"
+    for hostile in ("https://evil.example", "http://www.mturk.com", "https://www.mturk.com.evil.example",
+                    "https://www.mturk.com:8443", "javascript:alert(1)"):
+        assert mturk_submit_url(hostile) is None, hostile
+        forged = hand_off(settings, arrival(settings, {"workerId": "W1", "assignmentId": "A1",
+                                                       "turkSubmitTo": hostile}))
+        assert forged.form_action is None and forged.code == "MT-1"  # the code is still shown to copy
+
+
+def test_an_mturk_preview_starts_nothing() -> None:
+    assert is_preview(Crowdsourcing(provider="mturk", id_param="workerId"), {"assignmentId": PREVIEW_ASSIGNMENT})
+    assert is_preview(Crowdsourcing(provider="url_direct"), {"assignmentId": PREVIEW_ASSIGNMENT})
+    assert not is_preview(Crowdsourcing(provider="prolific"), {"assignmentId": PREVIEW_ASSIGNMENT})
+    assert not is_preview(Crowdsourcing(provider="mturk", id_param="workerId"), {"assignmentId": "A1"})
+
+
+def test_sona_hands_off_through_its_credit_link() -> None:
+    settings = Crowdsourcing(provider="sona", id_param="sona_code", sona_hostname="dept.sona-systems.com",
+                             sona_experiment_id="123", sona_credit_token="tok&en")
+    shown = hand_off(settings, arrival(settings, {"sona_code": "AB 12"}))
+    assert shown.return_url == ("https://dept.sona-systems.com/webstudy_credit.aspx?experiment_id=123"
+                                "&credit_token=tok%26en&survey_code=AB%2012")
+    assert shown.code is None and shown.button == "Return to SONA"
+
+
+def test_an_expert_invite_names_the_expert_and_an_unknown_one_is_refused() -> None:
+    settings = Crowdsourcing(provider="expert", id_param="invite", invites={"k3J9mQ2xLp8v": "med-expert-1"})
+    who = arrival(settings, {"invite": "k3J9mQ2xLp8v"})
+    assert who.worker_id == "med-expert-1" and "k3J9mQ2xLp8v" not in str(who)
+    with pytest.raises(ArrivalRefused, match="This invite link is not valid"):
+        arrival(settings, {"invite": "forged-token"})
+    shown = hand_off(settings, who)
+    assert shown.code is None
+    assert shown.message == "Thank you! Your work has been recorded. Payment is handled through your contract."
+
+
+def test_a_failure_and_a_screen_out_get_their_own_codes() -> None:
+    settings = Crowdsourcing(provider="prolific", code="OK1", failed_code="FAIL1", screened_out_code="SCR1")
+    who = Arrival("p1")
+    assert hand_off(settings, who, Outcome.FAILED).code == "FAIL1"
+    assert hand_off(settings, who, Outcome.SCREENED_OUT).code == "SCR1"
+    fallback = Crowdsourcing(provider="prolific", code="OK1", failed_code="FAIL1")
+    assert hand_off(fallback, who, Outcome.SCREENED_OUT).code == "FAIL1"
+    assert hand_off(Crowdsourcing(provider="prolific", code="OK1"), who, Outcome.FAILED).code == "OK1"

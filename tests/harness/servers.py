@@ -43,7 +43,7 @@ class ServerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.output()}")
             try:
-                if requests.get(self.url + "/", timeout=1).status_code == 200:
+                if requests.get(self.url + "/healthz", timeout=1).status_code == 200:
                     return self
             except requests.RequestException:
                 time.sleep(0.1)

@@ -220,13 +220,17 @@ def _start_again(ctx: click.Context, port: int) -> str:
                    "output_annotation_dir/exports/FORMAT).")
 @click.option("--upstream-format", type=click.Choice(["jsonl", "json", "csv", "tsv"]), default=None,
               help="Write annotations.FORMAT as upstream Potato exports it (one record per annotator and item).")
-def export(config_path: Path, output: Path | None, upstream_format: str | None) -> None:
+@click.option("--phases", "phase_answers", is_flag=True,
+              help="Write the answers to the study's pages (consent, surveys) instead of the labels.")
+def export(config_path: Path, output: Path | None, upstream_format: str | None, phase_answers: bool) -> None:
     """Write every label as JSON lines: user, id, schema, label, source. With --upstream-format, write
-    upstream Potato's export instead, for scripts that read its output."""
+    upstream Potato's export instead, for scripts that read its output (with its phase_responses file
+    when the config sets export_include_phase_data); with --phases, the study pages' answers."""
     config = _load(config_path)
     from potato.db import Database
     from potato.labels import LabelStore, export_lines
     from potato.participants import participant_ids
+    from potato.phase_store import PhaseStore
 
     store = LabelStore(Database(config.database_path))
     if upstream_format:
@@ -236,7 +240,9 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None) 
         fmt = export_format(upstream_format)
         folder = output or upstream_export.default_folder(config, fmt)
         try:
-            path, records = upstream_export.write(config, store.iter_labels(), fmt, folder, participant_ids(store.db))
+            path, records = upstream_export.write(config, store.iter_labels(), fmt, folder, participant_ids(store.db),
+                                                  PhaseStore(store.db).all_answers() if config.export_phase_data
+                                                  else None)
         except OSError as exc:
             raise PotatoError(f"Cannot write the export into {folder} ({exc.strerror or exc}). With "
                               "--upstream-format, -o names a folder: pick one you can write to.") from None
@@ -245,14 +251,16 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None) 
     out: Any = output.open("w", encoding="utf-8") if output else sys.stdout
     count = 0
     try:
-        for line in export_lines(store.iter_labels(), participant_ids(store.db)):
+        lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in PhaseStore(store.db).all_answers()) \
+            if phase_answers else export_lines(store.iter_labels(), participant_ids(store.db))
+        for line in lines:
             out.write(line)
             count += 1
     finally:
         if output:
             out.close()
     if output:
-        click.echo(f"Exported {count} labels to {output}", err=True)
+        click.echo(f"Exported {count} {'answers' if phase_answers else 'labels'} to {output}", err=True)
 
 
 @cli.command("import-labels", short_help="Store labels from a .jsonl, .csv or .tsv file.")

@@ -175,6 +175,34 @@ MIGRATIONS: list[str] = [
         outcome TEXT
     );
     """,
+    # A study's pages around the items (phases): answers, how far each participant got, training tries.
+    """
+    CREATE TABLE phase_answers (
+        user TEXT NOT NULL,
+        phase TEXT NOT NULL,
+        schema TEXT NOT NULL,
+        value TEXT NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (user, phase, schema)
+    );
+    CREATE TABLE phase_states (
+        user TEXT NOT NULL,
+        phase TEXT NOT NULL,
+        state TEXT NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (user, phase)
+    );
+    CREATE TABLE training_attempts (
+        user TEXT NOT NULL,
+        phase TEXT NOT NULL,
+        round INTEGER NOT NULL,
+        item_id TEXT NOT NULL,
+        answers TEXT NOT NULL,
+        correct INTEGER NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX training_attempts_user ON training_attempts (user, phase, round);
+    """,
 ]
 
 

@@ -133,19 +133,52 @@ def render(fmt: str, rows: list[dict[str, Any]]) -> str:
 
 
 def write(config: Config, labels: Iterable[Label], fmt: str, folder: Path,
-          participants: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[Path, int]:
-    """Write ``folder/annotations.<fmt>`` whole or not at all (a reader never sees half a file)."""
+          participants: Mapping[str, Mapping[str, Any]] | None = None,
+          phase_answers: Iterable[Mapping[str, Any]] | None = None) -> tuple[Path, int]:
+    """Write ``folder/annotations.<fmt>`` whole or not at all (a reader never sees half a file); with
+    ``phase_answers`` (``export_include_phase_data``), ``phase_responses.<fmt>`` beside it."""
     rows = list(records(config, labels, participants))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"annotations.{fmt}"
-    tmp = folder / f".annotations.{fmt}.tmp"
+    _write_whole(path, render(fmt, rows))
+    if phase_answers is not None:
+        _write_whole(folder / f"phase_responses.{fmt}", render_phase_rows(fmt, phase_rows(config, phase_answers)))
+    return path, len(rows)
+
+
+PHASE_COLUMNS = ("user_id", "phase", "schema", "label_name", "value")
+
+
+def phase_rows(config: Config, answers: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The study pages' answers as upstream's phase_responses rows, one per label name (pure)."""
+    out: list[dict[str, Any]] = []
+    for answer in answers:
+        phase = config.phases.get(answer["phase"]) if config.phases else None
+        scheme = next((q for q in phase.questions if q.name == answer["schema"]), None) if phase else None
+        for label_name, value in upstream_labels(scheme, answer["label"]).items():
+            out.append({"user_id": answer["user"], "phase": answer["phase"], "schema": answer["schema"],
+                        "label_name": label_name, "value": value})
+    return out
+
+
+def render_phase_rows(fmt: str, rows: list[dict[str, Any]]) -> str:
+    if fmt == "jsonl":
+        return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=PHASE_COLUMNS, delimiter="\t" if fmt == "tsv" else ",")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def _write_whole(path: Path, content: str) -> None:
+    tmp = path.parent / f".{path.name}.tmp"
     fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-        fh.write(render(fmt, rows))
+        fh.write(content)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    return path, len(rows)
 
 
 def default_folder(config: Config, fmt: str) -> Path:

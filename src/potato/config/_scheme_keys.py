@@ -21,6 +21,7 @@ from potato.config._checks import (
     number,
     show,
     text,
+    text_list,
 )
 from potato.config._labels import label_options
 from potato.config.schema import FREE_RESPONSE_INSTRUCTION
@@ -96,7 +97,7 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) 
     ]
     if "label_requirement" in values:
         try:
-            values["required"] = _label_requirement(values.pop("label_requirement"))
+            values["required"], values["right_labels"] = _label_requirement(values.pop("label_requirement"))
         except Invalid as bad:
             problems += [(".label_requirement" + sub, detail) for sub, detail in bad.problems]
     if "has_free_response" in values and kind in ("radio", "multiselect"):
@@ -161,14 +162,24 @@ def _free_response(value: object) -> str | None:
     return str(values.get("instruction", FREE_RESPONSE_INSTRUCTION))
 
 
-def _label_requirement(value: object) -> bool:
+def _label_requirement(value: object) -> tuple[bool, tuple[str, ...]]:
+    """(required, the answers that let a participant go on): upstream's ``required_label`` (or its
+    docs' ``right_label``) makes a question required and names the answers it needs."""
     if isinstance(value, bool):
-        return value
+        return value, ()
     raw = mapping(value, "{required: true}")
-    values, problems = check_keys(raw, {"required": boolean}, "label_requirement")
+    one_or_more = text_list('["I agree"]')
+    values, problems = check_keys(raw, {"required": boolean, "required_label": _names(one_or_more),
+                                        "right_label": _names(one_or_more)}, "label_requirement")
     if problems:
         raise Invalid(problems=problems)
-    return bool(values.get("required", False))
+    right = tuple(values.get("required_label", ())) + tuple(values.get("right_label", ()))
+    return bool(values.get("required", False)) or bool(right), right
+
+
+def _names(check: Check) -> Check:
+    """One name or a list of them."""
+    return lambda value: check([value] if isinstance(value, str) else value)
 
 
 def _text_layout(values: dict[str, Any]) -> list[Problem]:

@@ -28,25 +28,27 @@ SCHEME_TYPE_NAMES = tuple(t.value for t in SchemeType)
 _EXAMPLE = "{annotation_type: radio, name: sentiment, labels: [positive, negative]}"
 
 
-def check_schemes(raw: object, findings: Findings, go_to_item: bool = True) -> tuple[Scheme, ...] | None:
+def check_schemes(raw: object, findings: Findings, go_to_item: bool = True,
+                  where: str = "annotation_schemes") -> tuple[Scheme, ...] | None:
     """Every scheme, or None if any is invalid (a missing ``annotation_schemes`` was already reported).
-    ``go_to_item``: whether the page has its Go to item box (and so its key)."""
+    ``go_to_item``: whether the page has its Go to item box (and so its key); ``where``: the config's
+    place of the list, for messages (a study page's questions are schemes too)."""
     if raw is None:
         return None
     if not isinstance(raw, list) or not raw:
         findings.error(
-            "annotation_schemes",
+            where,
             f"must be a non-empty list of schemes, each with annotation_type, name and labels; got {show(raw)}",
         )
         return None
     built: list[dict[str, Any]] = []
     first_use: dict[str, int] = {}
     for index, item in enumerate(raw):
-        at = f"annotation_schemes[{index}]"
+        at = f"{where}[{index}]"
         values, problems = _scheme_values(item, at, findings)
         name = values.get("name")
         if name in first_use:
-            problems.append((".name", f"{show(name)} is already the name of annotation_schemes[{first_use[name]}]; "
+            problems.append((".name", f"{show(name)} is already the name of {where}[{first_use[name]}]; "
                                       "give each scheme its own name"))
         elif name is not None:
             first_use[name] = index
@@ -61,13 +63,19 @@ def check_schemes(raw: object, findings: Findings, go_to_item: bool = True) -> t
     for index, values in enumerate(built):
         if "display_logic" in values:
             logic = check_display_logic(values.pop("display_logic"), values["name"], names,
-                                        f"annotation_schemes[{index}].display_logic", findings)
+                                        f"{where}[{index}].display_logic", findings)
             if logic is None:
                 keys = None
             values["display_logic_checked"] = logic
     for index, values in enumerate(built):
+        labels = [o.name for o in values.get("options", ())]
+        wrong = [r for r in values.get("right_labels", ()) if r not in labels]
+        if wrong:
+            findings.error(f"{where}[{index}].label_requirement", f"names {', '.join(map(show, wrong))}, which is not "
+                                                                  f"one of the labels ({', '.join(labels)})")
+            keys = None
         if values.get("free_response") is not None and free_response_name(values["name"]) in names:
-            findings.error(f"annotation_schemes[{index}].has_free_response",
+            findings.error(f"{where}[{index}].has_free_response",
                            f"its box is stored as {show(free_response_name(values['name']))}, which is already "
                            "the name of another scheme; rename that scheme")
             keys = None
@@ -156,6 +164,7 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         options=options,
         sequential_key_binding=values.get("sequential_key_binding", True),
         required=values.get("required", False),
+        right_labels=values.get("right_labels", ()),
         horizontal=values.get("horizontal", False),
         multiline=values.get("multiline", True),
         rows=values.get("rows", 3),

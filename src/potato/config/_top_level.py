@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from potato.config import _crowdsourcing as crowd_keys
 from potato.config import _page as page_keys
+from potato.config import _phases as phase_keys
 from potato.config._checks import (
     Check,
     Findings,
@@ -43,6 +44,7 @@ TOP_LEVEL_KEYS = (
     "validation",
     *page_keys.KEYS,
     *crowd_keys.KEYS,
+    *phase_keys.KEYS,
 )
 """Top-level keys Potato reads; others only warn, as released configs carry many more."""
 

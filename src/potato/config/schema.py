@@ -13,6 +13,7 @@ from typing import Protocol
 
 from potato import defaults
 from potato.crowdsourcing import Crowdsourcing
+from potato.phases import Phases
 from potato.training.containers import ContainerSpec
 from potato.training.schemes import Scheme
 
@@ -339,6 +340,10 @@ class Config:
     upstream Potato does for ``output_annotation_format`` / ``export_annotation_format``."""
     auto_export_interval: int = defaults.AUTO_EXPORT_INTERVAL_S
     active_learning: ActiveLearning = field(default_factory=ActiveLearning)
+    phases: Phases | None = None
+    """The study's pages around the items (consent, surveys, training); None: the items alone."""
+    export_phase_data: bool = False
+    """``export_include_phase_data``: exports carry the study pages' answers too."""
     crowdsourcing: Crowdsourcing | None = None
     """Where participants come from and how they go back (``crowdsourcing``, or ``login: {type:
     url_direct}``); None where annotators sign in by name."""

@@ -41,11 +41,8 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "server_name": _w("a display name for the browser title (these pages are titled with annotation_task_name)"),
     "persist_sessions": _w("keeping upstream's in-memory sessions across restarts (sessions here always persist)"),
     # what annotators are shown or asked
-    "phases": _e("a multi-page study flow (consent, instructions, training, annotation, post-study)"),
     "surveyflow": _e("survey pages before and after the annotation"),
     "prestudy": _e("a qualification test before annotating"),
-    "training": _e("a training phase with gold answers and feedback before annotating "
-                   "(model training here is model_training)"),
     "attention_checks": _e("attention-check items mixed into the queue"),
     "gold_standards": _e("gold items with known answers mixed into the queue"),
     "gold_standards_file": _e("the file of gold items with known answers"),
@@ -128,7 +125,6 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "watch_poll_interval": _e("how often a watched data folder is read"),
     "partial_loading": _e("loading items in parts"),
     "database": _e("keeping annotations in MySQL or another database (this server keeps them in SQLite)"),
-    "export_include_phase_data": _w("study-phase answers in exports"),
     "export_include_annotation_changes": _w("each change of an answer in exports"),
     "huggingface_backup": _e("copying annotations to the Hugging Face Hub"),
     "webhooks": _e("sending annotations to web hooks"),

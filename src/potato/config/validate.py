@@ -21,6 +21,7 @@ from typing import Any, Mapping
 from potato import defaults
 from potato.config import _crowdsourcing as crowd_keys
 from potato.config import _page as page_keys
+from potato.config import _phases as phase_keys
 from potato.config._active import as_auto_retrain, check_active_learning
 from potato.config._checks import Findings, Invalid, section, show
 from potato.config._files import resolve, warn_open_folder
@@ -78,10 +79,16 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
     names = list(backend_types)
     if schemes is not None and item_properties is not None and page is not None:
         page = span_target(raw.get("annotation_schemes"), schemes, item_properties, page, findings)
-    if findings.errors or schemes is None or item_properties is None or training is None or page is None \
-            or active is None:
-        return None, names
     task_dir = resolve(path.parent, values.get("task_dir", "."))
+    phases_ok, phases = phase_keys.check(raw, schemes, task_dir, findings)
+    for index, scheme in enumerate(schemes or ()):
+        if scheme.right_labels:
+            findings.error(f"annotation_schemes[{index}].label_requirement", "required_label applies to the questions "
+                                                                             "of a study page (phases), not to items; "
+                                                                             "use required: true")
+    if findings.errors or schemes is None or item_properties is None or training is None or page is None \
+            or active is None or not phases_ok:
+        return None, names
     config = Config(
         path=Path(os.path.abspath(path)),
         annotation_task_name=values["annotation_task_name"],
@@ -96,6 +103,8 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
         model_training=training,
         acknowledge=tuple(_acknowledge_list(raw.get("validation"))),
         active_learning=active,
+        phases=phases,
+        export_phase_data=raw.get("export_include_phase_data") is True,
         **page,
     )
     return config, names

@@ -18,7 +18,7 @@ from potato.training.schemes import SchemeType
 from potato.items import shown_text
 from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema
-from potato.server import crowd
+from potato.server import crowd, study
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.context import Project, current_project
 from potato.server.security import (LOGINS, PASSWORD_FAILURES, client_addr, end_annotator_session,
@@ -264,11 +264,14 @@ def logout() -> Any:
 def annotate() -> Any:
     project = current_project()
     user = session_user()
+    if study.before_items(project, user):
+        return redirect(url_for("study.show"))  # a consent, the instructions, the training come first
     shown = _shown_position(project, user, request.args.get("item"))
     start = _start_position(project, user) if shown is None else shown
     if project.queue.size(user) == 0:
         return render_template("no_items.html", title=project.config.annotation_task_name, user=user,
-                               page=project.config.page, crowd=project.config.crowdsourcing)
+                               page=project.config.page, crowd=project.config.crowdsourcing,
+                               pages_after=project.config.phases is not None)
     first = item_payload(project, user, start)
     return render_template(
         "annotate.html",
@@ -277,6 +280,7 @@ def annotate() -> Any:
         schemes=project.config.annotation_schemes,
         page=project.config.page,
         crowd=project.config.crowdsourcing,
+        pages_after=project.config.phases is not None,
         # A label's key wins over the page's letter of the same name (upstream configs may use a, g, d).
         label_keys={o.key for s in project.config.annotation_schemes for o in s.options if o.key},
         first=first,

@@ -17,6 +17,7 @@ from flask import Flask
 
 from potato import upstream_export
 from potato.participants import participant_ids
+from potato.phase_store import PhaseStore
 from potato.project import Project
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,8 @@ class AutoExporter:
         try:
             for fmt in config.export_formats:
                 upstream_export.write(config, self.project.labels.iter_labels(), fmt,
-                                      upstream_export.default_folder(config, fmt), participant_ids(self.project.db))
+                                      upstream_export.default_folder(config, fmt), participant_ids(self.project.db),
+                                      PhaseStore(self.project.db).all_answers() if config.export_phase_data else None)
         except OSError as exc:
             if not self._failing:
                 log.error("could not write the annotation exports under %s: %s (the labels are safe in the "

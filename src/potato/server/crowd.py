@@ -7,6 +7,7 @@ button, the way back, and the redirect by itself where the config asks for it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 from flask import Blueprint, Flask, current_app, make_response, redirect, render_template, request, session, url_for
@@ -17,6 +18,7 @@ from potato.participants import Participants
 from potato.server.auth import current_user, login_required, session_user
 from potato.server.context import Project, current_project
 from potato.server.security import policy
+from potato.server.study import ended_message, step_of
 
 bp = Blueprint("crowd", __name__)
 
@@ -56,23 +58,21 @@ def _problem(project: Project, message: str, status: int) -> Any:
                            page=config.page, name=""), status
 
 
-def finished(project: Project, user: str) -> bool:
-    """Every item labelled, or none left to assign to this annotator (as the page counts)."""
-    queue = project.queue
-    done, total = queue.labelled(user), queue.total(user)
-    return done == total or (done == queue.size(user) and not queue.can_extend(user))
-
-
-def hand_off_for(project: Project, user: str) -> HandOff:
-    """The done page for ``user``: their platform's hand-off, or the study's completion code."""
+def hand_off_for(project: Project, user: str, outcome: Outcome) -> HandOff:
+    """The done page for ``user``: their platform's hand-off for ``outcome``, or the study's completion
+    code (a study that ended early gives none: it was not completed)."""
     crowd = project.config.crowdsourcing
     page = project.config.page
     if crowd is None:
+        if outcome is not Outcome.COMPLETED:
+            return HandOff(message=ended_message(outcome))
         return HandOff(code=page.completion_code, message="" if page.completion_code else HandOff.message)
     participant = Participants(project.db).get(user)
     who = participant.arrival if participant is not None else arrival(crowd, {crowd.id_param: user})
-    return hand_off(crowd, who, Outcome(participant.outcome) if participant and participant.outcome
-                    else Outcome.COMPLETED)
+    shown = hand_off(crowd, who, outcome)
+    if outcome is not Outcome.COMPLETED:
+        shown = replace(shown, message=ended_message(outcome) + (" " + shown.message if shown.code else ""))
+    return shown
 
 
 @bp.get("/done")
@@ -80,14 +80,18 @@ def hand_off_for(project: Project, user: str) -> HandOff:
 def done() -> Any:
     project = current_project()
     user = session_user()
-    if not finished(project, user):
-        return redirect(url_for("annotate.annotate"))
+    step = step_of(project, user)
+    if step.annotating:
+        return redirect(url_for("annotate.annotate"))  # no code before the work is done
+    if step.phase is not None:
+        return redirect(url_for("study.show"))
+    outcome = step.ended or Outcome.COMPLETED
     if project.config.crowdsourcing is not None:
-        Participants(project.db).finished(user, Outcome.COMPLETED)
-    shown = hand_off_for(project, user)
+        Participants(project.db).finished(user, outcome)
+    shown = hand_off_for(project, user, outcome)
     response = make_response(render_template("done.html", title=project.config.annotation_task_name, user=user,
                                              page=project.config.page, hand_off=shown, heading=DONE_HEADING,
-                                             line=DONE_LINE))
+                                             line=DONE_LINE if outcome is Outcome.COMPLETED else ""))
     if shown.form_action:
         response.headers["Content-Security-Policy"] = policy(current_app, form_action=MTURK_ORIGINS)
     return response

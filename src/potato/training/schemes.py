@@ -75,6 +75,9 @@ class Scheme:
     sequential_key_binding: bool = True
     required: bool = False
     """An item cannot be saved without an answer here (upstream's ``label_requirement``)."""
+    right_labels: tuple[str, ...] = ()
+    """A study page's question that must be answered with one of these (``label_requirement.required_label``):
+    a consent that was not given ends the study."""
     horizontal: bool = False
     multiline: bool = True
     rows: int = 3

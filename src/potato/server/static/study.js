@@ -1,0 +1,37 @@
+// A study page: questions whose display_logic depends on earlier answers appear and disappear as
+// those are given. The form works without this script (the server decides what was asked).
+(function () {
+  "use strict";
+  var form = document.querySelector(".study-form");
+  if (!form || !window.PotatoConditions) { return; }
+  var questions = Array.prototype.slice.call(form.querySelectorAll("fieldset.question"));
+
+  function answerOf(fs) {
+    var type = fs.dataset.type;
+    if (type === "multiselect") {
+      return Array.prototype.map.call(fs.querySelectorAll("input:checked"), function (i) { return i.value; });
+    }
+    var checked = fs.querySelector("input[type=radio]:checked");
+    if (checked) { return checked.value; }
+    var field = fs.querySelector("textarea, select, input:not([type=radio]):not([type=checkbox])");
+    if (!field || field.value === "") { return null; }
+    return (type === "number" || type === "slider") ? Number(field.value) : field.value;
+  }
+
+  function update() {
+    var answers = {};
+    questions.forEach(function (fs) {
+      var logic = fs.dataset.logic ? JSON.parse(fs.dataset.logic) : null;
+      if (logic) {
+        var results = logic.conditions.map(function (c) { return window.PotatoConditions.holds(c, answers[c.schema]); });
+        fs.hidden = !(logic.any ? results.some(Boolean) : results.every(Boolean));
+        fs.disabled = fs.hidden;  // a hidden question sends nothing: it was not asked
+      }
+      if (!fs.hidden) { answers[fs.dataset.schema] = answerOf(fs); }
+    });
+  }
+
+  form.addEventListener("input", update);
+  form.addEventListener("change", update);
+  update();
+}());

@@ -107,11 +107,19 @@ def validate(config_path: Path, strict: bool, as_json: bool) -> None:
         from potato.errors import DataError
         from potato.items import load_items
 
-        props = report.config.item_properties
+        config = report.config
+        props = config.item_properties
         try:
-            load_items(report.config.data_files, props.id_key, props.text_key)
+            items = load_items(report.config.data_files, props.id_key, props.text_key)
         except DataError as exc:
             report = replace(report, config=None, errors=[*report.errors, Issue("data_files", str(exc))])
+        else:
+            from potato.display import display_problems
+
+            fields = [(i, f.key, f.type) for i, f in enumerate(config.page.display_fields)]
+            missing = display_problems(fields, ((item.id, item.data) for item in items), config.media_directory)
+            if missing:
+                report = replace(report, config=None, errors=[*report.errors, *(Issue(at, f"{at}: {p}") for at, p in missing)])
     if as_json:
         click.echo(json.dumps(report_to_json(report), indent=2))
     else:

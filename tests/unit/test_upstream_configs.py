@@ -433,11 +433,13 @@ def test_instance_display_text_fields_are_shown_and_others_refused() -> None:
                            "display_options": {"collapsible": True}}]}
     page = report_of(upstream(instance_display=display)).config.page
     assert [(f.key, f.label) for f in page.display_fields] == [("text", "Review"), ("product", "Product")]
-    display["fields"].append({"key": "photo", "type": "image", "label": "Photo"})
+    display["fields"].append({"key": "photo", "type": "image", "label": "Photo"})  # shown since issue 36
+    assert messages(report_of(upstream(instance_display=display)).errors) == []
+    display["fields"].append({"key": "clip", "type": "video", "label": "Clip"})
     assert messages(report_of(upstream(instance_display=display)).errors) == [
-        "instance_display.fields[2].type: 'type: image' is a Potato feature this server does not support: fields "
-        "other than text in instance_display (images, dialogues, PDFs, code...); remove it or run that project on "
-        "upstream Potato"]
+        "instance_display.fields[3].type: 'type: video' is a Potato feature this server does not support: video "
+        "fields in instance_display (this server shows text, image, dialogue, code, spreadsheet, document, pdf); "
+        "remove it or run that project on upstream Potato"]
 
 
 def test_instance_display_fields_reach_the_page(make_app: Callable[..., Any]) -> None:
@@ -445,7 +447,8 @@ def test_instance_display_fields_reach_the_page(make_app: Callable[..., Any]) ->
                                                    {"key": "id", "type": "text", "label": "Ref"}]})
     client.post("/login", data={"name": "alice"})
     item = client.get("/api/item/1").get_json()["item"]
-    assert item["fields"] == [{"label": "Review", "text": "The item 0 works perfectly."}, {"label": "Ref", "text": "r000"}]
+    assert item["fields"] == [{"label": "Review", "type": "text", "text": "The item 0 works perfectly."},
+                              {"label": "Ref", "type": "text", "text": "r000"}]
 
 
 # --- display_logic ------------------------------------------------------------------------------

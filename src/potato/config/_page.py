@@ -26,6 +26,7 @@ from potato.config._checks import (
 )
 from potato.config.schema import EXPORT_FORMATS, Access, Assignment, DisplayField, Page, export_format
 from potato.config.upstream import unsupported_message
+from potato.display import FIELD_TYPES
 
 KEYS = (
     "user_config", "require_password", "login", "session_lifetime_days",
@@ -33,7 +34,7 @@ KEYS = (
     "hide_navbar", "jumping_to_id_disabled", "alert_time_each_instance", "completion_code",
     "port", "host", "server", "site_dir", "random_seed", "output_annotation_format",
     "assignment_strategy", "max_annotations_per_user", "max_annotations_per_item", "num_annotators_per_item",
-    "instance_display", "export_annotation_format", "auto_export_interval",
+    "instance_display", "export_annotation_format", "auto_export_interval", "media_directory",
 )
 """Top-level keys read here."""
 
@@ -280,14 +281,20 @@ def _instance_display(value: object, findings: Findings) -> tuple[tuple[DisplayF
             continue
         findings.errors_at(at, field_problems)
         kind = field_values.get("type", "text")
+        options = field_values.get("display_options") or {}
         if "key" not in field_values:
             findings.error(f"{at}.key", "missing; name the item's key to show, e.g. key: text")
-        elif kind != "text":
-            findings.error(f"{at}.type", unsupported_message(f"type: {kind}", "fields other than text in "
-                                                             "instance_display (images, dialogues, PDFs, code...)"))
+        elif kind not in FIELD_TYPES:
+            findings.error(f"{at}.type", unsupported_message(f"type: {kind}", f"{kind} fields in instance_display "
+                                                             f"(this server shows {', '.join(FIELD_TYPES)})"))
+        elif field_values.get("span_target") and kind != "text":
+            findings.error(f"{at}.span_target", f"spans mark text; a {kind} field cannot be their target (mark a "
+                                                "text field instead)")
+        elif not isinstance(options, dict):
+            findings.error(f"{at}.display_options", f"must be a mapping such as {{max_width: 600}}, got {show(options)}")
         elif not field_problems:
             fields.append(DisplayField(field_values["key"], field_values.get("label", ""),
-                                       field_values.get("span_target", False)))
+                                       field_values.get("span_target", False), kind, dict(options)))
     layout = values.get("layout") or {}
     horizontal = isinstance(layout, dict) and layout.get("direction") == "horizontal"
     if problems or len(fields) != len(raw_fields):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Mapping, Protocol
 
 from potato import defaults
 from potato.crowdsourcing import Crowdsourcing
@@ -290,6 +290,10 @@ class DisplayField:
     label: str = ""
     span_target: bool = False
     """Span schemes mark this field (the item's own text: ``item_properties.text_key``)."""
+    type: str = "text"
+    """How it is shown: text, image, dialogue, code, spreadsheet, document or pdf (``potato.display``)."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Upstream's ``display_options`` (an image's ``max_width``, code's ``language``...)."""
 
 
 @dataclass(frozen=True)
@@ -342,6 +346,8 @@ class Config:
     active_learning: ActiveLearning = field(default_factory=ActiveLearning)
     phases: Phases | None = None
     """The study's pages around the items (consent, surveys, training); None: the items alone."""
+    media_directory: Path | None = None
+    """Where the image and PDF files items name are (``media_directory``), served at /media/."""
     export_phase_data: bool = False
     """``export_include_phase_data``: exports carry the study pages' answers too."""
     crowdsourcing: Crowdsourcing | None = None

@@ -91,7 +91,6 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "judge_alignment": _e("aligning an LLM judge with annotators"),
     "judge_calibration": _e("calibrating an LLM judge"),
     "cot_segmentation": _e("chain-of-thought segmentation"),
-    "media_directory": _e("serving audio, video or image files as items"),
     "audio_annotation": _e("audio annotation settings"),
     "spectrogram": _e("audio spectrograms"),
     "default_video_fps": _e("video annotation settings"),

@@ -125,7 +125,25 @@ def _page_and_platform(raw: Mapping[Any, object], task_dir: Path, findings: Find
                                                "cannot carry a password; remove require_password")
             return None
         page["access"] = replace(page["access"], url_argument=crowd.id_param)
-    return {**page, "crowdsourcing": crowd}
+    media = _media_directory(raw.get("media_directory"), task_dir, findings)
+    if media is False:
+        return None
+    return {**page, "crowdsourcing": crowd, "media_directory": media}
+
+
+def _media_directory(value: object, task_dir: Path, findings: Findings) -> Path | None | bool:
+    """The folder of the image and PDF files items name (False: a problem was reported)."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        findings.error("media_directory", f"must be a folder's path, got {show(value)}")
+        return False
+    folder = resolve(task_dir, value)
+    if not folder.is_dir():
+        findings.error("media_directory", f"{folder} is not a folder; make it and put the items' image and PDF files "
+                                          "there, or fix the path (it is relative to task_dir)")
+        return False
+    return folder
 
 
 def _with_active_learning(training: ModelTraining, active: ActiveLearning, backend_types: Mapping[str, str | None],

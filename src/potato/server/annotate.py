@@ -7,15 +7,18 @@ a client can also store and move in one request. The page never reloads; each sa
 
 from __future__ import annotations
 
+import functools
 import json
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from flask import Blueprint, Flask, current_app, jsonify, redirect, render_template, request, url_for
+from flask import (Blueprint, Flask, abort, current_app, jsonify, redirect, render_template, request,
+                   send_from_directory, url_for)
 
 from potato.accounts import AccountError, Accounts
-from potato.config.schema import Config
+from potato.config.schema import Config, DisplayField
+from potato.display import field_payload, media_path, pdf_pages
 from potato.training.schemes import SchemeType
-from potato.items import shown_text
 from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server import crowd, study
@@ -109,10 +112,40 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "finished": done == total or (done == queue.size(user) and not queue.can_extend(user)),
         "suggestions": _with_model_dates(project, project.suggestions_for(item.id))
         if project.suggestions_for is not None else {},
-        "fields": [{"label": f.label or f.key, "text": field_text(item.data.get(f.key)),
-                    **({"span_target": True} if f.span_target else {})}
-                   for f in project.config.page.display_fields],
+        "fields": [shown_field(project, f, item.data.get(f.key)) for f in project.config.page.display_fields],
     }
+
+
+def shown_field(project: Project, field: DisplayField, value: Any) -> dict[str, Any]:
+    """One field of an item as the page draws it (``potato.display``); a PDF with its page count."""
+    out = field_payload(field.type, field.label or field.key, value, field.options, request.script_root + MEDIA_URL)
+    if field.span_target:
+        out["span_target"] = True
+    path = media_path(value)
+    if out["type"] == "pdf" and path and project.config.media_directory is not None:
+        out["pages"] = _pdf_pages(project.config.media_directory / path)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _pdf_pages(path: Path) -> int | None:
+    try:
+        return pdf_pages(path.read_bytes())
+    except OSError:
+        return None
+
+
+MEDIA_URL = "/media/"
+
+
+@bp.get("/media/<path:name>")
+@login_required
+def media(name: str) -> Any:
+    """A file of ``media_directory`` (an item's image or PDF), for signed-in annotators only."""
+    folder = current_project().config.media_directory
+    if folder is None or media_path(name) is None:
+        abort(404)
+    return send_from_directory(folder, name, max_age=3600)
 
 
 def with_trained_at(suggestions: Mapping[str, dict[str, Any]], finished: Mapping[str, float]) -> dict[str, Any]:
@@ -128,11 +161,6 @@ def _with_model_dates(project: Project, suggestions: Mapping[str, dict[str, Any]
     rows = project.db.conn.execute(
         f"SELECT id, finished_at FROM runs WHERE id IN ({', '.join('?' * len(ids))})", ids).fetchall()
     return with_trained_at(suggestions, {row[0]: row[1] for row in rows if row[1] is not None})
-
-
-def field_text(value: Any) -> str:
-    """An item field as the page shows it: as the item's own text is shown, missing as empty."""
-    return "" if value is None else shown_text(value)
 
 
 def _start_position(project: Project, user: str) -> int:

@@ -312,6 +312,8 @@ def policy(app: Flask, form_action: tuple[str, ...] = ()) -> str:
         csp = csp.replace("form-action 'self'", "form-action 'self' " + " ".join(form_action))
     if framers(app):
         csp = csp.replace("frame-ancestors 'self'", "frame-ancestors 'self' " + " ".join(framers(app)))
+    if app.extensions.get("potato.remote_images"):  # items that are images on the web (upstream's image_url)
+        csp = csp.replace("img-src 'self' data:", "img-src 'self' data: https:")
     return csp
 
 
@@ -358,6 +360,8 @@ def init_app(app: Flask, project: Project) -> None:
     app.extensions["potato.throttle"] = Throttle(project.db)
     app.register_error_handler(SlowBody, body_too_slow)
     app.register_error_handler(ClientDisconnected, body_too_slow)
+    if any(f.type == "image" for f in config.page.display_fields):
+        app.extensions["potato.remote_images"] = True
     app.before_request(check_origin)
     app.after_request(add_headers)
 

@@ -36,10 +36,10 @@
       box.textContent = "";
       target = null;
       item.fields.forEach(function (f) {
-        var part = document.createElement("section"), head = document.createElement("h3"), body = document.createElement("div");
-        part.className = "field";
+        var part = document.createElement("section"), head = document.createElement("h3");
+        var body = window.PotatoFields.draw(f);
+        part.className = "field field-" + (f.type || "text");
         head.textContent = f.label;
-        body.textContent = f.text;
         part.appendChild(head);
         part.appendChild(body);
         box.appendChild(part);

@@ -1,0 +1,306 @@
+"""How an item's field is shown: each ``instance_display`` type as data the page draws (pure).
+
+The page builds every field with DOM calls (``textContent``, ``createElement``), never from HTML
+text, so nothing in an item can run script whatever it holds. A document's Markdown or HTML is
+read here into a tree of a few harmless elements (paragraphs, headings, lists, emphasis, code,
+tables, links to http(s) addresses); anything else is dropped or kept as its text.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from html.parser import HTMLParser
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import quote, urlsplit
+
+FIELD_TYPES = ("text", "image", "dialogue", "code", "spreadsheet", "document", "pdf")
+MEDIA_TYPES = ("image", "pdf")
+"""Types whose value may name a file under ``media_directory``."""
+MAX_ROWS = 1000
+"""A spreadsheet shows at most this many rows (the page stays light; the item keeps them all)."""
+SPEAKER_MAX = 40
+
+Node = Any
+"""A document node: a text string, or ``[tag, {attr: value}, [children]]``."""
+
+
+def media_path(value: Any) -> str | None:
+    """The file a media field names under ``media_directory``, or None where it is a web address or
+    cannot be a file there (an absolute path, ``..``)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    if urlsplit(value).scheme:
+        return None
+    path = PurePosixPath(value.strip().replace("\\", "/"))
+    if path.is_absolute() or ".." in path.parts or not path.parts:
+        return None
+    return str(path)
+
+
+def media_problem(value: Any) -> str | None:
+    """Why a media field's value cannot be shown, or None (pure)."""
+    if not isinstance(value, str) or not value.strip():
+        return "this item has no file or address here"
+    scheme = urlsplit(value).scheme
+    if scheme:
+        return None if scheme in ("http", "https") else f"{scheme}: addresses are not shown; use https:// or a file"
+    return None if media_path(value) else "the path leaves media_directory; name a file inside it"
+
+
+def field_payload(kind: str, label: str, value: Any, options: Mapping[str, Any], media_url: str) -> dict[str, Any]:
+    """What the page needs to draw one field of one item. ``media_url`` is where ``media_directory``'s
+    files are served (``/media/``)."""
+    out: dict[str, Any] = {"label": label, "type": kind}
+    if kind in MEDIA_TYPES:
+        problem = media_problem(value)
+        if problem:
+            return {**out, "type": "text", "text": f"[{kind} not shown: {problem}]"}
+        path = media_path(value)
+        out["src"] = media_url + quote(path) if path else value
+        if kind == "image":
+            out.update(alt=str(options.get("alt_text") or label or "image"), zoomable=options.get("zoomable", True) is not False)
+            if options.get("max_width"):
+                out["max_width"] = _css_size(options["max_width"])
+        return out
+    if kind == "dialogue":
+        return {**out, "turns": dialogue_turns(value, options.get("speaker_extraction", True) is not False)}
+    if kind == "code":
+        return {**out, "code": value if isinstance(value, str) else _plain(value),
+                "language": str(options.get("language") or "")}
+    if kind == "spreadsheet":
+        header, rows, more = table(value)
+        return {**out, "header": header, "rows": rows, "more": more}
+    if kind == "document":
+        source = value if isinstance(value, str) else _plain(value)
+        fmt = str(options.get("format") or ("html" if source.lstrip().startswith("<") else "markdown"))
+        return {**out, "blocks": sanitise_html(source) if fmt == "html" else markdown(source)}
+    return {**out, "text": _plain(value)}
+
+
+def _plain(value: Any) -> str:
+    from potato.items import shown_text
+
+    return "" if value is None else shown_text(value)
+
+
+def _css_size(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}px"
+    text = str(value).strip()
+    return text if re.fullmatch(r"\d+(\.\d+)?(px|%|rem|em|vw)", text) else ""
+
+
+def dialogue_turns(value: Any, extract: bool = True) -> list[dict[str, str]]:
+    """Turns as ``{"speaker", "text"}``: from ``"Speaker: text"`` strings or ``{speaker, text}`` objects."""
+    turns = value if isinstance(value, list) else [value] if value is not None else []
+    out: list[dict[str, str]] = []
+    for turn in turns:
+        if isinstance(turn, dict):
+            out.append({"speaker": str(turn.get("speaker", "")), "text": _plain(turn.get("text", ""))})
+            continue
+        text = _plain(turn)
+        speaker, sep, rest = text.partition(": ")
+        if extract and sep and 0 < len(speaker) <= SPEAKER_MAX and "\n" not in speaker:
+            out.append({"speaker": speaker, "text": rest})
+        else:
+            out.append({"speaker": "", "text": text})
+    return out
+
+
+def table(value: Any) -> tuple[list[str], list[list[str]], int]:
+    """(header, rows, rows left out) of a list of objects, a list of rows (the first is the header) or
+    CSV text."""
+    if isinstance(value, str):
+        value = list(csv.reader(io.StringIO(value)))
+    if not isinstance(value, list) or not value:
+        return [], [], 0
+    if all(isinstance(row, dict) for row in value):
+        header = list(dict.fromkeys(str(k) for row in value for k in row))
+        rows = [[_plain(row.get(k)) for k in header] for row in value]
+    else:
+        lines = [row if isinstance(row, list) else [row] for row in value]
+        header, rows = [_plain(c) for c in lines[0]], [[_plain(c) for c in row] for row in lines[1:]]
+    return header, rows[:MAX_ROWS], max(0, len(rows) - MAX_ROWS)
+
+
+# -- documents ----------------------------------------------------------------------------------
+
+BLOCK_TAGS = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "blockquote", "pre", "table", "thead",
+              "tbody", "tr", "th", "td", "hr", "br"}
+INLINE_TAGS = {"strong", "b", "em", "i", "code", "a", "sub", "sup", "span", "u", "s", "del"}
+DROPPED_WITH_CONTENT = {"script", "style", "iframe", "object", "embed", "template", "noscript", "svg", "math",
+                        "head", "title", "form", "select", "textarea", "button"}
+VOID = {"br", "hr", "img", "input", "meta", "link", "source", "wbr", "area", "base", "col", "embed", "param",
+        "track"}
+
+
+def safe_href(href: str | None) -> str | None:
+    if not href:
+        return None
+    return href if urlsplit(href.strip()).scheme in ("http", "https", "mailto") else None
+
+
+class _Tree(HTMLParser):
+    """HTML to a tree of the allowed elements: other elements give their text, and those that hold
+    code or other documents (script, style, iframe...) give nothing."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root: list[Node] = []
+        self.stack: list[tuple[str, list[Node]]] = [("", self.root)]
+        self.skipping = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in DROPPED_WITH_CONTENT:
+            if tag not in VOID:
+                self.skipping += 1
+            return
+        if self.skipping or (tag not in BLOCK_TAGS and tag not in INLINE_TAGS):
+            return
+        kept: dict[str, str] = {}
+        if tag == "a":
+            href = safe_href(dict(attrs).get("href"))
+            if href:
+                kept["href"] = href
+        children: list[Node] = []
+        self.stack[-1][1].append([tag, kept, children])
+        if tag not in VOID:
+            self.stack.append((tag, children))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in DROPPED_WITH_CONTENT:
+            self.skipping = max(0, self.skipping - 1)
+            return
+        if self.skipping:
+            return
+        for depth in range(len(self.stack) - 1, 0, -1):
+            if self.stack[depth][0] == tag:
+                del self.stack[depth:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        if not self.skipping and data:
+            self.stack[-1][1].append(data)
+
+
+def sanitise_html(source: str) -> list[Node]:
+    parser = _Tree()
+    parser.feed(source)
+    parser.close()
+    return parser.root
+
+
+_INLINE = re.compile(r"(\*\*(?P<strong>.+?)\*\*|__(?P<strong2>.+?)__|\*(?P<em>[^*]+?)\*|_(?P<em2>[^_]+?)_"
+                     r"|`(?P<code>[^`]+)`|\[(?P<text>[^\]]+)\]\((?P<href>[^)\s]+)\))")
+
+
+def inline(text: str) -> list[Node]:
+    """Markdown's emphasis, code and links in one line of text."""
+    out: list[Node] = []
+    pos = 0
+    for match in _INLINE.finditer(text):
+        if match.start() > pos:
+            out.append(text[pos:match.start()])
+        groups = match.groupdict()
+        if groups["strong"] or groups["strong2"]:
+            out.append(["strong", {}, inline(groups["strong"] or groups["strong2"])])
+        elif groups["em"] or groups["em2"]:
+            out.append(["em", {}, inline(groups["em"] or groups["em2"])])
+        elif groups["code"]:
+            out.append(["code", {}, [groups["code"]]])
+        else:
+            href = safe_href(groups["href"])
+            out.append(["a", {"href": href}, inline(groups["text"])] if href else groups["text"])
+        pos = match.end()
+    if pos < len(text):
+        out.append(text[pos:])
+    return out
+
+
+def markdown(source: str) -> list[Node]:
+    """The Markdown people write in documents: headings, paragraphs, lists, quotes, fenced code, rules.
+    Raw HTML in it is shown as text (a document that is HTML is read as HTML, sanitised)."""
+    blocks: list[Node] = []
+    lines = source.replace("\r\n", "\n").split("\n")
+    i = 0
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            blocks.append(["p", {}, inline(" ".join(s.strip() for s in paragraph))])
+            paragraph.clear()
+
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            flush()
+            code: list[str] = []
+            i += 1
+            while i < len(lines) and not lines[i].strip().startswith("```"):
+                code.append(lines[i])
+                i += 1
+            blocks.append(["pre", {}, [["code", {}, ["\n".join(code)]]]])
+        elif not stripped:
+            flush()
+        elif heading := re.match(r"(#{1,6})\s+(.*)", stripped):
+            flush()
+            blocks.append([f"h{len(heading.group(1))}", {}, inline(heading.group(2).rstrip("#").strip())])
+        elif re.fullmatch(r"(-{3,}|\*{3,}|_{3,})", stripped):
+            flush()
+            blocks.append(["hr", {}, []])
+        elif re.match(r"([-*+]|\d+[.)])\s+", stripped):
+            flush()
+            ordered = stripped[0].isdigit()
+            items: list[Node] = []
+            while i < len(lines) and re.match(r"\s*([-*+]|\d+[.)])\s+", lines[i]):
+                items.append(["li", {}, inline(re.sub(r"^\s*([-*+]|\d+[.)])\s+", "", lines[i]))])
+                i += 1
+            blocks.append(["ol" if ordered else "ul", {}, items])
+            continue
+        elif stripped.startswith(">"):
+            flush()
+            quoted: list[str] = []
+            while i < len(lines) and lines[i].strip().startswith(">"):
+                quoted.append(lines[i].strip()[1:].strip())
+                i += 1
+            blocks.append(["blockquote", {}, markdown("\n".join(quoted))])
+            continue
+        else:
+            paragraph.append(line)
+        i += 1
+    flush()
+    return blocks
+
+
+def pdf_pages(data: bytes) -> int | None:
+    """How many pages a PDF has, from its page objects (None when it holds none that can be counted:
+    compressed object streams need the viewer's own count)."""
+    count = len(re.findall(rb"/Type\s*/Page(?![a-zA-Z])", data))
+    return count or None
+
+
+def display_problems(fields: Sequence[tuple[int, str, str]], items: Iterable[tuple[str, Mapping[str, Any]]],
+                     media: Path | None, limit: int = 5) -> list[tuple[str, str]]:
+    """(key path, problem) for media files the items name that are not in ``media`` (None when the
+    config has no media_directory); at most ``limit``, so a wrong folder is a few lines, not one per item.
+    ``fields``: (index, key, type) of each display field; ``items``: (id, fields) of each item."""
+    out: list[tuple[str, str]] = []
+    for item_id, data in items:
+        for index, key, kind in fields:
+            path = media_path(data.get(key)) if kind in MEDIA_TYPES else None
+            if path is None:
+                continue
+            at = f"instance_display.fields[{index}]"
+            if media is None:
+                out.append((at, f"item {item_id!r} names the file {path!r}, but the config has no media_directory; "
+                                "set media_directory: <the folder of the files>"))
+            elif not (media / path).is_file():
+                out.append((at, f"item {item_id!r} names {path!r}, which is not in media_directory {media}; put the "
+                                "file there or fix the item"))
+            if len(out) >= limit:
+                return out
+    return out

@@ -230,7 +230,10 @@ def _start_again(ctx: click.Context, port: int) -> str:
               help="Write annotations.FORMAT as upstream Potato exports it (one record per annotator and item).")
 @click.option("--phases", "phase_answers", is_flag=True,
               help="Write the answers to the study's pages (consent, surveys) instead of the labels.")
-def export(config_path: Path, output: Path | None, upstream_format: str | None, phase_answers: bool) -> None:
+@click.option("--codebook", "codebook", is_flag=True,
+              help="Write the codebook (every code of the codebook schemes, with who added it and when) as JSON.")
+def export(config_path: Path, output: Path | None, upstream_format: str | None, phase_answers: bool,
+           codebook: bool) -> None:
     """Write every label as JSON lines: user, id, schema, label, source. With --upstream-format, write
     upstream Potato's export instead, for scripts that read its output (with its phase_responses file
     when the config sets export_include_phase_data); with --phases, the study pages' answers."""
@@ -241,6 +244,19 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None, 
     from potato.phase_store import PhaseStore
 
     store = LabelStore(Database(config.database_path))
+    if codebook:
+        from potato import codebook as book
+
+        if not config.codebook_mode:
+            raise PotatoError("This project has no codebook: no annotation scheme says codebook: true.")
+        text = json.dumps(book.export(config.annotation_schemes, book.Codebook(store.db), config.codebook_mode),
+                          ensure_ascii=False, indent=2) + "\n"
+        if output:
+            output.write_text(text, encoding="utf-8")
+            click.echo(f"Exported the codebook to {output}", err=True)
+        else:
+            click.echo(text, nl=False)
+        return
     if upstream_format:
         from potato import upstream_export
         from potato.config.schema import export_format

@@ -203,6 +203,20 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX training_attempts_user ON training_attempts (user, phase, round);
     """,
+    # Codes annotators added to a codebook (codebook_mode: extensible), and the codebook revision
+    # each label was made under.
+    """
+    CREATE TABLE codebook_codes (
+        scheme TEXT NOT NULL,
+        name TEXT NOT NULL,
+        definition TEXT NOT NULL DEFAULT '',
+        added_by TEXT NOT NULL,
+        added_at REAL NOT NULL,
+        revision INTEGER NOT NULL UNIQUE,
+        PRIMARY KEY (scheme, name)
+    );
+    ALTER TABLE labels ADD COLUMN codebook_revision INTEGER;
+    """,
 ]
 
 

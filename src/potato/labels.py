@@ -32,6 +32,8 @@ class Label:
     source: LabelSource = LabelSource.HUMAN
     run_id: str | None = None
     updated_at: float = 0.0
+    codebook_revision: int | None = None
+    """The project's codebook revision when the answer was given (a project with a codebook)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -44,6 +46,8 @@ class Label:
         }
         if self.run_id:
             out["run_id"] = self.run_id
+        if self.codebook_revision is not None:
+            out["codebook_revision"] = self.codebook_revision
         return out
 
 
@@ -58,11 +62,11 @@ def export_lines(labels: Iterable[Label], participants: Mapping[str, Mapping[str
 
 
 _UPSERT = """
-INSERT INTO labels (user, item_id, schema, value, source, run_id, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO labels (user, item_id, schema, value, source, run_id, created_at, updated_at, codebook_revision)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (user, item_id, schema) DO UPDATE SET
     value = excluded.value, source = excluded.source, run_id = excluded.run_id,
-    updated_at = excluded.updated_at
+    updated_at = excluded.updated_at, codebook_revision = excluded.codebook_revision
 WHERE labels.value IS NOT excluded.value OR labels.source IS NOT excluded.source
 """
 
@@ -76,6 +80,7 @@ def _row_to_label(row: Any) -> Label:
         source=LabelSource(row["source"]),
         run_id=row["run_id"],
         updated_at=row["updated_at"],
+        codebook_revision=row["codebook_revision"],
     )
 
 
@@ -102,7 +107,7 @@ class LabelStore:
                 _UPSERT,
                 (
                     lab.user, lab.item_id, lab.schema, json.dumps(lab.value, ensure_ascii=False),
-                    lab.source.value, lab.run_id, now, now,
+                    lab.source.value, lab.run_id, now, now, lab.codebook_revision,
                 ),
             )
             for lab in labels

@@ -35,6 +35,7 @@ KEYS = (
     "port", "host", "server", "site_dir", "random_seed", "output_annotation_format",
     "assignment_strategy", "max_annotations_per_user", "max_annotations_per_item", "num_annotators_per_item",
     "instance_display", "export_annotation_format", "auto_export_interval", "media_directory",
+    "codebook_mode",
 )
 """Top-level keys read here."""
 

@@ -37,6 +37,7 @@ KEY_CHECKS: Mapping[str, Check] = {
     "labels": anything,
     "max_length": integer(1),
     "sequential_key_binding": boolean,
+    "codebook": boolean,
     "label_requirement": anything,
     "horizontal": boolean,
     "layout": anything,
@@ -75,6 +76,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "horizontal": ("radio", "multiselect", "likert"),
     "sequential_key_binding": ("radio", "multiselect", "likert", "span"),
     "has_free_response": ("radio", "multiselect"),
+    "codebook": ("radio", "multiselect"),
     "title": ("span",), "show_span_labels": ("span",), "allow_overlapping": ("span",),
     "allow_discontinuous": ("span",), "entity_linking": ("span",), "target_field": ("span",),
 }

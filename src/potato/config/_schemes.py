@@ -165,6 +165,7 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         sequential_key_binding=values.get("sequential_key_binding", True),
         required=values.get("required", False),
         right_labels=values.get("right_labels", ()),
+        codebook=values.get("codebook", False),
         horizontal=values.get("horizontal", False),
         multiline=values.get("multiline", True),
         rows=values.get("rows", 3),

@@ -346,6 +346,8 @@ class Config:
     active_learning: ActiveLearning = field(default_factory=ActiveLearning)
     phases: Phases | None = None
     """The study's pages around the items (consent, surveys, training); None: the items alone."""
+    codebook_mode: str | None = None
+    """``fixed`` or ``extensible`` where a scheme's labels are a codebook (``codebook: true``); else None."""
     media_directory: Path | None = None
     """Where the image and PDF files items name are (``media_directory``), served at /media/."""
     export_phase_data: bool = False

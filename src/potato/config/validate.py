@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from potato import defaults
 from potato.config import _crowdsourcing as crowd_keys
@@ -31,6 +31,7 @@ from potato.config._top_level import check_top_level, warn_debug
 from potato.config._training import check_model_training
 from potato.config.acknowledge import apply_acknowledge
 from potato.config.schema import ActiveLearning, Config, ModelTraining, Report
+from potato.training.schemes import Scheme
 
 
 def validate(raw: object, config_path: Path, file_mode: int | None = None) -> Report:
@@ -81,6 +82,7 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
         page = span_target(raw.get("annotation_schemes"), schemes, item_properties, page, findings)
     task_dir = resolve(path.parent, values.get("task_dir", "."))
     phases_ok, phases = phase_keys.check(raw, schemes, task_dir, findings)
+    codebook = _codebook_mode(raw.get("codebook_mode"), schemes or (), page, findings)
     for index, scheme in enumerate(schemes or ()):
         if scheme.right_labels:
             findings.error(f"annotation_schemes[{index}].label_requirement", "required_label applies to the questions "
@@ -104,6 +106,7 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
         acknowledge=tuple(_acknowledge_list(raw.get("validation"))),
         active_learning=active,
         phases=phases,
+        codebook_mode=codebook,
         export_phase_data=raw.get("export_include_phase_data") is True,
         **page,
     )
@@ -129,6 +132,31 @@ def _page_and_platform(raw: Mapping[Any, object], task_dir: Path, findings: Find
     if media is False:
         return None
     return {**page, "crowdsourcing": crowd, "media_directory": media}
+
+
+def _codebook_mode(value: object, schemes: Sequence[Scheme], page: Mapping[str, Any] | None,
+                   findings: Findings) -> str | None:
+    """``fixed`` or ``extensible`` where a scheme says ``codebook: true`` (upstream's default is fixed),
+    else None. A crowdsourcing study's codebook stays fixed, as upstream locks it: paid participants
+    do not reshape a shared codebook."""
+    if value is not None and value not in ("fixed", "extensible"):
+        if value == "open":
+            findings.error("codebook_mode", "open lets annotators rename, move and delete codes, which this server does "
+                                            "not support; use fixed (a tray of the codes) or extensible (annotators "
+                                            "may add codes)")
+        else:
+            findings.error("codebook_mode", f"must be fixed or extensible, got {show(value)}")
+        return None
+    if not any(s.codebook for s in schemes):
+        if value is not None:
+            findings.warn("codebook_mode", "no annotation scheme has codebook: true, so there is no codebook; it is "
+                                           "ignored")
+        return None
+    if value == "extensible" and page is not None and page.get("crowdsourcing") is not None:
+        findings.warn("codebook_mode", "is extensible, but a crowdsourcing study's codebook stays fixed (paid "
+                                       "participants do not add codes to a shared codebook)")
+        return "fixed"
+    return str(value or "fixed")
 
 
 def _media_directory(value: object, task_dir: Path, findings: Findings) -> Path | None | bool:

@@ -17,11 +17,13 @@ from flask import (Blueprint, Flask, abort, current_app, jsonify, redirect, rend
 
 from potato.accounts import AccountError, Accounts
 from potato.config.schema import Config, DisplayField
+from potato.codebook import Codebook, current_config
 from potato.display import field_payload, media_path, pdf_pages
 from potato.training.schemes import SchemeType
 from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server import crowd, study
+from potato.server.codebook import codebook_payload
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.context import Project, current_project
 from potato.server.security import (LOGINS, PASSWORD_FAILURES, client_addr, end_annotator_session,
@@ -113,6 +115,7 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "suggestions": _with_model_dates(project, project.suggestions_for(item.id))
         if project.suggestions_for is not None else {},
         "fields": [shown_field(project, f, item.data.get(f.key)) for f in project.config.page.display_fields],
+        **({"codebook": codebook_payload(project)} if project.config.codebook_mode else {}),
     }
 
 
@@ -305,10 +308,11 @@ def annotate() -> Any:
         "annotate.html",
         title=project.config.annotation_task_name,
         user=user,
-        schemes=project.config.annotation_schemes,
+        schemes=current_config(project.config, project.db).annotation_schemes,
         page=project.config.page,
         crowd=project.config.crowdsourcing,
         pages_after=project.config.phases is not None,
+        codebook_mode=project.config.codebook_mode,
         # A label's key wins over the page's letter of the same name (upstream configs may use a, g, d).
         label_keys={o.key for s in project.config.annotation_schemes for o in s.options if o.key},
         first=first,
@@ -441,7 +445,8 @@ def label() -> Any:
                              "their own."), 400
     stored = values_by_schema(project.labels.for_item(user, item_id))
     partial = body.get("partial") is True
-    store, clear, problems = check_answers(project.config, body.get("labels"), stored, partial=partial,
+    config = current_config(project.config, project.db)  # with the codes annotators added
+    store, clear, problems = check_answers(config, body.get("labels"), stored, partial=partial,
                                            text=project.items.get(item_id).text)
     if problems:
         return jsonify(error="; ".join(problems)), 400
@@ -449,11 +454,13 @@ def label() -> Any:
     claims: Mapping[str, Any] = accepted if isinstance(accepted, dict) else {}
     shown = project.suggestions_for(item_id) if claims and project.suggestions_for is not None else {}
     rows = []
+    revision = Codebook(project.db).revision() if project.config.codebook_mode else None
     for schema, value in store.items():
         scheme = project.config.scheme(schema)
         value, source = provenance(value, body["labels"][schema], shown.get(schema), claims.get(schema),
                                    spans=scheme is not None and scheme.annotation_type is SchemeType.SPAN)
-        rows.append(Label(user=user, item_id=item_id, schema=schema, value=value, **source))
+        rows.append(Label(user=user, item_id=item_id, schema=schema, value=value, codebook_revision=revision,
+                          **source))
     project.save_labels(rows, delete=[(user, item_id, schema) for schema in clear])
     target, note = _move(project, user, position, str(body.get("go", "next_unlabelled")))
     return jsonify(saved=True, item=item_payload(project, user, target), note=note)

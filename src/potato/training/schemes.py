@@ -75,6 +75,9 @@ class Scheme:
     sequential_key_binding: bool = True
     required: bool = False
     """An item cannot be saved without an answer here (upstream's ``label_requirement``)."""
+    codebook: bool = False
+    """Its labels are a codebook: a tray lists each with its definition, and under ``codebook_mode:
+    extensible`` annotators add codes to it (``potato.codebook``)."""
     right_labels: tuple[str, ...] = ()
     """A study page's question that must be answered with one of these (``label_requirement.required_label``):
     a consent that was not given ends the study."""

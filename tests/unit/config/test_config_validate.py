@@ -365,7 +365,7 @@ def test_scheme_unknown_key_is_an_error() -> None:
     message = scheme_error({"annotation_type": "radio", "name": "x", "labels": ["a", "b"], "lables": 1})
     assert message == (
         "annotation_schemes[0].lables: unknown key for a radio scheme (did you mean 'labels'?). "
-        "Valid keys: annotation_type, name, description, labels, sequential_key_binding, label_requirement, "
+        "Valid keys: annotation_type, name, description, labels, sequential_key_binding, codebook, label_requirement, "
         "horizontal, layout, display_logic, has_free_response"
     )
 

@@ -64,6 +64,7 @@
 
   function render(item, note) {
     armAlert();
+    if (window.PotatoCodebook && item.codebook) window.PotatoCodebook.apply(item.codebook);
     state.item = item;
     state.accepted = {};
     showProgress(item, true);

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from potato.project import Project
 from potato.server.training.runs import activelearning, quota
+from potato.codebook import current_config
 from potato.server.training.runs.bundle import BundleInfo, build_bundle, job_spec
 from potato.server.training.runs.modelplace import ModelPlace
 from potato.server.training.runs.private import make_private, open_private, private_dir
@@ -192,7 +193,9 @@ def prepare_bundle(project: Project, store: RunStore, run: Run, runlog: RunLog, 
     (``local``: the worker runs on this machine)."""
     mt = project.config.model_training
     quota.check_reserve(store.run_dir(run.id), 0, mt.disk_reserve_mb)
-    job = job_spec(project.config, run.id, run.trainer, run.schemas, run.params, local=local)
+    # A codebook's added codes are classes like its own labels.
+    job = job_spec(current_config(project.config, project.db), run.id, run.trainer, run.schemas, run.params,
+                   local=local)
     info = build_bundle(store.run_dir(run.id) / "bundle.tar.gz", job, project.items,
                         list(project.labels.iter_labels()), mt.holdout_fraction)
     runlog.write(f"Bundle: {info.n_items} items, {info.n_labels} labels, {info.n_holdout} holdout items, "

@@ -1,0 +1,71 @@
+"""The codebook tray's API: the codes of ``codebook: true`` schemes, and adding one (extensible).
+
+``GET /api/codebook`` is the whole codebook for the tray; ``POST /api/codebook`` adds a code that
+every annotator's page takes up with their next item (the item carries the codebook's revision and
+the added codes); ``/admin/api/codebook`` is the codebook for analysis.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Flask, jsonify, request
+
+from potato.codebook import Codebook, CodeRefused, export
+from potato.server.auth import admin_required, login_required, session_user
+from potato.server.context import Project, current_project
+
+bp = Blueprint("codebook", __name__)
+
+FIXED = "This study's codebook is fixed: codes are not added here. Ask the study's admin to add it to the config."
+NONE = "This study has no codebook (no scheme says codebook: true)."
+
+
+def codebook_payload(project: Project) -> dict[str, Any]:
+    """What each item brings the page: the revision and the codes added so far, by scheme."""
+    book = Codebook(project.db)
+    return {"mode": project.config.codebook_mode, "revision": book.revision(),
+            "codes": {scheme: [{"name": c.name, "definition": c.definition} for c in codes]
+                      for scheme, codes in book.added().items()}}
+
+
+@bp.get("/api/codebook")
+@login_required
+def show() -> Any:
+    project = current_project()
+    if not project.config.codebook_mode:
+        return jsonify(error=NONE), 404
+    return jsonify(export(project.config.annotation_schemes, Codebook(project.db), project.config.codebook_mode))
+
+
+@bp.post("/api/codebook")
+@login_required
+def add() -> Any:
+    project = current_project()
+    mode = project.config.codebook_mode
+    if mode is None:
+        return jsonify(error=NONE), 404
+    if mode != "extensible":
+        return jsonify(error=FIXED), 403
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        return jsonify(error='Send a JSON object: {"scheme": ..., "name": ..., "definition": ...}.'), 400
+    try:
+        code = Codebook(project.db).add(project.config.annotation_schemes, body.get("scheme"), body.get("name"),
+                                        body.get("definition"), session_user())
+    except CodeRefused as refused:
+        return jsonify(error=str(refused)), 409 if "already a code" in str(refused) else 400
+    return jsonify(code=code.to_json(), revision=code.revision), 201
+
+
+@bp.get("/admin/api/codebook")
+@admin_required
+def admin_show() -> Any:
+    project = current_project()
+    if not project.config.codebook_mode:
+        return jsonify(error=NONE), 404
+    return jsonify(export(project.config.annotation_schemes, Codebook(project.db), project.config.codebook_mode))
+
+
+def init_app(app: Flask) -> None:
+    app.register_blueprint(bp)

@@ -28,7 +28,7 @@ from potato.config._checks import (
     text,
     text_list,
 )
-from potato.config._files import resolve
+from potato.config._files import read_project_file
 from potato.crowdsourcing import PLATFORMS, Crowdsourcing, template_problem
 
 KEYS = ("crowdsourcing", "auto_redirect_on_completion", "auto_redirect_delay")
@@ -210,13 +210,11 @@ def _invites(values: Mapping[str, Any], base: Path, at: str, findings: Findings)
             return None
         raw.update(inline)
     if "invites_file" in values:
-        path = resolve(base, values["invites_file"])
-        try:
-            content = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            findings.error(f"{at}.invites_file", f"cannot read {path} ({getattr(exc, 'strerror', None) or exc}); "
-                                                 "write the tokens there (token: name per line, or one token per line)")
+        read = read_project_file(base, values["invites_file"], f"{at}.invites_file", "write the tokens there (token: "
+                                 "name per line, or one token per line)", findings)
+        if read is None:
             return None
+        content = read[1]
         try:
             loaded = yaml.safe_load(content)
         except yaml.YAMLError:

@@ -49,3 +49,14 @@ def warn_token_file(path: Path, findings: Findings) -> None:
     if mode & 0o044:
         findings.warn(where, f"{path} holds a Hugging Face token, and other accounts on this machine can read it "
                              f"(mode {mode & 0o777:04o}); make the file yours alone: chmod 600 {path}")
+
+
+def read_project_file(base: Path, value: str, at: str, fix: str, findings: Findings) -> tuple[Path, str] | None:
+    """A file the config names (relative to ``base``) and its text; None, with an error at ``at`` that
+    names the file and ``fix``, when it cannot be read."""
+    path = resolve(base, value)
+    try:
+        return path, path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        findings.error(at, f"cannot read {path} ({getattr(exc, 'strerror', None) or exc}); {fix}")
+        return None

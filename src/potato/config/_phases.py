@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from potato.config._checks import Findings, Invalid, boolean, check_keys, choice, integer, mapping, show, text
-from potato.config._files import resolve
+from potato.config._files import read_project_file
 from potato.config._schemes import check_schemes
 from potato.phases import GoldItem, PassRule, Phase, PhaseKind, Phases
 from potato.training.schemes import CHOICE_TYPES, Scheme, SchemeType
@@ -145,13 +145,11 @@ def _phase(name: str, block: object, training: Mapping[str, Any], schemes: tuple
         where = f"{at}.file" if kind is not PhaseKind.TRAINING else f"{at}.file (or training.data_file)"
         findings.error(where, "missing: name the file with this page's questions, e.g. file: surveys/consent.json")
         return None
-    path = resolve(base, file)
-    try:
-        content = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        findings.error(f"{at}.file", f"cannot read {path} ({getattr(exc, 'strerror', None) or exc}); write the page's "
-                                     "questions there as JSON, or fix the path (it is relative to task_dir)")
+    read = read_project_file(base, file, f"{at}.file", "write the page's questions there as JSON, or fix the path "
+                                                       "(it is relative to task_dir)", findings)
+    if read is None:
         return None
+    path, content = read
     if path.suffix.lower() in (".html", ".htm"):
         if kind is not PhaseKind.INSTRUCTIONS:
             findings.error(f"{at}.file", f"is HTML, which only an instructions page shows; a {kind.value} page needs "

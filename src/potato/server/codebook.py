@@ -32,6 +32,10 @@ def codebook_payload(project: Project) -> dict[str, Any]:
 @bp.get("/api/codebook")
 @login_required
 def show() -> Any:
+    return _whole()
+
+
+def _whole() -> Any:
     project = current_project()
     if not project.config.codebook_mode:
         return jsonify(error=NONE), 404
@@ -61,10 +65,7 @@ def add() -> Any:
 @bp.get("/admin/api/codebook")
 @admin_required
 def admin_show() -> Any:
-    project = current_project()
-    if not project.config.codebook_mode:
-        return jsonify(error=NONE), 404
-    return jsonify(export(project.config.annotation_schemes, Codebook(project.db), project.config.codebook_mode))
+    return _whole()
 
 
 def init_app(app: Flask) -> None:

@@ -12,10 +12,10 @@ from typing import Any, Callable
 
 from flask import Blueprint, Flask, current_app, make_response, redirect, render_template, request, session, url_for
 
-from potato.crowdsourcing import (MTURK_ORIGINS, ArrivalRefused, HandOff, Outcome, arrival, hand_off,
+from potato.crowdsourcing import (DONE_MESSAGE, MTURK_ORIGINS, ArrivalRefused, HandOff, Outcome, arrival, hand_off,
                                   is_preview)
 from potato.participants import Participants
-from potato.server.auth import current_user, login_required, session_user
+from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.context import Project, current_project
 from potato.server.security import policy
 from potato.server.study import ended_message, step_of
@@ -47,7 +47,7 @@ def arrive(project: Project, sign_in: Callable[[str], Any]) -> Any | None:
         return _problem(project, str(refused), 403 if crowd.provider == "expert" else 400)
     answer = sign_in(who.worker_id)
     user = session.get("user")
-    if user is not None:
+    if user is not None and user == clean_user_name(who.worker_id):  # let in as the link says, not refused
         Participants(project.db).arrived(user, crowd.provider, who)
     return answer
 
@@ -66,7 +66,7 @@ def hand_off_for(project: Project, user: str, outcome: Outcome) -> HandOff:
     if crowd is None:
         if outcome is not Outcome.COMPLETED:
             return HandOff(message=ended_message(outcome))
-        return HandOff(code=page.completion_code, message="" if page.completion_code else HandOff.message)
+        return HandOff(code=page.completion_code, message="" if page.completion_code else DONE_MESSAGE)
     participant = Participants(project.db).get(user)
     who = participant.arrival if participant is not None else arrival(crowd, {crowd.id_param: user})
     shown = hand_off(crowd, who, outcome)

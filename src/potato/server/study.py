@@ -29,8 +29,8 @@ ITEMS_FIRST = "This study has pages to finish before its items: open /study in y
 def items_done(project: Project, user: str) -> bool:
     """Every item labelled, or none left to assign to this annotator (as the page counts)."""
     queue = project.queue
-    if queue.size(user) == 0:
-        queue.extend(user)
+    if queue.size(user) == 0:  # none assigned yet: asking must not assign one (a consent may still be refused)
+        return not queue.can_extend(user)
     done, total = queue.labelled(user), queue.total(user)
     return done == total or (done == queue.size(user) and not queue.can_extend(user))
 
@@ -52,11 +52,6 @@ def _comes_before_items(project: Project, phase: Phase) -> bool:
     assert project.config.phases is not None
     names = [p.kind for p in project.config.phases.order]
     return project.config.phases.order.index(phase) < names.index(PhaseKind.ANNOTATION)
-
-
-def ended(project: Project, user: str) -> Outcome | None:
-    """How the study ended early for ``user``, or None."""
-    return step_of(project, user).ended if project.config.phases else None
 
 
 def logic_json(scheme: Any) -> str:

@@ -143,6 +143,21 @@ def test_a_consent_declined_ends_the_study_with_the_screen_out_code(study: Calla
     assert client.post("/api/label", json={"id": "r000", "labels": {"sentiment": "positive"}}).status_code == 409
 
 
+def test_a_participant_who_declines_holds_no_item(study: Callable[..., Any]) -> None:
+    client = study(assignment_strategy="random", max_annotations_per_item=1)
+    client.get("/?PROLIFIC_PID=p7")
+    client.get("/annotate")  # sent on to the consent
+    post(client, "consent", age_consent="I disagree")
+    client.get("/done")
+    from potato.db import Database
+
+    db = Database(load_config(client.config_path).database_path)
+    try:
+        assert db.conn.execute("SELECT COUNT(*) FROM assignments WHERE user = 'p7'").fetchone()[0] == 0
+    finally:
+        db.close()
+
+
 def test_failing_the_training_ends_the_study_with_the_failure_code(study: Callable[..., Any]) -> None:
     client = study(training={"enabled": True, "passing_criteria": {"max_mistakes": 1}})
     client.get("/?PROLIFIC_PID=p3")

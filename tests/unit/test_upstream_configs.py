@@ -726,3 +726,15 @@ def test_a_free_response_box_with_an_empty_instruction_has_no_caption_but_a_name
     saved = client.post("/api/label", json={"id": "r000", "go": "stay", "labels": {
         "topics": ["price"], "topics:free_response": "size"}}).get_json()
     assert saved["item"]["labels"] == {"topics": ["price"], "topics:free_response": "size"}
+
+
+def test_an_upstream_feature_that_is_turned_off_is_ignored_with_a_warning() -> None:
+    """Issue 36: upstream's pairwise examples carry ``surveyflow: {on: false}`` and
+    ``automatic_assignment: {'on': false}``; upstream skips them, and so does this server."""
+    report = report_of(upstream(surveyflow={True: False}, automatic_assignment={"on": False, "sampling_strategy": "random"},
+                                ai_support={"enabled": False}))
+    assert report.errors == []
+    assert ("surveyflow: is turned off, so upstream Potato does not use it either (survey pages before and after the "
+            "annotation); it is ignored") in messages(report.warnings)
+    assert messages(report_of(upstream(automatic_assignment={"on": True})).errors)[0].startswith(
+        "automatic_assignment: 'automatic_assignment' is a Potato feature this server does not support")

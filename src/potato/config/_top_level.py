@@ -140,6 +140,19 @@ def _warn_weak_key(key: str, findings: Findings) -> None:
                                        "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'")
 
 
+def switched_off(value: object) -> bool:
+    """An upstream feature block that says it is off: ``{on: false}`` (YAML reads an unquoted ``on`` as
+    true, the key) or ``{enabled: false}``, or plain ``false``. Upstream skips it; so may this server."""
+    if value is False:
+        return True
+    if not isinstance(value, dict):
+        return False
+    for key in ("on", True, "enabled"):
+        if key in value:
+            return value[key] is False
+    return False
+
+
 def _warn_unknown_top_level(raw: Mapping[Any, object], findings: Findings) -> None:
     """Upstream Potato's features by name (an error where they change access, storage or what annotators
     see). Any other unknown key a slip of the keyboard from a known one (``model_trainng``) is an error:
@@ -151,6 +164,10 @@ def _warn_unknown_top_level(raw: Mapping[Any, object], findings: Findings) -> No
             if isinstance(value, str) and value.strip() in OUR_OWN.get(key, ()):
                 continue  # upstream's own page: here, this server's
             feature = UPSTREAM_KEYS[key]
+            if switched_off(value):
+                findings.warn(key, f"is turned off, so upstream Potato does not use it either ({feature.what}); it "
+                                   "is ignored")
+                continue
             own = f" (set {key}: {OUR_OWN[key][0]} for this server's own page)" if key in OUR_OWN else ""
             (findings.error if feature.error else findings.warn)(key, unsupported_message(key, feature.what) + own)
         elif key not in TOP_LEVEL_KEYS:

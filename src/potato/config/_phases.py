@@ -167,7 +167,14 @@ def _phase(name: str, block: object, training: Mapping[str, Any], schemes: tuple
         return _training_phase(name, data, training, schemes, f"{at}.file ({path.name})", findings)
     questions = check_schemes([_as_scheme(q) for q in (data if isinstance(data, list) else [data])], findings,
                               go_to_item=False, where=f"{file}")
-    return None if questions is None else Phase(name, kind, questions=questions)
+    if questions is None:
+        return None
+    spans = [q.name for q in questions if q.annotation_type is SchemeType.SPAN]
+    if spans:
+        findings.error(f"{at}.file", f"{file} asks {spans[0]!r} as a span question; a study page has no item text to "
+                                     "mark, so ask it as a radio, multiselect, text, number, likert or select question")
+        return None
+    return Phase(name, kind, questions=questions)
 
 
 def _as_scheme(question: object) -> object:

@@ -234,6 +234,11 @@ def test_a_missing_or_broken_phase_file_is_named_with_the_fix(tmp_path: Path) ->
     found = [e.message for e in validate(raw, tmp_path / "config.yaml").errors]
     assert found == ["surveys/consent.json[0].label_requirement: names 'Yes please', which is not one of the labels "
                      "(Yes, No)"]
+    (tmp_path / "surveys" / "consent.json").write_text(json.dumps([{"name": "where", "annotation_type": "span",
+                                                                    "labels": ["x"]}]))
+    assert [e.message for e in validate(raw, tmp_path / "config.yaml").errors] == [
+        "phases.consent.file: surveys/consent.json asks 'where' as a span question; a study page has no item text to "
+        "mark, so ask it as a radio, multiselect, text, number, likert or select question"]
     no_items = upstream(phases={"order": ["consent"], "consent": {"type": "consent", "file": "surveys/consent.json"}})
     assert [e.message for e in validate(no_items, tmp_path / "config.yaml").errors] == [
         "phases.order: has no annotation phase, so the items would never be shown; add annotation where the items "

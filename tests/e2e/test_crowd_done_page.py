@@ -111,3 +111,21 @@ def test_a_panel_participant_is_taken_back_by_themselves(serve: Callable[..., Se
     assert "You will be taken back to Example Panel in" in page.inner_text("#auto-redirect")
     page.wait_for_url(panel + "/complete?rid=r%209&batch=b%261&code=PANEL-1", timeout=15_000)
     assert page.inner_text("p") == "Welcome back"
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_an_mturk_preview_shows_the_task_and_starts_nothing(serve: Callable[..., ServerProcess], page: Any,
+                                                            width: int) -> None:
+    srv = serve(crowdsourcing={"provider": "mturk", "mturk": {"completion": {"code": "MT-1"}}},
+                task_description="Say whether each review is positive.")
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto(srv.url + "/?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=H1")
+    assert page.inner_text("h1") == "Preview: Review Sentiment"
+    assert "Say whether each review is positive." in page.inner_text("main")
+    assert "Accept the HIT to start" in page.inner_text("main")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.keyboard.press("Tab")  # the first stop is the page's own control, not a form to fill
+    assert page.evaluate("document.activeElement.id") == "theme-toggle"
+    page.goto(srv.url + "/annotate")  # the preview signed nobody in: the items say where to come from
+    assert ("Missing required URL parameter: workerId. Please access this page through your crowdsourcing "
+            "platform.") in page.inner_text("p.error")

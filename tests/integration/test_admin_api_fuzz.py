@@ -50,7 +50,7 @@ from potato.training.schemes import CHOICE_TYPES, Scheme, SchemeType
 from potato.server.auth import clean_user_name
 from tests.harness import agents
 from tests.harness.contract import call_and_check
-from tests.conftest import ADMIN_KEY, truth
+from tests.conftest import ADMIN_KEY, base_config, truth
 from tests.faults.matrix import fault
 from tests.harness.servers import ServerProcess
 
@@ -62,6 +62,7 @@ RAW: Dict[str, Any] = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
 PROGRESS = "/admin/api/progress"
 EXPORT = "/admin/api/export"
 LABELS = "/admin/api/labels"
+CODEBOOK = "/admin/api/codebook"
 TRAINING = "/admin/training/api"
 BACKENDS = f"{TRAINING}/backends"
 CHECK = f"{TRAINING}/backends/{{name}}/check"
@@ -76,7 +77,8 @@ LOG = f"{RUN}/log"
 EVENTS = f"{RUN}/events"
 SUGGESTIONS = f"{RUN}/suggestions"
 PUSH = f"{RUN}/push"
-PLAIN_ROUTES = [(PROGRESS, "GET"), (EXPORT, "GET"), (LABELS, "GET"), (LABELS, "POST"), (BACKENDS, "GET"),
+PLAIN_ROUTES = [(PROGRESS, "GET"), (EXPORT, "GET"), (LABELS, "GET"), (LABELS, "POST"), (CODEBOOK, "GET"),
+                (BACKENDS, "GET"),
                 (CHECK, "POST"), (AGENTS, "GET"), (TRAINERS, "GET"), (RUNS, "GET"), (RUNS, "POST"), (CURVE, "GET"),
                 (ACTIVE, "GET")]
 RUN_ROUTES = [(RUN, "GET"), (CANCEL, "POST"), (LOG, "GET"), (EVENTS, "GET"), (SUGGESTIONS, "GET")]
@@ -243,7 +245,10 @@ def succeeded_run(url: str, backend_token: str, item_ids: List[str]) -> str:
 
 @pytest.fixture
 def live(make_project: Callable[..., Path]) -> Iterator[Live]:
-    config_path = make_project(n_items=12, trust_proxy=True, model_training={
+    # The aspects are a codebook, so /admin/api/codebook has one to give.
+    schemes = [{**s, "codebook": True} if s["name"] == "aspects" else s for s in base_config()["annotation_schemes"]]
+    config_path = make_project(n_items=12, trust_proxy=True, annotation_schemes=schemes, codebook_mode="extensible",
+                               model_training={
         "enabled": True,
         "backends": {"lab": {"type": "agent"}},
         "writeback": {"schemas": ["sentiment"], "include_unlabeled": True},

@@ -218,8 +218,9 @@ class TrainingState:
 
 def training_state(phase: Phase, rule: PassRule, attempts: Sequence[Attempt]) -> TrainingState:
     """Replay the attempts: an item is left once it is answered right, or answered at all without
-    ``allow_retry``; the rule fails a participant as soon as a mistake limit is passed, and at the
-    end counts the items answered right at the first try against ``min_correct`` (pure)."""
+    ``allow_retry``; the rule fails a participant as soon as they make the ``max_mistakes``-th mistake
+    (as upstream counts), and at the end counts the items answered right at the first try against
+    ``min_correct`` (pure)."""
     position, correct, mistakes = 0, 0, 0
     per_item: dict[str, int] = {}
     last = None
@@ -233,9 +234,9 @@ def training_state(phase: Phase, rule: PassRule, attempts: Sequence[Attempt]) ->
             continue
         mistakes += 1
         per_item[attempt.item_id] = per_item.get(attempt.item_id, 0) + 1
-        if (rule.max_mistakes is not None and mistakes > rule.max_mistakes) or (
+        if (rule.max_mistakes is not None and mistakes >= rule.max_mistakes) or (
                 rule.max_mistakes_per_question is not None
-                and per_item[attempt.item_id] > rule.max_mistakes_per_question):
+                and per_item[attempt.item_id] >= rule.max_mistakes_per_question):
             return TrainingState(position, correct, mistakes, last, "failed")
         if not rule.allow_retry:
             position += 1

@@ -75,7 +75,7 @@ def _training(value: object, findings: Findings) -> tuple[PassRule | None, dict[
     findings.errors_at("training.passing_criteria", more)
     if problems or more:
         return None, {}
-    limit = (lambda key: None if criteria.get(key, -1) == -1 else criteria[key])
+    limit = (lambda key: None if criteria.get(key, -1) <= 0 else criteria[key])  # upstream: 0 or -1 is no limit
     return PassRule(min_correct=criteria.get("min_correct", 3), require_all_correct=criteria.get("require_all_correct", False),
                     max_mistakes=limit("max_mistakes"), max_mistakes_per_question=limit("max_mistakes_per_question"),
                     allow_retry=values.get("allow_retry", criteria.get("allow_retry", True)),

@@ -49,6 +49,11 @@ class Queue(Protocol):
         """Whether :meth:`extend` would add an item now (reads only)."""
 
 
+def items_done(done: int, total: int, size: int, can_extend: bool) -> bool:
+    """Every item labelled, or (items assigned) every assigned one and none left to assign (pure)."""
+    return done == total or (done == size and not can_extend)
+
+
 class AllItems:
     """Every item, in file order, for everyone."""
 

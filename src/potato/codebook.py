@@ -69,6 +69,11 @@ def with_codes(schemes: Sequence[Scheme], added: Mapping[str, Sequence[Code]]) -
     return tuple(out)
 
 
+def revision_of(added: Mapping[str, Sequence[Code]]) -> int:
+    """The codebook's revision: each added code is the next one (pure)."""
+    return max((c.revision for codes in added.values() for c in codes), default=0)
+
+
 class Codebook:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -104,7 +109,7 @@ class Codebook:
 def export(schemes: Sequence[Scheme], codebook: Codebook, mode: str) -> dict[str, Any]:
     """The codebook as exports carry it: every code of every codebook scheme, the config's first."""
     added = codebook.added()
-    return {"mode": mode, "revision": codebook.revision(), "schemes": {
+    return {"mode": mode, "revision": revision_of(added), "schemes": {
         s.name: [{"name": o.name, "definition": o.tooltip, "revision": 0} for o in s.options]
         + [c.to_json() for c in added.get(s.name, ())] for s in schemes if s.codebook}}
 

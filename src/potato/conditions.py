@@ -7,6 +7,7 @@ with it is not stored, and a hidden question is never required.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -36,6 +37,12 @@ class DisplayLogic:
     def shows(self, answers: Mapping[str, Any]) -> bool:
         results = (holds(c, answers.get(c.schema)) for c in self.conditions)
         return any(results) if self.any else all(results)
+
+    def to_json(self) -> str:
+        """The logic as the pages' static/conditions.js reads it (a fieldset's ``data-logic``)."""
+        return json.dumps({"any": self.any, "conditions": [
+            {"schema": c.schema, "operator": c.operator, "value": c.value, "case_sensitive": c.case_sensitive}
+            for c in self.conditions]})
 
 
 def _empty(answer: Any) -> bool:

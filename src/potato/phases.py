@@ -83,10 +83,6 @@ class Phases:
     def get(self, name: str) -> Phase | None:
         return next((p for p in self.order if p.name == name), None)
 
-    @property
-    def keeps_answers(self) -> bool:
-        return any(p.questions for p in self.order)
-
 
 @dataclass(frozen=True)
 class Step:

@@ -8,7 +8,6 @@ a client can also store and move in one request. The page never reloads; each sa
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -16,6 +15,7 @@ from flask import (Blueprint, Flask, abort, current_app, jsonify, redirect, rend
                    send_from_directory, url_for)
 
 from potato.accounts import AccountError, Accounts
+from potato.assignment import items_done
 from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
 from potato.display import field_payload, media_path, pdf_pages
@@ -111,7 +111,7 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "labelled": bool(saved),
         "done": done,
         # Every item labelled, or (items assigned) none left to assign to this annotator.
-        "finished": done == total or (done == queue.size(user) and not queue.can_extend(user)),
+        "finished": items_done(done, total, queue.size(user), queue.can_extend(user)),
         "suggestions": _with_model_dates(project, project.suggestions_for(item.id))
         if project.suggestions_for is not None else {},
         "fields": [shown_field(project, f, item.data.get(f.key)) for f in project.config.page.display_fields],
@@ -217,7 +217,8 @@ def _login_page(error: str | None = None, status: int = 200, name: str = "") -> 
 @bp.get("/")
 def index() -> Any:
     # Crowdsourcing platforms send people to the study with their id in the link (url_direct).
-    arrived = crowd.arrive(current_project(), lambda name: _sign_in(name, password=None, register=False))
+    arrived = crowd.arrive(current_project(), lambda name: _sign_in(name, password=None, register=False),
+                           lambda error, status: _login_page(error, status))
     if arrived is not None:
         return arrived
     if current_user():
@@ -316,9 +317,6 @@ def annotate() -> Any:
         # A label's key wins over the page's letter of the same name (upstream configs may use a, g, d).
         label_keys={o.key for s in project.config.annotation_schemes for o in s.options if o.key},
         first=first,
-        logic_json=lambda logic: json.dumps({"any": logic.any, "conditions": [
-            {"schema": c.schema, "operator": c.operator, "value": c.value, "case_sensitive": c.case_sensitive}
-            for c in logic.conditions]}),
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, jsonify, request
 
-from potato.codebook import Codebook, CodeRefused, export
+from potato.codebook import Codebook, CodeRefused, export, revision_of
 from potato.server.auth import admin_required, login_required, session_user
 from potato.server.context import Project, current_project
 
@@ -23,10 +23,10 @@ NONE = "This study has no codebook (no scheme says codebook: true)."
 
 def codebook_payload(project: Project) -> dict[str, Any]:
     """What each item brings the page: the revision and the codes added so far, by scheme."""
-    book = Codebook(project.db)
-    return {"mode": project.config.codebook_mode, "revision": book.revision(),
+    added = Codebook(project.db).added()
+    return {"mode": project.config.codebook_mode, "revision": revision_of(added),
             "codes": {scheme: [{"name": c.name, "definition": c.definition} for c in codes]
-                      for scheme, codes in book.added().items()}}
+                      for scheme, codes in added.items()}}
 
 
 @bp.get("/api/codebook")

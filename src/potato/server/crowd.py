@@ -26,11 +26,12 @@ DONE_HEADING = "Thank You!"
 DONE_LINE = "You have completed the annotation task and your responses are saved."
 
 
-def arrive(project: Project, sign_in: Callable[[str], Any]) -> Any | None:
+def arrive(project: Project, sign_in: Callable[[str], Any], refuse: Callable[[str, int], Any]) -> Any | None:
     """The answer to a platform's link on ``/``, or None where the page shows the sign-in form.
 
     ``sign_in`` is the sign-in every way in passes through (throttle, the list of annotators);
-    the arrival is stored only once it has let the participant in.
+    the arrival is stored only once it has let the participant in. ``refuse`` is the sign-in
+    page with an error, for a link that cannot start a session.
     """
     crowd = project.config.crowdsourcing
     if crowd is None:
@@ -44,18 +45,12 @@ def arrive(project: Project, sign_in: Callable[[str], Any]) -> Any | None:
     try:
         who = arrival(crowd, args)
     except ArrivalRefused as refused:
-        return _problem(project, str(refused), 403 if crowd.provider == "expert" else 400)
+        return refuse(str(refused), 403 if crowd.provider == "expert" else 400)
     answer = sign_in(who.worker_id)
     user = session.get("user")
     if user is not None and user == clean_user_name(who.worker_id):  # let in as the link says, not refused
         Participants(project.db).arrived(user, crowd.provider, who)
     return answer
-
-
-def _problem(project: Project, message: str, status: int) -> Any:
-    config = project.config
-    return render_template("login.html", title=config.annotation_task_name, error=message, access=config.access,
-                           page=config.page, name=""), status
 
 
 def hand_off_for(project: Project, user: str, outcome: Outcome) -> HandOff:

@@ -8,11 +8,11 @@ the done page, with the platform's code for that outcome.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping
 
 from flask import Blueprint, Flask, jsonify, redirect, render_template, request, url_for
 
+from potato.assignment import items_done as finished
 from potato.crowdsourcing import Outcome
 from potato.participants import Participants
 from potato.phase_store import PhaseStore
@@ -31,8 +31,7 @@ def items_done(project: Project, user: str) -> bool:
     queue = project.queue
     if queue.size(user) == 0:  # none assigned yet: asking must not assign one (a consent may still be refused)
         return not queue.can_extend(user)
-    done, total = queue.labelled(user), queue.total(user)
-    return done == total or (done == queue.size(user) and not queue.can_extend(user))
+    return finished(queue.labelled(user), queue.total(user), queue.size(user), queue.can_extend(user))
 
 
 def step_of(project: Project, user: str) -> Step:
@@ -54,19 +53,12 @@ def _comes_before_items(project: Project, phase: Phase) -> bool:
     return project.config.phases.order.index(phase) < names.index(PhaseKind.ANNOTATION)
 
 
-def logic_json(scheme: Any) -> str:
-    logic = scheme.display_logic
-    return json.dumps({"any": logic.any, "conditions": [
-        {"schema": c.schema, "operator": c.operator, "value": c.value, "case_sensitive": c.case_sensitive}
-        for c in logic.conditions]})
-
-
 def _render(project: Project, user: str, phase: Phase, answers: Mapping[str, Any], problems: list[str],
             status: int = 200, **extra: Any) -> Any:
     order = project.config.phases.order if project.config.phases else ()
     return render_template("study.html", title=project.config.annotation_task_name, user=user, phase=phase,
                            heading=HEADINGS[phase.kind], answers=answers, problems=problems,
-                           number=order.index(phase) + 1, pages=len(order), logic_json=logic_json,
+                           number=order.index(phase) + 1, pages=len(order),
                            **extra), status
 
 

@@ -297,7 +297,7 @@ def import_labels(config_path: Path, labels_path: Path, user: str, skip_invalid:
     writes them), or upstream Potato's export (.jsonl, .csv or .tsv). Spans are checked against each
     item's text. Safe while the server runs."""
     from potato.errors import LabelImportError
-    from potato.label_import import check_entries, compare, read_entries
+    from potato.label_import import check_entries, compare, read_entries, span_texts_by_id
     from potato.project import Project
     from potato.server.auth import clean_user_name
 
@@ -306,7 +306,7 @@ def import_labels(config_path: Path, labels_path: Path, user: str, skip_invalid:
     if name is None:
         raise click.BadParameter("must be 1 to 64 printable characters", param_hint="--user")
     project = Project.open(config)
-    batch = check_entries(config, project.items.texts(), read_entries(labels_path), name)
+    batch = check_entries(config, span_texts_by_id(config, project.items), read_entries(labels_path), name)
     if batch.problems and not skip_invalid:
         raise LabelImportError(batch.problems)
     changes = compare(project.labels.iter_labels(user=name), batch.labels)

@@ -13,10 +13,12 @@ import io
 import re
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 from urllib.parse import quote, urlsplit
 
 FIELD_TYPES = ("text", "image", "dialogue", "code", "spreadsheet", "document", "pdf")
+SPAN_FIELD_TYPES = ("text", "dialogue")
+"""Types whose text spans can mark (``span_target``)."""
 MEDIA_TYPES = ("image", "pdf")
 """Types whose value may name a file under ``media_directory``."""
 MAX_ROWS = 1000
@@ -78,6 +80,35 @@ def field_payload(kind: str, label: str, value: Any, options: Mapping[str, Any],
         fmt = str(options.get("format") or ("html" if source.lstrip().startswith("<") else "markdown"))
         return {**out, "blocks": sanitise_html(source) if fmt == "html" else markdown(source)}
     return {**out, "text": _plain(value)}
+
+
+def span_text(kind: str, value: Any, options: Mapping[str, Any]) -> str:
+    """The text of a field that spans mark, as the page shows it and their offsets count it: a text
+    field's text; a dialogue's turns one per line, ``Speaker: text``."""
+    if kind == "dialogue":
+        turns = dialogue_turns(value, options.get("speaker_extraction", True) is not False)
+        return "\n".join(f"{t['speaker']}: {t['text']}" if t["speaker"] else t["text"] for t in turns)
+    return _plain(value)
+
+
+class Marked(Protocol):
+    """A field spans mark (``potato.config.schema.DisplayField``)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def options(self) -> Mapping[str, Any]: ...
+
+
+def span_texts(text: str, data: Mapping[str, Any], fields: Sequence[Marked]) -> dict[str, str]:
+    """An item's texts that spans mark, by the field name a span gives (``""``: the item's own
+    ``text``); ``fields``: the other fields spans mark (``Config.span_fields``)."""
+    out = {"": text}
+    for f in fields:
+        out[f.key] = span_text(f.type, data.get(f.key), f.options)
+    return out
 
 
 def _plain(value: Any) -> str:

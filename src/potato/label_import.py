@@ -22,9 +22,9 @@ from potato.errors import did_you_mean
 from potato.config.schema import Config
 from potato.training.schemes import CHOICE_TYPES, NUMERIC_TYPES, Scheme, SchemeType
 from potato.errors import DataError, LabelImportError
-from potato.items import csv_rows, read_utf8
+from potato.items import ItemSet, csv_rows, read_utf8
 from potato.labels import Label, LabelSource
-from potato.training.spans import check_spans
+from potato.training.spans import Texts, texts_of
 
 
 @dataclass(frozen=True)
@@ -104,10 +104,19 @@ def _csv_value(kind: SchemeType, raw: str) -> Any:
     return [part.strip() for part in raw.split("|") if part.strip()]
 
 
-def stored_spans(value: list[Any], text: str, scheme: Scheme) -> list[dict[str, Any]]:
-    """Checked spans as they are stored: by position, each with the text it covers. The annotation
-    page's answers and imported labels both store this, so an import of an export stores the same value."""
-    return [span.to_json(text) for span in check_spans(text, value, scheme.labels, scheme.allow_overlapping)]
+def stored_spans(value: list[Any], texts: str | Texts, scheme: Scheme) -> list[dict[str, Any]]:
+    """Checked spans as they are stored: by position, each with the text it covers (and its field,
+    on a field other than the item's text). The annotation page's answers and imported labels both
+    store this, so an import of an export stores the same value."""
+    by_field = texts_of(texts)
+    return [span.to_json(by_field[span.field]) for span in scheme.check_spans(value, by_field)]
+
+
+def span_texts_by_id(config: Config, items: ItemSet) -> Mapping[str, str | Texts]:
+    """Each item's texts that spans mark, by id: its text alone where spans mark nothing else."""
+    if not config.span_fields:
+        return items.texts()
+    return {item.id: config.span_texts(item) for item in items}
 
 
 def _span_problem(where: str, item_id: str, scheme: Scheme, value: Any, problem: str) -> str:
@@ -121,11 +130,11 @@ def _span_problem(where: str, item_id: str, scheme: Scheme, value: Any, problem:
             f"{', '.join(scheme.labels)})")
 
 
-def check_entry(config: Config, texts: Mapping[str, str | None],
+def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
                 entry: Entry) -> tuple[tuple[str, str, Any] | None, str | None]:
     """(item id, schema, value) for a good entry, else a problem text that says what is valid.
-    ``texts``: each known item's id and its text, which spans are checked against (None where only
-    the ids are known; spans are then refused)."""
+    ``texts``: each known item's id and its text (or texts by field, as ``Config.span_texts`` gives
+    them), which spans are checked against (None where only the ids are known; spans are then refused)."""
     data = entry.data
     if isinstance(data, _Unparsable):
         return None, f"{entry.where}: not valid JSON ({data.reason}); each line must be one JSON object"
@@ -208,9 +217,10 @@ def expand(config: Config, entry: Entry) -> tuple[list[Entry], list[str]]:
     return entries, [f"{entry.where}: {problem}" for problem in problems + more]
 
 
-def check_entries(config: Config, texts: Mapping[str, str | None], entries: Iterable[Entry], user: str,
+def check_entries(config: Config, texts: Mapping[str, str | Texts | None], entries: Iterable[Entry], user: str,
                   source: LabelSource = LabelSource.IMPORT) -> CheckedBatch:
-    """Check every entry against the items in ``texts`` (id -> text, as ``ItemSet.texts()`` gives);
+    """Check every entry against the items in ``texts`` (id -> texts by field, as ``span_texts_by_id``
+    gives);
     later entries for the same (item, schema) win, as if clicked in order."""
     batch = CheckedBatch(labels=[], problems=[])
     latest: dict = {}

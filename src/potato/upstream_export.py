@@ -6,8 +6,8 @@ its number (``"4": "4"``), a text box ``text_box``, a slider ``slider``, a numbe
 drop-down ``select-one``, a scheme's free-text box ``free_response`` (next to the scheme's own
 labels); values are text. Spans are not labels: they go under ``spans[schema]`` as the objects
 its span manager saves (``schema``, ``name`` = the label, ``title`` = the label again, ``start``,
-``end``, ``id`` = ``<schema>_<label>_<start>_<end>``) plus the ``text`` they cover, in the order of
-their position. Its exporter writes one record per (annotator, item)
+``end``, ``id`` = ``<schema>_<label>_<start>_<end>``) plus the ``text`` they cover and, on a field
+other than the item's text, ``target_field``, in the order of their position. Its exporter writes one record per (annotator, item)
 as ``annotations.jsonl`` (``instance_id``, ``user_id``, ``labels``, ``spans``, ``links``), or a
 ``.csv`` / ``.tsv`` with a ``schema.label_name`` column per answer and a ``schema._spans`` column
 holding a scheme's spans as JSON text. Upstream reads
@@ -61,7 +61,7 @@ def upstream_spans(schema: str, value: Any) -> list[dict[str, Any]]:
     (nothing to mark) has no spans, as upstream keeps none; a ``run_id`` is this server's, not upstream's."""
     return [{"schema": schema, "name": span["label"], "title": span["label"], "start": span["start"],
              "end": span["end"], "id": f"{schema}_{span['label']}_{span['start']}_{span['end']}",
-             "text": span.get("text", "")}
+             "text": span.get("text", ""), **({"target_field": span["field"]} if span.get("field") else {})}
             for span in value if isinstance(span, dict)] if isinstance(value, list) else []
 
 
@@ -206,10 +206,10 @@ def our_value(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     return next(iter(answer)) if len(answer) == 1 else list(answer)
 
 
-def our_spans(schema: str, spans: Any, text_key: str) -> tuple[Any, str | None]:
-    """Upstream's span objects of one scheme as this server's ``{"start", "end", "label", "text"}``
-    (``name`` is the label; ``schema``, ``title`` and ``id`` are upstream's bookkeeping), and a problem
-    for a span this server cannot keep: discontinuous, or marking a field other than the item's text.
+def our_spans(schema: str, spans: Any) -> tuple[Any, str | None]:
+    """Upstream's span objects of one scheme as this server's ``{"start", "end", "label", "text",
+    "field"}`` (``name`` is the label, ``target_field`` the field; ``schema``, ``title`` and ``id`` are
+    upstream's bookkeeping), and a problem for a span this server cannot keep: a discontinuous one.
     An empty ``text`` is upstream's "could not slice it", not a claim about the offsets, so it is dropped."""
     if not isinstance(spans, list):
         return spans, None
@@ -222,12 +222,11 @@ def our_spans(schema: str, spans: Any, text_key: str) -> tuple[Any, str | None]:
         if span.get("additional_parts"):
             return spans, (f"{where} is discontinuous (additional_parts), which this server does not store; "
                            "split it into one span per stretch of text, or leave it out")
-        if span.get("target_field") not in (None, "", text_key):
-            return spans, (f"{where} marks the field {span['target_field']!r}, not the item's text "
-                           f"({text_key}); only spans over the item's text can be imported")
         ours = {"start": span.get("start"), "end": span.get("end"), "label": span.get("name", span.get("label"))}
         if span.get("text"):
             ours["text"] = span["text"]
+        if span.get("target_field"):  # checked with the spans: a field the scheme marks, the item's text key too
+            ours["field"] = span["target_field"]
         out.append(ours)
     return out, None
 
@@ -283,7 +282,7 @@ def answers_from_record(config: Config, record: Mapping[str, Any]) -> tuple[list
         if rest:
             answers.append((schema, our_value(scheme, rest)))
     for schema, value in spans.items():
-        ours, problem = our_spans(schema, value, config.item_properties.text_key)
+        ours, problem = our_spans(schema, value)
         if problem:
             problems.append(problem)
         else:

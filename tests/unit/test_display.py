@@ -126,7 +126,7 @@ def test_field_types_validate_and_span_targets_stay_text(tmp_path: Path) -> None
                    tmp_path / "c.yaml")
     assert [e.message for e in bad.errors] == [
         "instance_display.fields[0].span_target: spans mark text; a image field cannot be their target (mark a text "
-        "field instead)"]
+        "or dialogue field instead)"]
     video = validate(upstream(instance_display={"fields": [{"key": "v", "type": "video"}]}), tmp_path / "c.yaml")
     assert video.errors[0].message.startswith("instance_display.fields[0].type: 'type: video' is a Potato feature")
     missing = validate(upstream(media_directory="nope"), tmp_path / "c.yaml")

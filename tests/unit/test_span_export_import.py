@@ -163,6 +163,14 @@ def test_a_run_id_stays_out_of_upstreams_span_objects() -> None:
     assert upstream_export.upstream_spans("entities", []) == []
 
 
+def test_a_span_on_another_field_is_upstreams_target_field_both_ways() -> None:
+    """Issue 36: upstream names a span's field target_field; so does the export, and an import reads it."""
+    spans = [{"start": 0, "end": 3, "label": "PER", "text": "Zoë", "field": "hypothesis"}]
+    exported = upstream_export.upstream_spans("entities", spans)
+    assert exported[0]["target_field"] == "hypothesis"
+    assert upstream_export.our_spans("entities", exported) == (spans, None)
+
+
 # -- import-labels ------------------------------------------------------------------------------
 
 def test_our_jsonl_round_trips_into_a_fresh_project(annotated: tuple[Path, Any], fresh: Callable[[str], Path],
@@ -273,8 +281,9 @@ def test_upstream_spans_it_cannot_keep_are_refused_by_name(config: Config) -> No
     assert problems[0].startswith('f:1: the spans of \'entities\': span 1 {"schema": "entities", "name": "LOC"')
     assert problems[0].endswith("is discontinuous (additional_parts), which this server does not store; split it "
                                 "into one span per stretch of text, or leave it out")
-    assert problems[1].endswith("marks the field 'title', not the item's text (text); only spans over the item's "
-                                "text can be imported")
+    assert problems[1].endswith("field 'title' is not one this scheme marks spans on: text; fix that span or leave it "
+                                "out (start and end count characters of the item's text from 0, end exclusive; "
+                                "labels: PER, ORG, LOC)")
     assert problems[2] == ('f:3: "labels" must map each scheme to {label_name: value}, as upstream Potato '
                            "exports it")
 

@@ -1,4 +1,4 @@
-"""``item_properties``, and the one field of an item that spans are marked on.
+"""``item_properties``, and the fields of an item that spans are marked on.
 
 Separate because the span rule ties three sections together (the schemes, ``item_properties.text_key``
 and ``instance_display``) and can only be judged once each of them is valid on its own.
@@ -16,37 +16,48 @@ from potato.config.upstream import unsupported_message
 
 
 def span_target(raw_schemes: object, schemes: tuple[Scheme, ...], items: ItemProperties, page: dict[str, Any],
-                findings: Findings) -> dict[str, Any] | None:
-    """Spans are marked on the item's own text (``item_properties.text_key``): a scheme's
-    ``target_field`` or a field's ``span_target`` may name that field and no other, and where
-    ``instance_display`` lists fields, that one must be among them so the annotator sees what they mark."""
+                findings: Findings) -> tuple[tuple[Scheme, ...], dict[str, Any]] | None:
+    """The fields spans are marked on, and each span scheme with the fields it marks.
+
+    Without ``instance_display`` spans mark the item's own text (``item_properties.text_key``). With
+    it, each field with ``span_target: true`` is marked (a premise and a hypothesis, a dialogue);
+    where none has it, the item's text is, and it must be among the fields so the annotator sees
+    what they mark. A scheme's ``target_field`` narrows it to one of those fields."""
     text_key = items.text_key
-    ok = True
-    for index, raw in enumerate(raw_schemes if isinstance(raw_schemes, list) else []):
-        target = raw.get("target_field") if isinstance(raw, dict) else None
-        if target is not None and target != text_key:
-            findings.error(f"annotation_schemes[{index}].target_field", unsupported_message(
-                f"target_field: {target}", f"marking spans of a field other than the item's text ({text_key}, "
-                "from item_properties.text_key)"))
-            ok = False
     fields = page["page"].display_fields
-    for index, field in enumerate(fields):
-        if field.span_target and field.key != text_key:
-            findings.error(f"instance_display.fields[{index}].span_target", unsupported_message(
-                "span_target", f"marking spans of a field other than the item's text ({text_key}, from "
-                "item_properties.text_key)"))
-            ok = False
     spans = [s.name for s in schemes if s.annotation_type is SchemeType.SPAN]
-    if spans and fields and text_key not in [f.key for f in fields]:
-        findings.error("instance_display.fields", f"shows no field {text_key!r}, the item's text that the span "
-                       f"scheme {spans[0]!r} marks; add {{key: {text_key}, type: text, span_target: true}}")
-        ok = False
+    if spans and fields and not any(f.span_target for f in fields):
+        if text_key not in [f.key for f in fields]:
+            findings.error("instance_display.fields", f"shows no field {text_key!r}, the item's text that the span "
+                           f"scheme {spans[0]!r} marks; add {{key: {text_key}, type: text, span_target: true}}")
+            return None
+        fields = tuple(replace(f, span_target=f.key == text_key) for f in fields)
+        page = {**page, "page": replace(page["page"], display_fields=fields)}
+    names = {f.key: ("" if f.key == text_key and f.type == "text" else f.key) for f in fields if f.span_target}
+    marked = tuple(names.values()) or ("",)
+    raw_list = raw_schemes if isinstance(raw_schemes, list) else []
+    ok = True
+    out = []
+    for index, scheme in enumerate(schemes):
+        raw = raw_list[index] if index < len(raw_list) and isinstance(raw_list[index], dict) else {}
+        if scheme.annotation_type is not SchemeType.SPAN:
+            out.append(scheme)
+            continue
+        own = marked
+        target = raw.get("target_field")
+        if target is not None:
+            if target not in names and not (target == text_key and not fields):
+                shown = ", ".join(names) or text_key
+                findings.error(f"annotation_schemes[{index}].target_field", f"names {target!r}, which is not a field "
+                               f"spans are marked on ({shown}); name one of them, or give that field span_target: "
+                               "true under instance_display.fields")
+                ok = False
+                continue
+            own = (names.get(target, ""),)
+        out.append(replace(scheme, span_fields=own, text_key=text_key))
     if not ok:
         return None
-    if spans and fields:
-        marked = tuple(replace(f, span_target=f.key == text_key) for f in fields)
-        page = {**page, "page": replace(page["page"], display_fields=marked)}
-    return page
+    return tuple(out), page
 
 
 _ITEM_PROPERTIES: Mapping[str, Check] = {"id_key": text(), "text_key": text()}

@@ -26,7 +26,7 @@ from potato.config._checks import (
 )
 from potato.config.schema import EXPORT_FORMATS, Access, Assignment, DisplayField, Page, export_format
 from potato.config.upstream import unsupported_message
-from potato.display import FIELD_TYPES
+from potato.display import FIELD_TYPES, SPAN_FIELD_TYPES
 
 KEYS = (
     "user_config", "require_password", "login", "session_lifetime_days",
@@ -288,11 +288,14 @@ def _instance_display(value: object, findings: Findings) -> tuple[tuple[DisplayF
         elif kind not in FIELD_TYPES:
             findings.error(f"{at}.type", unsupported_message(f"type: {kind}", f"{kind} fields in instance_display "
                                                              f"(this server shows {', '.join(FIELD_TYPES)})"))
-        elif field_values.get("span_target") and kind != "text":
+        elif field_values.get("span_target") and kind not in SPAN_FIELD_TYPES:
             findings.error(f"{at}.span_target", f"spans mark text; a {kind} field cannot be their target (mark a "
-                                                "text field instead)")
+                                                "text or dialogue field instead)")
         elif not isinstance(options, dict):
             findings.error(f"{at}.display_options", f"must be a mapping such as {{max_width: 600}}, got {show(options)}")
+        elif options.get("per_turn_ratings"):  # answers the page would not ask for: refused, never dropped
+            findings.error(f"{at}.display_options.per_turn_ratings", unsupported_message(
+                "per_turn_ratings", "rating each turn of a dialogue"))
         elif not field_problems:
             fields.append(DisplayField(field_values["key"], field_values.get("label", ""),
                                        field_values.get("span_target", False), kind, dict(options)))

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Protocol
 from potato import defaults
 from potato.crowdsourcing import Crowdsourcing
 from potato.phases import Phases
+from potato.display import span_texts
 from potato.training.containers import ContainerSpec
 from potato.training.schemes import Scheme
 
@@ -289,7 +290,7 @@ class DisplayField:
     key: str
     label: str = ""
     span_target: bool = False
-    """Span schemes mark this field (the item's own text: ``item_properties.text_key``)."""
+    """Span schemes mark this field: the item's own text (``item_properties.text_key``) or another."""
     type: str = "text"
     """How it is shown: text, image, dialogue, code, spreadsheet, document or pdf (``potato.display``)."""
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -360,6 +361,21 @@ class Config:
         """The kinds of answer this project's trainable schemes give (radio, multiselect, span): a trainer
         that learns none of them is no choice here."""
         return frozenset(s.training_type for s in self.annotation_schemes if s.training_type)
+
+    @property
+    def span_fields(self) -> tuple[DisplayField, ...]:
+        """The fields spans are marked on besides the item's own text (its text key shown as text); a
+        span on one names it."""
+        text_key = self.item_properties.text_key
+        return tuple(f for f in self.page.display_fields if f.span_target and (f.key != text_key or f.type != "text"))
+
+    def span_name(self, field: DisplayField) -> str:
+        """The field a span on ``field`` names: ``""`` for the item's own text."""
+        return "" if field not in self.span_fields else field.key
+
+    def span_texts(self, item: Any) -> dict[str, str]:
+        """An item's texts that spans mark, by the field a span names (``""``: the item's own text)."""
+        return span_texts(item.text, item.data, self.span_fields)
 
     def scheme(self, name: str) -> Scheme | None:
         for s in self.annotation_schemes:

@@ -79,7 +79,8 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
         warn_debug(backend_types, findings)
     names = list(backend_types)
     if schemes is not None and item_properties is not None and page is not None:
-        page = span_target(raw.get("annotation_schemes"), schemes, item_properties, page, findings)
+        marked = span_target(raw.get("annotation_schemes"), schemes, item_properties, page, findings)
+        schemes, page = marked if marked is not None else (schemes, None)
     task_dir = resolve(path.parent, values.get("task_dir", "."))
     phases_ok, phases = phase_keys.check(raw, schemes, task_dir, findings)
     codebook = _codebook_mode(raw.get("codebook_mode"), schemes or (), page, findings)

@@ -9,7 +9,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, redirect, render_template, request, session, url_for
 
-from potato.label_import import Entry, check_entries, compare
+from potato.label_import import Entry, check_entries, compare, span_texts_by_id
 from potato.labels import LabelSource, export_lines
 from potato.participants import participant_ids
 from potato.server.auth import admin_required, clean_user_name, key_matches
@@ -116,7 +116,8 @@ def api_labels_post() -> Any:
     skip_invalid = body.get("skip_invalid", False)
     if not isinstance(skip_invalid, bool):  # "false" is a string, and a string is true
         return jsonify(error=f"'skip_invalid' must be true or false (JSON booleans), not {skip_invalid!r}."), 400
-    batch = check_entries(project.config, project.items.texts(), entries, user, LabelSource.IMPORT)
+    batch = check_entries(project.config, span_texts_by_id(project.config, project.items), entries, user,
+                          LabelSource.IMPORT)
     if batch.problems and not skip_invalid:
         return jsonify(error="Nothing was stored: fix these entries or send skip_invalid: true.",
                        problems=batch.problems), 400

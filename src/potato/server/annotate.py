@@ -18,8 +18,9 @@ from potato.accounts import AccountError, Accounts
 from potato.assignment import items_done
 from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
-from potato.display import field_payload, media_path, pdf_pages
+from potato.display import field_payload, media_path, pdf_pages, span_text
 from potato.training.schemes import SchemeType
+from potato.training.spans import Texts
 from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server import crowd, study
@@ -35,15 +36,16 @@ bp = Blueprint("annotate", __name__)
 # -- pure helpers -------------------------------------------------------------------------------
 
 def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | None = None,
-                  partial: bool = False, text: str = "") -> tuple[dict[str, Any], list[str], list[str]]:
+                  partial: bool = False, texts: str | Texts = "") -> tuple[dict[str, Any], list[str], list[str]]:
     """Split a submitted ``{schema: value}`` into values to store and schemas to clear.
 
     Returns (store, clear, problems); problems name the schema and the valid answers. A scheme
     whose ``display_logic`` hides it for the item's answers (``stored`` ones, overridden by the
     submitted ones) was not asked: its answer is cleared and it is never required. ``partial``
     is an answer stored as it is picked: a required question may still be open (the page asks
-    for it before it moves on). Spans are checked against the item's ``text`` and stored by
-    position, each with the text it covers; an empty list of spans is an answer (nothing to mark).
+    for it before it moves on). Spans are checked against the item's ``texts`` (by field, as
+    ``Config.span_texts`` gives them) and stored by position, each with the text it covers; an empty
+    list of spans is an answer (nothing to mark).
     """
     store: dict[str, Any] = {}
     clear: list[str] = []
@@ -56,11 +58,11 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
             valid = ", ".join(s.name for s in config.annotation_schemes)
             problems.append(f"unknown schema '{name}' (valid: {valid})")
         elif scheme.annotation_type is SchemeType.SPAN and value is not None:
-            problem = scheme.span_problem(value, text)
+            problem = scheme.span_problem(value, texts)
             if problem:
                 problems.append(f"'{scheme.name}': {problem}")
             else:
-                store[scheme.name] = stored_spans(value, text, scheme)
+                store[scheme.name] = stored_spans(value, texts, scheme)
         elif isinstance(value, dict) and scheme.labels and not any(value.values()):
             clear.append(scheme.name)  # every box of a several-box text scheme emptied
         elif value is None or value == "" or value == []:
@@ -123,7 +125,10 @@ def shown_field(project: Project, field: DisplayField, value: Any) -> dict[str, 
     """One field of an item as the page draws it (``potato.display``); a PDF with its page count."""
     out = field_payload(field.type, field.label or field.key, value, field.options, request.script_root + MEDIA_URL)
     if field.span_target:
+        # The name a span on this field gives ("" for the item's own text) and the text it marks.
         out["span_target"] = True
+        out["span_field"] = project.config.span_name(field)
+        out["text"] = span_text(field.type, value, field.options)
     path = media_path(value)
     if out["type"] == "pdf" and path and project.config.media_directory is not None:
         out["pages"] = _pdf_pages(project.config.media_directory / path)
@@ -414,10 +419,13 @@ def span_sources(spans: list[dict[str, Any]], submitted: object, shown: Mapping[
     is the suggestion's as a whole (True) when every span came from it and none of it was left out."""
     if not shown or not isinstance(claimed, str) or shown.get("run_id") != claimed:
         return spans, False
-    offered = {(s["start"], s["end"], s["label"]) for s in shown.get("label") or []}
-    sent = {(s.get("start"), s.get("end"), s.get("label")) for s in submitted if isinstance(s, dict)
+    def key(s: Mapping[str, Any]) -> tuple[Any, ...]:
+        return s.get("field") or "", s.get("start"), s.get("end"), s.get("label")
+
+    offered = {key(s) for s in shown.get("label") or []}
+    sent = {key(s) for s in submitted if isinstance(s, dict)
             and s.get("run_id") == claimed} if isinstance(submitted, list) else set()
-    out = [{**s, "run_id": claimed} if (s["start"], s["end"], s["label"]) in offered & sent else s for s in spans]
+    out = [{**s, "run_id": claimed} if key(s) in offered & sent else s for s in spans]
     return out, len(out) == len(offered) and all("run_id" in s for s in out)
 
 
@@ -445,7 +453,7 @@ def label() -> Any:
     partial = body.get("partial") is True
     config = current_config(project.config, project.db)  # with the codes annotators added
     store, clear, problems = check_answers(config, body.get("labels"), stored, partial=partial,
-                                           text=project.items.get(item_id).text)
+                                           texts=config.span_texts(project.items.get(item_id)))
     if problems:
         return jsonify(error="; ".join(problems)), 400
     accepted = body.get("accepted")

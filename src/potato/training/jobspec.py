@@ -18,7 +18,7 @@ from potato.training.devices import DEVICE_CHOICES, is_valid_device
 from potato.training.failures import BadJob
 from potato.training.results import Label
 from potato.training.schemes import TRAINABLE, Scheme, SchemeType
-from potato.training.spans import Span, by_position
+from potato.training.spans import MAIN, Span, by_position
 
 JOB_FORMAT = 1
 """The ``format`` of ``job.json`` this worker reads."""
@@ -58,6 +58,13 @@ class Item:
     id: str
     text: str
     fields: dict[str, Any] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+    """The other texts spans mark, by field (a premise's hypothesis, a dialogue)."""
+
+    @property
+    def span_texts(self) -> dict[str, str]:
+        """Every text spans may mark, by field: ``""`` is the item's own."""
+        return {MAIN: self.text, **self.texts}
 
 
 @dataclass(frozen=True)
@@ -109,8 +116,13 @@ def _parse_schemes(data: dict[str, Any], problems: list[str]) -> tuple[Scheme, .
             problems.append("schemes[{}] ({}) labels must be a list of strings".format(i, raw["name"]))
             continue
         description = raw.get("description")
+        fields = raw.get("fields", [MAIN])
+        if not isinstance(fields, list) or not fields or not all(isinstance(x, str) for x in fields):
+            problems.append("schemes[{}] ({}) fields must be a non-empty list of field names".format(i, raw["name"]))
+            continue
         by_name[raw["name"]] = Scheme(annotation_type, raw["name"],
-                                      description if isinstance(description, str) else "", tuple(labels))
+                                      description if isinstance(description, str) else "", tuple(labels),
+                                      span_fields=tuple(fields))
         order.append(raw["name"])
     names = data.get("schemas", order)  # an older server's job.json names them apart
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
@@ -221,8 +233,12 @@ def read_items(bundle_dir: Path) -> list[Item]:
             text = ""
         if not isinstance(text, str):
             raise BadJob(f"{ITEMS_FILE} line {number} (item {item_id!r}) has a text that is not a string")
-        extra = {k: v for k, v in obj.items() if k not in ("id", "text")}
-        items.append(Item(item_id, text, extra))
+        texts = obj.get("texts") or {}
+        if not isinstance(texts, dict) or not all(isinstance(v, str) for v in texts.values()):
+            raise BadJob(f"{ITEMS_FILE} line {number} (item {item_id!r}) has texts that are not an object of strings "
+                         "by field")
+        extra = {k: v for k, v in obj.items() if k not in ("id", "text", "texts")}
+        items.append(Item(item_id, text, extra, {str(k): v for k, v in texts.items() if k != MAIN}))
     return items
 
 
@@ -255,7 +271,7 @@ def parse_label_row(obj: dict[str, Any], number: int, schemas: dict[str, Scheme]
     return LabelRow(str(item_id), spec.name, label, user_id)
 
 
-SPAN_FORM = '{"start": int, "end": int, "label": str}'
+SPAN_FORM = '{"start": int, "end": int, "label": str, "field": str (optional)}'
 
 
 def _span_label(value: Any, number: int, schema: str) -> tuple[Span, ...]:
@@ -267,11 +283,12 @@ def _span_label(value: Any, number: int, schema: str) -> tuple[Span, ...]:
     spans = set()
     for raw in value:
         ok = (isinstance(raw, dict) and _is_int(raw.get("start")) and _is_int(raw.get("end"))
-              and isinstance(raw.get("label"), str) and 0 <= raw["start"] < raw["end"])
+              and isinstance(raw.get("label"), str) and 0 <= raw["start"] < raw["end"]
+              and isinstance(raw.get("field", MAIN), str))
         if not ok:
             raise BadJob(f"{LABELS_FILE} line {number}: schema {schema!r}: {raw!r} is not a span {SPAN_FORM} "
                          "with 0 <= start < end")
-        spans.add(Span(raw["start"], raw["end"], raw["label"]))
+        spans.add(Span(raw["start"], raw["end"], raw["label"], raw.get("field", MAIN)))
     return tuple(sorted(spans, key=by_position))
 
 

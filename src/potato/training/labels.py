@@ -115,7 +115,7 @@ def label_spans(value: Label) -> list[Span]:
     span for an answer of another kind."""
     if not isinstance(value, tuple):
         return []
-    return [Span(x.start, x.end, x.label) for x in value if not isinstance(x, str)]
+    return [Span(x.start, x.end, x.label, x.field) for x in value if not isinstance(x, str)]
 
 
 def unknown_labels(spec: Scheme, targets: Targets) -> list[str]:

@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Mapping, Optional, Protocol
 
 from potato import defaults
-from potato.training.spans import BadSpan, check_spans
+from potato.training.spans import MAIN, BadSpan, Span, Texts, check_spans, texts_of
 
 
 class ShownWhen(Protocol):
@@ -99,6 +99,11 @@ class Scheme:
     """A span scheme lets one span start inside another (off: each stretch of text has one label)."""
     show_span_labels: bool = True
     """A span scheme's highlights carry their label's name (upstream's ``show_span_labels``)."""
+    span_fields: tuple[str, ...] = (MAIN,)
+    """The fields a span scheme marks, as its spans name them: ``""`` is the item's own text, another
+    name an ``instance_display`` field with ``span_target``."""
+    text_key: str = ""
+    """What the item's own text is called (``item_properties.text_key``): a span may name it as its field."""
 
     @property
     def multiselect(self) -> bool:
@@ -122,17 +127,25 @@ class Scheme:
             return SchemeType.SPAN.value
         return None
 
-    def span_problem(self, value: object, text: str) -> str | None:
-        """What is wrong with ``value`` as this span scheme's spans over ``text`` (pure); None: nothing."""
+    def marked_texts(self, texts: str | Texts) -> Texts:
+        """The item's texts this span scheme marks, of all it has (one text is the item's own)."""
+        return {field: text for field, text in texts_of(texts).items() if field in self.span_fields}
+
+    def check_spans(self, value: object, texts: str | Texts) -> list[Span]:
+        """``value`` as this span scheme's spans over the item's ``texts``; :class:`BadSpan` says why not."""
+        return check_spans(self.marked_texts(texts), value, self.labels, self.allow_overlapping, self.text_key)
+
+    def span_problem(self, value: object, texts: str | Texts) -> str | None:
+        """What is wrong with ``value`` as this span scheme's spans over ``texts`` (pure); None: nothing."""
         try:
-            check_spans(text, value, self.labels, self.allow_overlapping)
+            self.check_spans(value, texts)
         except BadSpan as bad:
             return str(bad)
         return None
 
-    def accepts(self, value: object, text: str | None = None) -> bool:
+    def accepts(self, value: object, text: str | Texts | None = None) -> bool:
         """Whether ``value`` is a well-formed answer to this scheme (pure). Spans are an answer only
-        against the item's ``text``: their offsets and text must fit it."""
+        against the item's ``text`` (or texts by field): their offsets and text must fit it."""
         if self.annotation_type is SchemeType.SPAN:
             return text is not None and self.span_problem(value, text) is None
         if self.annotation_type in CHOICE_TYPES:

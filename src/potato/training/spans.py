@@ -5,6 +5,11 @@ Remote-safe and pure: standard library only, Python 3.8. Offsets are character o
 item's text exactly as the annotator saw it (Python string indices, so code points), the end
 exclusive: ``text[start:end]`` is the span's text.
 
+A project may mark spans on more than one field of an item (a premise and a hypothesis): then a
+span names its ``field``, and its offsets count in that field's text. The empty field, which a
+stored span leaves out, is the item's own text (``item_properties.text_key``), so the spans of a
+project that marks only its text look as they always did.
+
 The score is CoNLL's exact match, as seqeval computes it in its default mode: a predicted span
 counts only when its start, end and label all equal those of a true span; precision, recall and F1
 per label and micro-averaged over all spans; precision with nothing predicted, or recall with
@@ -15,7 +20,7 @@ another label starts a span, as a ``B-`` tag does.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from potato.errors import PotatoError
 
@@ -27,15 +32,31 @@ Offsets = Sequence[Tuple[int, int]]
 """Each token's (start, end) in the text; (0, 0) for a token that stands for no text (``[CLS]``)."""
 
 
+MAIN = ""
+"""The field name of the item's own text: a span on it names no field."""
+
+Texts = Mapping[str, str]
+"""An item's texts that spans are marked on, by field (:data:`MAIN` is the item's own text)."""
+
+
+def texts_of(text: Union[str, Texts]) -> Texts:
+    """One text is the item's own; a mapping names each field's."""
+    return {MAIN: text} if isinstance(text, str) else text
+
+
 class Span(NamedTuple):
     start: int
     end: int
     label: str
+    field: str = MAIN
 
     def to_json(self, text: Optional[str] = None) -> Dict[str, Any]:
+        """The stored form; ``text`` (the span's own field's text) adds the words it covers."""
         out: Dict[str, Any] = {"start": self.start, "end": self.end, "label": self.label}
         if text is not None:
             out["text"] = text[self.start:self.end]
+        if self.field:
+            out["field"] = self.field
         return out
 
 
@@ -46,67 +67,95 @@ class ScoredSpan(NamedTuple):
     end: int
     label: str
     confidence: float
+    field: str = MAIN
 
     @property
     def span(self) -> Span:
-        return Span(self.start, self.end, self.label)
+        return Span(self.start, self.end, self.label, self.field)
 
     def to_json(self) -> Dict[str, Any]:
-        return {"start": self.start, "end": self.end, "label": self.label, "confidence": round(self.confidence, 6)}
+        out: Dict[str, Any] = {"start": self.start, "end": self.end, "label": self.label,
+                               "confidence": round(self.confidence, 6)}
+        if self.field:
+            out["field"] = self.field
+        return out
 
 
-def by_position(span: Any) -> Tuple[int, int, str]:
-    """The order spans are kept in: by start, the longer first at one start, then by label."""
-    return (span.start, -span.end, span.label)
+def by_position(span: Any) -> Tuple[str, int, int, str]:
+    """The order spans are kept in: by field (the item's text first), then by start, the longer
+    first at one start, then by label."""
+    return (span.field, span.start, -span.end, span.label)
 
 
 class BadSpan(PotatoError, ValueError):
     """A span that does not fit the item's text or the scheme; the message names which and why."""
 
 
-def check_spans(text: str, spans: Any, labels: Sequence[str], allow_overlap: bool = False) -> List[Span]:
-    """The spans of one scheme on one item, checked against the item's ``text`` as shown: each a
-    ``{"start", "end", "label"}`` object (``"text"``, when sent, must be the text at those offsets),
-    inside the text, with one of ``labels``, not twice, and overlapping another only when the scheme
-    allows it. Sorted by position; :class:`BadSpan` names the first span that is wrong."""
+def check_spans(text: Union[str, Texts], spans: Any, labels: Sequence[str], allow_overlap: bool = False,
+                main_name: str = "") -> List[Span]:
+    """The spans of one scheme on one item, checked against the item's ``text`` as shown (or its
+    texts by field): each a ``{"start", "end", "label"}`` object (``"field"`` where the item has
+    several texts; ``"text"``, when sent, must be the text at those offsets), inside its text, with
+    one of ``labels``, not twice, and overlapping another in its field only when the scheme allows
+    it. A span that names ``main_name`` (the item's text key) is on the item's own text. Sorted by
+    position; :class:`BadSpan` names the first span that is wrong."""
     if not isinstance(spans, list):
         raise BadSpan('spans must be a list of {"start": int, "end": int, "label": str} objects')
+    texts = texts_of(text)
     out: List[Span] = []
     for number, raw in enumerate(spans, 1):
-        out.append(_one_span(text, raw, labels, number))
+        out.append(_one_span(texts, raw, labels, number, main_name))
     out.sort(key=by_position)
     for before, after in zip(out, out[1:]):
         if before == after:
-            raise BadSpan(f"the span {_show(before, text)} is there twice")
-        if not allow_overlap and after.start < before.end:
-            raise BadSpan(f"the spans {_show(before, text)} and {_show(after, text)} overlap, and this "
+            raise BadSpan(f"the span {_show(before, texts)} is there twice")
+        if not allow_overlap and after.field == before.field and after.start < before.end:
+            raise BadSpan(f"the spans {_show(before, texts)} and {_show(after, texts)} overlap, and this "
                           "scheme does not allow overlapping spans (allow_overlapping: true does)")
     return out
 
 
-def _one_span(text: str, raw: Any, labels: Sequence[str], number: int) -> Span:
+def _field_of(texts: Texts, raw: Dict[Any, Any], where: str, main_name: str) -> str:
+    field = raw.get("field", MAIN)
+    if field is None or field == main_name:
+        field = MAIN
+    if isinstance(field, str) and field in texts:
+        return field
+    named = [name or main_name or "the item's text" for name in texts]
+    if field == MAIN:
+        raise BadSpan(f'{where} names no field, and this scheme marks spans on {", ".join(named)}: add "field" '
+                      "with one of them")
+    raise BadSpan(f"{where}: field {field!r} is not one this scheme marks spans on: {', '.join(named)}")
+
+
+def _one_span(texts: Texts, raw: Any, labels: Sequence[str], number: int, main_name: str) -> Span:
     where = f"span {number}"
     if not isinstance(raw, dict):
         raise BadSpan(f'{where} must be an object {{"start": int, "end": int, "label": str}}')
+    field = _field_of(texts, raw, where, main_name)
+    text = texts[field]
+    if field:
+        where = f"{where} (field {field})"
     start, end, label = raw.get("start"), raw.get("end"), raw.get("label")
     for key, value in (("start", start), ("end", end)):
         if not isinstance(value, int) or isinstance(value, bool):
             raise BadSpan(f"{where}: {key} must be a whole number (a character offset), got {value!r}")
     assert isinstance(start, int) and isinstance(end, int)
     if not 0 <= start < end <= len(text):
-        raise BadSpan(f"{where}: {start}-{end} is not a stretch of the item's text, which has {len(text)} "
-                      "characters (0 <= start < end <= length)")
+        raise BadSpan(f"{where}: {start}-{end} is not a stretch of the {'field' if field else 'item'}'s text, which "
+                      f"has {len(text)} characters (0 <= start < end <= length)")
     if label not in labels:
         raise BadSpan(f"{where}: label {label!r} is not one of this scheme's labels: {', '.join(labels)}")
     sent = raw.get("text")
     if sent is not None and sent != text[start:end]:
         raise BadSpan(f"{where}: the text at {start}-{end} is {text[start:end]!r}, not {str(sent)!r}; the "
                       "offsets must count characters of the item's text as shown")
-    return Span(start, end, str(label))
+    return Span(start, end, str(label), field)
 
 
-def _show(span: Span, text: str) -> str:
-    return f"{span.label} {span.start}-{span.end} ({text[span.start:span.end]!r})"
+def _show(span: Span, texts: Texts) -> str:
+    where = f" in {span.field}" if span.field else ""
+    return f"{span.label} {span.start}-{span.end}{where} ({texts[span.field][span.start:span.end]!r})"
 
 
 def simple_tokens(text: str) -> List[Tuple[int, int]]:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 
 from potato.training import dataparallel
 from potato.training import labels as labelling
+from potato.training import spanfields
 from potato.training.dataparallel import SINGLE, Ranks
 from potato.training.devices import DeviceProbe, describe_device, resolve_device
 from potato.training.events import EventWriter
@@ -91,18 +92,26 @@ def prepare(run: RunSoFar, bundle_dir: Path, events: EventWriter, result: Result
 
 
 def _check_span_labels(rows: Sequence[LabelRow], items: Sequence[Item], schemas: Sequence[Scheme]) -> None:
-    """Every span a label row marks lies inside its item's text: a bundle whose spans do not fit
-    the text the worker trains on is a bad job, not a model trained on shifted words."""
-    span_schemas = {s.name for s in schemas if s.spans}
+    """Every span a label row marks lies inside its item's text (or the text of the field it names,
+    one its scheme marks): a bundle whose spans do not fit the text the worker trains on is a bad
+    job, not a model trained on shifted words."""
+    span_schemas = {s.name: s for s in schemas if s.spans}
     if not span_schemas:
         return
-    lengths = {item.id: len(item.text) for item in items}
+    texts = {item.id: item.span_texts for item in items}
     for row in rows:
-        if row.schema in span_schemas and row.item_id in lengths:
-            for span in labelling.label_spans(row.label):
-                if span.end > lengths[row.item_id]:
-                    raise BadJob(f"{LABELS_FILE}: a span of schema {row.schema!r} on item {row.item_id!r} ends at "
-                                 f"{span.end}, past the item's text ({lengths[row.item_id]} characters)")
+        spec = span_schemas.get(row.schema)
+        if spec is None or row.item_id not in texts:
+            continue
+        for span in labelling.label_spans(row.label):
+            where = f"{LABELS_FILE}: a span of schema {row.schema!r} on item {row.item_id!r}"
+            if span.field not in spec.span_fields:
+                raise BadJob(f"{where} is in field {span.field!r}, which the schema does not mark "
+                             f"({', '.join(repr(f) for f in spec.span_fields)})")
+            length = len(texts[row.item_id].get(span.field, ""))
+            if span.end > length:
+                raise BadJob(f"{where} ends at {span.end}, past the {'field' if span.field else 'item'}'s text "
+                             f"({length} characters)")
 
 
 def train(job_dir: Path, run: RunSoFar, events: EventWriter, result: Result, stop: StopFlag,
@@ -155,7 +164,7 @@ def train(job_dir: Path, run: RunSoFar, events: EventWriter, result: Result, sto
     ctx.check_stop()
     events.step(f"training on {len(train)} items")
     started = time.monotonic()
-    trainer.fit(train)
+    trainer.fit(spanfields.split_examples(train, job.schemas) if spanfields.marks_fields(job.schemas) else train)
     events.log(f"fit took {time.monotonic() - started:.2f} s")
     ctx.check_stop()
     if ranks.main:
@@ -165,9 +174,7 @@ def train(job_dir: Path, run: RunSoFar, events: EventWriter, result: Result, sto
     events.step(f"predicting {len(items)} items")
     share = dataparallel.shard_items(len(items), ranks)
     mine = items[share.start:share.stop]
-    part = trainer.predict(mine)
-    if len(part) != len(mine):
-        raise ValueError(f"the trainer returned {len(part)} predictions for {len(mine)} items")
+    part = _predict(trainer, mine, job.schemas)
     parts = dataparallel.gather_to_main(part, ranks)
     if parts is None:  # a rank above 0: its share is with rank 0 now
         return
@@ -176,7 +183,7 @@ def train(job_dir: Path, run: RunSoFar, events: EventWriter, result: Result, sto
     for item, per_schema in zip(items, raw):
         predicted[item.id] = {
             spec.name: check_prediction(spec, per_schema.get(spec.name),
-                                        f"item {item.id!r}, schema {spec.name!r}", item.text)
+                                        f"item {item.id!r}, schema {spec.name!r}", item.span_texts)
             for spec in job.schemas
         }
     ctx.check_stop()
@@ -188,6 +195,19 @@ def train(job_dir: Path, run: RunSoFar, events: EventWriter, result: Result, sto
         events.metric(name, result.metrics[name])
     events.step("writing predictions")
     _write_predictions(job_dir, job, items, predicted, events, result)
+
+
+def _predict(trainer: Trainer, items: Sequence[Item], schemas: Sequence[Scheme]) -> list[dict[str, Prediction | None]]:
+    """The trainer's predictions for ``items``, one per item; where spans mark several fields, the
+    trainer predicts each field's text and the spans come back to their item by field."""
+    if spanfields.marks_fields(schemas):
+        fields = spanfields.fields_of(schemas)
+        return spanfields.join_predictions(items, fields, schemas,
+                                           trainer.predict(spanfields.split_items(items, fields)))
+    part = trainer.predict(items)
+    if len(part) != len(items):
+        raise ValueError(f"the trainer returned {len(part)} predictions for {len(items)} items")
+    return part
 
 
 def _write_predictions(job_dir: Path, job: JobSpec, items: Sequence[Item],

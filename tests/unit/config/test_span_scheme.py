@@ -68,9 +68,9 @@ def test_a_project_mixing_span_and_classification_schemes_validates() -> None:
      + unsupported_message("entity_linking", "linking spans to entries of a knowledge base")),
     ({"labels": []}, "annotation_schemes[0].labels: missing; a span scheme needs at least 1 label, "
                      'e.g. labels: ["positive", "negative"]'),
-    ({"target_field": "title"}, "annotation_schemes[0].target_field: " + unsupported_message(
-        "target_field: title", "marking spans of a field other than the item's text (text, from "
-                               "item_properties.text_key)")),
+    ({"target_field": "title"}, "annotation_schemes[0].target_field: names 'title', which is not a field spans are "
+                                "marked on (text); name one of them, or give that field span_target: true under "
+                                "instance_display.fields"),
 ])
 def test_span_features_this_server_lacks_are_refused_by_name(change: dict[str, Any], message: str) -> None:
     assert errors(upstream(annotation_schemes=[{**NER, **change}])) == [message]
@@ -91,12 +91,28 @@ def test_span_target_must_be_the_items_text_and_shown() -> None:
     report = validate(upstream(annotation_schemes=[NER], instance_display=shown), CONFIG)
     assert report.errors == []
     assert [f.span_target for f in report.config.page.display_fields] == [False, True]
-    wrong = {"fields": [{"key": "title", "type": "text", "span_target": True}]}
-    assert errors(upstream(annotation_schemes=[NER], instance_display=wrong)) == [
-        "instance_display.fields[0].span_target: " + unsupported_message(
-            "span_target", "marking spans of a field other than the item's text (text, from item_properties.text_key)"),
+    unmarked = {"fields": [{"key": "title", "type": "text"}]}
+    assert errors(upstream(annotation_schemes=[NER], instance_display=unmarked)) == [
         "instance_display.fields: shows no field 'text', the item's text that the span scheme 'entities' marks; "
         "add {key: text, type: text, span_target: true}"]
+
+
+def test_spans_may_mark_several_fields_and_a_scheme_one_of_them() -> None:
+    """Issue 36: span_target on a premise and a hypothesis; the item's text goes by no field name."""
+    shown = {"fields": [{"key": "text", "type": "text", "span_target": True},
+                        {"key": "hypothesis", "type": "text", "span_target": True},
+                        {"key": "chat", "type": "dialogue", "span_target": True}]}
+    narrowed = {"annotation_type": "span", "name": "claims", "labels": ["CLAIM"], "target_field": "hypothesis"}
+    report = validate(upstream(annotation_schemes=[NER, narrowed], instance_display=shown), CONFIG)
+    assert report.errors == []
+    config = report.config
+    assert [s.span_fields for s in config.annotation_schemes] == [("", "hypothesis", "chat"), ("hypothesis",)]
+    assert [f.key for f in config.span_fields] == ["hypothesis", "chat"]
+    assert [config.span_name(f) for f in config.page.display_fields] == ["", "hypothesis", "chat"]
+    wrong = {**NER, "target_field": "title"}
+    assert errors(upstream(annotation_schemes=[wrong], instance_display=shown)) == [
+        "annotation_schemes[0].target_field: names 'title', which is not a field spans are marked on (text, "
+        "hypothesis, chat); name one of them, or give that field span_target: true under instance_display.fields"]
 
 
 # --- storing spans ------------------------------------------------------------------------------

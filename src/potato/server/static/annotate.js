@@ -27,14 +27,16 @@
   }
 
   // The item's text, or the fields instance_display names, each under its label (as text, never HTML).
-  // Span questions mark the item's text, or the field that carries span_target.
+  // Span questions mark the item's text, or each field that carries span_target (a dialogue as its
+  // lines, "Speaker: text").
   function showText(item) {
-    var box = $("item-text"), target = box, text = item.text, refocus = !!tgt.el && document.activeElement === tgt.el;
+    var box = $("item-text"), marked = [], focused = targets.indexOf(tgt);
+    if (focused >= 0 && document.activeElement !== tgt.el) focused = -1;
     if (!item.fields || !item.fields.length) {
       box.textContent = item.text;
+      marked.push({ el: box, text: item.text, field: "", name: "the text" });
     } else {
       box.textContent = "";
-      target = null;
       item.fields.forEach(function (f) {
         var part = document.createElement("section"), head = document.createElement("h3");
         var body = window.PotatoFields.draw(f);
@@ -43,10 +45,25 @@
         part.appendChild(head);
         part.appendChild(body);
         box.appendChild(part);
-        if (f.span_target && !target) { target = body; text = f.text; }
+        if (f.span_target) {
+          marked.push({ el: body, text: f.text, field: f.span_field || "", name: f.label || f.span_field || "the text",
+                        speakers: speakerRanges(f.turns) });
+        }
       });
     }
-    if (spanSets.length) setTarget(target, text, refocus && target !== box);
+    if (spanSets.length) setTargets(marked, focused);
+  }
+
+  // Where each turn's "Speaker:" is in a dialogue's text to mark (its lines, "Speaker: text"), in
+  // code points: drawn bold, as the turns are shaded when nothing is marked on them.
+  function speakerRanges(turns) {
+    var out = [], at = 0;
+    (turns || []).forEach(function (turn) {
+      var head = turn.speaker ? Array.from(turn.speaker).length + 1 : 0;
+      if (head) out.push([at, at + head]);
+      at += head + (turn.speaker ? 1 : 0) + Array.from(turn.text).length + 1;
+    });
+    return out;
   }
 
   // Progress, and whether the item shown is labelled: after a move, and after an answer is stored.
@@ -147,6 +164,7 @@
       st.answered = Array.isArray(value);
       st.spans = st.answered ? value.map(function (s) {
         var out = { start: s.start, end: s.end, label: s.label };
+        if (s.field) out.field = s.field;
         if (s.run_id) out.run_id = s.run_id;
         return out;
       }) : [];
@@ -433,7 +451,11 @@
       if (fs.dataset.type === "span") {
         var offered = suggestedSpans(fs);
         if (fs.hidden || !suggestionOf(fs) || SP[name].answered || (!offered.length && s.label.length)) return;
-        SP[name].spans = offered.map(function (x) { return { start: x.start, end: x.end, label: x.label, run_id: s.run_id }; });
+        SP[name].spans = offered.map(function (x) {
+          var out = { start: x.start, end: x.end, label: x.label, run_id: s.run_id };
+          if (x.field) out.field = x.field;
+          return out;
+        });
         SP[name].answered = true;
         state.accepted[name] = s.run_id;
         any = spansTaken = true;
@@ -471,17 +493,31 @@
   // each change redraws it once, as one fragment cut at every span boundary.
   var spanSets = schemes.filter(function (fs) { return fs.dataset.type === "span"; });
   var SP = {};  // by schema: the annotator's spans, whether they are an answer ([] is), rejected suggestions
-  // The text being marked: its code points, where each starts in UTF-16, the keyboard caret and
-  // selection anchor (code points), what the last drawing showed, and where its text nodes start.
-  var tgt = { el: null, text: "", cps: [], u16: [0], caret: 0, anchor: null, drawn: [], starts: new WeakMap(), shown: "" };
+  // The texts being marked (the item's, or each field with span_target: a premise and a hypothesis),
+  // each with its code points, where each starts in UTF-16, its keyboard caret and selection anchor
+  // (code points), what its last drawing showed and where its text nodes start. tgt is the one the
+  // keyboard and the last selection are in; a span names its text's field ("" the item's own).
+  var targets = [], tgt = newTarget({ el: null, text: "", field: "", name: "" }), shownKey = "";
   var armed = null;  // { fs, label }: a label clicked with no text selected marks the next selection
   var pointerDown = false, downAt = null, suppressClick = false, captured = null, selTimer = null;
   var WORD = /[\p{L}\p{N}\p{M}_]/u, SPACE = /\s/u;
 
-  function spanKey(s) { return s.start + ":" + s.end + ":" + s.label; }
-  function spanText(s) { return tgt.text.slice(tgt.u16[s.start], tgt.u16[s.end]); }
+  function newTarget(m) {
+    var t = { el: m.el, field: m.field, name: m.name, text: m.text || "", cps: [], u16: [0], caret: 0, anchor: null,
+              drawn: [], starts: new WeakMap(), speakers: m.speakers || [] };
+    t.cps = Array.from(t.text);
+    for (var i = 0, at = 0; i < t.cps.length; i++) { at += t.cps[i].length; t.u16.push(at); }
+    return t;
+  }
+  function fieldOf(s) { return s.field || ""; }
+  function targetOf(field) { return targets.filter(function (t) { return t.field === field; })[0] || null; }
+  function targetAt(node) { return targets.filter(function (t) { return t.el && t.el.contains(node); })[0] || null; }
+  function spanKey(s) { return fieldOf(s) + ":" + s.start + ":" + s.end + ":" + s.label; }
+  function spanText(s) { var t = targetOf(fieldOf(s)); return t ? t.text.slice(t.u16[s.start], t.u16[s.end]) : ""; }
   function quoted(s) { var t = spanText(s); return "\u201c" + (t.length > 40 ? t.slice(0, 39) + "\u2026" : t) + "\u201d"; }
   function byPosition(a, b) {
+    var fa = fieldOf(a), fb = fieldOf(b);
+    if (fa !== fb) return fa < fb ? -1 : 1;
     return a.start - b.start || b.end - a.end || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0);
   }
 
@@ -490,16 +526,20 @@
   function canonSpans(list) {
     return list.slice().sort(byPosition).map(function (s) {
       var out = { start: s.start, end: s.end, label: s.label, text: spanText(s) };
+      if (s.field) out.field = s.field;
       if (s.run_id) out.run_id = s.run_id;
       return out;
     });
   }
 
   function spanOk(s, fs) {
-    var n = tgt.cps.length;
-    return !!s && typeof s.start === "number" && typeof s.end === "number" && s.start % 1 === 0 && s.end % 1 === 0
-      && 0 <= s.start && s.start < s.end && s.end <= n && Object.prototype.hasOwnProperty.call(SP[fs.dataset.schema].colors, s.label);
+    var t = !!s && marks(fs, fieldOf(s)) ? targetOf(fieldOf(s)) : null;
+    return !!t && typeof s.start === "number" && typeof s.end === "number" && s.start % 1 === 0 && s.end % 1 === 0
+      && 0 <= s.start && s.start < s.end && s.end <= t.cps.length && Object.prototype.hasOwnProperty.call(SP[fs.dataset.schema].colors, s.label);
   }
+
+  // Whether a span question marks this field (a scheme's target_field narrows it to one).
+  function marks(fs, field) { return SP[fs.dataset.schema].fields.indexOf(field) >= 0; }
 
   function labelColor(fs, label) { return SP[fs.dataset.schema].colors[label] || "var(--accent)"; }
 
@@ -521,41 +561,45 @@
     return offeredSpans(fs).filter(function (x) { return !st.rejected[spanKey(x)]; });
   }
 
-  // The element whose text is marked: the item's text, or the field instance_display marks.
-  function setTarget(el, text, refocus) {
-    if (tgt.el && tgt.el !== el) {
-      ["tabindex", "role", "aria-label", "aria-readonly", "aria-multiline"].forEach(function (a) { tgt.el.removeAttribute(a); });
-      tgt.el.classList.remove("span-target", "kbd");
+  // The elements whose text is marked: the item's text, or the fields instance_display marks. The
+  // text the keyboard was in keeps the focus when the next item's is drawn in its place.
+  function setTargets(marked, focused) {
+    var els = marked.map(function (m) { return m.el; });
+    targets.forEach(function (t) {
+      if (!t.el || els.indexOf(t.el) >= 0) return;
+      ["tabindex", "role", "aria-label", "aria-readonly", "aria-multiline"].forEach(function (a) { t.el.removeAttribute(a); });
+      t.el.classList.remove("span-target", "kbd");
+    });
+    targets = marked.map(newTarget);
+    tgt = targets[0] || newTarget({ el: null, text: "", field: "", name: "" });
+    shownKey = "";
+    targets.forEach(function (t) {
+      var el = t.el;
+      el.tabIndex = 0;
+      el.setAttribute("role", "textbox");
+      el.setAttribute("aria-readonly", "true");
+      el.setAttribute("aria-multiline", "true");
+      el.setAttribute("aria-label", (targets.length > 1 ? t.name + ", text to mark" : "Text to mark")
+        + ": select with Shift and the arrow keys, then press a label's key; "
+        + "Delete removes the span at the caret, Escape clears the selection");
+      el.classList.add("span-target");
+    });
+    if (focused >= 0 && targets[focused]) {
+      tgt = targets[focused];
+      if (document.activeElement !== tgt.el) tgt.el.focus();
     }
-    tgt.el = el;
-    tgt.text = text || "";
-    tgt.cps = Array.from(tgt.text);
-    tgt.u16 = [0];
-    for (var i = 0, at = 0; i < tgt.cps.length; i++) { at += tgt.cps[i].length; tgt.u16.push(at); }
-    tgt.caret = 0;
-    tgt.anchor = null;
-    tgt.shown = "";
-    if (!el) return;
-    el.tabIndex = 0;
-    el.setAttribute("role", "textbox");
-    el.setAttribute("aria-readonly", "true");
-    el.setAttribute("aria-multiline", "true");
-    el.setAttribute("aria-label", "Text to mark: select with Shift and the arrow keys, then press a label's key; "
-      + "Delete removes the span at the caret, Escape clears the selection");
-    el.classList.add("span-target");
-    if (refocus) el.focus();
   }
 
-  // Every span drawn now, of every span question shown: the annotator's, then the model's.
-  function collectDrawn() {
-    var out = [];
+  // Every span drawn now in text t, of every span question shown: the annotator's, then the model's.
+  function collectDrawn(t) {
+    var out = [], here = function (x) { return fieldOf(x) === t.field; };
     spanSets.forEach(function (fs) {
       if (fs.hidden) return;
       var st = SP[fs.dataset.schema];
-      st.spans.forEach(function (x) { out.push({ fs: fs, s: x, own: true, color: labelColor(fs, x.label) }); });
+      st.spans.filter(here).forEach(function (x) { out.push({ fs: fs, s: x, own: true, color: labelColor(fs, x.label) }); });
       // A rejected suggestion stays where it was, struck through (a click undoes it): the text
       // around it does not move, so the next suggestion never slides under the pointer.
-      offeredSpans(fs).forEach(function (x) {
+      offeredSpans(fs).filter(here).forEach(function (x) {
         out.push({ fs: fs, s: x, own: false, rejected: !!st.rejected[spanKey(x)], color: labelColor(fs, x.label),
                    conf: x.confidence });
       });
@@ -566,7 +610,7 @@
 
   function keyboardRange() {
     if (!tgt.el || !tgt.el.classList.contains("kbd") || tgt.anchor === null || tgt.anchor === tgt.caret) return null;
-    return { start: Math.min(tgt.anchor, tgt.caret), end: Math.max(tgt.anchor, tgt.caret) };
+    return { start: Math.min(tgt.anchor, tgt.caret), end: Math.max(tgt.anchor, tgt.caret), t: tgt };
   }
 
   function tagFor(d) {
@@ -593,15 +637,20 @@
       : "Model suggests " + what + ": click to reject it; a accepts the model's spans";
   }
 
-  // Draw the text once per change: one DocumentFragment cut at every span boundary, the caret and
+  // Draw each text once per change: one DocumentFragment cut at every span boundary, the caret and
   // the keyboard selection; a stretch covered by several spans gets one underline per span and the
   // innermost one's colour.
   function drawSpans() {
-    if (!tgt.el || !spanSets.length) return;
-    var u = tgt.u16, n = tgt.cps.length, drawn = collectDrawn(), sel = keyboardRange();
-    var caretAt = tgt.el.classList.contains("kbd") ? tgt.caret : -1;  // the caret is the keyboard's
+    if (spanSets.length) targets.forEach(drawTarget);
+  }
+
+  function drawTarget(t) {
+    if (!t.el) return;
+    var u = t.u16, n = t.cps.length, drawn = collectDrawn(t), sel = t === tgt ? keyboardRange() : null;
+    var caretAt = t.el.classList.contains("kbd") ? t.caret : -1;  // the caret is the keyboard's
     var cuts = {}, endsAt = {};
     cuts[0] = cuts[n] = true;
+    t.speakers.forEach(function (r) { cuts[r[0]] = cuts[r[1]] = true; });
     if (caretAt >= 0) cuts[caretAt] = true;
     if (sel) cuts[sel.start] = cuts[sel.end] = true;
     drawn.forEach(function (d) {
@@ -622,8 +671,13 @@
         frag.appendChild(caret);
       }
       if (i + 1 === points.length) break;
-      var q = points[i + 1], node = document.createTextNode(tgt.text.slice(u[p], u[q]));
+      var q = points[i + 1], node = document.createTextNode(t.text.slice(u[p], u[q])), leaf = node;
       starts.set(node, p);
+      if (t.speakers.some(function (r) { return r[0] <= p && q <= r[1]; })) {  // a dialogue's "Speaker:"
+        leaf = document.createElement("b");
+        leaf.className = "speaker";
+        leaf.appendChild(node);
+      }
       var cover = drawn.filter(function (d) { return d.s.start <= p && d.s.end >= q; }).sort(inner);
       var selected = sel && sel.start <= p && sel.end >= q, wrap = null;
       if (cover.length) {
@@ -640,17 +694,17 @@
       }
       if (wrap) {
         if (selected) wrap.classList.add("ksel");
-        wrap.appendChild(node);
+        wrap.appendChild(leaf);
         frag.appendChild(wrap);
       } else {
-        frag.appendChild(node);
+        frag.appendChild(leaf);
       }
       (endsAt[q] || []).sort(inner).forEach(function (d) { frag.appendChild(tagFor(d)); });
     }
-    tgt.drawn = drawn;
-    tgt.starts = starts;
-    tgt.el.replaceChildren(frag);
-    if (tgt.el.classList.contains("kbd") && document.activeElement === tgt.el) caretIntoView();
+    t.drawn = drawn;
+    t.starts = starts;
+    t.el.replaceChildren(frag);
+    if (t.el.classList.contains("kbd") && document.activeElement === t.el) caretIntoView();
   }
 
   // The caret kept on screen in a long text: once a frame (keys repeat faster), after the browser
@@ -671,7 +725,7 @@
   // Redraw only when a question was shown or hidden (updateVisibility runs on every keystroke in a box).
   function redrawIfShownChanged() {
     var shown = spanSets.map(function (fs) { return fs.hidden ? "0" : "1"; }).join("");
-    if (shown !== tgt.shown) { tgt.shown = shown; drawSpans(); spanSets.forEach(showSpanState); }
+    if (shown !== shownKey) { shownKey = shown; drawSpans(); spanSets.forEach(showSpanState); }
   }
 
   // What the question says under its labels, and its suggestion box.
@@ -774,53 +828,57 @@
     saveSoon();
   }
 
-  // -- Where a selection is, in code points of the text ------------------------------------------
-  function domPointToCp(node, offset) {
+  // -- Where a selection is, in code points of a text -------------------------------------------
+  function domPointToCp(t, node, offset) {
     var whole = document.createRange();
-    whole.selectNodeContents(tgt.el);
+    whole.selectNodeContents(t.el);
     var where;
     try { where = whole.comparePoint(node, offset); } catch (e) { return null; }
     if (where < 0) return 0;
-    if (where > 0) return tgt.cps.length;
+    if (where > 0) return t.cps.length;
     if (node.nodeType === 3) {
-      var base = tgt.starts.get(node);
+      var base = t.starts.get(node);
       if (base !== undefined) return base + Array.from(node.data.slice(0, offset)).length;
     }
     // Between elements (or in a tag, which holds no text): the first text node at or after the point.
     var point = document.createRange();
     point.setStart(node, offset);
-    var walk = document.createTreeWalker(tgt.el, NodeFilter.SHOW_TEXT), t;
-    while ((t = walk.nextNode())) {
-      if (tgt.starts.has(t) && point.comparePoint(t, 0) >= 0) return tgt.starts.get(t);
+    var walk = document.createTreeWalker(t.el, NodeFilter.SHOW_TEXT), n;
+    while ((n = walk.nextNode())) {
+      if (t.starts.has(n) && point.comparePoint(n, 0) >= 0) return t.starts.get(n);
     }
-    return tgt.cps.length;
+    return t.cps.length;
   }
 
-  // The mouse's (or a finger's) selection, cut to the text: parts outside it are ignored.
+  // The mouse's (or a finger's) selection, cut to the text it starts in (or the first it covers):
+  // parts outside that text are ignored.
   function domRange() {
     var sel = window.getSelection();
-    if (!tgt.el || !sel || !sel.rangeCount || sel.isCollapsed) return null;
+    if (!sel || !sel.rangeCount || sel.isCollapsed) return null;
     var r = sel.getRangeAt(0);
-    if (!r.intersectsNode(tgt.el)) return null;
-    var start = domPointToCp(r.startContainer, r.startOffset), end = domPointToCp(r.endContainer, r.endOffset);
-    return start === null || end === null || start >= end ? null : { start: start, end: end };
+    var t = targetAt(r.startContainer) || targets.filter(function (x) { return x.el && r.intersectsNode(x.el); })[0];
+    if (!t) return null;
+    var start = domPointToCp(t, r.startContainer, r.startOffset), end = domPointToCp(t, r.endContainer, r.endOffset);
+    return start === null || end === null || start >= end ? null : { start: start, end: end, t: t };
   }
 
   // Snap to the text: whitespace around a selection is not part of the span.
   function trimmed(r) {
     if (!r) return null;
-    var a = r.start, b = r.end;
-    while (a < b && SPACE.test(tgt.cps[a])) a++;
-    while (b > a && SPACE.test(tgt.cps[b - 1])) b--;
-    return a < b ? { start: a, end: b } : null;
+    var a = r.start, b = r.end, cps = r.t.cps;
+    while (a < b && SPACE.test(cps[a])) a++;
+    while (b > a && SPACE.test(cps[b - 1])) b--;
+    return a < b ? { start: a, end: b, t: r.t } : null;
   }
 
   function currentSelection() { return trimmed(keyboardRange() || domRange()); }
 
   function clearSelection() {
-    tgt.anchor = null;
+    targets.forEach(function (t) { t.anchor = null; });
     var sel = window.getSelection();
-    if (sel && sel.rangeCount && tgt.el && sel.getRangeAt(0).intersectsNode(tgt.el)) sel.removeAllRanges();
+    if (sel && sel.rangeCount && targets.some(function (t) { return t.el && sel.getRangeAt(0).intersectsNode(t.el); })) {
+      sel.removeAllRanges();
+    }
   }
 
   // -- Marking and removing ------------------------------------------------------------------------
@@ -828,13 +886,21 @@
   // mark waits its turn behind keys typed before it: a selection made meanwhile is another one.
   function takeSelection(range) {
     clearSelection();
+    tgt = range.t;
     tgt.caret = range.end;
   }
 
   function markSpan(fs, label, range) {
     if (!range || fs.hidden) return false;
     var st = SP[fs.dataset.schema], span = { start: range.start, end: range.end, label: label };
-    var note = fs.querySelector(".span-state");
+    var note = fs.querySelector(".span-state"), field = range.t.field;
+    if (field) span.field = field;
+    if (!marks(fs, field)) {
+      drawSpans();
+      setStatus("This question marks " + st.fields.map(function (f) { var t = targetOf(f); return t ? t.name : f; }).join(", ")
+        + ", not " + range.t.name + ": select the text there.", true);
+      return false;
+    }
     if (st.spans.some(function (s) { return spanKey(s) === spanKey(span); })) {
       drawSpans();
       note.textContent = label + " " + quoted(span) + " is marked already.";
@@ -842,7 +908,7 @@
     }
     if (fs.dataset.allowOverlapping !== "true") {
       var clash = st.spans.filter(function (s) {
-        return s.start < span.end && span.start < s.end && !(s.start === span.start && s.end === span.end);
+        return fieldOf(s) === field && s.start < span.end && span.start < s.end && !(s.start === span.start && s.end === span.end);
       })[0];
       if (clash) {
         drawSpans();
@@ -851,7 +917,7 @@
         return false;
       }
       // The same stretch with another label: the new label replaces the old.
-      st.spans = st.spans.filter(function (s) { return !(s.start === span.start && s.end === span.end); });
+      st.spans = st.spans.filter(function (s) { return !(fieldOf(s) === field && s.start === span.start && s.end === span.end); });
     }
     st.spans.push(span);
     st.answered = true;
@@ -900,11 +966,12 @@
 
   // -- The keyboard on the text: a caret, Shift to select, Delete to remove ------------------------
   function keyboardMode() {
+    targets.forEach(function (t) { if (t !== tgt && t.el) { t.el.classList.remove("kbd"); t.anchor = null; } });
     if (tgt.el.classList.contains("kbd")) return;
     tgt.el.classList.add("kbd");
     var sel = window.getSelection();  // where the mouse left off, the keys go on
     if (sel && sel.rangeCount && sel.getRangeAt(0).intersectsNode(tgt.el)) {
-      var a = domPointToCp(sel.anchorNode, sel.anchorOffset), f = domPointToCp(sel.focusNode, sel.focusOffset);
+      var a = domPointToCp(tgt, sel.anchorNode, sel.anchorOffset), f = domPointToCp(tgt, sel.focusNode, sel.focusOffset);
       if (f !== null) { tgt.caret = f; tgt.anchor = a !== null && a !== f ? a : null; }
       sel.removeAllRanges();
     }
@@ -964,7 +1031,8 @@
   spanSets.forEach(function (fs) {
     var colors = {};
     fs.querySelectorAll(".span-label").forEach(function (btn) { colors[btn.dataset.label] = btn.dataset.color; });
-    SP[fs.dataset.schema] = { spans: [], answered: false, rejected: {}, colors: colors };
+    SP[fs.dataset.schema] = { spans: [], answered: false, rejected: {}, colors: colors,
+                              fields: JSON.parse(fs.dataset.fields || '[""]') };
     fs.querySelectorAll(".span-label").forEach(function (btn) {
       // The selection as it is before the click takes it away (a tap on a phone does).
       btn.addEventListener("pointerdown", function () { captured = { id: state.item.id, range: currentSelection() }; });
@@ -987,7 +1055,9 @@
   if (spanSets.length) {
     document.addEventListener("mousedown", function (ev) {
       suppressClick = false;
-      if (!tgt.el || !tgt.el.contains(ev.target)) return;
+      var t = targetAt(ev.target);
+      if (!t) return;
+      tgt = t;
       pointerDown = true;
       downAt = { x: ev.clientX, y: ev.clientY };
       tgt.anchor = null;  // the keyboard's selection gives way to the mouse's (hidden until the next drawing)
@@ -1003,7 +1073,8 @@
       if (armedMark()) suppressClick = true;  // the click that ends this selection removes nothing
     });
     document.addEventListener("touchstart", function (ev) {
-      if (tgt.el && tgt.el.contains(ev.target)) { pointerDown = true; tgt.anchor = null; tgt.el.classList.remove("kbd"); }
+      var t = targetAt(ev.target);
+      if (t) { tgt = t; pointerDown = true; t.anchor = null; t.el.classList.remove("kbd"); }
     }, { passive: true });
     document.addEventListener("touchend", function () {
       if (!pointerDown) return;
@@ -1020,18 +1091,20 @@
     });
     // One click on a highlight removes it (a model's span: rejects it); a drag or a selection is no click.
     document.addEventListener("click", function (ev) {
-      if (!tgt.el || !tgt.el.contains(ev.target)) return;
+      var t = targetAt(ev.target);
+      if (!t) return;
       if (suppressClick) { suppressClick = false; return; }
       var sel = window.getSelection();
       if (sel && !sel.isCollapsed) return;
       if (downAt && ev.detail > 0 && Math.abs(ev.clientX - downAt.x) + Math.abs(ev.clientY - downAt.y) > 6) return;
       var tag = ev.target.closest(".hl-end"), mark = ev.target.closest("mark.hl");
       var id = tag ? tag.dataset.id : mark ? mark.dataset.ids.split(" ")[0] : null;
-      var d = id === null ? null : tgt.drawn[Number(id)];
+      var d = id === null ? null : t.drawn[Number(id)];
       if (d && !repeatedClick(ev, !d.own)) removeDrawn(d);
     });
     document.addEventListener("focusin", function (ev) {
-      if (tgt.el && ev.target === tgt.el && !pointerDown) { keyboardMode(); drawSpans(); }
+      var t = targets.filter(function (x) { return x.el === ev.target; })[0];
+      if (t && !pointerDown) { tgt = t; keyboardMode(); drawSpans(); }
     });
   }
 
@@ -1093,7 +1166,9 @@
 
   document.addEventListener("keydown", function (ev) {
     // The focused text takes the caret keys (arrows, Home, End, Delete, Escape), not the page.
-    if (tgt.el && ev.target === tgt.el && textKey(ev)) { ev.preventDefault(); return; }
+    var focusedText = targets.filter(function (x) { return x.el === ev.target; })[0];
+    if (focusedText) tgt = focusedText;
+    if (focusedText && textKey(ev)) { ev.preventDefault(); return; }
     var tag = (ev.target.tagName || "").toLowerCase();
     // Typing into a field is typing; the label choices (radios, checkboxes) are the page's own.
     if (tag === "textarea" || tag === "select" || (tag === "input" && ev.target.type !== "radio" && ev.target.type !== "checkbox")) return;

@@ -13,15 +13,16 @@ import json
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from potato.config.schema import Config
-from potato.items import ItemSet
+from potato.items import Item, ItemSet
 from potato.labels import Label
 from potato.server.training.runs.private import open_private, private_dir
 from potato.training.failures import BadJob
 from potato.training.jobspec import LabelRow, parse_label_row
 from potato.training.schemes import Scheme, SchemeType
+from potato.training.spans import MAIN
 
 BUNDLE_FORMAT = 1
 MIN_ITEMS_FOR_HOLDOUT = 5
@@ -70,14 +71,23 @@ def job_schemes(config: Config, schemas: Sequence[str]) -> list[Scheme]:
     needs and nothing of the page. A likert or select answer is one label of a list: the worker
     learns it as a radio scheme."""
     by_name = {s.name: s for s in config.annotation_schemes}
-    return [Scheme(SchemeType(s.training_type or s.annotation_type.value), s.name, s.description, s.labels)
+    return [Scheme(SchemeType(s.training_type or s.annotation_type.value), s.name, s.description, s.labels,
+                   span_fields=s.span_fields)
             for s in (by_name[name] for name in schemas if name in by_name)]
 
 
 def scheme_json(scheme: Scheme) -> dict[str, Any]:
-    """One entry of ``job.json``'s ``schemes``."""
+    """One entry of ``job.json``'s ``schemes``; a span scheme that marks fields besides the item's
+    text (or instead of it) names them (``fields``, ``""`` the item's text)."""
     return {"name": scheme.name, "annotation_type": scheme.annotation_type.value, "labels": list(scheme.labels),
-            **({"description": scheme.description} if scheme.description else {})}
+            **({"description": scheme.description} if scheme.description else {}),
+            **({"fields": list(scheme.span_fields)} if scheme.spans and scheme.span_fields != (MAIN,) else {})}
+
+
+def item_row(item: Item, texts: Mapping[str, str]) -> dict[str, Any]:
+    """One line of ``items.jsonl``: the id, the text, and the other texts spans mark, by field."""
+    more = {name: text for name, text in texts.items() if name != MAIN}
+    return {"id": item.id, "text": item.text, **({"texts": more} if more else {})}
 
 
 def label_rows(schemas: Iterable[str], items: ItemSet, labels: Iterable[Label]) -> list[dict[str, Any]]:
@@ -116,16 +126,17 @@ def _jsonl(rows: Iterable[Mapping[str, Any]]) -> bytes:
 
 
 def build_bundle(dest: Path, job: Mapping[str, Any], items: ItemSet, labels: Sequence[Label],
-                 holdout_fraction: float) -> BundleInfo:
+                 holdout_fraction: float, span_texts: Callable[[Item], Mapping[str, str]] = lambda item: {}) -> BundleInfo:
     """Write ``dest`` (bundle.tar.gz) atomically and return its sha256 and counts. It holds every item
-    and every label with its annotator's name: 0600, whatever the umask."""
+    (with the texts ``span_texts`` gives it, by field) and every label with its annotator's name: 0600,
+    whatever the umask."""
     rows = label_rows([scheme["name"] for scheme in job["schemes"]], items, labels)
     holdout = holdout_ids((row["item_id"] for row in rows), holdout_fraction, int(job.get("seed", 0)))
     private_dir(dest.parent)
     tmp = dest.with_suffix(".tmp")
     with open_private(tmp, "wb") as raw, tarfile.open(tmp, "w:gz", raw, compresslevel=6) as tar:
         _add_bytes(tar, "job.json", json.dumps(job, indent=1).encode("utf-8"))
-        _add_bytes(tar, "items.jsonl", _jsonl({"id": item.id, "text": item.text} for item in items))
+        _add_bytes(tar, "items.jsonl", _jsonl(item_row(item, span_texts(item)) for item in items))
         _add_bytes(tar, "labels.jsonl", _jsonl(rows))
         _add_bytes(tar, "split.json", json.dumps({"holdout": holdout}).encode("utf-8"))
     digest = hashlib.sha256()

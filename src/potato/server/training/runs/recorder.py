@@ -196,8 +196,11 @@ def prepare_bundle(project: Project, store: RunStore, run: Run, runlog: RunLog, 
     # A codebook's added codes are classes like its own labels.
     job = job_spec(current_config(project.config, project.db), run.id, run.trainer, run.schemas, run.params,
                    local=local)
+    # Items carry the other texts spans mark only where a trained scheme marks them.
+    fields = any("fields" in scheme for scheme in job["schemes"])
     info = build_bundle(store.run_dir(run.id) / "bundle.tar.gz", job, project.items,
-                        list(project.labels.iter_labels()), mt.holdout_fraction)
+                        list(project.labels.iter_labels()), mt.holdout_fraction,
+                        project.config.span_texts if fields else lambda item: {})
     runlog.write(f"Bundle: {info.n_items} items, {info.n_labels} labels, {info.n_holdout} holdout items, "
                  f"sha256 {info.sha256}")
     store.update(run.id, bundle_sha256=info.sha256)

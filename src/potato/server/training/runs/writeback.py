@@ -24,7 +24,8 @@ from potato.project import Project
 from potato.server.jsonio import strict_loads
 from potato.server.training.runs.store import Run
 from potato.training.trainers import UnknownTrainer, get_trainer
-from potato.training.spans import Span, by_position
+from potato.training.spans import BadSpan, Texts, by_position
+from potato.label_import import span_texts_by_id
 
 
 @dataclass
@@ -48,17 +49,23 @@ def _is_confidence(value: object) -> bool:
         and 0.0 <= value <= 1.0
 
 
-def suggested_spans(label: object, text: str, scheme: Scheme, min_confidence: float) -> list[dict[str, Any]] | None:
+def suggested_spans(label: object, texts: str | Texts, scheme: Scheme,
+                    min_confidence: float) -> list[dict[str, Any]] | None:
     """A span prediction as the suggestion annotators see: its spans of at least ``min_confidence``,
-    by position, each with its confidence (pure). None when the prediction is not spans over ``text``
-    that the scheme takes, each with a confidence in [0, 1]: an annotator could not accept it."""
-    if scheme.span_problem(label, text) is not None or not isinstance(label, list):
+    by position, each with its confidence and (off the item's own text) its field (pure). None when
+    the prediction is not spans over ``texts`` that the scheme takes, each with a confidence in
+    [0, 1]: an annotator could not accept it."""
+    try:
+        scheme.check_spans(label, texts)
+        assert isinstance(label, list)
+        if not all(_is_confidence(raw.get("confidence")) for raw in label):
+            return None
+        # Each span on its own, for its field as stored (a span naming the item's text key names none).
+        kept = [(scheme.check_spans([raw], texts)[0], float(raw["confidence"])) for raw in label]
+    except BadSpan:
         return None
-    if not all(_is_confidence(raw.get("confidence")) for raw in label):
-        return None
-    kept = [{"start": raw["start"], "end": raw["end"], "label": raw["label"], "confidence": float(raw["confidence"])}
-            for raw in label if raw["confidence"] >= min_confidence]
-    return sorted(kept, key=lambda s: by_position(Span(s["start"], s["end"], s["label"])))
+    kept.sort(key=lambda pair: by_position(pair[0]))
+    return [{**span.to_json(), "confidence": conf} for span, conf in kept if conf >= min_confidence]
 
 
 def learns_from_labels(trainer: str) -> bool:
@@ -71,7 +78,7 @@ def learns_from_labels(trainer: str) -> bool:
         return True
 
 
-def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str], texts: Mapping[str, str],
+def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str], texts: Mapping[str, str | Texts],
            labelled: set[tuple[str, str]], stats: WritebackStats,
            schemes: Mapping[str, Scheme] | None = None, every_item: bool = False) -> Iterator[tuple[str, str, str, float]]:
     """The predictions that become suggestions, by the writeback rules (pure). A label the scheme does not
@@ -79,7 +86,7 @@ def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str],
 
     A span prediction is suggested span by span: those under ``min_confidence`` are left out, and
     a prediction left with none of the spans it had counts as below the confidence. ``texts`` are
-    the items' texts by id (spans are checked against them).
+    the items' texts by id, or their texts by field (spans are checked against them).
 
     ``every_item``: the run's trainer does not learn from labels (llm-zero-shot), so every item is one
     it never saw labelled and its predictions for every item become suggestions, whatever
@@ -159,7 +166,7 @@ def write_back(project: Project, run: Run, predictions: Path | None, metrics: Ma
         (r[0], r[1]) for r in conn.execute("SELECT DISTINCT item_id, schema FROM labels")
     }
     schemes = {s.name: s for s in project.config.annotation_schemes}
-    texts = {item.id: item.text for item in project.items}
+    texts = span_texts_by_id(project.config, project.items)
     lines = _read_jsonl(predictions) if predictions is not None else iter(())
     rows = select(lines, wb, set(run.schemas), texts, labelled, stats, schemes, every_item)
     with project.db.transaction() as tx:

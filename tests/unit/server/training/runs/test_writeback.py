@@ -80,6 +80,27 @@ def test_span_predictions_are_suggested_span_by_span_over_min_confidence() -> No
     assert (stats.written, stats.below_confidence, stats.invalid) == (2, 1, 2)
 
 
+def test_span_predictions_on_several_fields_are_checked_and_suggested_in_their_field() -> None:
+    """Issue 36: a span naming its field is checked against that field's text and kept with it."""
+    from potato.training.schemes import Scheme, SchemeType
+
+    schemes = {"names": Scheme(SchemeType.SPAN, "names", labels=("PER",), span_fields=("", "hypothesis"),
+                               text_key="premise")}
+    texts = {"a": {"": "Ada flew.", "hypothesis": "It was Ada."}, "b": {"": "Bo.", "hypothesis": "Bo"}}
+    rows = [{"item_id": "a", "schema": "names", "confidence": 0.8, "label": [
+                {"start": 7, "end": 10, "label": "PER", "confidence": 0.9, "field": "hypothesis"},
+                {"start": 0, "end": 3, "label": "PER", "confidence": 0.7, "field": "premise"}]},
+            {"item_id": "b", "schema": "names", "confidence": 0.9, "label": [
+                {"start": 0, "end": 3, "label": "PER", "confidence": 0.9, "field": "hypothesis"}]}]
+    stats = WritebackStats()
+    kept = list(select(iter(rows), Writeback(schemas=("names",), include_unlabeled=True, min_confidence=0.5),
+                       {"names"}, texts, set(), stats, schemes))
+    assert [(r[0], json.loads(r[2])) for r in kept] == [
+        ("a", [{"start": 0, "end": 3, "label": "PER", "confidence": 0.7},
+               {"start": 7, "end": 10, "label": "PER", "field": "hypothesis", "confidence": 0.9}])]
+    assert stats.invalid == 1  # past the end of b's hypothesis
+
+
 def test_the_score_beside_a_span_schemas_suggestions_is_its_span_f1() -> None:
     from potato.training.schemes import Scheme, SchemeType
     from potato.server.training.runs.writeback import schema_score

@@ -1,0 +1,161 @@
+"""Issue 36 in a real browser, under gunicorn: spans marked on several fields of an item (upstream's
+multi-span example: a premise and a hypothesis, both ``span_target``), and on a dialogue's lines.
+
+Each span is stored with its field (none on the item's own text, ``item_properties.text_key``), at
+390 and 1280 px, with the keyboard alone (Tab reaches each text in turn) and with the mouse; the same
+offsets in two fields are two spans, and a reload draws each span in its own field again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from tests.e2e.test_spans import key_of, spans_become
+from tests.harness.servers import ServerProcess
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+ALIGN = {"annotation_type": "span", "name": "entities", "description": "Highlight aligned phrases",
+         "labels": [{"name": "MATCH", "key_value": "m"}, {"name": "MISMATCH", "key_value": "x"}]}
+FIELDS = [{"key": "premise", "type": "text", "label": "Premise", "span_target": True},
+          {"key": "hypothesis", "type": "text", "label": "Hypothesis", "span_target": True},
+          {"key": "chat", "type": "dialogue", "label": "Chat", "span_target": True}]
+ITEMS = [{"id": "p1", "premise": "A man plays a guitar on stage.", "hypothesis": "A man plays music.",
+          "chat": ["Ann: is it loud?", "Bo: very loud"]},
+         {"id": "p2", "premise": "Two dogs run in a park.", "hypothesis": "Animals are outside.",
+          "chat": ["Ann: sunny?", "Bo: yes"]}]
+PREMISE, HYPOTHESIS, CHAT = (f"#item-text section:nth-of-type({n}) .span-target" for n in (1, 2, 3))
+
+
+@pytest.fixture(params=[390, 1280], ids=["phone", "laptop"])
+def width(request: pytest.FixtureRequest) -> int:
+    return int(request.param)
+
+
+@pytest.fixture
+def errors(page: Any) -> list[str]:
+    """Console errors and uncaught exceptions of the page; each test ends with none."""
+    seen: list[str] = []
+    page.on("console", lambda msg: seen.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: seen.append(str(exc)))
+    return seen
+
+
+@pytest.fixture
+def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
+    path = make_project(annotation_schemes=[ALIGN], item_properties={"id_key": "id", "text_key": "premise"},
+                        instance_display={"fields": FIELDS, "layout": {"direction": "vertical"}})
+    (path.parent / "data" / "reviews.json").write_text(json.dumps(ITEMS), encoding="utf-8")
+    srv = ServerProcess(path).start()
+    yield srv
+    srv.stop()
+
+
+def sign_in(page: Any, srv: ServerProcess, name: str, width: int) -> None:
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(srv.url + "/")
+    page.fill("#name", name)
+    page.press("#name", "Enter")
+    page.wait_for_selector("#item-id:text('p1')")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+def tab_to(page: Any, name: str) -> None:
+    """Tab on until the text to mark that is called ``name`` has the focus."""
+    for _ in range(30):
+        page.keyboard.press("Tab")
+        label = page.evaluate("document.activeElement.getAttribute('aria-label') || ''")
+        if label.startswith(name + ", text to mark"):
+            return
+    pytest.fail(f"Tab never reached the {name} text")
+
+
+def select_word(page: Any, selector: str, word: str) -> None:
+    """Select ``word`` in the text at ``selector`` with a double click, as a mouse user does."""
+    box = page.evaluate("""([sel, word]) => {
+        const root = document.querySelector(sel), walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+        let node;
+        while ((node = walk.nextNode())) {
+            const at = node.data.indexOf(word);
+            if (at >= 0) {
+                const r = document.createRange();
+                r.setStart(node, at); r.setEnd(node, at + word.length);
+                const b = r.getClientRects()[0];
+                return {x: (b.left + b.right) / 2, y: (b.top + b.bottom) / 2};
+            }
+        }
+        return null;
+    }""", [selector, word])
+    assert box is not None, f"{word!r} is not in {selector}"
+    page.mouse.dblclick(box["x"], box["y"])
+
+
+def test_spans_in_each_field_are_stored_with_their_field(server: ServerProcess, page: Any, errors: list[str],
+                                                         width: int) -> None:
+    sign_in(page, server, "ivy", width)
+    assert [page.get_attribute(sel, "role") for sel in (PREMISE, HYPOTHESIS, CHAT)] == ["textbox"] * 3
+    assert page.inner_text(CHAT) == "Ann: is it loud?\nBo: very loud"
+    assert page.locator(f"{CHAT} b.speaker").all_inner_texts() == ["Ann:", "Bo:"]  # the turns stay told apart
+
+    # The keyboard alone: "A man" in the premise, then "A man" in the hypothesis (the same offsets).
+    page.click("body", position={"x": 1, "y": 1})
+    tab_to(page, "Premise")
+    page.keyboard.press("Shift+Control+ArrowRight")
+    page.keyboard.press("Shift+Control+ArrowRight")
+    page.keyboard.press(key_of(page, "MATCH"))
+    spans_become(server, "ivy", "p1", [{"start": 0, "end": 5, "label": "MATCH", "text": "A man"}])
+    tab_to(page, "Hypothesis")
+    page.keyboard.press("Shift+Control+ArrowRight")
+    page.keyboard.press("Shift+Control+ArrowRight")
+    page.keyboard.press(key_of(page, "MATCH"))
+    spans_become(server, "ivy", "p1", [{"start": 0, "end": 5, "label": "MATCH", "text": "A man"},
+                                       {"start": 0, "end": 5, "label": "MATCH", "text": "A man", "field": "hypothesis"}])
+    assert page.inner_text(f"{PREMISE} mark.hl") == "A man" and page.inner_text(f"{HYPOTHESIS} mark.hl") == "A man"
+
+    # The mouse: "music" in the hypothesis and "loud" on the dialogue's second line.
+    select_word(page, HYPOTHESIS, "music")
+    page.click("fieldset[data-schema=entities] .span-label[data-label=MISMATCH]")
+    select_word(page, CHAT, "very")
+    page.click("fieldset[data-schema=entities] .span-label[data-label=MATCH]")
+    expected = [{"start": 0, "end": 5, "label": "MATCH", "text": "A man"},
+                {"start": 21, "end": 25, "label": "MATCH", "text": "very", "field": "chat"},
+                {"start": 0, "end": 5, "label": "MATCH", "text": "A man", "field": "hypothesis"},
+                {"start": 12, "end": 17, "label": "MISMATCH", "text": "music", "field": "hypothesis"}]
+    spans_become(server, "ivy", "p1", expected)
+
+    # A click on a highlight removes that span only, in its own field.
+    page.click(f"{HYPOTHESIS} mark.hl >> text=music")
+    spans_become(server, "ivy", "p1", [s for s in expected if s["text"] != "music"])
+
+    # A reload draws each span in its own field again.
+    page.reload()
+    page.wait_for_selector(f"{CHAT} mark.hl")
+    assert page.inner_text(f"{CHAT} mark.hl") == "very"
+    assert [page.locator(f"{sel} mark.hl").count() for sel in (PREMISE, HYPOTHESIS, CHAT)] == [1, 1, 1]
+    assert errors == [], errors
+
+
+def test_a_question_that_marks_one_field_refuses_a_selection_in_another(
+        make_project: Callable[..., Path], page: Any, errors: list[str]) -> None:
+    narrowed = {**ALIGN, "target_field": "hypothesis"}
+    path = make_project(annotation_schemes=[narrowed], item_properties={"id_key": "id", "text_key": "premise"},
+                        instance_display={"fields": FIELDS[:2]})
+    (path.parent / "data" / "reviews.json").write_text(json.dumps(ITEMS), encoding="utf-8")
+    srv = ServerProcess(path).start()
+    try:
+        sign_in(page, srv, "leo", 1280)
+        select_word(page, PREMISE, "guitar")
+        page.click("fieldset[data-schema=entities] .span-label[data-label=MATCH]")
+        page.wait_for_selector("#status.error")
+        assert page.inner_text("#status") == "This question marks Hypothesis, not Premise: select the text there."
+        select_word(page, HYPOTHESIS, "music")
+        page.click("fieldset[data-schema=entities] .span-label[data-label=MATCH]")
+        spans_become(srv, "leo", "p1", [{"start": 12, "end": 17, "label": "MATCH", "text": "music",
+                                         "field": "hypothesis"}])
+    finally:
+        srv.stop()
+    assert errors == [], errors

@@ -9,6 +9,7 @@ offsets in two fields are two spans, and a reload draws each span in its own fie
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -156,6 +157,58 @@ def test_a_question_that_marks_one_field_refuses_a_selection_in_another(
         page.click("fieldset[data-schema=entities] .span-label[data-label=MATCH]")
         spans_become(srv, "leo", "p1", [{"start": 12, "end": 17, "label": "MATCH", "text": "music",
                                          "field": "hypothesis"}])
+    finally:
+        srv.stop()
+    assert errors == [], errors
+
+
+def test_the_models_spans_come_back_in_their_field_and_are_accepted_there(
+        make_project: Callable[..., Path], page: Any, errors: list[str]) -> None:
+    """A real sklearn-token-classification run on spans in a premise and a hypothesis: its spans are
+    drawn in the field each belongs to; one rejected there by a click, the rest accepted with a."""
+    from tests.integration.test_span_fields_local import FIELDS as PAIR_FIELDS, pairs, truth
+    from tests.integration.test_spans_local import NER, mark, signed_in, stored
+    from tests.integration.test_training_local import TERMINAL, start, wait
+
+    config = make_project(annotation_schemes=[NER], item_properties={"id_key": "id", "text_key": "premise"},
+                          instance_display={"fields": PAIR_FIELDS}, model_training={
+                              "enabled": True, "grace_seconds": 2,
+                              "writeback": {"schemas": ["entities"], "include_unlabeled": True, "min_confidence": 0.5}})
+    (config.parent / "data" / "reviews.json").write_text(json.dumps(pairs()), encoding="utf-8")
+    srv = ServerProcess(config).start()
+    try:
+        items = pairs()
+        gold = signed_in(srv, "gold")
+        for item in items[:30]:
+            mark(gold, srv, item["id"], [{k: v for k, v in s.items() if k != "text"} for s in truth(item)])
+        run = start(srv, trainer="sklearn-token-classification", schemas=["entities"])
+        assert wait(srv, run["id"], TERMINAL, timeout=180)["state"] == "succeeded", srv.output()[-3000:]
+
+        page.set_viewport_size({"width": 390, "height": 900})
+        page.goto(srv.url + "/")
+        page.fill("#name", "kim")
+        page.press("#name", "Enter")
+        page.wait_for_selector("#item-id:text('p000')")
+        page.fill("#goto-number", "33")
+        page.press("#goto-number", "Enter")
+        page.wait_for_selector("#item-id:text('p032')")
+        page.wait_for_selector(f"{HYPOTHESIS} mark.hl.model")
+        premise, hypothesis = (f"{sel} mark.hl.model" for sel in (PREMISE, HYPOTHESIS))
+        want = truth(items[32])
+        assert page.locator(premise).all_inner_texts() == [s["text"] for s in want[:2]]
+        assert page.locator(hypothesis).all_inner_texts() == [s["text"] for s in want[2:]]
+        page.locator(hypothesis).first.click()  # the hypothesis' place: rejected there
+        page.wait_for_function("() => document.querySelectorAll('#item-text mark.hl.model').length === 3")
+        page.keyboard.press("a")
+        page.wait_for_function("() => document.querySelectorAll('#item-text mark.hl.own').length === 3")
+        kept = [s for s in want if s is not want[2]]
+        deadline = time.monotonic() + 15
+        while stored(srv, "kim").get("p032", {}).get("label") is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        row = stored(srv, "kim")["p032"]
+        assert row["source"] == "human"  # one suggested span left out: the answer is kim's
+        assert [(s["text"], s.get("field"), s.get("run_id")) for s in row["label"]] == [
+            (s["text"], s.get("field"), run["id"]) for s in kept]
     finally:
         srv.stop()
     assert errors == [], errors

@@ -22,3 +22,12 @@ def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
 @pytest.fixture
 def page() -> Iterator[Any]:
     yield from browser_page()
+
+
+@pytest.fixture
+def errors(page: Any) -> list[str]:
+    """Console errors and uncaught exceptions of the page; a test that asks for them ends with none."""
+    seen: list[str] = []
+    page.on("console", lambda msg: seen.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: seen.append(str(exc)))
+    return seen

@@ -38,15 +38,6 @@ def width(request: pytest.FixtureRequest) -> int:
 
 
 @pytest.fixture
-def errors(page: Any) -> list[str]:
-    """Console errors and uncaught exceptions of the page; each test ends with none."""
-    seen: list[str] = []
-    page.on("console", lambda msg: seen.append(msg.text) if msg.type == "error" else None)
-    page.on("pageerror", lambda exc: seen.append(str(exc)))
-    return seen
-
-
-@pytest.fixture
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
     path = make_project(annotation_schemes=[ALIGN], item_properties={"id_key": "id", "text_key": "premise"},
                         instance_display={"fields": FIELDS, "layout": {"direction": "vertical"}})

@@ -53,15 +53,6 @@ def serve(make_project: Callable[..., Path]) -> Iterator[Callable[..., ServerPro
         srv.stop()
 
 
-@pytest.fixture
-def errors(page: Any) -> list[str]:
-    """Console errors and uncaught exceptions of the page; each test ends with none."""
-    seen: list[str] = []
-    page.on("console", lambda msg: seen.append(msg.text) if msg.type == "error" else None)
-    page.on("pageerror", lambda exc: seen.append(str(exc)))
-    return seen
-
-
 def sign_in(page: Any, srv: ServerProcess, name: str, width: int, first: str = "r000") -> None:
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(srv.url + "/")

@@ -31,8 +31,9 @@ def marks_fields(schemas: Sequence[Scheme]) -> bool:
 
 
 def fields_of(schemas: Sequence[Scheme]) -> Tuple[str, ...]:
-    """The fields the span schemes mark, each once, in the schemes' order."""
-    out: List[str] = []
+    """The fields the span schemes mark, each once, in the schemes' order; the item's own text first
+    where a scheme of another kind (radio, multiselect) is trained with them: it learns the item's text."""
+    out: List[str] = [] if all(s.spans for s in schemas) else [MAIN]
     for spec in schemas:
         for name in spec.span_fields if spec.spans else ():
             if name not in out:
@@ -52,15 +53,19 @@ def split_items(items: Sequence[Item], fields: Sequence[str]) -> List[Item]:
 
 def split_examples(examples: Sequence[Example], schemas: Sequence[Scheme]) -> List[Example]:
     """The labelled pieces: for each field, each scheme that marks it with its spans there (none
-    marked there is a target too: nothing to mark in that field)."""
+    marked there is a target too: nothing to mark in that field); the item's own text keeps the
+    targets of the schemes that are not span schemes."""
     out: List[Example] = []
     for example in examples:
         for name in fields_of(schemas):
             targets = {
                 spec.name: tuple(Span(s.start, s.end, s.label) for s in label_spans(example.targets[spec.name])
                                  if s.field == name)
-                for spec in schemas if spec.name in example.targets and name in spec.span_fields
+                for spec in schemas if spec.spans and spec.name in example.targets and name in spec.span_fields
             }
+            if name == MAIN:
+                targets.update({spec.name: example.targets[spec.name] for spec in schemas
+                                if not spec.spans and spec.name in example.targets})
             if targets:
                 out.append(Example(piece(example.item, name), targets))
     return out
@@ -69,14 +74,18 @@ def split_examples(examples: Sequence[Example], schemas: Sequence[Scheme]) -> Li
 def join_predictions(items: Sequence[Item], fields: Sequence[str], schemas: Sequence[Scheme],
                      pieces: Sequence[Dict[str, Optional[Prediction]]]) -> List[Dict[str, Optional[Prediction]]]:
     """Each item's prediction from its pieces' (in :func:`split_items` order): a scheme's spans in
-    every field it marks, each span naming its field, and the mean of the pieces' confidences. A
-    piece the trainer gave nothing for leaves the item without a prediction for that scheme."""
+    every field it marks, each span naming its field, and the mean of the pieces' confidences; a
+    scheme of another kind, the prediction for the item's own text. A piece the trainer gave nothing
+    for leaves the item without a prediction for that scheme."""
     if len(pieces) != len(items) * len(fields):
         raise ValueError(f"the trainer returned {len(pieces)} predictions for {len(items) * len(fields)} texts")
     out: List[Dict[str, Optional[Prediction]]] = []
     for i, _ in enumerate(items):
         per: Dict[str, Optional[Prediction]] = {}
         for spec in schemas:
+            if not spec.spans:
+                per[spec.name] = pieces[i * len(fields) + fields.index(MAIN)].get(spec.name)
+                continue
             spans: List[Any] = []
             confidences: List[float] = []
             for j, name in enumerate(fields):

@@ -169,3 +169,25 @@ def test_a_label_in_a_field_the_scheme_does_not_mark_is_a_bad_job(tmp_path: Path
                           "label": [{"start": 0, "end": 80, "label": "PER", "field": "hypothesis"}]}], [])
     assert run_job(long) == 2
     assert "ends at 80, past the field's text (25 characters)" in read_result(long)["message"]
+
+
+def test_a_radio_scheme_trained_beside_them_learns_the_items_own_text(tmp_path: Path) -> None:
+    """noop learns radio and span schemes in one run: the radio scheme sees the item's text, whole,
+    and counts its items once, while the span scheme's spans come back in both fields."""
+    claims = {"name": "claims", "annotation_type": "span", "labels": ["PER", "LOC"], "fields": ["hypothesis"]}
+    mood = {"name": "mood", "annotation_type": "radio", "labels": ["near", "far"]}
+    data = [pair(i) for i in range(30)]
+    labels = []
+    for n, (item, spans) in enumerate(data[:25]):
+        labels.append({"item_id": item["id"], "schema": "claims", "user": "ann",
+                       "label": [s for s in spans if s.get("field") == "hypothesis"]})
+        labels.append({"item_id": item["id"], "schema": "mood", "user": "ann", "label": "far" if n % 2 else "near"})
+    job_dir = write_bundle(tmp_path, job_json("noop", (claims, mood)), [item for item, _ in data], labels,
+                           [item["id"] for item, _ in data[:25:5]])
+    assert run_job(job_dir) == 0, read_result(job_dir)["message"]
+    metrics = read_result(job_dir)["metrics"]
+    assert metrics["mood/n_train"] == 20 and metrics["claims/n_train"] == 20
+    assert metrics["claims/holdout_f1"] >= 0.9  # every name and place was seen in training
+    rows = {(r["item_id"], r["schema"]): r for r in read_jsonl(job_dir / "predictions.jsonl")}
+    assert rows[("p027", "mood")]["label"] in ("near", "far")
+    assert {s.get("field") for s in rows[("p027", "claims")]["label"]} == {"hypothesis"}

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from potato.training.jobspec import Item
 from potato.training.labels import Example, label_spans
+from potato.training.results import Label
 from potato.training.schemes import Scheme
 from potato.training.spans import MAIN, Span
 from potato.training.trainers.base import Prediction
@@ -58,7 +59,7 @@ def split_examples(examples: Sequence[Example], schemas: Sequence[Scheme]) -> Li
     out: List[Example] = []
     for example in examples:
         for name in fields_of(schemas):
-            targets = {
+            targets: Dict[str, Label] = {
                 spec.name: tuple(Span(s.start, s.end, s.label) for s in label_spans(example.targets[spec.name])
                                  if s.field == name)
                 for spec in schemas if spec.spans and spec.name in example.targets and name in spec.span_fields

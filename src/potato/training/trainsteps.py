@@ -91,6 +91,26 @@ def prepare(run: RunSoFar, bundle_dir: Path, events: EventWriter, result: Result
     return machine
 
 
+def _marked_fields_only(rows: Sequence[LabelRow], schemas: Sequence[Scheme], events: EventWriter) -> list[LabelRow]:
+    """The rows with only the spans in fields their scheme marks: a span marked before the config
+    stopped marking its field (a ``span_target`` taken away) is left out with a warning, not trained."""
+    marks = {s.name: s.span_fields for s in schemas if s.spans}
+    out: list[LabelRow] = []
+    dropped: dict[str, int] = {}
+    for row in rows:
+        fields = marks.get(row.schema)
+        spans = labelling.label_spans(row.label) if fields is not None else []
+        kept = tuple(s for s in spans if s.field in (fields or ()))
+        if len(kept) != len(spans):
+            dropped[row.schema] = dropped.get(row.schema, 0) + len(spans) - len(kept)
+            row = LabelRow(row.item_id, row.schema, kept, row.user)
+        out.append(row)
+    for schema, count in dropped.items():
+        events.warning(f"Schema '{schema}': {count} span(s) lie in fields it does not mark now "
+                       f"({', '.join(repr(f) for f in marks[schema])}); they were left out of training")
+    return out
+
+
 def _check_span_labels(rows: Sequence[LabelRow], items: Sequence[Item], schemas: Sequence[Scheme]) -> None:
     """Every span a label row marks lies inside its item's text (or the text of the field it names,
     one its scheme marks): a bundle whose spans do not fit the text the worker trains on is a bad
@@ -104,14 +124,10 @@ def _check_span_labels(rows: Sequence[LabelRow], items: Sequence[Item], schemas:
         if spec is None or row.item_id not in texts:
             continue
         for span in labelling.label_spans(row.label):
-            where = f"{LABELS_FILE}: a span of schema {row.schema!r} on item {row.item_id!r}"
-            if span.field not in spec.span_fields:
-                raise BadJob(f"{where} is in field {span.field!r}, which the schema does not mark "
-                             f"({', '.join(repr(f) for f in spec.span_fields)})")
             length = len(texts[row.item_id].get(span.field, ""))
             if span.end > length:
-                raise BadJob(f"{where} ends at {span.end}, past the {'field' if span.field else 'item'}'s text "
-                             f"({length} characters)")
+                raise BadJob(f"{LABELS_FILE}: a span of schema {row.schema!r} on item {row.item_id!r} ends at "
+                             f"{span.end}, past the {'field' if span.field else 'item'}'s text ({length} characters)")
 
 
 def train(job_dir: Path, run: RunSoFar, events: EventWriter, result: Result, stop: StopFlag,
@@ -131,6 +147,7 @@ def train(job_dir: Path, run: RunSoFar, events: EventWriter, result: Result, sto
     orphans = sum(1 for row in rows if row.item_id not in item_ids)
     if orphans:
         events.warning(f"{orphans} label(s) name items that are not in items.jsonl; they were ignored")
+    rows = _marked_fields_only(rows, job.schemas, events)
     _check_span_labels(rows, items, job.schemas)
     targets = labelling.aggregate((r for r in rows if r.item_id in item_ids), job.schemas)
     train_ids = [i for i in targets if i not in holdout]

@@ -156,14 +156,17 @@ def test_a_run_learns_spans_in_both_fields_and_predicts_each_in_its_field(tmp_pa
             spans, key=lambda s: (s.get("field", ""), s["start"]))]
 
 
-def test_a_label_in_a_field_the_scheme_does_not_mark_is_a_bad_job(tmp_path: Path) -> None:
-    item, _ = pair(0)
-    job_dir = write_bundle(tmp_path, job_json("sklearn-token-classification", (ENTITIES,)), [item],
-                           [{"item_id": item["id"], "schema": "entities", "user": "u",
-                             "label": [{"start": 0, "end": 3, "label": "PER", "field": "title"}]}], [])
-    assert run_job(job_dir) == 2
-    assert ("a span of schema 'entities' on item 'p000' is in field 'title', which the schema does not mark "
-            "('', 'hypothesis')") in read_result(job_dir)["message"]
+def test_a_span_in_a_field_no_longer_marked_is_left_out_and_one_past_its_text_is_a_bad_job(tmp_path: Path) -> None:
+    """A span_target taken away after spans were marked there: those spans are not trained, and said."""
+    data = [pair(i) for i in range(10)]
+    labels = [{"item_id": item["id"], "schema": "entities", "user": "u",
+               "label": spans + [{"start": 0, "end": 3, "label": "PER", "field": "title"}]} for item, spans in data]
+    job_dir = write_bundle(tmp_path, job_json("noop", (ENTITIES,)), [item for item, _ in data], labels, [])
+    assert run_job(job_dir) == 0, read_result(job_dir)["message"]
+    warnings = [e["text"] for e in read_jsonl(job_dir / "events.jsonl") if e.get("type") == "warning"]
+    assert ("Schema 'entities': 10 span(s) lie in fields it does not mark now ('', 'hypothesis'); they were left "
+            "out of training") in warnings
+    item, _ = data[0]
     long = write_bundle(tmp_path / "long", job_json("sklearn-token-classification", (ENTITIES,)), [item],
                         [{"item_id": item["id"], "schema": "entities", "user": "u",
                           "label": [{"start": 0, "end": 80, "label": "PER", "field": "hypothesis"}]}], [])

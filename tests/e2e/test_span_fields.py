@@ -47,12 +47,12 @@ def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
     srv.stop()
 
 
-def sign_in(page: Any, srv: ServerProcess, name: str, width: int) -> None:
+def sign_in(page: Any, srv: ServerProcess, name: str, width: int, first: str = "p1") -> None:
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(srv.url + "/")
     page.fill("#name", name)
     page.press("#name", "Enter")
-    page.wait_for_selector("#item-id:text('p1')")
+    page.wait_for_selector(f"#item-id:text('{first}')")
     assert page.evaluate("document.documentElement.scrollWidth") <= width
 
 
@@ -202,4 +202,38 @@ def test_the_models_spans_come_back_in_their_field_and_are_accepted_there(
             (s["text"], s.get("field"), run["id"]) for s in kept]
     finally:
         srv.stop()
+    assert errors == [], errors
+
+
+def test_spans_in_a_field_no_longer_marked_give_way_to_new_ones(
+        make_project: Callable[..., Path], page: Any, errors: list[str]) -> None:
+    """The admin takes span_target off the hypothesis after spans were marked there: the page opens
+    without them, and a span marked in the premise is stored (the server would refuse the stale ones)."""
+    from tests.integration.test_spans_local import signed_in
+
+    def serve(fields: list[dict[str, Any]]) -> ServerProcess:
+        path = make_project(annotation_schemes=[ALIGN], item_properties={"id_key": "id", "text_key": "premise"},
+                            instance_display={"fields": fields})
+        (path.parent / "data" / "reviews.json").write_text(json.dumps(ITEMS), encoding="utf-8")
+        return ServerProcess(path).start()
+
+    before = serve(FIELDS[:2])
+    try:
+        r = signed_in(before, "ada").post(before.url + "/api/label", json={"id": "p1", "go": "stay", "labels": {
+            "entities": [{"start": 12, "end": 17, "label": "MATCH", "field": "hypothesis"}]}})
+        assert r.status_code == 200, r.text
+    finally:
+        before.stop()
+    after = serve([FIELDS[0], {**FIELDS[1], "span_target": False}])
+    try:
+        sign_in(page, after, "ada", 1280, first="p2")  # p1 is labelled: she resumes after it
+        page.fill("#goto-number", "1")
+        page.press("#goto-number", "Enter")
+        page.wait_for_selector("#item-id:text('p1')")
+        assert page.locator("#item-text mark.hl").count() == 0
+        select_word(page, PREMISE, "guitar")
+        page.click("fieldset[data-schema=entities] .span-label[data-label=MATCH]")
+        spans_become(after, "ada", "p1", [{"start": 14, "end": 20, "label": "MATCH", "text": "guitar"}])
+    finally:
+        after.stop()
     assert errors == [], errors

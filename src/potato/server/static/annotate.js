@@ -162,7 +162,9 @@
     if (type === "span") {
       var st = SP[fs.dataset.schema];
       st.answered = Array.isArray(value);
-      st.spans = st.answered ? value.map(function (s) {
+      // A span in a field this question no longer marks (its span_target taken away) cannot be shown
+      // or sent back: the server would refuse the whole answer.
+      st.spans = st.answered ? value.filter(function (s) { return marks(fs, fieldOf(s)); }).map(function (s) {
         var out = { start: s.start, end: s.end, label: s.label };
         if (s.field) out.field = s.field;
         if (s.run_id) out.run_id = s.run_id;

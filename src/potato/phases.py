@@ -64,10 +64,24 @@ class PassRule:
 
 
 @dataclass(frozen=True)
+class Note:
+    """Text on a study page between its questions (upstream's ``pure_display``): a consent's terms."""
+
+    name: str
+    text: str
+    html: bool = False
+    """The text is HTML from the project's own file (``allow_html``), shown as an instructions page is."""
+    before: str = ""
+    """The question it stands above; ``""``: after the last one."""
+
+
+@dataclass(frozen=True)
 class Phase:
     name: str
     kind: PhaseKind
     questions: tuple[Scheme, ...] = ()
+    notes: tuple[Note, ...] = ()
+    """Text shown between the questions, each above the question it precedes."""
     html: str = ""
     """An instructions page's own HTML (its file), shown above any questions."""
     gold: tuple[GoldItem, ...] = ()
@@ -138,15 +152,19 @@ class SurveyCheck:
     """A consent or a screening question answered otherwise than it must be: the study ends."""
 
 
-def check_survey(phase: Phase, form: Mapping[str, Sequence[str]]) -> SurveyCheck:
-    """A study page's submitted form checked against its questions (pure)."""
+def check_survey(phase: Phase, form: Mapping[str, Sequence[str]],
+                 earlier: Mapping[str, Any] | None = None) -> SurveyCheck:
+    """A study page's submitted form checked against its questions (pure); ``earlier``: the answers
+    given on the pages before it, which a question's display_logic may name."""
     answers: dict[str, Any] = {}
+    known: dict[str, Any] = dict(earlier or {})
     problems: list[str] = []
     refused = False
     for scheme in phase.questions:
-        if not scheme.shown_for(answers):
+        if not scheme.shown_for(known):
             continue  # a question that was not asked: no answer, never required
         value = survey_value(scheme, form.get(scheme.name, ()))
+        known.pop(scheme.name, None)  # asked here: this page's answer (or none) is the one that counts
         asked = scheme.description or scheme.name
         if value is None:
             if scheme.required:
@@ -159,7 +177,7 @@ def check_survey(phase: Phase, form: Mapping[str, Sequence[str]]) -> SurveyCheck
         if not ok:
             problems.append(f"\u201c{asked}\u201d takes {scheme.valid_answers()}.")
             continue
-        answers[scheme.name] = value
+        answers[scheme.name] = known[scheme.name] = value
         if scheme.right_labels and not _gives(value, scheme.right_labels):
             if phase.kind in ENDS_ON_WRONG_ANSWER:
                 refused = True

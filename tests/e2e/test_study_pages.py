@@ -90,11 +90,14 @@ def test_a_whole_study_by_keyboard(server: ServerProcess, page: Any, width: int)
 
     page.wait_for_selector("h1:text('After the study')")
     fits(page, width)
+    assert page.inner_text(".note strong") == "The study was about how people read reviews."
     page.focus("textarea[name=comments]")
     page.keyboard.type("Clear guidelines.")
     page.focus("input[name=satisfaction][value='4']")
     page.keyboard.press("Space")
-    page.keyboard.press("Enter")
+    page.focus("input[name=accent][value='Yes']")  # asked: the pre-study page said English is not native
+    page.keyboard.press("Space")
+    pick_and_continue(page, "input[name=honest][value='Yes']")  # one choice: "Yes"
 
     page.wait_for_selector("h1:text('Thank You!')")
     fits(page, width)

@@ -33,9 +33,10 @@ _LABEL_KEYS: Mapping[str, Check] = {
 }
 
 
-def label_options(kind: str, raw: object, values: dict[str, Any]) -> list[Problem]:
-    """Labels as plain names or upstream's mappings; at least two to choose between (one for multiselect)."""
-    need = 1 if kind in ("multiselect", "span") else 2
+def label_options(kind: str, raw: object, values: dict[str, Any], one_choice: bool = False) -> list[Problem]:
+    """Labels as plain names or upstream's mappings; at least two to choose between (one for
+    multiselect, and for a radio question that is one choice to make, as a consent's "I agree")."""
+    need = 1 if kind in ("multiselect", "span") or (one_choice and kind == "radio") else 2
     example = 'e.g. labels: ["positive", "negative"]'
     if raw is None:
         return [(".labels", f"missing; a {kind} scheme needs at least {need} label{'s' if need > 1 else ''}, {example}")]

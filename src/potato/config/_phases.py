@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from potato.config._checks import Findings, Invalid, boolean, check_keys, choice, integer, mapping, show, text
 from potato.config._files import read_project_file
 from potato.config._schemes import check_schemes
-from potato.phases import GoldItem, PassRule, Phase, PhaseKind, Phases
+from potato.phases import GoldItem, Note, PassRule, Phase, PhaseKind, Phases
 from potato.training.schemes import CHOICE_TYPES, Scheme, SchemeType
 
 KEYS = ("phases", "training", "export_include_phase_data")
@@ -54,7 +54,8 @@ def check(raw: Mapping[Any, object], schemes: tuple[Scheme, ...] | None, base: P
     phases: list[Phase] = []
     ok = True
     for name in order_names:
-        phase = _phase(name, blocks.get(name), training_values, schemes, base, findings)
+        earlier = [q.name for p in phases for q in p.questions]  # a question may hang on an earlier page's answer
+        phase = _phase(name, blocks.get(name), training_values, schemes, base, findings, earlier)
         ok = ok and phase is not None
         if phase is not None:
             phases.append(phase)
@@ -114,7 +115,7 @@ def _order(block: object, training: bool, findings: Findings) -> tuple[list[str]
 
 
 def _phase(name: str, block: object, training: Mapping[str, Any], schemes: tuple[Scheme, ...], base: Path,
-           findings: Findings) -> Phase | None:
+           findings: Findings, earlier: Sequence[str] = ()) -> Phase | None:
     at = f"phases.{name}"
     if block is None:
         block = {}
@@ -165,8 +166,15 @@ def _phase(name: str, block: object, training: Mapping[str, Any], schemes: tuple
         return None
     if kind is PhaseKind.TRAINING:
         return _training_phase(name, data, training, schemes, f"{at}.file ({path.name})", findings)
-    questions = check_schemes([_as_scheme(q) for q in (data if isinstance(data, list) else [data])], findings,
-                              go_to_item=False, where=f"{file}")
+    entries = [_as_scheme(q) for q in (data if isinstance(data, list) else [data])]
+    notes = _notes(entries, f"{file}", findings)
+    places = [i for i, q in enumerate(entries) if not _is_note(q)]
+    if notes is None:
+        return None
+    if not places:
+        return Phase(name, kind, notes=notes)
+    questions = check_schemes([entries[i] for i in places], findings, go_to_item=False, where=f"{file}",
+                              one_choice=True, places=places, earlier=earlier)
     if questions is None:
         return None
     spans = [q.name for q in questions if q.annotation_type is SchemeType.SPAN]
@@ -174,7 +182,37 @@ def _phase(name: str, block: object, training: Mapping[str, Any], schemes: tuple
         findings.error(f"{at}.file", f"{file} asks {spans[0]!r} as a span question; a study page has no item text to "
                                      "mark, so ask it as a radio, multiselect, text, number, likert or select question")
         return None
-    return Phase(name, kind, questions=questions)
+    return Phase(name, kind, questions=questions, notes=notes)
+
+
+def _is_note(entry: object) -> bool:
+    return isinstance(entry, dict) and entry.get("annotation_type") == "pure_display"
+
+
+def _notes(entries: list[object], where: str, findings: Findings) -> tuple[Note, ...] | None:
+    """The page's ``pure_display`` entries as notes, each placed above the question after it."""
+    notes: list[Note] = []
+    ok = True
+    for index, entry in enumerate(entries):
+        if not _is_note(entry):
+            continue
+        assert isinstance(entry, dict)
+        text = entry.get("description", entry.get("text"))
+        if not isinstance(text, str) or not text.strip():
+            findings.error(f"{where}[{index}].description", 'missing; a pure_display entry shows its description, e.g. '
+                                                            '"description": "<p>You may stop at any time.</p>"')
+            ok = False
+            continue
+        if "display_logic" in entry:
+            findings.error(f"{where}[{index}].display_logic", "a pure_display entry is always shown on its page; "
+                                                              "remove display_logic, or put the text in a question's "
+                                                              "description")
+            ok = False
+            continue
+        following = next((q.get("name") for q in entries[index + 1:] if isinstance(q, dict) and not _is_note(q)), "")
+        notes.append(Note(str(entry.get("name", f"note{index}")), text, entry.get("allow_html") is True,
+                          following if isinstance(following, str) else str(following)))
+    return tuple(notes) if ok else None
 
 
 def _as_scheme(question: object) -> object:

@@ -91,8 +91,10 @@ def scheme_keys(kind: str) -> list[str]:
             and not (key == "labels" and kind in _NO_LABELS)]
 
 
-def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
-    """What ``kind`` needs and refuses; fills in the derived values (options, bounds, text layout)."""
+def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
+                  one_choice: bool = False) -> list[Problem]:
+    """What ``kind`` needs and refuses; fills in the derived values (options, bounds, text layout).
+    ``one_choice``: a radio question may offer one label (a study page's "I agree")."""
     problems: list[Problem] = [
         (f".{key}", f"applies to {' and '.join(kinds)} schemes only; remove it from this {kind} scheme")
         for key, kinds in _ONLY_FOR.items() if key in values and kind not in kinds
@@ -119,7 +121,7 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) 
         else:
             values["options"] = tuple(LabelOption(str(i)) for i in range(1, values.get("size", 2) + 1))
     elif kind in ("radio", "multiselect", "select", "likert", "span"):
-        problems += label_options(kind, raw.get("labels"), values)
+        problems += label_options(kind, raw.get("labels"), values, one_choice)
     elif raw.get("labels") in ([""], [None]) and kind == "text":
         values.pop("labels", None)  # upstream's one box without a caption: the same as no labels
     elif raw.get("labels") not in (None, []) and kind == "text":

@@ -12,7 +12,7 @@ This module walks the list and builds each :class:`Scheme`; what each type takes
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from potato import defaults
 from potato.config._checks import Findings, Invalid, Problem, check_keys, choice, mapping, show
@@ -29,10 +29,14 @@ _EXAMPLE = "{annotation_type: radio, name: sentiment, labels: [positive, negativ
 
 
 def check_schemes(raw: object, findings: Findings, go_to_item: bool = True,
-                  where: str = "annotation_schemes") -> tuple[Scheme, ...] | None:
+                  where: str = "annotation_schemes", one_choice: bool = False,
+                  places: Sequence[int] | None = None, earlier: Sequence[str] = ()) -> tuple[Scheme, ...] | None:
     """Every scheme, or None if any is invalid (a missing ``annotation_schemes`` was already reported).
     ``go_to_item``: whether the page has its Go to item box (and so its key); ``where``: the config's
-    place of the list, for messages (a study page's questions are schemes too)."""
+    place of the list, for messages (a study page's questions are schemes too); ``one_choice``: a
+    radio question may offer a single label (a study page's "I agree"); ``places``: each scheme's
+    index in the file, where entries that are not schemes were taken out of ``raw``; ``earlier``: the
+    questions of the study pages before this one, which ``display_logic`` may name too."""
     if raw is None:
         return None
     if not isinstance(raw, list) or not raw:
@@ -41,14 +45,17 @@ def check_schemes(raw: object, findings: Findings, go_to_item: bool = True,
             f"must be a non-empty list of schemes, each with annotation_type, name and labels; got {show(raw)}",
         )
         return None
+    def place(index: int) -> str:
+        return f"{where}[{places[index] if places else index}]"
+
     built: list[dict[str, Any]] = []
     first_use: dict[str, int] = {}
     for index, item in enumerate(raw):
-        at = f"{where}[{index}]"
-        values, problems = _scheme_values(item, at, findings)
+        at = place(index)
+        values, problems = _scheme_values(item, at, findings, one_choice)
         name = values.get("name")
         if name in first_use:
-            problems.append((".name", f"{show(name)} is already the name of {where}[{first_use[name]}]; "
+            problems.append((".name", f"{show(name)} is already the name of {place(first_use[name])}; "
                                       "give each scheme its own name"))
         elif name is not None:
             first_use[name] = index
@@ -60,10 +67,11 @@ def check_schemes(raw: object, findings: Findings, go_to_item: bool = True,
     page_keys = {key: does for key, does in PAGE_KEYS.items() if go_to_item or key != "g"}
     keys = assign_keys(built, page_keys, findings)
     names = [values["name"] for values in built]
+    names += [name for name in earlier if name not in names]
     for index, values in enumerate(built):
         if "display_logic" in values:
             logic = check_display_logic(values.pop("display_logic"), values["name"], names,
-                                        f"{where}[{index}].display_logic", findings)
+                                        f"{place(index)}.display_logic", findings)
             if logic is None:
                 keys = None
             values["display_logic_checked"] = logic
@@ -71,11 +79,11 @@ def check_schemes(raw: object, findings: Findings, go_to_item: bool = True,
         labels = [o.name for o in values.get("options", ())]
         wrong = [r for r in values.get("right_labels", ()) if r not in labels]
         if wrong:
-            findings.error(f"{where}[{index}].label_requirement", f"names {', '.join(map(show, wrong))}, which is not "
+            findings.error(f"{place(index)}.label_requirement", f"names {', '.join(map(show, wrong))}, which is not "
                                                                   f"one of the labels ({', '.join(labels)})")
             keys = None
         if values.get("free_response") is not None and free_response_name(values["name"]) in names:
-            findings.error(f"{where}[{index}].has_free_response",
+            findings.error(f"{place(index)}.has_free_response",
                            f"its box is stored as {show(free_response_name(values['name']))}, which is already "
                            "the name of another scheme; rename that scheme")
             keys = None
@@ -113,7 +121,8 @@ def training_types(raw: object) -> dict[str, str | None]:
     return {name: radio_like.get(kind or "", kind) for name, kind in scheme_types(raw).items()}
 
 
-def _scheme_values(item: object, at: str, findings: Findings) -> tuple[dict[str, Any], list[Problem]]:
+def _scheme_values(item: object, at: str, findings: Findings,
+                   one_choice: bool = False) -> tuple[dict[str, Any], list[Problem]]:
     """One scheme's checked keys and its problems; upstream-only keys are reported as features."""
     try:
         raw = dict(mapping(item, _EXAMPLE))
@@ -147,7 +156,7 @@ def _scheme_values(item: object, at: str, findings: Findings) -> tuple[dict[str,
     if kind is None:
         return values, problems
     values["annotation_type"] = kind
-    problems += type_problems(kind, raw, values)
+    problems += type_problems(kind, raw, values, one_choice)
     return values, problems
 
 

@@ -186,7 +186,7 @@ SCHEME_TYPES: Mapping[str, str] = {
     "audio_annotation": "segmenting audio",
     "video_annotation": "segmenting video",
     "video": "a video player",
-    "pure_display": "display-only text between schemes",
+    "pure_display": "display-only text between the annotation questions (a study page's question file may hold it)",
     "multirate": "rating several options on one scale",
     "pairwise": "comparing two items",
     "ranking": "ranking labels by dragging",

@@ -53,13 +53,25 @@ def _comes_before_items(project: Project, phase: Phase) -> bool:
     return project.config.phases.order.index(phase) < names.index(PhaseKind.ANNOTATION)
 
 
+def earlier_answers(project: Project, user: str, phase: Phase) -> dict[str, Any]:
+    """What ``user`` answered on the study pages before ``phase`` (a later page's answer to a question of
+    the same name wins): a question's display_logic may hang on them."""
+    order = project.config.phases.order if project.config.phases else ()
+    store = PhaseStore(project.db)
+    out: dict[str, Any] = {}
+    for before in order[:order.index(phase)]:
+        if before.questions:
+            out.update(store.answers(user, before.name))
+    return out
+
+
 def _render(project: Project, user: str, phase: Phase, answers: Mapping[str, Any], problems: list[str],
             status: int = 200, **extra: Any) -> Any:
     order = project.config.phases.order if project.config.phases else ()
     return render_template("study.html", title=project.config.annotation_task_name, user=user, phase=phase,
                            heading=HEADINGS[phase.kind], answers=answers, problems=problems,
                            number=order.index(phase) + 1, pages=len(order),
-                           **extra), status
+                           earlier=earlier_answers(project, user, phase), **extra), status
 
 
 @bp.get("/study")
@@ -90,7 +102,7 @@ def answer() -> Any:
     form = {key: request.form.getlist(key) for key in request.form}
     if phase.kind is PhaseKind.TRAINING:
         return _training_answer(project, user, phase, form)
-    checked = check_survey(phase, form)
+    checked = check_survey(phase, form, earlier_answers(project, user, phase))
     store = PhaseStore(project.db)
     if checked.problems:
         return _render(project, user, phase, _as_sent(phase, form), checked.problems, 400)

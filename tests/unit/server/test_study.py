@@ -37,9 +37,19 @@ TRAINING = {"training_instances": [
     {"id": "t2", "text": "It broke at once.", "gold_label": {"sentiment": "negative"},
      "gold_reason": "Breaking is a defect: negative."},
 ]}
-POSTSTUDY = [{"name": "comments", "description": "Any comments?", "annotation_type": "text"},
+POSTSTUDY = [{"name": "debrief", "annotation_type": "pure_display", "allow_html": True,
+              "description": "<p>Thank you. <strong>The study was about how people read reviews.</strong></p>"},
+             {"name": "comments", "description": "Any comments?", "annotation_type": "text"},
              {"name": "satisfaction", "description": "How satisfied are you?", "annotation_type": "likert",
-              "size": 5, "min_label": "Not", "max_label": "Very", "label_requirement": {"required": True}}]
+              "size": 5, "min_label": "Not", "max_label": "Very", "label_requirement": {"required": True}},
+             {"name": "accent", "description": "Did the reviews' English read naturally to you?",
+              "annotation_type": "radio", "labels": ["Yes", "No"], "label_requirement": {"required": True},
+              "display_logic": {"show_when": [{"schema": "native", "operator": "equals", "value": "No"}]}},
+             {"name": "honest", "description": "I answered honestly.", "annotation_type": "radio", "labels": ["Yes"],
+              "label_requirement": {"required": True}}]
+"""Upstream's consent and debrief pages show text between the questions (pure_display), ask for one
+"I agree" or "Yes" (a radio question with a single label), and ask a question only of those whose
+answer on an earlier page calls for it (display_logic naming the pre-study's question)."""
 PHASES = {"order": ["consent", "instructions", "training", "prestudy", "annotation", "poststudy"],
           "consent": {"type": "consent", "file": "surveys/consent.json"},
           "instructions": {"type": "instructions", "file": "surveys/instructions.html"},
@@ -125,8 +135,16 @@ def test_a_participant_goes_through_every_page_in_order(study: Callable[..., Any
     for item in ("r000", "r001"):
         assert client.post("/api/label", json={"id": item, "labels": {"sentiment": "positive"}}).status_code == 200
     assert client.get("/done").headers["Location"].endswith("/study")  # the post-study survey is still to come
-    assert "How satisfied are you?" in page(client)
-    post(client, "poststudy", comments="Nice", satisfaction="4")
+    shown = page(client)
+    assert "How satisfied are you?" in shown
+    assert ('<div class="note" data-note="debrief"><p>Thank you. <strong>The study was about how people read '
+            'reviews.</strong></p></div>') in shown
+    assert shown.index('data-note="debrief"') < shown.index('data-schema="comments"')
+    asked = post(client, "poststudy", comments="Nice", satisfaction="4")
+    assert asked.status_code == 400 and "Answer \u201cI answered honestly.\u201d: it is required." in asked.get_data(
+        as_text=True)
+    assert post(client, "poststudy", comments="Nice", satisfaction="4", honest="Yes").status_code == 400  # accent
+    post(client, "poststudy", comments="Nice", satisfaction="4", honest="Yes", accent="No")
     assert client.get("/study").headers["Location"].endswith("/done")
     done = client.get("/done").get_data(as_text=True)
     assert "C1ABCDEF" in done and "Return to Prolific" in done
@@ -239,6 +257,24 @@ def test_a_missing_or_broken_phase_file_is_named_with_the_fix(tmp_path: Path) ->
     assert [e.message for e in validate(raw, tmp_path / "config.yaml").errors] == [
         "phases.consent.file: surveys/consent.json asks 'where' as a span question; a study page has no item text to "
         "mark, so ask it as a radio, multiselect, text, number, likert or select question"]
+    # Text between the questions is no question: each entry is named by its place in the file.
+    (tmp_path / "surveys" / "consent.json").write_text(json.dumps([
+        {"name": "terms", "annotation_type": "pure_display"},
+        {"name": "intro", "annotation_type": "pure_display", "description": "Hi",
+         "display_logic": {"show_when": [{"schema": "x", "operator": "equals", "value": "y"}]}},
+        {"name": "agree", "annotation_type": "radio", "labels": ["I agree"], "label_requirement": {
+            "required_label": ["Yes"]}}]))
+    assert [e.message for e in validate(raw, tmp_path / "config.yaml").errors] == [
+        'surveys/consent.json[0].description: missing; a pure_display entry shows its description, e.g. "description": '
+        '"<p>You may stop at any time.</p>"',
+        "surveys/consent.json[1].display_logic: a pure_display entry is always shown on its page; remove "
+        "display_logic, or put the text in a question's description"]
+    (tmp_path / "surveys" / "consent.json").write_text(json.dumps([
+        {"name": "terms", "annotation_type": "pure_display", "description": "Terms"},
+        {"name": "agree", "annotation_type": "radio", "labels": ["I agree"], "label_requirement": {
+            "required_label": ["Yes"]}}]))
+    assert [e.message for e in validate(raw, tmp_path / "config.yaml").errors] == [
+        "surveys/consent.json[1].label_requirement: names 'Yes', which is not one of the labels (I agree)"]
     no_items = upstream(phases={"order": ["consent"], "consent": {"type": "consent", "file": "surveys/consent.json"}})
     assert [e.message for e in validate(no_items, tmp_path / "config.yaml").errors] == [
         "phases.order: has no annotation phase, so the items would never be shown; add annotation where the items "
@@ -248,3 +284,26 @@ def test_a_missing_or_broken_phase_file_is_named_with_the_fix(tmp_path: Path) ->
     assert [e.message for e in validate(instrument, tmp_path / "config.yaml").errors] == [
         "phases.prestudy.instrument: 'tipi': upstream's built-in survey instruments are not shipped here; put the "
         "instrument's questions in a file of your project and name it with file: (e.g. file: surveys/tipi.json)"]
+
+
+def test_a_question_hangs_on_an_earlier_pages_answer(study: Callable[..., Any]) -> None:
+    """The post-study question on accent is asked only of those who said on the pre-study page that
+    English is not their native language: the page carries that answer for its script, and the server
+    neither requires nor stores the question for the others."""
+    client = study()
+    client.get("/?PROLIFIC_PID=p9")
+    post(client, "consent", age_consent="I agree")
+    post(client, "instructions")
+    post(client, "training", sentiment="positive")
+    post(client, "training", sentiment="negative")
+    post(client, "prestudy", native="Yes")
+    for item in ("r000", "r001"):
+        assert client.post("/api/label", json={"id": item, "labels": {"sentiment": "positive"}}).status_code == 200
+    shown = page(client)
+    assert """data-earlier='{"age_consent": "I agree", "native": "Yes"}'""" in shown
+    done = post(client, "poststudy", comments="", satisfaction="3", honest="Yes", accent="No")
+    assert done.status_code == 302
+    out = CliRunner().invoke(cli, ["export", str(client.config_path), "--phases"])
+    assert out.exit_code == 0, out.output
+    rows = [json.loads(line) for line in out.output.splitlines()]
+    assert {r["schema"] for r in rows if r["user"] == "p9" and r["phase"] == "poststudy"} == {"satisfaction", "honest"}

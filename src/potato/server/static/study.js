@@ -18,8 +18,11 @@
     return (type === "number" || type === "slider") ? Number(field.value) : field.value;
   }
 
+  // The answers given on the pages before this one, which a question here may hang on.
+  var earlier = JSON.parse(form.dataset.earlier || "{}");
+
   function update() {
-    var answers = {};
+    var answers = JSON.parse(JSON.stringify(earlier));
     questions.forEach(function (fs) {
       var logic = fs.dataset.logic ? JSON.parse(fs.dataset.logic) : null;
       if (logic) {

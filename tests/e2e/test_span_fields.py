@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.e2e.test_spans import key_of, spans_become
+from tests.e2e.test_spans import key_of, sign_in, spans_become
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -45,15 +45,6 @@ def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
     srv = ServerProcess(path).start()
     yield srv
     srv.stop()
-
-
-def sign_in(page: Any, srv: ServerProcess, name: str, width: int, first: str = "p1") -> None:
-    page.set_viewport_size({"width": width, "height": 900})
-    page.goto(srv.url + "/")
-    page.fill("#name", name)
-    page.press("#name", "Enter")
-    page.wait_for_selector(f"#item-id:text('{first}')")
-    assert page.evaluate("document.documentElement.scrollWidth") <= width
 
 
 def tab_to(page: Any, name: str) -> None:
@@ -88,7 +79,7 @@ def select_word(page: Any, selector: str, word: str) -> None:
 
 def test_spans_in_each_field_are_stored_with_their_field(server: ServerProcess, page: Any, errors: list[str],
                                                          width: int) -> None:
-    sign_in(page, server, "ivy", width)
+    sign_in(page, server, "ivy", width, first="p1")
     assert [page.get_attribute(sel, "role") for sel in (PREMISE, HYPOTHESIS, CHAT)] == ["textbox"] * 3
     assert page.inner_text(CHAT) == "Ann: is it loud?\nBo: very loud"
     assert page.locator(f"{CHAT} b.speaker").all_inner_texts() == ["Ann:", "Bo:"]  # the turns stay told apart
@@ -139,7 +130,7 @@ def test_a_question_that_marks_one_field_refuses_a_selection_in_another(
     (path.parent / "data" / "reviews.json").write_text(json.dumps(ITEMS), encoding="utf-8")
     srv = ServerProcess(path).start()
     try:
-        sign_in(page, srv, "leo", 1280)
+        sign_in(page, srv, "leo", 1280, first="p1")
         select_word(page, PREMISE, "guitar")
         page.click("fieldset[data-schema=entities] .span-label[data-label=MATCH]")
         page.wait_for_selector("#status.error")

@@ -101,6 +101,16 @@ def post(client: Any, phase: str, **fields: Any) -> Any:
     return client.post("/study", data={"phase": phase, **fields})
 
 
+def up_to_the_items(client: Any, pid: str, **prestudy: Any) -> None:
+    """A Prolific participant through consent, instructions and training, answering the pre-study page."""
+    client.get(f"/?PROLIFIC_PID={pid}")
+    post(client, "consent", age_consent="I agree")
+    post(client, "instructions")
+    post(client, "training", sentiment="positive")
+    post(client, "training", sentiment="negative")
+    post(client, "prestudy", **prestudy)
+
+
 def test_a_participant_goes_through_every_page_in_order(study: Callable[..., Any]) -> None:
     client = study()
     client.get("/?PROLIFIC_PID=p1&STUDY_ID=st&SESSION_ID=se")
@@ -215,12 +225,7 @@ def test_progress_and_answers_survive_a_restart(study: Callable[..., Any], make_
 
 def test_every_pages_answers_are_exported(study: Callable[..., Any]) -> None:
     client = study()
-    client.get("/?PROLIFIC_PID=p6")
-    post(client, "consent", age_consent="I agree")
-    post(client, "instructions")
-    post(client, "training", sentiment="positive")
-    post(client, "training", sentiment="negative")
-    post(client, "prestudy", native="Yes", years="3")  # years was not asked: not stored
+    up_to_the_items(client, "p6", native="Yes", years="3")  # years was not asked: not stored
     out = CliRunner().invoke(cli, ["export", str(client.config_path), "--phases"])
     assert out.exit_code == 0, out.output
     rows = [json.loads(line) for line in out.stdout.splitlines()]
@@ -291,12 +296,7 @@ def test_a_question_hangs_on_an_earlier_pages_answer(study: Callable[..., Any]) 
     English is not their native language: the page carries that answer for its script, and the server
     neither requires nor stores the question for the others."""
     client = study()
-    client.get("/?PROLIFIC_PID=p9")
-    post(client, "consent", age_consent="I agree")
-    post(client, "instructions")
-    post(client, "training", sentiment="positive")
-    post(client, "training", sentiment="negative")
-    post(client, "prestudy", native="Yes")
+    up_to_the_items(client, "p9", native="Yes")
     for item in ("r000", "r001"):
         assert client.post("/api/label", json={"id": item, "labels": {"sentiment": "positive"}}).status_code == 200
     shown = page(client)

@@ -21,7 +21,12 @@ from potato.training.schemes import TRAINABLE, Scheme, SchemeType
 from potato.training.spans import MAIN, Span, by_position
 
 JOB_FORMAT = 1
-"""The ``format`` of ``job.json`` this worker reads."""
+"""The ``format`` of ``job.json`` a server writes for a job whose spans lie in the item's text alone."""
+FIELDS_FORMAT = 2
+"""The ``format`` of a job whose span schemes mark other fields (``fields``, items' ``texts``): a
+worker from before fields existed refuses it, rather than train those spans on the item's text."""
+JOB_FORMATS = (JOB_FORMAT, FIELDS_FORMAT)
+"""The formats this worker reads."""
 
 JOB_FILE = "job.json"
 ITEMS_FILE = "items.jsonl"
@@ -148,8 +153,8 @@ def parse_job(data: Any) -> JobSpec:
     if not isinstance(data, dict):
         raise BadJob(f"job.json must hold a JSON object, not {type(data).__name__}")
     fmt = data.get("format")
-    if fmt != JOB_FORMAT:
-        raise BadJob(f"job.json has format {fmt!r}, but this worker reads format {JOB_FORMAT}; "
+    if fmt not in JOB_FORMATS:
+        raise BadJob(f"job.json has format {fmt!r}, but this worker reads formats {', '.join(map(str, JOB_FORMATS))}; "
                      "run the same Potato version on the server and where the worker runs")
     problems: list[str] = []
     for key in ("run_id", "trainer"):

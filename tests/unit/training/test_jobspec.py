@@ -26,7 +26,7 @@ def test_a_valid_job() -> None:
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"format": 2}, "has format 2, but this worker reads format 1"),
+        ({"format": 3}, "has format 3, but this worker reads formats 1, 2"),
         ({"trainer": ""}, "trainer must be a non-empty string"),
         ({"schemas": ["nope"]}, "schema 'nope' is in schemas but not in schemes"),
         ({"device": "gpu"}, "device must be auto, cpu, cuda, cuda:N or mps, not 'gpu'"),

@@ -8,7 +8,7 @@ the wrong field as wrong."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -71,8 +71,19 @@ def test_a_scheme_narrowed_to_one_field_wants_each_span_to_name_it() -> None:
 
 # --- the bundle and the pieces a trainer sees --------------------------------------------------------
 
-def test_the_bundle_carries_each_schemes_fields_and_each_items_texts(tmp_path: Path) -> None:
-    job = parse_job(job_json("sklearn-token-classification", (ENTITIES,)))
+def test_the_bundle_carries_each_schemes_fields_and_each_items_texts(
+        tmp_path: Path, make_project: Callable[..., Path]) -> None:
+    from potato.config import load_config
+    from potato.server.training.runs.bundle import job_spec
+
+    config = load_config(make_project(
+        annotation_schemes=[{"annotation_type": "span", "name": "entities", "labels": ["PER", "LOC"]}],
+        instance_display={"fields": [{"key": "text", "type": "text", "span_target": True},
+                                     {"key": "hypothesis", "type": "text", "span_target": True}]}))
+    written = job_spec(config, "r1", "sklearn-token-classification", ["entities"], {})
+    # A worker from before fields refuses the job (format 2) instead of training these spans on the text.
+    assert written["format"] == 2 and written["schemes"][0]["fields"] == ["", "hypothesis"]
+    job = parse_job(job_json("sklearn-token-classification", (ENTITIES,), format=2))
     assert job.schemas[0].span_fields == ("", "hypothesis")
     (tmp_path / "items.jsonl").write_text('{"id": "a", "text": "Ada flew.", "texts": {"hypothesis": "Ada went."}}\n'
                                           '{"id": "b", "text": "Bo ran."}\n', encoding="utf-8")

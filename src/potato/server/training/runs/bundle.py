@@ -20,11 +20,10 @@ from potato.items import Item, ItemSet
 from potato.labels import Label
 from potato.server.training.runs.private import open_private, private_dir
 from potato.training.failures import BadJob
-from potato.training.jobspec import LabelRow, parse_label_row
+from potato.training.jobspec import FIELDS_FORMAT, JOB_FORMAT, LabelRow, parse_label_row
 from potato.training.schemes import Scheme, SchemeType
 from potato.training.spans import MAIN
 
-BUNDLE_FORMAT = 1
 MIN_ITEMS_FOR_HOLDOUT = 5
 
 
@@ -52,11 +51,12 @@ def job_spec(config: Config, run_id: str, trainer: str, schemas: Sequence[str], 
     """``job.json``. The device, thread and memory settings are the local backend's; a run elsewhere
     takes what its machine offers (``device: auto``)."""
     mt = config.model_training
+    schemes = [scheme_json(s) for s in job_schemes(config, schemas)]
     return {
-        "format": BUNDLE_FORMAT,
+        "format": FIELDS_FORMAT if any("fields" in s for s in schemes) else JOB_FORMAT,
         "run_id": run_id,
         "trainer": trainer,
-        "schemes": [scheme_json(s) for s in job_schemes(config, schemas)],
+        "schemes": schemes,
         "params": dict(params),
         "device": mt.local.device if local else "auto",
         "grace_seconds": mt.grace_seconds,

@@ -81,8 +81,11 @@ def test_spans_in_each_field_are_stored_with_their_field(server: ServerProcess, 
                                                          width: int) -> None:
     sign_in(page, server, "ivy", width, first="p1")
     assert [page.get_attribute(sel, "role") for sel in (PREMISE, HYPOTHESIS, CHAT)] == ["textbox"] * 3
-    assert page.inner_text(CHAT) == "Ann: is it loud?\nBo: very loud"
-    assert page.locator(f"{CHAT} b.speaker").all_inner_texts() == ["Ann:", "Bo:"]  # the turns stay told apart
+    # A dialogue to mark is its lines, "Speaker: text", each still a turn shaded by its speaker.
+    assert [t.strip() for t in page.locator(f"{CHAT} li.turn").all_inner_texts()] == ["Ann: is it loud?", "Bo: very loud"]
+    assert page.eval_on_selector_all(f"{CHAT} li.turn", "els => els.map(e => e.className)") == [
+        "turn speaker-0", "turn speaker-1"]
+    assert page.locator(f"{CHAT} b.speaker").all_inner_texts() == ["Ann:", "Bo:"]
 
     # The keyboard alone: "A man" in the premise, then "A man" in the hypothesis (the same offsets).
     page.click("body", position={"x": 1, "y": 1})

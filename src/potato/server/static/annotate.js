@@ -47,20 +47,25 @@
         box.appendChild(part);
         if (f.span_target) {
           marked.push({ el: body, text: f.text, field: f.span_field || "", name: f.label || f.span_field || "the text",
-                        speakers: speakerRanges(f.turns) });
+                        turns: turnLines(f.turns) });
         }
       });
     }
     if (spanSets.length) setTargets(marked, focused);
   }
 
-  // Where each turn's "Speaker:" is in a dialogue's text to mark (its lines, "Speaker: text"), in
-  // code points: drawn bold, as the turns are shaded when nothing is marked on them.
-  function speakerRanges(turns) {
-    var out = [], at = 0;
+  // A dialogue's text to mark is its lines, "Speaker: text": where each line starts, how long its
+  // "Speaker:" is (in code points) and its speaker's shade, so that it is drawn as the turns are when
+  // nothing is marked on them (fields.js), one shaded box per turn with the speaker in bold.
+  function turnLines(turns) {
+    var out = [], at = 0, speakers = [];
     (turns || []).forEach(function (turn) {
-      var head = turn.speaker ? Array.from(turn.speaker).length + 1 : 0;
-      if (head) out.push([at, at + head]);
+      var head = turn.speaker ? Array.from(turn.speaker).length + 1 : 0, shade = "";
+      if (turn.speaker) {
+        if (speakers.indexOf(turn.speaker) < 0) speakers.push(turn.speaker);
+        shade = "speaker-" + (speakers.indexOf(turn.speaker) % 6);
+      }
+      out.push({ start: at, head: head, shade: shade });
       at += head + (turn.speaker ? 1 : 0) + Array.from(turn.text).length + 1;
     });
     return out;
@@ -506,7 +511,7 @@
 
   function newTarget(m) {
     var t = { el: m.el, field: m.field, name: m.name, text: m.text || "", cps: [], u16: [0], caret: 0, anchor: null,
-              drawn: [], starts: new WeakMap(), speakers: m.speakers || [] };
+              drawn: [], starts: new WeakMap(), turns: m.turns || [] };
     t.cps = Array.from(t.text);
     for (var i = 0, at = 0; i < t.cps.length; i++) { at += t.cps[i].length; t.u16.push(at); }
     return t;
@@ -652,7 +657,17 @@
     var caretAt = t.el.classList.contains("kbd") ? t.caret : -1;  // the caret is the keyboard's
     var cuts = {}, endsAt = {};
     cuts[0] = cuts[n] = true;
-    t.speakers.forEach(function (r) { cuts[r[0]] = cuts[r[1]] = true; });
+    t.turns.forEach(function (line) { cuts[line.start] = cuts[line.start + line.head] = true; });
+    // A dialogue's turns each get a box (li.turn) that holds its stretch of the text; else the text is one run.
+    var boxes = t.turns.map(function (line) {
+      var li = document.createElement("li");
+      li.className = "turn" + (line.shade ? " " + line.shade : "");
+      return li;
+    });
+    var boxAt = function (p) {
+      for (var k = t.turns.length - 1; k >= 0; k--) if (t.turns[k].start <= p) return boxes[k];
+      return boxes.length ? boxes[0] : frag;
+    };
     if (caretAt >= 0) cuts[caretAt] = true;
     if (sel) cuts[sel.start] = cuts[sel.end] = true;
     drawn.forEach(function (d) {
@@ -666,16 +681,17 @@
     var inner = function (a, b) { return (a.s.end - a.s.start) - (b.s.end - b.s.start) || rank(a) - rank(b) || a.id - b.id; };
     for (var i = 0; i < points.length; i++) {
       var p = points[i];
+      var box = boxAt(p);
       if (p === caretAt) {
         var caret = document.createElement("span");
         caret.className = "caret";
         caret.setAttribute("aria-hidden", "true");
-        frag.appendChild(caret);
+        box.appendChild(caret);
       }
       if (i + 1 === points.length) break;
       var q = points[i + 1], node = document.createTextNode(t.text.slice(u[p], u[q])), leaf = node;
       starts.set(node, p);
-      if (t.speakers.some(function (r) { return r[0] <= p && q <= r[1]; })) {  // a dialogue's "Speaker:"
+      if (t.turns.some(function (line) { return line.start <= p && q <= line.start + line.head; })) {  // "Speaker:"
         leaf = document.createElement("b");
         leaf.className = "speaker";
         leaf.appendChild(node);
@@ -697,12 +713,13 @@
       if (wrap) {
         if (selected) wrap.classList.add("ksel");
         wrap.appendChild(leaf);
-        frag.appendChild(wrap);
+        box.appendChild(wrap);
       } else {
-        frag.appendChild(leaf);
+        box.appendChild(leaf);
       }
-      (endsAt[q] || []).sort(inner).forEach(function (d) { frag.appendChild(tagFor(d)); });
+      (endsAt[q] || []).sort(inner).forEach(function (d) { box.appendChild(tagFor(d)); });
     }
+    boxes.forEach(function (li) { frag.appendChild(li); });
     t.drawn = drawn;
     t.starts = starts;
     t.el.replaceChildren(frag);

@@ -8,7 +8,7 @@ import shlex
 import sqlite3
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import click
 
@@ -117,7 +117,8 @@ def validate(config_path: Path, strict: bool, as_json: bool) -> None:
             from potato.display import display_problems
 
             fields = [(i, f.key, f.type) for i, f in enumerate(config.page.display_fields)]
-            missing = display_problems(fields, ((item.id, item.data) for item in items), config.media_directory)
+            missing = display_problems(fields, ((item.id, item.data) for item in items), config.media_directory,
+                                       private=config.output_annotation_dir)
             if missing:
                 report = replace(report, config=None, errors=[*report.errors, *(Issue(at, f"{at}: {p}") for at, p in missing)])
     if as_json:
@@ -232,12 +233,19 @@ def _start_again(ctx: click.Context, port: int) -> str:
               help="Write the answers to the study's pages (consent, surveys) instead of the labels.")
 @click.option("--codebook", "codebook", is_flag=True,
               help="Write the codebook (every code of the codebook schemes, with who added it and when) as JSON.")
+@click.option("--participants", "participants", is_flag=True,
+              help="Write one line per participant: platform ids, outcome (completed, screened_out, failed, no_items, "
+                   "in_progress), when each study page was done, every training answer.")
 def export(config_path: Path, output: Path | None, upstream_format: str | None, phase_answers: bool,
-           codebook: bool) -> None:
+           codebook: bool, participants: bool) -> None:
     """Write every label as JSON lines: user, id, schema, label, source. With --upstream-format, write
     upstream Potato's export instead, for scripts that read its output (with its phase_responses file
-    when the config sets export_include_phase_data); with --phases, the study pages' answers."""
+    when the config sets export_include_phase_data); with --phases, the study pages' answers; with
+    --participants, every participant and how their session ended (those who labelled nothing too)."""
     config = _load(config_path)
+    if sum((phase_answers, codebook, participants, upstream_format is not None)) > 1:
+        raise PotatoError("Choose one of --phases, --codebook, --participants and --upstream-format: each writes a "
+                          "file of its own.")
     from potato.db import Database
     from potato.labels import LabelStore, export_lines
     from potato.participants import participant_ids
@@ -275,8 +283,16 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None, 
     out: Any = output.open("w", encoding="utf-8") if output else sys.stdout
     count = 0
     try:
-        lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in PhaseStore(store.db).all_answers()) \
-            if phase_answers else export_lines(store.iter_labels(), participant_ids(store.db))
+        if participants:
+            from potato.project import Project
+            from potato import roster
+
+            lines: Iterator[str] = (json.dumps(row, ensure_ascii=False) + "\n"
+                                    for row in roster.records(Project.open(config)))
+        elif phase_answers:
+            lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in PhaseStore(store.db).all_answers())
+        else:
+            lines = export_lines(store.iter_labels(), participant_ids(store.db))
         for line in lines:
             out.write(line)
             count += 1
@@ -284,7 +300,8 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None, 
         if output:
             out.close()
     if output:
-        click.echo(f"Exported {count} {'answers' if phase_answers else 'labels'} to {output}", err=True)
+        what = "participants" if participants else "answers" if phase_answers else "labels"
+        click.echo(f"Exported {count} {what} to {output}", err=True)
 
 
 @cli.command("import-labels", short_help="Store labels from a .jsonl, .csv or .tsv file.")

@@ -28,12 +28,17 @@ MTURK_HOSTS = ("www.mturk.com", "workersandbox.mturk.com")
 """Where MTurk's ``turkSubmitTo`` may point: a link naming any other host cannot receive the
 completion form (it would hand the code to whoever wrote the link)."""
 MTURK_ORIGINS = tuple(f"https://{host}" for host in MTURK_HOSTS)
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+"""Where a return link may be plain http://: a panel on the study's own machine (a test), never a platform."""
 PLACEHOLDERS = ("code", "worker_id", "session_id", "study_id")
 """What a ``redirect_url`` may hold besides the captured parameters' names."""
 DONE_MESSAGE = "Your annotations have been saved. You may close this window."
 CODE_MESSAGE = "Copy the code above and paste it in your crowdsourcing platform to receive credit."
 VCODE_MESSAGE = "Paste this VCODE into the Microworkers task window to submit your work."
 EXPERT_MESSAGE = "Thank you! Your work has been recorded. Payment is handled through your contract."
+NO_CODE_MESSAGE = "There is no completion code for this outcome, so do not submit the study as finished. {how}"
+"""What a participant who did not finish is told where the study names no code for how it ended: the
+completion code is for finished work only, so they return the study the platform's own way."""
 
 
 class Platform(NamedTuple):
@@ -45,17 +50,25 @@ class Platform(NamedTuple):
     session_param: str | None = None
     study_param: str | None = None
     always_captured: tuple[str, ...] = ()
+    returning: str = "Go back to your crowdsourcing platform and return the study there."
+    """How a participant who did not finish gives the study back, as the platform documents it."""
 
 
 PLATFORMS: Mapping[str, Platform] = {
     "generic": Platform("your crowdsourcing platform", "PROLIFIC_PID"),
-    "prolific": Platform("Prolific", "PROLIFIC_PID", "SESSION_ID", "STUDY_ID"),
-    "mturk": Platform("MTurk", "workerId", "assignmentId", "hitId", ("turkSubmitTo",)),
-    "connect": Platform("Connect", "participantId", "assignmentId", "projectId"),
-    "sona": Platform("SONA", "sona_code"),
-    "microworkers": Platform("Microworkers", "mw_id", "slot_id", "campaign_id"),
-    "clickworker": Platform("Clickworker", "worker_id"),
-    "expert": Platform("your contracting platform", "invite"),
+    "prolific": Platform("Prolific", "PROLIFIC_PID", "SESSION_ID", "STUDY_ID",
+                         returning="Go back to Prolific and return your submission there (Stop without completing)."),
+    "mturk": Platform("MTurk", "workerId", "assignmentId", "hitId", ("turkSubmitTo",),
+                      returning="Go back to MTurk and return the HIT there."),
+    "connect": Platform("Connect", "participantId", "assignmentId", "projectId",
+                        returning="Go back to Connect and return the project there."),
+    "sona": Platform("SONA", "sona_code", returning="No SONA credit is granted for it; ask the researcher if you "
+                                                    "think this is wrong."),
+    "microworkers": Platform("Microworkers", "mw_id", "slot_id", "campaign_id",
+                             returning="Go back to the Microworkers task window and leave the task there."),
+    "clickworker": Platform("Clickworker", "worker_id", returning="Go back to Clickworker and return the job there."),
+    "expert": Platform("your contracting platform", "invite",
+                       returning="Your answers are recorded; the study's admin will be in touch."),
     # A config with login: {type: url_direct} and no crowdsourcing block: upstream serves Prolific's
     # and MTurk's arrivals from the one link.
     "url_direct": Platform("your crowdsourcing platform", "PROLIFIC_PID", "SESSION_ID", "STUDY_ID",
@@ -71,6 +84,8 @@ class Outcome(enum.Enum):
     """Stopped by the study (a check they did not pass): ``failed_code``."""
     SCREENED_OUT = "screened_out"
     """Sent back as not eligible (a consent declined): ``screened_out_code``, else ``failed_code``."""
+    NO_ITEMS = "no_items"
+    """Arrived when every item already had its annotators: nothing was there to do (``no_items_code``)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +99,7 @@ class Crowdsourcing:
     code: str | None = None
     failed_code: str | None = None
     screened_out_code: str | None = None
+    no_items_code: str | None = None
     redirect_url: str | None = None
     """A return link with placeholders; the platform's own return link where it has one."""
     auto_redirect: bool = False
@@ -95,6 +111,8 @@ class Crowdsourcing:
     vcode_secret: str = ""
     vcode_prefix: str = ""
     vcode_length: int = 12
+    campaign_id: str = ""
+    """Microworkers: the campaign the VCODEs are for; a link naming another campaign is refused."""
     invites: Mapping[str, str] = field(default_factory=dict)
     """An expert's invite token and the name they annotate under."""
 
@@ -150,6 +168,10 @@ def arrival(settings: Crowdsourcing, args: Mapping[str, str]) -> Arrival:
                                  "you, or ask them for a new one.")
         worker = settings.invites[raw] or raw
     params = {name: args[name] for name in settings.captured() if args.get(name)}
+    if settings.campaign_id and params.get("campaign_id", settings.campaign_id) != settings.campaign_id:
+        # The VCODE is made from the campaign: a link naming another one would buy that campaign's code.
+        raise ArrivalRefused("This link names another Microworkers campaign than this study's. Open the task "
+                             "from its campaign on Microworkers.")
     p = settings.platform
     return Arrival(worker_id=worker, session_id=params.get(p.session_param or ""),
                    study_id=params.get(p.study_param or ""), params=params)
@@ -178,10 +200,14 @@ class HandOff:
 
 
 def outcome_code(settings: Crowdsourcing, outcome: Outcome) -> str | None:
+    """The code a participant gets for ``outcome``: never the completion code for work not finished
+    (upstream falls back to it, which pays a participant who declined the consent)."""
     if outcome is Outcome.FAILED:
-        return settings.failed_code or settings.code
+        return settings.failed_code
     if outcome is Outcome.SCREENED_OUT:
-        return settings.screened_out_code or settings.failed_code or settings.code
+        return settings.screened_out_code or settings.failed_code
+    if outcome is Outcome.NO_ITEMS:
+        return settings.no_items_code
     return settings.code
 
 
@@ -189,15 +215,20 @@ def hand_off(settings: Crowdsourcing, who: Arrival, outcome: Outcome = Outcome.C
     """The done page for ``who``, as their platform expects it."""
     code = outcome_code(settings, outcome)
     label = settings.label
+    if outcome is not Outcome.COMPLETED and code is None:
+        # Nothing that pays: no VCODE, no SONA credit link, no MTurk form, no return link with a code.
+        return HandOff(message=NO_CODE_MESSAGE.format(how=settings.platform.returning), label=label)
 
     def back(url: str, message: str = CODE_MESSAGE, shown: str = label) -> HandOff:
         return HandOff(code=code, message=message, return_url=url, label=shown, auto_redirect=settings.auto_redirect,
                        delay_ms=settings.auto_redirect_delay_ms)
 
     if settings.provider == "microworkers":
-        return HandOff(code=vcode(settings.vcode_secret, who.worker_id, who.study_id or "", settings.vcode_prefix,
-                                  settings.vcode_length), message=VCODE_MESSAGE, label=label)
-    if settings.provider == "sona":
+        if outcome is not Outcome.COMPLETED:
+            return HandOff(code=code, message=CODE_MESSAGE, label=label)  # the study's own code for that outcome
+        return HandOff(code=vcode(settings.vcode_secret, who.worker_id, settings.campaign_id or who.study_id or "",
+                                  settings.vcode_prefix, settings.vcode_length), message=VCODE_MESSAGE, label=label)
+    if settings.provider == "sona" and outcome is Outcome.COMPLETED:
         code = None  # SONA's credit link is the hand-off: there is no code to copy
         return back(SONA_CREDIT.format(hostname=settings.sona_hostname,
                                        experiment_id=quote(settings.sona_experiment_id, safe=""),
@@ -257,12 +288,16 @@ def template_problem(template: str, names: tuple[str, ...]) -> str | None:
         literal += text
         if name is not None:
             break
+    if "\\" in template or any(c.isspace() or not c.isprintable() for c in template):
+        # Browsers read a backslash as a slash: https://evil.example\@panel.example.com goes to evil.example.
+        return f"holds a backslash, a space or a control character; write the plain address, got {template!r}"
     parts = urlsplit(literal)
     whole = all(name is None for _, name, _, _ in fields)
     fixed_host = parts.netloc and (whole or len(literal) > len(f"{parts.scheme}://{parts.netloc}"))
-    if parts.scheme not in ("http", "https") or not fixed_host:
-        return ("must start with a fixed https:// address (scheme and host written out, placeholders after them), "
-                f"e.g. https://panel.example.com/complete?code={{code}}; got {template!r}")
+    local = parts.hostname in LOCAL_HOSTS
+    if not fixed_host or not (parts.scheme == "https" or (parts.scheme == "http" and local)) or "@" in parts.netloc:
+        return ("must start with a fixed https:// address (scheme and host written out, no user@, placeholders "
+                f"after them), e.g. https://panel.example.com/complete?code={{code}}; got {template!r}")
     return None
 
 

@@ -217,6 +217,17 @@ MIGRATIONS: list[str] = [
     );
     ALTER TABLE labels ADD COLUMN codebook_revision INTEGER;
     """,
+    # A participant's later arrivals with other ids than their first (a second browser, a forged link):
+    # kept beside the first arrival for the admin, never in its place.
+    """
+    CREATE TABLE participant_arrivals (
+        user TEXT NOT NULL,
+        worker_id TEXT NOT NULL,
+        params TEXT NOT NULL,
+        arrived_at REAL NOT NULL
+    );
+    CREATE INDEX participant_arrivals_user ON participant_arrivals (user);
+    """,
 ]
 
 

@@ -54,6 +54,20 @@ class PhaseStore:
             yield {"user": row["user"], "phase": row["phase"], "schema": row["schema"],
                    "label": json.loads(row["value"]), "updated_at": row["updated_at"]}
 
+    def steps(self, user: str) -> list[dict[str, Any]]:
+        """Each page ``user`` got past, how (done, failed, screened_out) and when, in that order."""
+        rows = self.db.conn.execute("SELECT phase, state, updated_at FROM phase_states WHERE user = ? "
+                                    "ORDER BY updated_at, rowid", (user,)).fetchall()
+        return [{"phase": row["phase"], "state": row["state"], "at": row["updated_at"]} for row in rows]
+
+    def all_attempts(self, user: str) -> list[dict[str, Any]]:
+        """Every training answer ``user`` gave, in every round, with whether it was right."""
+        rows = self.db.conn.execute("SELECT * FROM training_attempts WHERE user = ? AND item_id != '' "
+                                    "ORDER BY created_at, rowid", (user,)).fetchall()
+        return [{"phase": row["phase"], "round": row["round"], "item": row["item_id"],
+                 "answers": json.loads(row["answers"]), "correct": bool(row["correct"]), "at": row["created_at"]}
+                for row in rows]
+
     def round(self, user: str, phase: str) -> int:
         row = self.db.conn.execute("SELECT MAX(round) FROM training_attempts WHERE user = ? AND phase = ?",
                                    (user, phase)).fetchone()

@@ -36,6 +36,8 @@ HEADINGS: Mapping[PhaseKind, str] = {
 ENDED: Mapping[str, str] = {
     Outcome.SCREENED_OUT.value: "The study ends here, as your answers say it is not for you. Thank you for your time.",
     Outcome.FAILED.value: "The study ends here: the training questions were not passed. Thank you for your time.",
+    Outcome.NO_ITEMS.value: "There is no work left for you: every item already has all the annotators it needs. "
+                            "Thank you for coming!",
 }
 
 
@@ -258,3 +260,18 @@ def training_state(phase: Phase, rule: PassRule, attempts: Sequence[Attempt]) ->
         return TrainingState(position, correct, mistakes, last)
     needed = len(phase.gold) if rule.require_all_correct else min(rule.min_correct or 0, len(phase.gold))
     return TrainingState(position, correct, mistakes, last, "passed" if correct >= needed else "failed")
+
+
+def mistakes_note(rule: PassRule, state: TrainingState) -> str:
+    """What a participant is told of the training's mistake limit on every training page (pure): a
+    retry that is wrong again counts too, and reaching the limit ends the study (or, with
+    ``repeat_training``, starts the training over), so they know both before it happens."""
+    limits = []
+    if rule.max_mistakes is not None:
+        limits.append(f"at wrong answer {rule.max_mistakes} in all (so far: {state.mistakes})")
+    if rule.max_mistakes_per_question is not None:
+        limits.append(f"at wrong answer {rule.max_mistakes_per_question} to the same item")
+    if not limits:
+        return ""
+    then = "The training starts over" if rule.failure_action == "repeat_training" else "The study ends"
+    return f"Every wrong answer counts, a retry too. {then} " + " or ".join(limits) + "."

@@ -71,6 +71,11 @@ def test_a_generic_panel_fills_its_return_link_with_encoded_values() -> None:
     ("https://panel.example.com{code}", "must start with a fixed https:// address"),
     ("https://{batch}.example.com/c", "must start with a fixed https:// address"),
     ("javascript:alert(1)//{code}", "must start with a fixed https:// address"),
+    ("http://panel.example.com/c?code={code}", "must start with a fixed https:// address"),
+    ("http://127.0.0.1:8080/c?code={code}", None),  # a panel on this machine (a test) may be plain http
+    ("https://panel.example.com@evil.example/c?code={code}", "must start with a fixed https:// address"),
+    ("https://evil.example\\@panel.example.com/c?code={code}", "holds a backslash"),
+    ("https://panel.example.com/c?code={code}&x=a b", "holds a backslash, a space"),
     ("https://panel.example.com/c?a={code", "is not a link template"),
 ])
 def test_a_return_link_cannot_let_the_arriving_link_choose_where_it_goes(template: str, problem: str | None) -> None:
@@ -133,4 +138,39 @@ def test_a_failure_and_a_screen_out_get_their_own_codes() -> None:
     assert hand_off(settings, who, Outcome.SCREENED_OUT).code == "SCR1"
     fallback = Crowdsourcing(provider="prolific", code="OK1", failed_code="FAIL1")
     assert hand_off(fallback, who, Outcome.SCREENED_OUT).code == "FAIL1"
-    assert hand_off(Crowdsourcing(provider="prolific", code="OK1"), who, Outcome.FAILED).code == "OK1"
+    # Issue 42: a study with no code for how it ended never hands out the completion code instead.
+    for outcome in (Outcome.FAILED, Outcome.SCREENED_OUT, Outcome.NO_ITEMS):
+        none = hand_off(Crowdsourcing(provider="prolific", code="OK1", auto_redirect=True), who, outcome)
+        assert (none.code, none.return_url, none.form_action, none.auto_redirect) == (None, None, None, False)
+        assert none.message == ("There is no completion code for this outcome, so do not submit the study as "
+                                "finished. Go back to Prolific and return your submission there (Stop without "
+                                "completing).")
+    assert hand_off(Crowdsourcing(provider="prolific", code="OK1", no_items_code="NONE1"), who,
+                    Outcome.NO_ITEMS).return_url == "https://app.prolific.com/submissions/complete?cc=NONE1"
+
+
+def test_what_pays_on_each_platform_is_given_only_for_finished_work() -> None:
+    """Issue 42: the SONA credit link, the Microworkers VCODE and MTurk's submit form pay by themselves."""
+    sona = Crowdsourcing(provider="sona", id_param="sona_code", sona_hostname="x.sona-systems.com",
+                         sona_experiment_id="1", sona_credit_token="t")
+    assert hand_off(sona, Arrival("s1"), Outcome.COMPLETED).return_url
+    refused = hand_off(sona, Arrival("s1"), Outcome.SCREENED_OUT)
+    assert refused.return_url is None and "No SONA credit is granted for it" in refused.message
+    mw = Crowdsourcing(provider="microworkers", id_param="mw_id", vcode_secret="s3cret")
+    assert hand_off(mw, Arrival("w1", study_id="c1"), Outcome.COMPLETED).code
+    assert hand_off(mw, Arrival("w1", study_id="c1"), Outcome.FAILED).code is None
+    mturk = Crowdsourcing(provider="mturk", id_param="workerId", code="MT-1")
+    worker = Arrival("W1", params={"assignmentId": "A1", "turkSubmitTo": "https://www.mturk.com"})
+    assert hand_off(mturk, worker, Outcome.COMPLETED).form_action
+    failed = hand_off(mturk, worker, Outcome.FAILED)
+    assert failed.form_action is None and failed.message.endswith("Go back to MTurk and return the HIT there.")
+
+
+def test_a_microworkers_study_bound_to_its_campaign_refuses_a_link_for_another() -> None:
+    """Issue 42: the VCODE was made from the link's campaign_id, so a worker could buy another campaign's."""
+    settings = Crowdsourcing(provider="microworkers", id_param="mw_id", vcode_secret="s3cret", vcode_prefix="mw-",
+                             campaign_id="c1")
+    with pytest.raises(ArrivalRefused, match="another Microworkers campaign"):
+        arrival(settings, {"mw_id": "w1", "campaign_id": "c2"})
+    who = arrival(settings, {"mw_id": "w1"})  # a link without the campaign: the configured one counts
+    assert hand_off(settings, who).code == vcode("s3cret", "w1", "c1", "mw-") == "mw-2e1600f3d15b"

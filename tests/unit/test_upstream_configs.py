@@ -330,7 +330,13 @@ def test_page_keys_show_on_the_annotation_page(make_app: Callable[..., Any]) -> 
     page = client.get("/annotate").get_data(as_text=True)
     assert "Rate product reviews." in page and 'href="https://example.org/cb"' in page
     assert 'id="goto"' not in page and "go to item" not in page
-    assert "PAID-42" in page and 'class="no-navbar"' in page and 'data-alert-seconds="30"' in page
+    assert 'class="no-navbar"' in page and 'data-alert-seconds="30"' in page
+    # Issue 42: the completion code is on the done page only, once the items are labelled.
+    assert "PAID-42" not in page and "Finish and get your completion code" in page
+    assert client.get("/done").headers["Location"].endswith("/annotate")
+    for number in range(40):
+        client.post("/api/label", json={"id": f"r{number:03d}", "labels": {"sentiment": "positive"}, "go": "stay"})
+    assert "PAID-42" in client.get("/done").get_data(as_text=True)
 
 
 def test_start_listens_on_the_configs_port_unless_told(make_project: Callable[..., Path],

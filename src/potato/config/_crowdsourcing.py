@@ -30,6 +30,7 @@ from potato.config._checks import (
 )
 from potato.config._files import read_project_file
 from potato.crowdsourcing import PLATFORMS, Crowdsourcing, template_problem
+from potato.phases import ENDS_ON_WRONG_ANSWER, Phases, PhaseKind
 
 KEYS = ("crowdsourcing", "auto_redirect_on_completion", "auto_redirect_delay")
 """Top-level keys read here (``completion_code`` and ``login`` are the page's, read here too)."""
@@ -38,6 +39,7 @@ UPSTREAM_EXAMPLE_SECRET = "replace-with-a-private-secret"
 
 _COMPLETION: Mapping[str, Check] = {
     "code": text(numbers=True), "failed_code": text(numbers=True), "screened_out_code": text(numbers=True),
+    "no_items_code": text(numbers=True),
     "redirect_url": text(), "auto_redirect": boolean, "message": text(),
 }
 _COMMON: dict[str, Check] = {
@@ -47,7 +49,7 @@ _COMMON: dict[str, Check] = {
 _OWN: Mapping[str, dict[str, Check]] = {
     "sona": {"hostname": text(), "experiment_id": text(numbers=True), "credit_token": text(numbers=True)},
     "microworkers": {"vcode_secret": text(), "vcode_prefix": text(allow_empty=True),
-                     "vcode_length": integer(4, 64)},
+                     "vcode_length": integer(4, 64), "campaign_id": text(numbers=True)},
     "expert": {"invites": anything, "invites_file": text()},
 }
 _API_KEYS: Mapping[str, tuple[tuple[str, ...], str]] = {
@@ -149,14 +151,14 @@ def _block(block: object, login: Mapping[str, Any], common: dict[str, Any], base
         provider=provider, id_param=id_param, capture_params=values.get("capture_params", ()),
         platform_label=values.get("platform_label", ""),
         code=completion.get("code", common["code"]), failed_code=completion.get("failed_code"),
-        screened_out_code=completion.get("screened_out_code"),
+        screened_out_code=completion.get("screened_out_code"), no_items_code=completion.get("no_items_code"),
         redirect_url=completion.get("redirect_url"),
         auto_redirect=completion.get("auto_redirect", common["auto_redirect"]),
         auto_redirect_delay_ms=common["auto_redirect_delay_ms"], message=completion.get("message"),
         sona_hostname=values.get("hostname", ""), sona_experiment_id=values.get("experiment_id", ""),
         sona_credit_token=values.get("credit_token", ""),
         vcode_secret=values.get("vcode_secret", ""), vcode_prefix=values.get("vcode_prefix", ""),
-        vcode_length=values.get("vcode_length", 12),
+        vcode_length=values.get("vcode_length", 12), campaign_id=values.get("campaign_id", ""),
     )
     if settings.redirect_url:
         problem = template_problem(settings.redirect_url, settings.captured())
@@ -240,3 +242,21 @@ def _invites(values: Mapping[str, Any], base: Path, at: str, findings: Findings)
                                         "<name>} or in invites_file")
         return None
     return invites
+
+
+def warn_unpaid_outcomes(crowd: Crowdsourcing | None, phases: Phases | None, findings: Findings) -> None:
+    """A study whose pages can end it early (a consent or a screening question that must be answered
+    one way, training with a pass mark) and that names no code for it: those participants get no code
+    (the completion code is for finished work only), which the admin should know before paying."""
+    if crowd is None or phases is None or crowd.provider in ("expert", "sona"):
+        return
+    at = "completion_code" if crowd.provider == "url_direct" else f"crowdsourcing.{crowd.provider}.completion"
+    screens = any(q.right_labels for p in phases.order if p.kind in ENDS_ON_WRONG_ANSWER for q in p.questions)
+    trains = any(p.kind is PhaseKind.TRAINING for p in phases.order) and phases.rule.failure_action == "move_to_done"
+    if screens and not (crowd.screened_out_code or crowd.failed_code):
+        findings.warn(at, "names no screened_out_code (or failed_code), so a participant who declines the consent or "
+                          f"does not pass the screening gets no code and is told to return the study on {crowd.label}; "
+                          "set screened_out_code to the code your platform expects for them")
+    if trains and not crowd.failed_code:
+        findings.warn(at, "names no failed_code, so a participant who fails the training gets no code and is told to "
+                          f"return the study on {crowd.label}; set failed_code to the code your platform expects for them")

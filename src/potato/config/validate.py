@@ -84,6 +84,8 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
     task_dir = resolve(path.parent, values.get("task_dir", "."))
     phases_ok, phases = phase_keys.check(raw, schemes, task_dir, findings)
     codebook = _codebook_mode(raw.get("codebook_mode"), schemes or (), page, findings)
+    if page is not None:
+        crowd_keys.warn_unpaid_outcomes(page["crowdsourcing"], phases, findings)
     for index, scheme in enumerate(schemes or ()):
         if scheme.right_labels:
             findings.error(f"annotation_schemes[{index}].label_requirement", "required_label applies to the questions "

@@ -11,7 +11,8 @@ from flask import Blueprint, Flask, Response, current_app, jsonify, redirect, re
 
 from potato.label_import import Entry, check_entries, compare, span_texts_by_id
 from potato.labels import LabelSource, export_lines
-from potato.participants import participant_ids
+from potato.participants import Participants, participant_ids
+from potato.roster import current_outcome
 from potato.server.auth import admin_required, clean_user_name, key_matches
 from potato.server.jsonio import why_not_json
 from potato.server.context import current_project
@@ -19,6 +20,10 @@ from potato.server.security import (ADMIN_KEY_FAILURES, admin_sessions, client_a
                                      throttle)
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
+
+OUTCOMES = {"in_progress": "in progress", "completed": "completed", "screened_out": "screened out",
+            "failed": "failed the training", "no_items": "no items left for them"}
+"""How the Progress page names each outcome (the API and the exports give the keys)."""
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -54,8 +59,13 @@ def progress_summary() -> dict:
     project = current_project()
     total = len(project.items)
     annotators = project.labels.progress()
-    for row in annotators:  # what each annotator is to label: every item, or their quota
+    arrived = Participants(project.db).all()
+    for row in annotators:  # what each annotator is to label: every item, or their quota, and how it ended
+        who = arrived.get(row["user"])
         row["of"] = project.queue.total(row["user"])
+        row["outcome"] = current_outcome(project, row["user"], who.outcome if who else None)
+        # Links with other ids than the first (a second browser): the first ids are the ones paid by.
+        row["later_arrivals"] = [dict(a) for a in who.later_arrivals] if who else []
     return {
         "task": project.config.annotation_task_name,
         "items": total,
@@ -68,7 +78,7 @@ def progress_summary() -> dict:
 @admin_required
 def dashboard() -> Any:
     summary = progress_summary()
-    return render_template("admin.html", title=summary["task"], summary=summary)
+    return render_template("admin.html", title=summary["task"], summary=summary, outcomes=OUTCOMES)
 
 
 @bp.get("/api/progress")

@@ -233,6 +233,12 @@ def index() -> Any:
 
 @bp.post("/login")
 def login() -> Any:
+    crowd_study = current_project().config.crowdsourcing
+    if crowd_study is not None:
+        # The platform's link (or an expert's invite) is the way in: a name typed here would sign in
+        # as any participant, read their answers and take their code.
+        return _refuse(crowd.BY_LINK_ONLY.get(crowd_study.provider, crowd.BY_LINK).format(platform=crowd_study.label),
+                       403)
     payload = request.get_json(silent=True)
     payload = payload if isinstance(payload, dict) else {}
     raw = request.form.get("name") or payload.get("name")

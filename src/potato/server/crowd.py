@@ -12,18 +12,22 @@ from typing import Any, Callable
 
 from flask import Blueprint, Flask, current_app, make_response, redirect, render_template, request, session, url_for
 
-from potato.crowdsourcing import (DONE_MESSAGE, MTURK_ORIGINS, ArrivalRefused, HandOff, Outcome, arrival, hand_off,
-                                  is_preview)
+from potato.crowdsourcing import (DONE_MESSAGE, MTURK_ORIGINS, Arrival, ArrivalRefused, HandOff, Outcome, arrival,
+                                  hand_off, is_preview)
 from potato.participants import Participants
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.context import Project, current_project
 from potato.server.security import policy
-from potato.server.study import ended_message, step_of
+from potato.roster import outcome_of, step_of
+from potato.server.study import ended_message
 
 bp = Blueprint("crowd", __name__)
 
 DONE_HEADING = "Thank You!"
 DONE_LINE = "You have completed the annotation task and your responses are saved."
+BY_LINK = "This study signs you in by the link from {platform}, not by name. Open the study from {platform} again."
+BY_LINK_ONLY = {"expert": "This study signs you in by your personal invite link, not by name. Open the link the study's "
+                          "admin sent you, or ask them for a new one."}
 
 
 def arrive(project: Project, sign_in: Callable[[str], Any], refuse: Callable[[str, int], Any]) -> Any | None:
@@ -63,10 +67,12 @@ def hand_off_for(project: Project, user: str, outcome: Outcome) -> HandOff:
             return HandOff(message=ended_message(outcome))
         return HandOff(code=page.completion_code, message="" if page.completion_code else DONE_MESSAGE)
     participant = Participants(project.db).get(user)
-    who = participant.arrival if participant is not None else arrival(crowd, {crowd.id_param: user})
+    # A session from before arrivals were recorded: the name is the platform's id (an invite's token
+    # is never a name, so this cannot be mistaken for an expert's credential).
+    who = participant.arrival if participant is not None else Arrival(worker_id=user)
     shown = hand_off(crowd, who, outcome)
     if outcome is not Outcome.COMPLETED:
-        shown = replace(shown, message=ended_message(outcome) + (" " + shown.message if shown.code else ""))
+        shown = replace(shown, message=ended_message(outcome) + " " + shown.message)
     return shown
 
 
@@ -79,10 +85,9 @@ def done() -> Any:
     if step.annotating:
         return redirect(url_for("annotate.annotate"))  # no code before the work is done
     if step.phase is not None:
-        return redirect(url_for("study.show"))
-    outcome = step.ended or Outcome.COMPLETED
-    if project.config.crowdsourcing is not None:
-        Participants(project.db).finished(user, outcome)
+        return redirect(url_for("study.show"))  # nor before every page of the study is
+    outcome = outcome_of(project, user, step)
+    Participants(project.db).finished(user, outcome)
     shown = hand_off_for(project, user, outcome)
     response = make_response(render_template("done.html", title=project.config.annotation_task_name, user=user,
                                              page=project.config.page, hand_off=shown, heading=DONE_HEADING,

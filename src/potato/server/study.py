@@ -12,31 +12,20 @@ from typing import Any, Mapping
 
 from flask import Blueprint, Flask, jsonify, redirect, render_template, request, url_for
 
-from potato.assignment import items_done as finished
 from potato.crowdsourcing import Outcome
 from potato.participants import Participants
 from potato.phase_store import PhaseStore
-from potato.phases import (ENDED, HEADINGS, Phase, PhaseKind, Step, check_survey, next_step, survey_value,
+from potato.phases import (ENDED, HEADINGS, Phase, PhaseKind, check_survey, mistakes_note, survey_value,
                            training_state, wrong_questions)
 from potato.server.auth import current_user, login_required, session_user
+from potato.roster import step_of
 from potato.server.context import Project, current_project
 
 bp = Blueprint("study", __name__)
 
 ITEMS_FIRST = "This study has pages to finish before its items: open /study in your browser to go on."
-
-
-def items_done(project: Project, user: str) -> bool:
-    """Every item labelled, or none left to assign to this annotator (as the page counts)."""
-    queue = project.queue
-    if queue.size(user) == 0:  # none assigned yet: asking must not assign one (a consent may still be refused)
-        return not queue.can_extend(user)
-    return finished(queue.labelled(user), queue.total(user), queue.size(user), queue.can_extend(user))
-
-
-def step_of(project: Project, user: str) -> Step:
-    phases = project.config.phases
-    return next_step(phases, PhaseStore(project.db).states(user) if phases else {}, items_done(project, user))
+STALE_TRAINING = ("That answer was for a training item that is no longer the current one (the study went on in "
+                  "another tab), so it was not counted. Here is the current item.")
 
 
 def before_items(project: Project, user: str) -> bool:
@@ -137,7 +126,7 @@ def _training_page(project: Project, user: str, phase: Phase, answers: Mapping[s
             feedback = {"ok": False, "text": ("Not quite: try this one again. " if again else "Not quite. ")
                         + last_item.explanation}
     return _render(project, user, phase, answers or {}, problems or [], status, item=item,
-                   position=state.position + 1, feedback=feedback)
+                   position=state.position + 1, feedback=feedback, limit=mistakes_note(rule, state))
 
 
 def _training_answer(project: Project, user: str, phase: Phase, form: Mapping[str, list[str]]) -> Any:
@@ -146,6 +135,10 @@ def _training_answer(project: Project, user: str, phase: Phase, form: Mapping[st
     store = PhaseStore(project.db)
     state = training_state(phase, rule, store.attempts(user, phase.name))
     item = phase.gold[state.position]
+    if form.get("item", [""])[0] != item.id:
+        # A page that is out of date (another tab went on): its answer was for another item, and
+        # grading it against this one would count a mistake nobody made.
+        return _training_page(project, user, phase, problems=[STALE_TRAINING], status=409)
     given = _as_sent(phase, form)
     missing = [s.description or s.name for s in phase.schemes if s.name in item.answers and given.get(s.name) is None]
     if missing:

@@ -66,8 +66,11 @@ def test_the_participants_ids_are_exported_with_their_labels(study: Callable[...
     label_all(client)
     client.get("/done")
     client.post("/logout")
-    client.post("/login", data={"name": "walk-in"})  # not from the platform: no participant record
-    client.post("/api/label", json={"id": "r000", "labels": {"sentiment": "negative"}, "go": "stay"})
+    # Labels from outside the platform (imported by the admin) have no participant record.
+    walk_in = client.config_path.parent / "walk-in.jsonl"
+    walk_in.write_text('{"id": "r000", "schema": "sentiment", "label": "negative"}\n', encoding="utf-8")
+    imported = CliRunner().invoke(cli, ["import-labels", str(client.config_path), str(walk_in), "--user", "walk-in"])
+    assert imported.exit_code == 0, imported.output
     lines = [json.loads(line) for line in client.get("/admin/api/export", headers={"X-API-Key": ADMIN_KEY})
              .get_data(as_text=True).splitlines()]
     mine = [line for line in lines if line["user"] == "60a1b2"]

@@ -8,6 +8,7 @@ declined ends the study with the platform's screen-out code; every answer is sto
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -98,6 +99,9 @@ def page(client: Any) -> str:
 
 
 def post(client: Any, phase: str, **fields: Any) -> Any:
+    if phase == "training" and "item" not in fields:  # the item the page shows, as its form sends it
+        found = re.search(r'name="item" value="([^"]*)"', client.get("/study").get_data(as_text=True))
+        fields["item"] = found.group(1) if found else ""
     return client.post("/study", data={"phase": phase, **fields})
 
 

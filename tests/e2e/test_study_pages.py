@@ -111,3 +111,31 @@ def test_a_whole_study_by_keyboard(server: ServerProcess, page: Any, width: int)
     assert page.url.endswith("/done")
     # The one "error" is the consent page sent without its answer: refused as a 400, by design.
     assert [e for e in errors if "status of 400" not in e] == []
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_participant_who_declines_gets_no_code_and_is_not_sent_back(make_project: Callable[..., Path], page: Any,
+                                                                      width: int) -> None:
+    """Issue 42: with only a completion code, declining the consent led to that code and a redirect to
+    Prolific with it. Now: the outcome in words, how to return the study, no code, no redirect."""
+    path = make_project(n_items=2, annotation_schemes=KEYED, **{
+        **STUDY, "auto_redirect_on_completion": True, "auto_redirect_delay": 500,
+        "crowdsourcing": {"provider": "prolific", "prolific": {"completion": {"code": "C1ABCDEF"}}}})
+    write_surveys(path.parent)
+    srv = ServerProcess(path).start()
+    try:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(srv.url + "/?PROLIFIC_PID=60a1b2c4&STUDY_ID=st1&SESSION_ID=se2")
+        page.wait_for_selector("h1:text('Consent')")
+        pick_and_continue(page, "input[value='I disagree']")
+        page.wait_for_selector("h1:text('Thank You!')")
+        fits(page, width)
+        text = page.inner_text("main")
+        assert "The study ends here, as your answers say it is not for you." in text
+        assert "Go back to Prolific and return your submission there (Stop without completing)." in text
+        assert "C1ABCDEF" not in page.content()
+        assert page.locator("#completion-code, #return-link, #auto-redirect").count() == 0
+        page.wait_for_timeout(1500)  # three times the redirect's delay: it stays
+        assert page.url == srv.url + "/done"
+    finally:
+        srv.stop()

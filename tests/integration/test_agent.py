@@ -16,6 +16,7 @@ import requests
 
 import potato
 from potato.training.protocol import Client, Forbidden, TooLarge
+from potato.training.reporting import REPORT_RETRY_CAP_S
 from tests.harness import procs
 from tests.harness.agents import AgentProcess, Proxy, register, token_in
 from tests.conftest import ADMIN_KEY
@@ -412,6 +413,35 @@ def test_a_server_restart_mid_run_loses_nothing(make_setup: Callable[..., Setup]
     steps = [e["text"] for e in events if e.get("type") == "step"]
     assert len(steps) == len(set(steps)) and any("training" in t for t in steps)
     assert any(e.get("type") == "metric" for e in events)
+    assert agent.wait_exit(30) == 0
+
+
+@pytest.mark.slow
+@fault("Runs and their processes",
+       "The server is down longer than heartbeat_timeout_s (a restart, an upgrade) while a run trains on the agent backend",
+       "The server's downtime is not the agent's silence: after a start each running run gets a whole "
+       "heartbeat_timeout_s before it is judged; the agent, retrying all along, reports within it",
+       "The agent's output: 'cannot reach the server', then 'reached the server again'; the run succeeds")
+def test_a_server_down_longer_than_the_heartbeat_timeout_does_not_fail_a_running_run(
+        make_setup: Callable[..., Setup]) -> None:
+    """Issue 42: the restarted server counted its own downtime as the agent's silence and failed the run
+    ``agent_lost`` at its first look, while the agent was retrying and its worker training. The window
+    here is longer than the agent's longest pause between two tries, so an agent that retries always
+    makes it; the server stays down longer than the window, so a server that counts its downtime
+    fails the run every time."""
+    heartbeat = int(REPORT_RETRY_CAP_S) + 5
+    s = make_setup(heartbeat_timeout_s=heartbeat)
+    label_all(s.server, 10)
+    agent = s.agent("--once")
+    run = start(s.server, trainer="noop", schemas=["sentiment"], backend="lab", params={"sleep_s": 2 * heartbeat + 5})
+    wait_until(lambda: bool(worker_pids(str(s.root))), what="the worker")
+    s.server.stop()
+    time.sleep(heartbeat + 1)  # down for longer than the heartbeat window
+    assert worker_pids(str(s.root)), "the worker trains on while the server is down"
+    s.server = ServerProcess(s.config_path, port=s.server.port).start()
+    done = wait(s.server, run["id"], TERMINAL, timeout=120)
+    assert done["state"] == "succeeded", (done, agent.output())
+    assert "cannot reach the server" in agent.output() and "reached the server again" in agent.output()
     assert agent.wait_exit(30) == 0
 
 

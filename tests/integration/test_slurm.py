@@ -107,8 +107,26 @@ def test_a_job_pending_on_resources_says_so_then_runs(
     assert f"SLURM job {job}: RUNNING on " in log_of(srv, run["id"])
 
 
-def test_cancel_sends_term_to_the_job_then_plain_scancel(
+def kill_wait_s(cluster: Cluster) -> float:
+    """The cluster's KillWait: how long SLURM waits between a cancel's SIGTERM and its SIGKILL."""
+    for line in cluster.run("scontrol show config").stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "KillWait":
+            return float(value.split()[0])
+    raise AssertionError("scontrol show config names no KillWait")
+
+
+@fault("SLURM clusters",
+       "Cancel of a run whose worker ignores SIGTERM (real cluster)",
+       "After grace_seconds the agent SIGKILLs every process of the job's batch step, then sends the plain "
+       "scancel; the job leaves the queue at once instead of waiting in CG for SLURM's KillWait",
+       "run.log: 'scancel --full --signal=TERM <id>', 'sending SIGKILL', 'scancel --batch --full --signal=KILL <id>', "
+       "then 'scancel <id>'; the run is cancelled and the node is free")
+def test_cancel_of_a_worker_that_ignores_sigterm_kills_the_job_without_waiting_for_killwait(
         cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
+    """Issue 42: the cold stop was a plain scancel, which is a cancel like any other: SIGTERM again
+    (ignored), and SIGKILL only after KillWait (30 s by default, 10 s on the rig), the job holding
+    its node in CG all that time."""
     srv = make_server(slurm_config(cluster))
     run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster",
                 params={"sleep_s": 120, "ignore_term": True})
@@ -116,25 +134,40 @@ def test_cancel_sends_term_to_the_job_then_plain_scancel(
     wait_for_log(srv, run["id"], "noop: ignoring SIGTERM")
     requests.post(f"{srv.url}/admin/training/api/runs/{run['id']}/cancel", headers=H)
     done = wait(srv, run["id"], TERMINAL, timeout=60)
+    assert done["state"] == "cancelled", f"{done}\n{log_of(srv, run['id'])}"
+    wait_until(lambda: not any(line.startswith(f"{job} ") for line in cluster.jobs()),
+               timeout=kill_wait_s(cluster) / 2, what="the job to leave the queue before SLURM's KillWait ends it")
+    assert not worker_pids(run["id"])
     log = log_of(srv, run["id"])
-    assert done["state"] == "cancelled", f"{done}\n{log}"
-    term, plain = f"scancel --full --signal=TERM {job}\n", f" scancel {job}\n"
-    assert term in log and plain in log and log.index(term) < log.index(plain), log
-    wait_until(lambda: not any(line.startswith(f"{job} ") for line in cluster.jobs()), timeout=30,
-               what="the job to leave the queue")
+    steps = [f"scancel --full --signal=TERM {job}\n", "sending SIGKILL", f" scancel --batch --full --signal=KILL {job}\n",
+             f" scancel {job}\n"]
+    assert all(step in log for step in steps), log
+    assert [log.index(step) for step in steps] == sorted(log.index(step) for step in steps), log
 
 
 @fault("SLURM clusters",
-       "scancel of the run's job from outside Potato (real cluster)",
-       "The run fails with the scheduler's reason",
+       "scancel of the run's job from outside Potato, while it waits in the queue or runs (real cluster)",
+       "The run fails with the scheduler's reason; a job cancelled before it started is not taken for a worker "
+       "that exited 0",
        "'SLURM job <id> ended before the worker finished: it was cancelled outside Potato'")
+@pytest.mark.parametrize("place", ["pending", "running"])
 def test_a_job_slurm_cancels_from_outside_fails_the_run_with_that_reason(
-        cluster: Cluster, make_server: Callable[..., ServerProcess]) -> None:
-    srv = make_server(slurm_config(cluster))
-    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 120})
-    job = slurm_job_id(srv, run["id"])
-    wait_for_log(srv, run["id"], f"SLURM job {job}: RUNNING on ")
-    cluster.run(f"scancel {job}")
+        cluster: Cluster, make_server: Callable[..., ServerProcess], place: str) -> None:
+    """Issue 42: a job cancelled while it waited left no exit_code, and scontrol's ExitCode=0:0 was
+    taken for the worker's status: 'The worker exited with 0 and no result'."""
+    blocker = cluster.fill(120) if place == "pending" else None
+    try:
+        if blocker is not None:
+            wait_until(lambda: f"{blocker} RUNNING" in " ".join(cluster.jobs()), timeout=30, what="the blocker to run")
+        srv = make_server(slurm_config(cluster))
+        run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 300})
+        job = slurm_job_id(srv, run["id"])
+        wait_for_log(srv, run["id"], f"SLURM job {job}: PENDING (Resources)" if blocker else
+                     f"SLURM job {job}: RUNNING on ")
+        cluster.run(f"scancel {job}")
+    finally:
+        if blocker is not None:
+            cluster.run(f"scancel {blocker}")
     done = wait(srv, run["id"], TERMINAL, timeout=60)
     assert done["state"] == "failed" and done["reason"] == "scancelled", (done, log_of(srv, run["id"]))
     assert done["message"].startswith(f"SLURM job {job} ended before the worker finished: it was cancelled "

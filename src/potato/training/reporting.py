@@ -32,6 +32,9 @@ FLUSH_S = 0.25
 """Events wait at most this long to be sent together."""
 MAX_BATCH = 500
 """Events per report; a backlog after an outage goes in several reports."""
+REPORT_RETRY_CAP_S = 15.0
+"""The longest pause between two tries of a report while the server cannot be reached (backoff with
+jitter up to this): an agent that retries reaches a restarted server within it."""
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -159,7 +162,7 @@ class Reporter:
             self.console.give_back(lines)
             if self.failures == 0:
                 self.console.say(f"cannot reach the server ({exc}); the worker goes on, retrying")
-            self.next_try = now + backoff_delay(self.failures, base=1.0, cap=15.0)
+            self.next_try = now + backoff_delay(self.failures, base=1.0, cap=REPORT_RETRY_CAP_S)
             self.failures += 1
             return False
         except (RunEnded, Forbidden, TokenRejected) as exc:

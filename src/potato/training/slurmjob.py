@@ -36,8 +36,8 @@ from potato.training.slurmsettings import SlurmSettings
 from potato.training.slurmstate import (
     SQUEUE_FORMAT,
     QueueState,
-    exit_status,
     explain_end,
+    gone_status,
     has_reason,
     lost_message,
     parse_scontrol,
@@ -58,6 +58,11 @@ LOST_GRACE_S = 15.0
 """How long a job may be gone from the queue before its exit_code shows up: shared storage can
 show a file written on a compute node seconds late on the login node."""
 JOB_ID_FILE = "slurm_job_id"
+KILL_ARGV = ("scancel", "--batch", "--full", "--signal=KILL")
+"""SIGKILL to the batch step's whole process tree at once: job.sh and the worker it started. In SLURM
+22.05 ``--signal=KILL`` alone or with ``--full`` is a cancel (SIGTERM, then SIGKILL after KillWait),
+and with ``--batch`` alone it kills job.sh only, leaving the worker running without it; with both
+flags the step's processes get SIGKILL and the job leaves the queue at once."""
 
 
 def shared_code(workdir: Path) -> str:
@@ -195,8 +200,7 @@ class SlurmJob:
             self.next_squeue = now + 1.0  # the exit_code file may still be on its way
             return None
         self.scontrol_fields = self.scontrol()
-        status = exit_status(self.scontrol_fields)
-        self.ended_code = status if status is not None else 1
+        self.ended_code = gone_status(self.scontrol_fields)
         return self.ended_code
 
     def _saw(self, state: QueueState) -> None:
@@ -285,9 +289,17 @@ class SlurmJob:
             self.note(f"scancel failed ({last_line(err)}); the job may still run")
 
     def kill(self) -> None:
-        """Cold stop, for a worker that did not stop: plain scancel. SLURM itself SIGKILLs what is
-        left after its KillWait (30 s by default), so the job counts as ended now: the run is
-        reported cancelled once grace_seconds have passed, as on every other backend."""
+        """Cold stop, for a worker that did not stop after SIGTERM: SIGKILL to every process of the
+        job's batch step (:data:`KILL_ARGV`), then the plain scancel of the documented sequence.
+
+        A plain scancel alone is a cancel like any other: SIGTERM again, which this worker ignores,
+        and SIGKILL only after the cluster's KillWait (30 s by default), the job holding its node in
+        CG all that time (issue 42). The job counts as ended now: the run is reported cancelled once
+        grace_seconds have passed, as on every other backend."""
+        self.note(shlex.join([*KILL_ARGV, self.job_id]))
+        rc, _, err = self.run([*KILL_ARGV, self.job_id])
+        if rc != 0 and "Invalid job id" not in err:  # a job that just ended has nothing left to kill
+            self.note(f"scancel failed ({last_line(err)}); SLURM kills what is left after its KillWait")
         self.note(f"scancel {self.job_id}")
         rc, _, err = self.run(["scancel", self.job_id])
         if rc != 0:

@@ -183,6 +183,19 @@ def exit_status(scontrol: Optional[Mapping[str, str]]) -> Optional[int]:
     return 128 + sig if sig else code
 
 
+def gone_status(scontrol: Optional[Mapping[str, str]]) -> int:
+    """The exit status of a job that left the queue while its worker's ``exit_code`` never appeared:
+    scontrol's ``ExitCode`` (:func:`exit_status`), but never 0, and 1 when SLURM no longer knows the job.
+
+    job.sh writes ``exit_code`` whenever it runs to its end, so a job without one did not: SLURM
+    ended it, or ended it before it started. For a job cancelled while it waited in the queue
+    scontrol says ``ExitCode=0:0``; taken for the worker's status, that 0 read as a worker that
+    exited 0 without a result, and the scheduler's reason was never asked for (issue 42).
+    """
+    status = exit_status(scontrol)
+    return status if status else 1
+
+
 @dataclass
 class Cluster:
     """What ``sinfo`` says the cluster offers, for the check: can a request ever run?"""

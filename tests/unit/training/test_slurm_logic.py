@@ -24,6 +24,7 @@ from potato.training.slurmstate import (
     QueueState,
     exit_status,
     explain_end,
+    gone_status,
     mem_mb,
     never_runs,
     parse_scontrol,
@@ -348,15 +349,45 @@ def test_sbatch_missing_is_e8_and_a_refused_request_names_the_command(tmp_path: 
                         print, print, run=lambda argv: refused)
 
 
-def test_cancel_is_term_to_the_whole_job_then_plain_scancel(tmp_path: Path) -> None:
+def test_cancel_is_term_to_the_whole_job_then_sigkill_to_its_processes_then_plain_scancel(tmp_path: Path) -> None:
+    """Issue 42: the cold stop kills the batch step's processes itself; a plain scancel alone would
+    send SIGTERM again and leave the job in CG until SLURM's KillWait."""
     fake = FakeSlurm([(0, "RUNNING|None|vm\n", "")])
-    job = _submit(tmp_path, fake, Clock(), [], [])
+    log: List[str] = []
+    job = _submit(tmp_path, fake, Clock(), log, [])
     job.terminate()
     assert job.poll() is None  # the worker saves and stops on its own time
     job.kill()
-    assert [c for c in fake.calls if c[0] == "scancel"] == [["scancel", "--full", "--signal=TERM", "4242"], ["scancel", "4242"]]
-    assert job.poll() == 137  # SLURM SIGKILLs what is left after KillWait: the run is over for us now
+    assert [c for c in fake.calls if c[0] == "scancel"] == [
+        ["scancel", "--full", "--signal=TERM", "4242"], ["scancel", "--batch", "--full", "--signal=KILL", "4242"],
+        ["scancel", "4242"]]
+    assert [line for line in log if line.startswith("scancel")] == [
+        "scancel --full --signal=TERM 4242", "scancel --batch --full --signal=KILL 4242", "scancel 4242"]
+    assert job.poll() == 137  # killed: the run is over for us now
     assert all(argv[0] not in ("srun", "sacct") for argv in fake.calls)
+
+
+def test_a_job_cancelled_while_it_waited_is_the_scheduler_s_doing_not_a_worker_that_exited_0(tmp_path: Path) -> None:
+    """Issue 42: scancel of a pending job leaves no exit_code and scontrol says ExitCode=0:0 (pasted);
+    that 0 is not the worker's, so the scheduler is asked why, and says it was cancelled."""
+    fields = parse_scontrol(pasted("scancel-pending.scontrol"))
+    assert (fields["JobState"], fields["Reason"], fields["ExitCode"]) == ("CANCELLED", "Resources", "0:0")
+    assert exit_status(fields) == 0 and gone_status(fields) == 1
+    assert gone_status(parse_scontrol(pasted("scancel.scontrol"))) == 143 and gone_status(None) == 1
+    fake = FakeSlurm([(0, "PENDING|Resources|\n", ""), (0, "", "")], scontrol=pasted("scancel-pending.scontrol"))
+    clock = Clock()
+    log: List[str] = []
+    job = _submit(tmp_path, fake, clock, log, [])
+    code = None
+    for _ in range(int((LOST_GRACE_S + 30) / 0.2)):
+        code = job.poll()
+        if code is not None:
+            break
+        clock.now += 0.2
+    assert code == 1  # not 0: the Supervisor asks ended_by for any other status
+    stop = job.ended_by()
+    assert stop is not None and stop.reason is Reason.SCANCELLED
+    assert stop.message.startswith(ENDED_BEFORE.format(id="4242") + "it was cancelled outside Potato (scancel).")
 
 
 def test_slurm_commands_get_none_of_potato_s_variables(monkeypatch: pytest.MonkeyPatch) -> None:

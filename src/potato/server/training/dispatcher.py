@@ -67,6 +67,9 @@ class Dispatcher:
         self._sessions: dict[str, tuple[Backend, Session]] = {}
         """The runs this process started or adopted, with their backend."""
         self._last_watch = 0.0
+        self._watching_since: float | None = None
+        """When this process took the lock and began watching: no agent could reach a server that was
+        down, so a run's silence counts from here at the earliest (watchdog.silent_since)."""
         self._failures = 0
         """Failed rounds in a row: the pause grows with them (:func:`failure_pause`)."""
         self._wakeup = Wakeup.of(project.config.training_dir)
@@ -115,6 +118,7 @@ class Dispatcher:
                     self._stop.wait(LOCK_RETRY_S)
                     continue
                 log.info("dispatcher: this process (%s) starts and watches training runs", os.getpid())
+                self._watching_since = time.time()
                 self._wakeup.listen()
                 self.adopt_runs()
             try:
@@ -208,7 +212,7 @@ class Dispatcher:
                                   f"one of: {', '.join(backends)}.")
                 continue
             alive = backend.agent_alive(run, self._session(run)) if backend is not None else None
-            verdict = judge(run, now, limits_for(self.project, backend), alive)
+            verdict = judge(run, now, limits_for(self.project, backend), alive, self._watching_since)
             if verdict is None:
                 continue
             if verdict.action is Action.REQUEUE:

@@ -65,11 +65,26 @@ def unconfirmed_message(run: Run, seconds: float) -> str:
             "next agent that asks.")
 
 
-def judge(run: Run, now: float, limits: RunLimits, agent_alive: bool | None = None) -> Verdict | None:
+def silent_since(last_seen: float | None, watching_since: float | None) -> float | None:
+    """From when a run's agent counts as silent: its last word, or the server's start (when this
+    server's watch began) if that came later; None while no agent speaks for the run.
+
+    A server that is down hears nobody, so its downtime is not the agent's silence: counting it
+    failed runs whose agents were retrying all along through a restart (issue 42). After a start
+    each running run gets a whole ``heartbeat_timeout_s`` for its agent to reach the server again.
+    """
+    if last_seen is None:
+        return None
+    return last_seen if watching_since is None else max(last_seen, watching_since)
+
+
+def judge(run: Run, now: float, limits: RunLimits, agent_alive: bool | None = None,
+          watching_since: float | None = None) -> Verdict | None:
     """The verdict on ``run`` now, or None to leave it be.
 
     ``agent_alive`` is known only for an agent process on this machine (the local backend): False
-    means it ended without reporting how the run ended.
+    means it ended without reporting how the run ended. ``watching_since`` is when this server
+    started watching (:func:`silent_since`); None judges the silence from the agent's last word alone.
     """
     if run.state is RunState.QUEUED:
         if limits.queue_timeout_s and now - run.created_at > limits.queue_timeout_s:
@@ -94,7 +109,8 @@ def judge(run: Run, now: float, limits: RunLimits, agent_alive: bool | None = No
         return Verdict(Action.FAIL, Reason.AGENT_LOST,
                        "The agent process for this run ended without reporting how the run ended; its last "
                        "output is in agent.log and agent.out in the run's folder.")
-    if limits.heartbeat_timeout_s and run.last_seen is not None and now - run.last_seen > limits.heartbeat_timeout_s:
+    silent = silent_since(run.last_seen, watching_since)
+    if limits.heartbeat_timeout_s and silent is not None and now - silent > limits.heartbeat_timeout_s:
         return Verdict(Action.FAIL, Reason.AGENT_LOST, heartbeat_message(run.backend, limits.heartbeat_timeout_s))
     if (limits.max_wall_seconds and run.started_at is not None and not run.cancel_requested
             and now - run.started_at > limits.max_wall_seconds):

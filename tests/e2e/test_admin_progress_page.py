@@ -39,5 +39,8 @@ def test_the_progress_table_stays_within_its_card(server: ServerProcess, page: A
     if table[1] > box[1]:  # wider than its box: it scrolls there, not the page
         assert page.eval_on_selector("#progress-table", "t => getComputedStyle(t.parentElement).overflowX") == "auto"
     assert LONG_NAME in page.inner_text("#progress-table")
+    # Issue 42: `.wide` (a full-width button) also matched <body class="wide">, a 13 px band above the bar.
+    assert page.eval_on_selector(".topbar", "bar => bar.getBoundingClientRect().top") == 0
+    assert page.eval_on_selector("#progress-table td.outcome", "td => td.dataset.outcome") == "in_progress"
     last = page.eval_on_selector_all("#progress-table td.ts", "els => els.map(e => [e.textContent, e.title])")
     assert all(text and title for text, title in last), last  # each last label's time, in full on hover

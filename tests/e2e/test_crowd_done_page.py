@@ -34,10 +34,10 @@ def serve(make_project: Callable[..., Path]) -> Iterator[Callable[..., ServerPro
 
 
 def label_both_by_keyboard(page: Any) -> None:
-    page.wait_for_selector("#item-id:text('r000')")
+    page.wait_for_selector("#item-meta[data-item='r000']")
     page.keyboard.press("p")
     page.keyboard.press("Enter")
-    page.wait_for_selector("#item-id:text('r001')")
+    page.wait_for_selector("#item-meta[data-item='r001']")
     page.keyboard.press("n")
     page.wait_for_selector("#done:not([hidden])")
 

@@ -79,10 +79,10 @@ def test_a_whole_study_by_keyboard(server: ServerProcess, page: Any, width: int)
     page.keyboard.type("12")
     page.keyboard.press("Enter")
 
-    page.wait_for_selector("#item-id:text('r000')")
+    page.wait_for_selector("#item-meta[data-item='r000']")
     page.keyboard.press("p")
     page.keyboard.press("Enter")
-    page.wait_for_selector("#item-id:text('r001')")
+    page.wait_for_selector("#item-meta[data-item='r001']")
     page.keyboard.press("n")
     page.wait_for_selector("#done:not([hidden])")
     page.focus("a.finish")
@@ -139,3 +139,28 @@ def test_a_participant_who_declines_gets_no_code_and_is_not_sent_back(make_proje
         assert page.url == srv.url + "/done"
     finally:
         srv.stop()
+
+
+def test_a_study_page_starts_on_its_first_question_and_number_keys_pick_choices(server: ServerProcess,
+                                                                                page: Any) -> None:
+    """Issue 42: the first Tab landed on the theme button, where Space switched the theme, and number
+    keys did nothing on the study pages."""
+    page.goto(server.url + "/?PROLIFIC_PID=60a1b2c5")
+    page.wait_for_selector("h1:text('Consent')")
+    theme = page.evaluate("document.documentElement.dataset.theme || ''")
+    assert page.evaluate("document.activeElement.name") == "age_consent"
+    page.keyboard.press("Space")  # the focused choice, not the theme
+    assert page.is_checked("input[value='I agree']")
+    assert page.evaluate("document.documentElement.dataset.theme || ''") == theme
+    page.keyboard.press("2")
+    assert page.is_checked("input[value='I disagree']")
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("h1:text('Instructions')")
+    page.keyboard.press("Enter")  # the page starts on Continue
+    page.wait_for_selector("#training-text:text('I loved it.')")
+    assert "at wrong answer 3 in all (so far: 0)" in page.inner_text("#mistake-limit")
+    page.keyboard.press("1")  # positive
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#training-text:text('It broke at once.')")
+    assert page.inner_text("#feedback") == "Correct!"

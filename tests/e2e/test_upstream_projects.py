@@ -207,8 +207,9 @@ def test_a_crowdsourcing_link_signs_its_worker_in(serve: Callable[..., ServerPro
     srv = serve(login={"type": "url_direct", "url_argument": "PROLIFIC_PID"}, completion_code="C0MPLETE",
                 data_files=["data/reviews.json"])
     page.goto(srv.url + "/?PROLIFIC_PID=60a1b2c3d4")
-    page.wait_for_selector("#item-id:text('r000')")
+    page.wait_for_selector("#item-meta[data-item='r000']")
     assert page.inner_text(".who strong") == "60a1b2c3d4"
+    assert page.locator("#item-id").count() == 0  # issue 42: a participant is not shown the item's id
     page.goto(srv.url + "/")
-    page.wait_for_selector("#item-id")  # already signed in: straight back to the items
-    assert "C0MPLETE" in page.inner_html("#done")
+    page.wait_for_selector("#item-meta[data-item]")  # already signed in: straight back to the items
+    assert "C0MPLETE" not in page.content()  # issue 42: the code is on the done page only, once done

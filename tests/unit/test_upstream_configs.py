@@ -339,6 +339,26 @@ def test_page_keys_show_on_the_annotation_page(make_app: Callable[..., Any]) -> 
     assert "PAID-42" in client.get("/done").get_data(as_text=True)
 
 
+def test_the_help_line_offers_a_models_suggestion_only_where_a_model_is_trained(
+        make_app: Callable[..., Any]) -> None:
+    """Issue 42: "a accept the model's suggestion" was offered in studies that train no model."""
+    writes_back = {"model_training": {"enabled": True, "writeback": {"schemas": ["sentiment"]}}}
+    for training, offered in (({}, False), ({"model_training": {"enabled": True}}, False), (writes_back, True)):
+        client = make_app(**training)
+        client.post("/login", data={"name": "alice"})
+        assert ("accept the model's suggestion" in client.get("/annotate").get_data(as_text=True)) is offered
+
+
+def test_a_crowd_participant_is_not_shown_item_ids_unless_the_study_asks(make_app: Callable[..., Any]) -> None:
+    """Issue 42: "Item 1 of 5 · id tech_2" gave the answer away in a study of topics."""
+    url_direct = {"login": {"type": "url_direct", "url_argument": "PROLIFIC_PID"}}
+    for keys, shown in (({}, True), (url_direct, False), ({**url_direct, "show_item_ids": True}, True),
+                        ({"show_item_ids": False}, False)):
+        client = make_app(**keys)
+        client.get("/?PROLIFIC_PID=p1") if keys.get("login") else client.post("/login", data={"name": "alice"})
+        assert ('id="item-id"' in client.get("/annotate").get_data(as_text=True)) is shown, keys
+
+
 def test_start_listens_on_the_configs_port_unless_told(make_project: Callable[..., Path],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[str, int]] = []

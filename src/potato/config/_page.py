@@ -31,7 +31,7 @@ from potato.display import FIELD_TYPES, SPAN_FIELD_TYPES
 KEYS = (
     "user_config", "require_password", "login", "session_lifetime_days",
     "task_description", "annotation_task_description", "annotation_instructions", "annotation_codebook_url",
-    "hide_navbar", "jumping_to_id_disabled", "alert_time_each_instance", "completion_code",
+    "hide_navbar", "jumping_to_id_disabled", "alert_time_each_instance", "completion_code", "show_item_ids",
     "port", "host", "server", "site_dir", "random_seed", "output_annotation_format",
     "assignment_strategy", "max_annotations_per_user", "max_annotations_per_item", "num_annotators_per_item",
     "instance_display", "export_annotation_format", "auto_export_interval", "media_directory",
@@ -107,6 +107,7 @@ TABLE: Mapping[str, Check] = {
     "annotation_codebook_url": _url,
     "hide_navbar": boolean,
     "jumping_to_id_disabled": boolean,
+    "show_item_ids": boolean,
     "alert_time_each_instance": integer(0),  # upstream's 0: no alert
     "completion_code": text(numbers=True),
     "port": integer(1, 65535),
@@ -222,6 +223,7 @@ def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | Non
             codebook_url=values.get("annotation_codebook_url"),
             hide_navbar=values.get("hide_navbar", False),
             jumping_to_id_disabled=values.get("jumping_to_id_disabled", False),
+            show_item_ids=values.get("show_item_ids"),
             alert_time_each_instance=values.get("alert_time_each_instance"),
             completion_code=values.get("completion_code"),
             display_fields=display[0],

@@ -306,6 +306,9 @@ class Page:
     codebook_url: str | None = None
     hide_navbar: bool = False
     jumping_to_id_disabled: bool = False
+    show_item_ids: bool | None = None
+    """Show each item's id above it; None: yes, but not to a crowdsourcing study's participants (in a
+    study of topics an id such as tech_2 gives the answer away)."""
     alert_time_each_instance: int | None = None
     """Seconds on one item before a gentle "still there?" note; None for never."""
     completion_code: str | None = None

@@ -327,6 +327,7 @@ def annotate() -> Any:
         codebook_mode=project.config.codebook_mode,
         # A label's key wins over the page's letter of the same name (upstream configs may use a, g, d).
         label_keys={o.key for s in project.config.annotation_schemes for o in s.options if o.key},
+        suggests=project.suggestions_for is not None,  # a study that trains no model has no suggestion to accept
         first=first,
     )
 

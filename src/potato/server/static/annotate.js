@@ -91,7 +91,8 @@
     state.accepted = {};
     showProgress(item, true);
     $("item-number").textContent = item.number + " of " + item.total;
-    $("item-id").textContent = item.id;
+    $("item-meta").dataset.item = item.id;  // the id is shown only where the study shows ids (#item-id)
+    if ($("item-id")) $("item-id").textContent = item.id;
     showText(item);
     schemes.forEach(function (fs) {
       var name = fs.dataset.schema, type = fs.dataset.type, value = item.labels[name];

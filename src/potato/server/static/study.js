@@ -37,4 +37,36 @@
   form.addEventListener("input", update);
   form.addEventListener("change", update);
   update();
+
+  // Keys: the page starts on its first question (the first Tab no longer lands on the theme
+  // button, where Space switched the theme), and 1-9 pick that choice of the question the focus is
+  // in, or of the first question with choices, as the annotation page's keys do.
+  function choicesOf(fs) {
+    return Array.prototype.slice.call(fs.querySelectorAll("input[type=radio], input[type=checkbox]"));
+  }
+  function visible() { return questions.filter(function (fs) { return !fs.hidden; }); }
+  var start = null;
+  visible().some(function (fs) {
+    start = fs.querySelector("input:checked") || fs.querySelector("input, textarea, select");
+    return start;
+  });
+  start = start || document.getElementById("continue");
+  if (start && (!document.activeElement || document.activeElement === document.body)) {
+    start.focus({preventScroll: true});
+  }
+  document.addEventListener("keydown", function (e) {
+    if (e.ctrlKey || e.metaKey || e.altKey || !/^[1-9]$/.test(e.key)) { return; }
+    var target = e.target;
+    if (target && (target.tagName === "TEXTAREA" || target.tagName === "SELECT" ||
+        (target.tagName === "INPUT" && !/^(radio|checkbox)$/.test(target.type)))) { return; }
+    var here = target && target.closest ? target.closest("fieldset.question") : null;
+    var fs = (here && !here.hidden && choicesOf(here).length) ? here :
+      visible().filter(function (q) { return choicesOf(q).length; })[0];
+    var choice = fs ? choicesOf(fs)[Number(e.key) - 1] : null;
+    if (!choice) { return; }
+    e.preventDefault();
+    choice.checked = choice.type === "checkbox" ? !choice.checked : true;
+    choice.focus();
+    choice.dispatchEvent(new Event("change", {bubbles: true}));
+  });
 }());

@@ -30,6 +30,8 @@ LOOKALIKES = str.maketrans({
     # Greek
     "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t",
     "υ": "u", "χ": "x", "ω": "w",
+    # Latin letters without their dot: Turkish dotless i, dotless j
+    "ı": "i", "ȷ": "j",
 })
 """Letters of other scripts that a reader takes for Latin ones: a name written with them is, to the
 people reading the admin's progress table, the same name."""
@@ -48,11 +50,13 @@ def same_name_key(name: str) -> str:
 
 
 def lookalike_key(name: str) -> str:
-    """Two names with the same key look alike on a page (pure): beyond case, accents (``amý``) and
-    letters of other scripts drawn like Latin ones (a Cyrillic ``а``) are dropped."""
+    """Two names with the same key look alike on a page (pure): beyond case, accents (``amý``),
+    letters of other scripts drawn like Latin ones (a Cyrillic ``а``), dotless letters (``ı``) are
+    dropped, and a run of spaces is one space (a page shows it as one). Annotators' names and the codes they add
+    to a codebook (:mod:`potato.codebook`) are told apart by this one key."""
     folded = unicodedata.normalize("NFKD", same_name_key(name))
     plain = "".join(char for char in folded if not unicodedata.combining(char))
-    return unicodedata.normalize("NFKC", plain.translate(LOOKALIKES))
+    return " ".join(unicodedata.normalize("NFKC", plain.translate(LOOKALIKES)).split())
 
 
 class AccountError(PotatoError):

@@ -85,5 +85,9 @@ SESSION_LIFETIME_DAYS = 30
 """How long an annotator stays signed in (upstream Potato's ``session_lifetime_days``)."""
 AUTO_EXPORT_INTERVAL_S = 60
 """How often the upstream-layout export files are rewritten when labels changed (upstream's default)."""
+CODEBOOK_MAX_CODES = 200
+"""Codes annotators may add to an extensible codebook in all: each is a choice on every page and a class to train."""
+CODEBOOK_MAX_CODES_PER_ANNOTATOR = 25
+"""...and codes one annotator may add."""
 AGENT_MIN_VERSION = "2.14.0"
 """Oldest agent version this server's protocol serves; an older one is told the command that updates it."""

@@ -16,6 +16,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Mapping, Protocol, Sequence
 from urllib.parse import quote, urlsplit
 
+from potato.media import media_file_problem
+
 FIELD_TYPES = ("text", "image", "dialogue", "code", "spreadsheet", "document", "pdf")
 SPAN_FIELD_TYPES = ("text", "dialogue")
 """Types whose text spans can mark (``span_target``)."""
@@ -315,10 +317,12 @@ def pdf_pages(data: bytes) -> int | None:
 
 
 def display_problems(fields: Sequence[tuple[int, str, str]], items: Iterable[tuple[str, Mapping[str, Any]]],
-                     media: Path | None, limit: int = 5) -> list[tuple[str, str]]:
-    """(key path, problem) for media files the items name that are not in ``media`` (None when the
-    config has no media_directory); at most ``limit``, so a wrong folder is a few lines, not one per item.
-    ``fields``: (index, key, type) of each display field; ``items``: (id, fields) of each item."""
+                     media: Path | None, limit: int = 5, private: Path | None = None) -> list[tuple[str, str]]:
+    """(key path, problem) for media files the items name that the server would not show: not in
+    ``media`` (None when the config has no media_directory), reached through a link, in ``private``
+    (the output folder), or a pdf field's file that is no PDF (:func:`potato.media.media_file_problem`,
+    the server's own rules, issue 42); at most ``limit``, so a wrong folder is a few lines, not one
+    per item. ``fields``: (index, key, type) of each display field; ``items``: (id, fields) of each item."""
     out: list[tuple[str, str]] = []
     for item_id, data in items:
         for index, key, kind in fields:
@@ -329,9 +333,10 @@ def display_problems(fields: Sequence[tuple[int, str, str]], items: Iterable[tup
             if media is None:
                 out.append((at, f"item {item_id!r} names the file {path!r}, but the config has no media_directory; "
                                 "set media_directory: <the folder of the files>"))
-            elif not (media / path).is_file():
-                out.append((at, f"item {item_id!r} names {path!r}, which is not in media_directory {media}; put the "
-                                "file there or fix the item"))
+            else:
+                problem = media_file_problem(media, path, kind, private)
+                if problem is not None:
+                    out.append((at, f"item {item_id!r} names {path!r}, which {problem.why}"))
             if len(out) >= limit:
                 return out
     return out

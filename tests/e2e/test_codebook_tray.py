@@ -1,6 +1,6 @@
 """Issue 36 (codebook) in a real browser, under gunicorn: the tray lists each code with its
-definition; an annotator adds a code by keyboard and uses it at once; another annotator gets it
-with their next item."""
+definition; an annotator adds a code by keyboard and uses it at once, by the key it gets (issue 42:
+an added code had none); another annotator gets it, with the same key, with their next item."""
 
 from __future__ import annotations
 
@@ -51,9 +51,10 @@ def test_a_code_added_by_one_annotator_is_there_for_another(server: ServerProces
     page.keyboard.press("Enter")
     page.wait_for_selector("#code-status:has-text('Added')")
     assert page.evaluate("document.documentElement.scrollWidth") <= width
-    page.focus("input[name=themes][value='wait times']")
-    page.keyboard.press("Space")  # picked, and saved as it is picked
+    assert page.text_content("label.added-code kbd") == "3"  # cost and trust have 1 and 2
+    page.keyboard.press("3")  # picked by its key, and saved as it is picked
     page.wait_for_selector("#progress:has-text('1 of 4')")
+    assert page.is_checked("input[name=themes][value='wait times']")
     stored = requests.get(f"{server.url}/admin/api/labels?user=ana", headers={"X-API-Key": ADMIN_KEY}).json()
     assert [(r["label"], r["codebook_revision"]) for r in stored["labels"]] == [(["wait times"], 1)]
 
@@ -62,4 +63,5 @@ def test_a_code_added_by_one_annotator_is_there_for_another(server: ServerProces
     other.wait_for_selector("#item-id:text('r001')")
     other.wait_for_selector("input[name=themes][value='wait times']")
     assert other.get_attribute("label.added-code", "title") == "Queues and delays"
+    assert other.text_content("label.added-code kbd") == "3"
     other.context.close()

@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, Iterator, List
 import pytest
 import requests
 
+from potato.training.agentsetup import EXIT_TOKEN
 from tests.harness.agents import AgentProcess, register
 from tests.conftest import ADMIN_KEY
 from tests.integration.test_training_local import TERMINAL, label_all, start, training_config, wait
@@ -117,7 +118,8 @@ def test_check_and_a_queued_run_say_no_agent_polls_until_one_does(make_project: 
 def test_an_agent_with_a_wrong_backend_name_learns_the_agent_backends(make_project: Callable[..., Path],
                                                                       cleanup: List[Any], tmp_path: Path) -> None:
     """--backend lab-workstation for a backend named lab: the agent printed that the name was wrong, not
-    which are right. A caller whose token is none of the server's learns no names."""
+    which are right. A caller whose token is none of the server's learns no names, nor whether the name
+    it sent is one (its token is checked first, issue 42)."""
     srv, token = agent_server(make_project, cleanup, lab={"type": "agent"}, spare={"type": "agent"},
                               gpu={"type": "ssh", "host": "gpu.example.org"})
     wrong = AgentProcess(srv.url, "lab-workstation", token, tmp_path / "wrong")
@@ -128,8 +130,9 @@ def test_an_agent_with_a_wrong_backend_name_learns_the_agent_backends(make_proje
             "is for backend 'lab': start the agent with --backend lab. Agent backends: lab, spare.") in wrong.output()
     stranger = AgentProcess(srv.url, "lab-workstation", "not-a-token-of-this-server", tmp_path / "stranger")
     cleanup.append(stranger)
-    assert stranger.wait_exit(60) == 1
-    assert "is not an agent backend" in stranger.output() and "Agent backends" not in stranger.output()
+    assert stranger.wait_exit(60) == EXIT_TOKEN  # a token the server does not know, as for a real backend
+    assert "does not know this token for backend 'lab-workstation'" in stranger.output()
+    assert "not an agent backend" not in stranger.output() and "Agent backends" not in stranger.output()
     assert "spare" not in stranger.output()
 
 

@@ -174,6 +174,55 @@ def test_media_files_are_served_to_annotators_only(make_project: Callable[..., P
         assert item["fields"][1] == {"label": "photo", "type": "image", "src": "/media/cat.png", "alt": "photo",
                                      "zoomable": True}
         policy = client.get("/annotate").headers["Content-Security-Policy"]
-        assert "img-src 'self' data: https:" in policy and "script-src 'self';" in policy
+        assert "img-src 'self' data: https:" in policy and "script-src localhost/static/;" in policy
     finally:
         close_app(app)
+
+
+def test_validate_names_an_item_whose_file_is_a_link_and_the_fix(make_project: Callable[..., Path],
+                                                                tmp_path: Path) -> None:
+    """Issue 42 item 10: an item naming a link to annotation_output/secret_key (or /etc/passwd) passed
+    validate, and the server then handed the key to annotators."""
+    fields = [{"key": "text", "type": "text"}, {"key": "photo", "type": "image"}, {"key": "paper", "type": "pdf"}]
+    path = make_project(n_items=4, instance_display={"fields": fields}, media_directory="media")
+    media = path.parent / "media"
+    media.mkdir()
+    (media / "cat.png").write_bytes(b"png")
+    (media / "paper.pdf").write_bytes(b"%PDF-1.4 ...")
+    (media / "key.png").symlink_to(path.parent / "annotation_output" / "secret_key")
+    (tmp_path / "pics").mkdir()
+    (tmp_path / "pics" / "dog.png").write_bytes(b"png")
+    (media / "pics").symlink_to(tmp_path / "pics", target_is_directory=True)
+    (media / "page.pdf").write_text("<html><script src=evil.js></script></html>")
+    data = path.parent / "data" / "reviews.json"
+    items = json.loads(data.read_text())
+    rows = [("cat.png", "paper.pdf"), ("key.png", "paper.pdf"), ("pics/dog.png", "paper.pdf"), ("cat.png", "page.pdf")]
+    data.write_text(json.dumps([{**item, "photo": photo, "paper": paper} for item, (photo, paper) in zip(items, rows)]))
+    out = CliRunner().invoke(cli, ["validate", str(path)])
+    assert out.exit_code == 1
+    text = " ".join(out.output.split())
+    assert (f"instance_display.fields[1]: item 'r001' names 'key.png', which is reached through a link in "
+            f"media_directory {media}: key.png -> {path.parent / 'annotation_output' / 'secret_key'}. Links there are "
+            "not followed (one could hand any file of the server to annotators), so annotators would not see it: put "
+            "the file itself in place of the link (a copy: cp -L), or set media_directory to the folder the link leads "
+            "to") in text
+    assert (f"instance_display.fields[1]: item 'r002' names 'pics/dog.png', which is reached through a link in "
+            f"media_directory {media}: pics -> {tmp_path / 'pics'}.") in text
+    assert ("instance_display.fields[2]: item 'r003' names 'page.pdf', which is not a PDF (it does not begin with "
+            "%PDF-), and a pdf field shows PDF files only: convert it to PDF, or show it with a field of its own type "
+            "(image, document)") in text
+    assert "'r000'" not in text
+
+
+def test_validate_refuses_a_file_of_the_output_folder(make_project: Callable[..., Path]) -> None:
+    path = make_project(n_items=2, instance_display={"fields": [{"key": "text", "type": "text"},
+                                                                {"key": "photo", "type": "image"}]}, media_directory=".")
+    (path.parent / "annotation_output").mkdir()
+    (path.parent / "annotation_output" / "secret_key").write_bytes(b"k" * 32)
+    data = path.parent / "data" / "reviews.json"
+    data.write_text(json.dumps([{**item, "photo": "annotation_output/secret_key"} for item in json.loads(data.read_text())]))
+    out = CliRunner().invoke(cli, ["validate", str(path)])
+    assert out.exit_code == 1
+    assert (f"item 'r000' names 'annotation_output/secret_key', which lies in output_annotation_dir "
+            f"{path.parent / 'annotation_output'}, which holds the server's secret key and database and is never "
+            "served; keep media_directory apart from it") in " ".join(out.output.split())

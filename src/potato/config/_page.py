@@ -35,7 +35,7 @@ KEYS = (
     "port", "host", "server", "site_dir", "random_seed", "output_annotation_format",
     "assignment_strategy", "max_annotations_per_user", "max_annotations_per_item", "num_annotators_per_item",
     "instance_display", "export_annotation_format", "auto_export_interval", "media_directory",
-    "codebook_mode",
+    "codebook_mode", "codebook_max_codes", "codebook_max_codes_per_annotator",
 )
 """Top-level keys read here."""
 
@@ -120,6 +120,8 @@ TABLE: Mapping[str, Check] = {
     "max_annotations_per_user": anything,
     "max_annotations_per_item": anything,
     "num_annotators_per_item": anything,
+    "codebook_max_codes": integer(1),
+    "codebook_max_codes_per_annotator": integer(1),
 }
 
 STRATEGIES = ("fixed_order", "random", "least_annotated")
@@ -170,7 +172,7 @@ def _assignment(values: dict[str, Any], findings: Findings, active_learning: obj
 
 def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | None:
     """The values for :class:`Config` (``access``, ``page``, ``host``, ``port``, ``public_url``, ``assignment``,
-    ``export_formats``, ``auto_export_interval``), or None when any of these keys is wrong."""
+    ``export_formats``, ``auto_export_interval``, the codebook's limits), or None when any of these keys is wrong."""
     simple = {k: v for k, v in raw.items() if k in TABLE}
     values, problems = check_keys(simple, TABLE, "the config")
     findings.errors_at("", problems)
@@ -235,6 +237,9 @@ def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | Non
         "assignment": assignment,
         "export_formats": formats,
         "auto_export_interval": values.get("auto_export_interval", defaults.AUTO_EXPORT_INTERVAL_S),
+        "codebook_max_codes": values.get("codebook_max_codes", defaults.CODEBOOK_MAX_CODES),
+        "codebook_max_codes_per_annotator": values.get("codebook_max_codes_per_annotator",
+                                                       defaults.CODEBOOK_MAX_CODES_PER_ANNOTATOR),
     }
 
 

@@ -352,6 +352,10 @@ class Config:
     """The study's pages around the items (consent, surveys, training); None: the items alone."""
     codebook_mode: str | None = None
     """``fixed`` or ``extensible`` where a scheme's labels are a codebook (``codebook: true``); else None."""
+    codebook_max_codes: int = defaults.CODEBOOK_MAX_CODES
+    """Codes annotators may add to an extensible codebook in all (``codebook_max_codes``)."""
+    codebook_max_codes_per_annotator: int = defaults.CODEBOOK_MAX_CODES_PER_ANNOTATOR
+    """...and one annotator (``codebook_max_codes_per_annotator``)."""
     media_directory: Path | None = None
     """Where the image and PDF files items name are (``media_directory``), served at /media/."""
     export_phase_data: bool = False

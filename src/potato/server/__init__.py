@@ -13,7 +13,7 @@ from werkzeug.exceptions import HTTPException
 from potato.config.schema import Config
 from potato.db import disk_full
 from potato.project import Project
-from potato.server import admin, annotate, autoexport, codebook, context, crowd, health, security, study
+from potato.server import admin, annotate, autoexport, codebook, context, crowd, health, media, security, study
 from potato.server.jsonio import StrictJSONProvider
 from potato.server.training import blueprint as training_server
 from potato.server.training.agent_protocol.routes import error_code as agent_error_code
@@ -40,6 +40,7 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
     security.init_app(app, proj)
     health.init_app(app)
     annotate.init_app(app)
+    media.init_app(app)
     crowd.init_app(app, proj)
     study.init_app(app)
     codebook.init_app(app)

@@ -7,18 +7,16 @@ a client can also store and move in one request. The page never reloads; each sa
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from flask import (Blueprint, Flask, abort, current_app, jsonify, redirect, render_template, request,
-                   send_from_directory, url_for)
+from flask import Blueprint, Flask, current_app, jsonify, redirect, render_template, request, url_for
 
 from potato.accounts import AccountError, Accounts
 from potato.assignment import items_done
 from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
-from potato.display import field_payload, media_path, pdf_pages, span_text
+from potato.display import field_payload, media_path, span_text
+from potato.media import MediaFileError
 from potato.training.schemes import SchemeType
 from potato.training.spans import Texts
 from potato.label_import import stored_spans
@@ -27,6 +25,7 @@ from potato.server import crowd, study
 from potato.server.codebook import codebook_payload
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.context import Project, current_project
+from potato.server.media import MEDIA_URL, pdf_field_pages
 from potato.server.security import (LOGINS, PASSWORD_FAILURES, client_addr, end_annotator_session,
                                      start_annotator_session, throttle, too_many)
 
@@ -130,30 +129,12 @@ def shown_field(project: Project, field: DisplayField, value: Any) -> dict[str, 
         out["span_field"] = project.config.span_name(field)
         out["text"] = span_text(field.type, value, field.options)
     path = media_path(value)
-    if out["type"] == "pdf" and path and project.config.media_directory is not None:
-        out["pages"] = _pdf_pages(project.config.media_directory / path)
+    if out["type"] == "pdf" and path:
+        try:
+            out["pages"] = pdf_field_pages(project, path)
+        except MediaFileError as exc:  # a link, not a PDF, missing: said in words, never framed (issue 42)
+            return {"label": out["label"], "type": "text", "text": f"[pdf not shown: {exc.brief}]"}
     return out
-
-
-@functools.lru_cache(maxsize=256)
-def _pdf_pages(path: Path) -> int | None:
-    try:
-        return pdf_pages(path.read_bytes())
-    except OSError:
-        return None
-
-
-MEDIA_URL = "/media/"
-
-
-@bp.get("/media/<path:name>")
-@login_required
-def media(name: str) -> Any:
-    """A file of ``media_directory`` (an item's image or PDF), for signed-in annotators only."""
-    folder = current_project().config.media_directory
-    if folder is None or media_path(name) is None:
-        abort(404)
-    return send_from_directory(folder, name, max_age=3600)
 
 
 def with_trained_at(suggestions: Mapping[str, dict[str, Any]], finished: Mapping[str, float]) -> dict[str, Any]:

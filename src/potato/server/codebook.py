@@ -2,7 +2,8 @@
 
 ``GET /api/codebook`` is the whole codebook for the tray; ``POST /api/codebook`` adds a code that
 every annotator's page takes up with their next item (the item carries the codebook's revision and
-the added codes); ``/admin/api/codebook`` is the codebook for analysis.
+the added codes, each with its key where one was free); ``/admin/api/codebook`` is the codebook for
+analysis. A code refused is a 4xx whose ``error`` says why and what to do (:class:`CodeRefused`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, jsonify, request
 
-from potato.codebook import Codebook, CodeRefused, export, revision_of
+from potato.codebook import Codebook, CodeLimits, CodeRefused, code_keys, export, revision_of
 from potato.server.auth import admin_required, login_required, session_user
 from potato.server.context import Project, current_project
 
@@ -22,10 +23,13 @@ NONE = "This study has no codebook (no scheme says codebook: true)."
 
 
 def codebook_payload(project: Project) -> dict[str, Any]:
-    """What each item brings the page: the revision and the codes added so far, by scheme."""
+    """What each item brings the page: the revision and the codes added so far, by scheme, each with
+    its key ("" where none was free)."""
     added = Codebook(project.db).added()
+    keys = code_keys(project.config.annotation_schemes, added)
     return {"mode": project.config.codebook_mode, "revision": revision_of(added),
-            "codes": {scheme: [{"name": c.name, "definition": c.definition} for c in codes]
+            "codes": {scheme: [{"name": c.name, "definition": c.definition, "key": keys.get((scheme, c.name), "")}
+                               for c in codes]
                       for scheme, codes in added.items()}}
 
 
@@ -54,12 +58,14 @@ def add() -> Any:
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         return jsonify(error='Send a JSON object: {"scheme": ..., "name": ..., "definition": ...}.'), 400
+    codebook = Codebook(project.db)
     try:
-        code = Codebook(project.db).add(project.config.annotation_schemes, body.get("scheme"), body.get("name"),
-                                        body.get("definition"), session_user())
+        code = codebook.add(project.config.annotation_schemes, body.get("scheme"), body.get("name"),
+                            body.get("definition"), session_user(), CodeLimits.of(project.config))
     except CodeRefused as refused:
-        return jsonify(error=str(refused)), 409 if "already a code" in str(refused) else 400
-    return jsonify(code=code.to_json(), revision=code.revision), 201
+        return jsonify(error=str(refused)), refused.status
+    key = code_keys(project.config.annotation_schemes, codebook.added()).get((code.scheme, code.name), "")
+    return jsonify(code={**code.to_json(), "key": key}, revision=code.revision), 201
 
 
 @bp.get("/admin/api/codebook")

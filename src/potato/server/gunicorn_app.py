@@ -15,6 +15,15 @@ from potato.server.gunicorn_worker import STOP_SIGNALS, worker_class
 
 GRACEFUL_TIMEOUT_S = 25
 """Under the 30 s the systemd unit and the compose file give a stop, so the master ends its workers itself."""
+FORWARDED_OFF: dict[str, Any] = {
+    "forwarded_allow_ips": "",
+    "secure_scheme_headers": {},
+    "forwarder_headers": "",
+}
+"""gunicorn believes no proxy header from anyone: out of the box it takes ``X-Forwarded-Proto: https``
+(and SCRIPT_NAME, PATH_INFO) from 127.0.0.1 and ::1, and from every Unix-socket client, so any local
+client could make the server call a plain-http request https. Whether to believe a proxy is the
+config's ``trust_proxy`` alone, applied in the app (``security.init_app``'s ProxyFix), issue 42."""
 
 
 class StopSafeArbiter(Arbiter):  # type: ignore[misc]  # gunicorn ships no type hints
@@ -73,6 +82,7 @@ def serve(app: Flask, host: str, port: int, workers: int, threads: int,
         # gunicorn >= 25 opens a control socket at one path per account (~/.gunicorn/gunicorn.ctl), so a
         # second project's server took the first one's; Potato does not use it (older gunicorn: ignored).
         "control_socket_disable": True,
+        **FORWARDED_OFF,
     }
     options["post_worker_init"] = lambda worker: _worker_ready(on_worker_start)
     if on_worker_exit is not None:

@@ -26,6 +26,11 @@ Whatever a thread still reads from its client has a deadline (:class:`PacedSocke
 its thread (:func:`wind_down`), not by the event loop, which gunicorn's graceful close would hold for
 seconds while a slow client still sends.
 
+Nor does a thread wait for a client to read its answer (issue 42): it writes through an
+:class:`~potato.server.outbox.Outbox`, which sends what the kernel takes at once and keeps the rest
+(bytes, or a file for ``sendfile``); the event loop then sends that as the client reads
+(:meth:`HeadFirstWorker.finish_request`), before it reads the connection's next request.
+
 This builds on the worker's internals (``enqueue_req``, ``handle``, ``murder_keepalived``, its
 poller, the parser's unreader); with a gunicorn that lacks them :func:`worker_class` falls back to
 plain ``gthread``. TLS connections (``certfile``) are read by their threads as in ``gthread``.
@@ -47,9 +52,11 @@ import time
 from functools import partial
 from typing import Any, Callable
 
+from gunicorn import util as gunicorn_util
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from potato.server import stopping
+from potato.server.outbox import SEND_IDLE_S, Outbox, SendBudget, abort, client_address
 from potato.server.request_framing import (
     BAD_FRAMING_RESPONSE,
     BODY_MIN_RATE,
@@ -67,6 +74,7 @@ from potato.server.request_framing import (
     body_timeout,
     chunked_end,
     cut_short,
+    parser_error_answer,
     plan_body,
     read_deadline,
     strip_expect,
@@ -120,6 +128,27 @@ class PacedSocket:
 
     def gettimeout(self) -> float | None:
         return self._cap
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)
+
+
+class _ErrorPage:
+    """Stands in for the client socket while gunicorn's ``handle_error`` writes its error page, which
+    is kept here instead of sent (:meth:`StopSafeWorker.handle_error` sends its own answer)."""
+
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock
+        self.written = bytearray()
+
+    def gettimeout(self) -> float:
+        return 0.0
+
+    def setblocking(self, flag: bool) -> None:
+        pass  # nothing is sent from here
+
+    def sendall(self, data: bytes) -> None:
+        self.written += data
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.sock, name)
@@ -231,6 +260,31 @@ class StopSafeWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no t
         for listener in self.sockets:
             listener.close()
 
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        """gunicorn's, which logs the error and picks the status (414 for a long request line, 431 for
+        too many header fields, 400 for one that is not HTTP, 500 when the app failed outside Flask),
+        except that the answer it writes is :func:`parser_error_answer`'s: JSON with the security
+        headers every answer carries, where gunicorn's HTML page carried none (issue 42)."""
+        page = _ErrorPage(client)
+        super().handle_error(req, page, addr, exc)
+        if not page.written:
+            return
+        try:
+            gunicorn_util.write_nonblock(client, parser_error_answer(bytes(page.written)))
+        except OSError as err:  # as gunicorn's own: a client that has gone gets no answer
+            self.log.debug("Failed to send error message: %s", err)
+
+
+class _Sending:
+    """A connection whose thread has answered and whose outbox the event loop is sending."""
+
+    __slots__ = ("outbox", "fs", "keep")
+
+    def __init__(self, outbox: Outbox, fs: Any, keep: bool) -> None:
+        self.outbox = outbox
+        self.fs = fs
+        self.keep = keep
+
 
 class HeadFirstWorker(StopSafeWorker):
     def handle_exit(self, sig: int, frame: Any) -> None:
@@ -243,6 +297,8 @@ class HeadFirstWorker(StopSafeWorker):
         self.upload_max = max(1, self.cfg.threads // UPLOAD_THREADS_SHARE)
         self.uploads = 0
         self.uploads_lock = threading.Lock()
+        self.send_budget = SendBudget(self.cfg.threads)
+        self.sending: dict[TConn, _Sending] = {}
         super().init_process()
 
     def enqueue_req(self, conn: TConn) -> None:
@@ -343,25 +399,92 @@ class HeadFirstWorker(StopSafeWorker):
         super().enqueue_req(conn)
 
     def handle(self, conn: TConn) -> Any:
-        """The thread's part: gunicorn's, reading through a :class:`PacedSocket`; a connection that
-        ends is closed here, so the event loop never lingers on it."""
+        """The thread's part: gunicorn's, reading through a :class:`PacedSocket` and writing through an
+        :class:`Outbox`; a connection that ends is closed here, so the event loop never lingers on it,
+        unless its outbox still holds some of the answer (the event loop sends it, then closes)."""
         if not getattr(conn, "potato_paced", False):
             return super().handle(conn)
         conn.potato_paced = False
         upload, conn.potato_upload = getattr(conn, "potato_upload", False), False
         unreader = conn.parser.unreader
-        paced = unreader.sock = PacedSocket(conn.sock, self.body_timeout_s, BODY_MIN_RATE)
+        raw = conn.sock
+        paced = unreader.sock = PacedSocket(raw, self.body_timeout_s, BODY_MIN_RATE)
+        outbox = conn.sock = Outbox(raw, client_address(conn.client), self.send_budget, self.body_timeout_s,
+                                    BODY_MIN_RATE)
         try:
             keep = super().handle(conn)
         finally:
-            unreader.sock = conn.sock
+            conn.sock = raw
+            unreader.sock = raw
             if upload:
                 with self.uploads_lock:
                     self.uploads -= 1
-        if keep and not paced.expired:
+        if outbox.abandoned:
+            self.log.info("Ended a connection from %s: it did not read its answers", outbox.client)
+            abort(raw)
+            return False
+        keep = bool(keep) and not paced.expired  # a 408 (paced.expired) ends the connection too
+        if outbox.pending:
+            conn.potato_outbox = outbox  # for finish_request, on the event loop
             return keep
-        wind_down(conn.sock)  # a 408 (paced.expired) ends the connection too
+        if keep:
+            return keep
+        wind_down(raw)
         return False
+
+    def finish_request(self, conn: TConn, fs: Any) -> None:
+        """gunicorn's, once the thread's answer has all been sent: until then the event loop sends
+        what the thread left in its outbox, as the client reads, and reads nothing more from it."""
+        outbox: Outbox | None = getattr(conn, "potato_outbox", None)
+        if outbox is None:
+            super().finish_request(conn, fs)
+            return
+        conn.potato_outbox = None
+        keep = not fs.cancelled() and fs.exception() is None and bool(fs.result())
+        self.sending[conn] = _Sending(outbox, fs, keep)
+        conn.sock.setblocking(False)
+        self.poller.register(conn.sock, selectors.EVENT_WRITE, partial(self.on_writable, conn))
+
+    def on_writable(self, conn: TConn, client: Any) -> None:
+        sending = self.sending[conn]
+        try:
+            done = sending.outbox.pump()
+        except OSError:
+            self.end_sending(conn)  # reset by the client, or its file shrank: nothing more to send
+            return
+        if not done:
+            return
+        self.poller.unregister(conn.sock)
+        del self.sending[conn]
+        if sending.keep:
+            super().finish_request(conn, sending.fs)  # kept alive: wait for (or read) the next request
+        else:
+            self.linger(conn)
+
+    def end_sending(self, conn: TConn) -> None:
+        """Give up on a connection whose answer the event loop is still sending."""
+        sending = self.sending.pop(conn)
+        try:
+            self.poller.unregister(conn.sock)
+        except (KeyError, ValueError, OSError):
+            pass  # the socket is closed already: the poller forgot it
+        sending.outbox.abandon()
+        abort(conn.sock)
+        self.nr_conns -= 1
+        conn.close()
+
+    def linger(self, conn: TConn) -> None:
+        """Close from the event loop without waiting in it: half-close, then drop what the client still
+        sends for a moment (as after a refusal, :meth:`refuse`)."""
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            self.nr_conns -= 1
+            conn.close()
+            return
+        pending = self.heads[conn] = _Pending(time.monotonic() + LINGER_S)
+        pending.lingering = 0
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_head_readable, conn))
 
     def send(self, conn: TConn, data: bytes) -> None:
         try:
@@ -395,6 +518,13 @@ class HeadFirstWorker(StopSafeWorker):
     def murder_keepalived(self, force: bool = False) -> None:
         super().murder_keepalived(force)
         now = time.monotonic()
+        for conn, sending in list(self.sending.items()):
+            if force:
+                self.end_sending(conn)
+            elif sending.outbox.idle_s(now) >= SEND_IDLE_S:
+                self.log.info("Ended a connection from %s: it took no byte of its answer for %g s",
+                              sending.outbox.client, SEND_IDLE_S)
+                self.end_sending(conn)
         for conn, pending in list(self.heads.items()):
             if force:
                 self.drop(conn, b"" if pending.lingering >= 0 else TIMEOUT_RESPONSE)

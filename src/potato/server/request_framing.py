@@ -1,21 +1,25 @@
 """What the head-first worker decides from a request's bytes, with no socket in sight: the header
 block parsed, what happens to the body (:func:`plan_body`), where a chunked body ends, the limits
 (header size and time, the body preread and its deadline) and the answers the event loop sends for
-them (408, 413, 431, 400 on ambiguous framing).
+them (408, 413, 431, 400 on ambiguous framing), and those for what gunicorn's own parser refuses
+(:func:`parser_error_answer`): all with the security headers of the app's answers.
 
 It is apart from :mod:`potato.server.gunicorn_worker`, which owns the event loop, the threads and
 their sockets, so that every rule about HTTP framing is a pure function, tested byte for byte
-without a server or a socket (tests/unit/server/test_security.py).
+without a server or a socket (tests/unit/server/test_security.py, test_request_framing.py).
 """
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Mapping
+
+from potato.server.headers import ANSWER_POLICY, security_headers
 
 HEAD_TIMEOUT_S = 10.0
 """Seconds a client has to send a request's headers (the request line and every header line)."""
@@ -186,14 +190,32 @@ def read_deadline(started: float, received: int, timeout_s: float, min_rate: flo
 
 
 def answer(status: int, reason: str, message: str = "", retry_after: int | None = None, code: str = "") -> bytes:
-    """A complete response from the event loop, which then closes the connection (pure)."""
+    """A complete response from the event loop, which then closes the connection (pure). It carries
+    the security headers of every answer (:func:`potato.server.headers.security_headers`), so a
+    browser treats it as it treats the app's own (issue 42: these answers carried none)."""
     body = json.dumps({"error": message, **({"code": code} if code else {})}).encode() if message else b""
     head = [f"HTTP/1.1 {status} {reason}", "Connection: close", f"Content-Length: {len(body)}"]
     if body:
         head.append("Content-Type: application/json")
     if retry_after is not None:
         head.append(f"Retry-After: {retry_after}")
+    head += [f"{name}: {value}" for name, value in security_headers(ANSWER_POLICY)]
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+_ERROR_PAGE = re.compile(rb"HTTP/1\.[01] (\d{3}) ([^\r\n]*)\r\n.*?</h1>(.*?)</body>", re.DOTALL)
+
+
+def parser_error_answer(page: bytes) -> bytes:
+    """The answer for an error gunicorn's own parser found (414, 431, 400...), from the HTML error page
+    gunicorn wrote for it (pure): the same status and message, as JSON with the security headers of
+    :func:`answer` (gunicorn's page had none of them)."""
+    found = _ERROR_PAGE.match(page)
+    if found is None:
+        return answer(400, "Bad Request", "The request could not be read as HTTP.")
+    status, reason = int(found.group(1)), found.group(2).decode("latin-1").strip()
+    message = html.unescape(found.group(3).decode("latin-1")).strip() or reason
+    return answer(status, reason, message)
 
 
 def cut_short(plan: BodyPlan, received: int) -> bytes:

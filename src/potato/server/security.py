@@ -24,19 +24,17 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, current_app, jsonify, request, session
+from flask import Flask, Response, current_app, has_request_context, jsonify, request, session
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.exceptions import ClientDisconnected
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from potato.db import Database
+from potato.server.headers import page_policy, script_source, security_headers
 from potato.project import Project
 
 log = logging.getLogger(__name__)
 
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
-       "base-uri 'none'; form-action 'self'; frame-ancestors 'self'")
-"""The pages load their scripts and styles from /static only; nothing inline."""
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 _REFUSED: set[tuple[str, str]] = set()
 """(origin, host) pairs already logged; a burst of refused requests logs one line."""
@@ -306,24 +304,20 @@ def framers(app: Flask) -> tuple[str, ...]:
 
 
 def policy(app: Flask, form_action: tuple[str, ...] = ()) -> str:
-    """The Content-Security-Policy, with the sites a page's form may post to besides this one."""
-    csp = CSP
-    if form_action:
-        csp = csp.replace("form-action 'self'", "form-action 'self' " + " ".join(form_action))
-    if framers(app):
-        csp = csp.replace("frame-ancestors 'self'", "frame-ancestors 'self' " + " ".join(framers(app)))
-    if app.extensions.get("potato.remote_images"):  # items that are images on the web (upstream's image_url)
-        csp = csp.replace("img-src 'self' data:", "img-src 'self' data: https:")
-    return csp
+    """The pages' Content-Security-Policy (:func:`potato.server.headers.page_policy`), with the sites a
+    page's form may post to besides this one. Scripts come from this server's static folder only, never
+    from elsewhere on it (the media folder), issue 42."""
+    scripts = script_source(request.host, request.script_root + (app.static_url_path or "/static")) \
+        if has_request_context() else "'self'"
+    return page_policy(scripts, form_action, framers(app), bool(app.extensions.get("potato.remote_images")))
 
 
 def add_headers(response: Response) -> Response:
+    """Every answer's security headers (:func:`potato.server.headers.security_headers`); a view that
+    set its own policy (a media file's, a crowdsourcing page's) keeps it."""
     headers = response.headers
-    headers.setdefault("Content-Security-Policy", policy(current_app))
-    if not framers(current_app):  # X-Frame-Options cannot name another site; frame-ancestors does
-        headers.setdefault("X-Frame-Options", "SAMEORIGIN")
-    headers.setdefault("X-Content-Type-Options", "nosniff")
-    headers.setdefault("Referrer-Policy", "same-origin")
+    for name, value in security_headers(policy(current_app), framed=bool(framers(current_app))):
+        headers.setdefault(name, value)
     return response
 
 

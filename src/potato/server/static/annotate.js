@@ -1175,14 +1175,15 @@
     if (el) el.blur();
   });
 
-  var keyed = Array.prototype.slice.call(document.querySelectorAll("input[data-key]"));
+  // The labels' keys are looked up when a key is pressed: a code added to the codebook meanwhile
+  // (codebook.js) comes with a key of its own.
+  function keyed() { return Array.prototype.slice.call(document.querySelectorAll("input[data-key]")); }
   var PAGE_KEYS = ["Enter", "ArrowRight", "ArrowLeft", "a", "g"];
-  var labelKeys = {};
-  keyed.concat(Array.prototype.slice.call(document.querySelectorAll(".span-label[data-key]")))
-    .forEach(function (el) { labelKeys[el.dataset.key] = true; });
   // Whether a label of some question has this key (shown or hidden): then the page's own use of the
   // letter (a, g, d; upstream configs may give those to labels) gives way.
-  function labelOwns(key) { return labelKeys.hasOwnProperty(key); }
+  function labelOwns(key) {
+    return document.querySelector('input[data-key="' + CSS.escape(key) + '"], .span-label[data-key="' + CSS.escape(key) + '"]') !== null;
+  }
 
   document.addEventListener("keydown", function (ev) {
     // The focused text takes the caret keys (arrows, Home, End, Delete, Escape), not the page.
@@ -1220,7 +1221,7 @@
   function pressed(key, shift) {
     // A hidden question's keys do nothing: it is not being asked. A label's key is the label's alone,
     // also where it is a letter the page has a use for (a, g, d: upstream configs may give those out).
-    var input = keyed.filter(function (i) { return i.dataset.key === key && !i.closest("fieldset").hidden; })[0];
+    var input = keyed().filter(function (i) { return i.dataset.key === key && !i.closest("fieldset").hidden; })[0];
     if (input) {
       if (input.type === "radio") input.checked = true; else input.checked = !input.checked;
       input.dispatchEvent(new Event("change", { bubbles: true }));  // its save comes next

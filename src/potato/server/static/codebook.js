@@ -2,6 +2,8 @@
 // adds a code for everyone. Every item the page shows brings the codes added so far; any the page
 // lacks become choices of their scheme at once, so a code one annotator adds is there for the
 // others with their next item.
+// A code comes with its key where one of 1-9 was free (the server gives every page the same one);
+// annotate.js looks keys up when one is pressed, so the key picks the code at once.
 (function () {
   "use strict";
   var tray = document.getElementById("codebook-tray");
@@ -27,6 +29,10 @@
     input.value = code.name;
     if (code.definition) { label.title = code.definition; }
     label.appendChild(input);
+    if (code.key && !document.querySelector('[data-key="' + CSS.escape(code.key) + '"]')) {
+      input.dataset.key = code.key;
+      label.appendChild(el("kbd", null, code.key));
+    }
     label.appendChild(el("span", null, code.name));
     label.classList.add("added-code");
     options.appendChild(label);

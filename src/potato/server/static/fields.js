@@ -110,6 +110,9 @@
     return box;
   }
 
+  // The frame has no sandbox attribute: with one, Chromium refuses to show a PDF at all. The file
+  // sandboxes itself instead (its Content-Security-Policy: sandbox, potato/server/media.py), and the
+  // server draws this field only for a PDF file (any other file named in a pdf field is shown as text).
   function pdf(f) {
     var box = el("div", "pdf"), bar = el("div", "pdf-bar"), frame = el("iframe", "pdf-page");
     var page = 1, pages = f.pages || null;

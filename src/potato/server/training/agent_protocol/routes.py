@@ -124,23 +124,38 @@ def jobs_next() -> Any:
 
 def _agent_backend(project: Project, token: str, body: dict[str, Any]) -> str:
     """The body's ``backend``, an agent backend of this server that ``token`` is the current token of;
-    else the 400 or 401 that says what to fix (``jobs/next`` and ``agents/leave`` alike)."""
+    else the 400 or 401 that says what to fix (``jobs/next`` and ``agents/leave`` alike).
+
+    The token is checked first: a caller whose token is none of this server's gets the same 401
+    whatever name it sends, so it cannot tell a backend that exists from one that does not (a 400 for
+    an unknown name before the token was looked at told it which names exist, issue 42)."""
     backend = body.get("backend")
+    name = backend if isinstance(backend, str) else ""
+    tokens = _tokens()
+    mine = tokens.backend_of(token)
+    if mine is None:
+        if name and tokens.verify(name, token) is TokenStanding.REPLACED:
+            _fail(401, f"This token for backend '{name}' was replaced: the backend was registered again, which "
+                       f"invalidates the old token. Get the new token from the server's admin "
+                       f"(`{register_command(name)}` prints one), then restart the agent with it in "
+                       "POTATO_TRAINING_TOKEN or --token-file.", "token_replaced")
+        _unknown_token(name)
     backends = backends_of(project.config)
-    if not isinstance(backend, str) or backend not in backends or not backends[backend].claimed_by_agents:
+    if name not in backends or not backends[name].claimed_by_agents:
         _fail(400, f"Backend {str(backend)[:100]!r} is not an agent backend in this server's config; --backend must "
                    "be the name of a type: agent backend under model_training.backends."
-                   + _agent_backends_for(token, backends), "unknown_backend")
-    standing = _tokens().verify(backend, token)
-    if standing is TokenStanding.REPLACED:
-        _fail(401, f"This token for backend '{backend}' was replaced: the backend was registered again, which "
-                   f"invalidates the old token. Get the new token from the server's admin (`{register_command(backend)}` "
-                   "prints one), then restart the agent with it in POTATO_TRAINING_TOKEN or --token-file.",
-              "token_replaced")
-    if standing is not TokenStanding.OK:
-        _fail(401, f"The server does not know this token for backend '{backend}'. On the server run "
-                   f"`{register_command(backend)}` and start the agent with the token it prints.", "token_unknown")
-    return backend
+                   + _agent_backends_for(mine, backends), "unknown_backend")
+    if name != mine:
+        _unknown_token(name)
+    return name
+
+
+def _unknown_token(name: str) -> NoReturn:
+    """The 401 for a token that is not the current token of backend ``name`` (the caller's own word,
+    echoed the same way whether such a backend exists or not)."""
+    shown = name[:100] or "<backend>"
+    _fail(401, f"The server does not know this token for backend '{shown}'. On the server run "
+               f"`{register_command(shown)}` and start the agent with the token it prints.", "token_unknown")
 
 
 # -- agents/leave: a stopping agent says so -----------------------------------------------------
@@ -170,12 +185,11 @@ def agents_leave() -> Any:
     return jsonify(left_at=left_at)
 
 
-def _agent_backends_for(token: str, backends: dict[str, Backend]) -> str:
-    """The config's agent backends, for a caller whose token is one of this server's backend tokens
-    (the one it is for first); nothing for any other caller, who has shown no right to the names."""
+def _agent_backends_for(mine: str, backends: dict[str, Backend]) -> str:
+    """The config's agent backends, for a caller whose token is the current token of backend ``mine``
+    (named first): only such a caller reaches this, never one that has shown no right to the names."""
     names = [name for name, b in backends.items() if b.claimed_by_agents]
-    mine = _tokens().backend_of(token)
-    if mine is None or mine not in names:
+    if mine not in names:
         return ""
     return (f" This token is for backend '{mine}': start the agent with --backend {mine}. "
             f"Agent backends: {', '.join(names)}.")

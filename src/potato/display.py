@@ -29,6 +29,66 @@ SPEAKER_MAX = 40
 
 Node = Any
 """A document node: a text string, or ``[tag, {attr: value}, [children]]``."""
+UPSTREAM_MEDIA_PREFIX = "/media/"
+"""Upstream's examples name a media file by its address on upstream's server (``/media/paper.pdf``)."""
+
+# -- display options ----------------------------------------------------------------------------
+# Every display option upstream Potato documents for each field type (its displays' optional_fields),
+# and what this server does with it: draws it (HONOURED), draws the field its own way so a look-only
+# option changes nothing (LOOKS), or lacks the feature the option turns on (REFUSED: the study would
+# not be what its config says). Nothing upstream documents passes unnamed.
+HONOURED: Mapping[str, frozenset[str]] = {
+    "text": frozenset(),
+    "image": frozenset({"max_width", "zoomable", "alt_text"}),
+    "dialogue": frozenset({"speaker_extraction", "show_turn_numbers", "speaker_key", "text_key"}),
+    "code": frozenset({"language"}),
+    "spreadsheet": frozenset(),
+    "document": frozenset({"format"}),
+    "pdf": frozenset(),
+}
+LOOKS: Mapping[str, frozenset[str]] = {
+    "text": frozenset({"collapsible", "max_height", "preserve_whitespace"}),
+    "image": frozenset({"max_height", "object_fit"}),
+    "dialogue": frozenset({"alternating_shading", "indent_replies", "max_indent_depth", "show_reply_lines",
+                           "show_timestamps", "timestamp_format", "turn_meta_fields", "meta_key", "depth_key",
+                           "reply_to_key"}),
+    "code": frozenset({"show_line_numbers", "max_height", "max_width", "wrap_lines", "highlight_lines", "start_line",
+                       "theme", "copy_button"}),
+    "spreadsheet": frozenset({"show_headers", "max_height", "max_width", "striped", "hoverable", "sortable",
+                              "filterable", "selectable", "compact", "border_style", "header_style", "custom_class",
+                              "custom_css"}),
+    "document": frozenset({"collapsible", "max_height", "show_outline", "preserve_structure", "style_theme"}),
+    "pdf": frozenset({"view_mode", "max_height", "max_width", "text_layer", "show_page_controls", "initial_page",
+                      "zoom", "thumbnail_sidebar"}),
+}
+_BOXES = "drawing bounding boxes on it"
+_LINKS = "anchors and links across a PDF's pages (annotation_mode: link)"
+REFUSED: Mapping[str, Mapping[str, str]] = {
+    "dialogue": {"per_turn_ratings": "rating each turn of a dialogue"},
+    "spreadsheet": {"annotation_mode": "annotating a table's rows, cells or ranges"},
+    "document": {"annotation_mode": "spans or bounding boxes on a document field", "bbox_min_size": _BOXES,
+                 "show_bbox_labels": _BOXES},
+    "pdf": {"annotation_mode": "spans, bounding boxes or links on a PDF", "extracted_content": "text extracted from "
+            "a PDF to mark spans on", "bbox_min_size": _BOXES, "bbox_colors": _BOXES, "show_bbox_labels": _BOXES,
+            "anchor_labels": _LINKS, "link_types": _LINKS, "enable_text_anchors": _LINKS,
+            "enable_region_anchors": _LINKS, "anchor_schema": _LINKS, "link_schema": _LINKS,
+            "ocr": "reading scanned PDFs (OCR) to mark them"},
+}
+
+
+def option_verdict(kind: str, name: str) -> tuple[str, str]:
+    """What this server does with display option ``name`` of a ``kind`` field (pure): ``("use", "")``,
+    ``("looks", "")`` (a look-only option it ignores), ``("refuse", <the feature it would turn on>)``,
+    or ``("unknown", <upstream's options for the type>)``."""
+    if name in HONOURED.get(kind, ()):
+        return "use", ""
+    refused = REFUSED.get(kind, {})
+    if name in refused:
+        return "refuse", refused[name]
+    if name in LOOKS.get(kind, ()):
+        return "looks", ""
+    known = sorted({*HONOURED.get(kind, ()), *LOOKS.get(kind, ()), *refused})
+    return "unknown", ", ".join(known)
 
 
 def media_path(value: Any) -> str | None:
@@ -38,7 +98,10 @@ def media_path(value: Any) -> str | None:
         return None
     if urlsplit(value).scheme:
         return None
-    path = PurePosixPath(value.strip().replace("\\", "/"))
+    value = value.strip()
+    if value.startswith(UPSTREAM_MEDIA_PREFIX):
+        value = value[len(UPSTREAM_MEDIA_PREFIX):]
+    path = PurePosixPath(value.replace("\\", "/"))
     if path.is_absolute() or ".." in path.parts or not path.parts:
         return None
     return str(path)
@@ -70,7 +133,7 @@ def field_payload(kind: str, label: str, value: Any, options: Mapping[str, Any],
                 out["max_width"] = _css_size(options["max_width"])
         return out
     if kind == "dialogue":
-        return {**out, "turns": dialogue_turns(value, options.get("speaker_extraction", True) is not False)}
+        return {**out, "turns": _turns(value, options), "numbered": options.get("show_turn_numbers") is True}
     if kind == "code":
         return {**out, "code": value if isinstance(value, str) else _plain(value),
                 "language": str(options.get("language") or "")}
@@ -88,7 +151,7 @@ def span_text(kind: str, value: Any, options: Mapping[str, Any]) -> str:
     """The text of a field that spans mark, as the page shows it and their offsets count it: a text
     field's text; a dialogue's turns one per line, ``Speaker: text``."""
     if kind == "dialogue":
-        turns = dialogue_turns(value, options.get("speaker_extraction", True) is not False)
+        turns = _turns(value, options)  # turn numbers are drawn beside the text, never in it
         return "\n".join(f"{t['speaker']}: {t['text']}" if t["speaker"] else t["text"] for t in turns)
     return _plain(value)
 
@@ -126,13 +189,20 @@ def _css_size(value: Any) -> str:
     return text if re.fullmatch(r"\d+(\.\d+)?(px|%|rem|em|vw)", text) else ""
 
 
-def dialogue_turns(value: Any, extract: bool = True) -> list[dict[str, str]]:
-    """Turns as ``{"speaker", "text"}``: from ``"Speaker: text"`` strings or ``{speaker, text}`` objects."""
+def _turns(value: Any, options: Mapping[str, Any]) -> list[dict[str, str]]:
+    return dialogue_turns(value, options.get("speaker_extraction", True) is not False,
+                          str(options.get("speaker_key") or "speaker"), str(options.get("text_key") or "text"))
+
+
+def dialogue_turns(value: Any, extract: bool = True, speaker_key: str = "speaker",
+                   text_key: str = "text") -> list[dict[str, str]]:
+    """Turns as ``{"speaker", "text"}``: from ``"Speaker: text"`` strings or objects with the speaker
+    and the text under ``speaker_key`` and ``text_key`` (upstream's display options)."""
     turns = value if isinstance(value, list) else [value] if value is not None else []
     out: list[dict[str, str]] = []
     for turn in turns:
         if isinstance(turn, dict):
-            out.append({"speaker": str(turn.get("speaker", "")), "text": _plain(turn.get("text", ""))})
+            out.append({"speaker": str(turn.get(speaker_key, "")), "text": _plain(turn.get(text_key, ""))})
             continue
         text = _plain(turn)
         speaker, sep, rest = text.partition(": ")
@@ -144,8 +214,18 @@ def dialogue_turns(value: Any, extract: bool = True) -> list[dict[str, str]]:
 
 
 def table(value: Any) -> tuple[list[str], list[list[str]], int]:
-    """(header, rows, rows left out) of a list of objects, a list of rows (the first is the header) or
-    CSV text."""
+    """(header, rows, rows left out) of a list of objects, a list of rows (the first is the header),
+    CSV text, or upstream's ``{"headers": [...], "rows": [...]}``."""
+    if isinstance(value, dict) and isinstance(value.get("rows"), list):
+        named = value.get("headers")
+        rows_in = value["rows"]
+        if all(isinstance(row, dict) for row in rows_in) and not isinstance(named, list):
+            return table(rows_in)
+        if isinstance(named, list):
+            keys = [str(h) for h in named]
+            value = [keys] + [[row.get(k) for k in keys] if isinstance(row, dict) else row for row in rows_in]
+        else:
+            value = rows_in
     if isinstance(value, str):
         value = list(csv.reader(io.StringIO(value)))
     if not isinstance(value, list) or not value:

@@ -115,3 +115,42 @@ def test_every_field_type_shows_and_nothing_in_an_item_runs(server: ServerProces
     page.keyboard.press("Enter")
     assert page.get_attribute(".field-image .zoom", "aria-pressed") == "true"
     assert not [m for m in console if "Content Security Policy" in m or "Refused to" in m], console
+
+
+def test_upstreams_data_forms_show_what_they_hold(make_project: Callable[..., Path], page: Any) -> None:
+    """Issue 42 (item 15): upstream's `/media/sample-paper.pdf` and `{"headers", "rows"}` validated and
+    then showed a note and an empty table; `show_turn_numbers` did nothing."""
+    fields = [{"key": "text", "type": "text", "label": "Review"},
+              {"key": "turns", "type": "dialogue", "label": "Chat", "span_target": True,
+               "display_options": {"show_turn_numbers": True, "speaker_key": "role", "text_key": "content"}},
+              {"key": "rows", "type": "spreadsheet", "label": "Table"},
+              {"key": "paper", "type": "pdf", "label": "Paper"}]
+    spans = [{"annotation_type": "span", "name": "claims", "description": "Mark the claims", "labels": ["claim"]}]
+    path = make_project(n_items=1, instance_display={"fields": fields}, media_directory="media",
+                        annotation_schemes=spans)
+    (path.parent / "media").mkdir()
+    (path.parent / "media" / "sample-paper.pdf").write_bytes(two_page_pdf())
+    items = [{"id": "r000", "text": "A review.", "paper": "/media/sample-paper.pdf",
+              "turns": [{"role": "user", "content": "Is it safe?"}, {"role": "assistant", "content": "Yes."}],
+              "rows": {"headers": ["model", "score"], "rows": [["a", 0.9], ["b", 0.7]]}}]
+    (path.parent / "data" / "reviews.json").write_text(json.dumps(items), encoding="utf-8")
+    srv = ServerProcess(path).start()
+    try:
+        page.goto(srv.url + "/")
+        page.fill("#name", "ana")
+        page.press("#name", "Enter")
+        page.wait_for_selector(".pdf-where")
+        assert page.inner_text(".pdf-where") == "Page 1 of 2"
+        assert page.get_attribute("iframe.pdf-page", "src") == "/media/sample-paper.pdf#page=1"
+        assert page.eval_on_selector_all("table.spreadsheet th", "els => els.map(e => e.textContent)") == [
+            "model", "score"]
+        assert page.eval_on_selector_all("table.spreadsheet td", "els => els.map(e => e.textContent)") == [
+            "a", "0.9", "b", "0.7"]
+        numbered = page.eval_on_selector("ol.dialogue", "ol => [ol.classList.contains('numbered'), "
+                                                        "getComputedStyle(ol.querySelector('li')).listStyleType]")
+        assert numbered == [True, "decimal"]
+        # The numbers are the list's markers: the text a span marks is the turns alone.
+        lines = [line for line in page.inner_text("ol.dialogue").splitlines() if line.strip()]
+        assert lines == ["user: Is it safe?", "assistant: Yes."]
+    finally:
+        srv.stop()

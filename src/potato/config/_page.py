@@ -26,7 +26,7 @@ from potato.config._checks import (
 )
 from potato.config.schema import EXPORT_FORMATS, Access, Assignment, DisplayField, Page, export_format
 from potato.config.upstream import unsupported_message
-from potato.display import FIELD_TYPES, SPAN_FIELD_TYPES
+from potato.display import FIELD_TYPES, SPAN_FIELD_TYPES, option_verdict
 
 KEYS = (
     "user_config", "require_password", "login", "session_lifetime_days",
@@ -300,9 +300,8 @@ def _instance_display(value: object, findings: Findings) -> tuple[tuple[DisplayF
                                                 "text or dialogue field instead)")
         elif not isinstance(options, dict):
             findings.error(f"{at}.display_options", f"must be a mapping such as {{max_width: 600}}, got {show(options)}")
-        elif options.get("per_turn_ratings"):  # answers the page would not ask for: refused, never dropped
-            findings.error(f"{at}.display_options.per_turn_ratings", unsupported_message(
-                "per_turn_ratings", "rating each turn of a dialogue"))
+        elif not _options_named(kind, options, f"{at}.display_options", findings):
+            continue
         elif not field_problems:
             fields.append(DisplayField(field_values["key"], field_values.get("label", ""),
                                        field_values.get("span_target", False), kind, dict(options)))
@@ -311,6 +310,25 @@ def _instance_display(value: object, findings: Findings) -> tuple[tuple[DisplayF
     if problems or len(fields) != len(raw_fields):
         return None
     return tuple(fields), horizontal
+
+
+def _options_named(kind: str, options: Mapping[str, Any], at: str, findings: Findings) -> bool:
+    """Every display option is drawn, or named: a look-only one this server ignores is a warning, one
+    that turns on a feature it lacks (annotation modes, per-turn ratings, links) an error, since the
+    study would not be what its config says. False where one is refused."""
+    ok = True
+    for name, value in options.items():
+        verdict, detail = option_verdict(kind, str(name))
+        if verdict == "refuse" and value not in (None, False, [], {}):
+            findings.error(f"{at}.{name}", unsupported_message(str(name), detail))
+            ok = False
+        elif verdict == "looks":
+            findings.warn(f"{at}.{name}", f"changes only how a {kind} field looks, and this server draws it its own "
+                                          "way: it is ignored")
+        elif verdict == "unknown":
+            findings.warn(f"{at}.{name}", f"is not a display option of {kind} fields (upstream's are: {detail}); it "
+                                          "is ignored")
+    return ok
 
 
 def _export_formats(values: dict[str, Any], findings: Findings) -> tuple[str, ...] | None:

@@ -35,7 +35,8 @@
   }
 
   function dialogue(f) {
-    var list = el("ol", "dialogue"), speakers = [];
+    // show_turn_numbers: the list's own markers, which are no part of the text (span offsets stay put).
+    var list = el("ol", "dialogue" + (f.numbered ? " numbered" : "")), speakers = [];
     f.turns.forEach(function (t) {
       var li = el("li", "turn");
       if (t.speaker) {

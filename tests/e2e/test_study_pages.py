@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.harness.servers import ServerProcess
-from tests.unit.server.test_study import STUDY, write_surveys
+from tests.harness.studies import STUDY, write_surveys
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

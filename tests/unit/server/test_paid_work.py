@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from potato.cli import cli
 from potato.config import validate
 from tests.conftest import ADMIN_KEY
-from tests.unit.server.test_study import post, study, up_to_the_items  # noqa: F401 - the fixture
+from tests.harness.studies import post, up_to_the_items
 
 PROLIFIC_BASIC = {"login": {"type": "url_direct", "url_argument": "PROLIFIC_PID"}, "completion_code": "C1ABCDEF",
                   "crowdsourcing": None}

@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from tests.conftest import ADMIN_KEY, truth
+from tests.harness.hiding import HF_PACKAGES, hiding_path
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -116,8 +117,6 @@ def test_a_trainer_this_machine_cannot_import_is_named_before_start_and_refused_
     is queued; on another backend (whose machine may have the packages) the run starts. Issue 33 item 14:
     said once, its command as code, with Start off while it holds (the server refuses the run with the same
     words)."""
-    from tests.harness.hiding import HF_PACKAGES, hiding_path
-
     hide = hiding_path(tmp_path, *HF_PACKAGES)
     srv = ServerProcess(make_project(model_training={"enabled": True, "trainer": "noop",
                                                      "backends": {"lab": {"type": "agent"}}}),
@@ -146,5 +145,66 @@ def test_a_trainer_this_machine_cannot_import_is_named_before_start_and_refused_
         page.wait_for_selector("#runs tr[data-run-id]")
         runs = requests.get(srv.url + "/admin/training/api/runs", headers=HEADERS).json()["runs"]
         assert [(r["trainer"], r["backend"], r["state"]) for r in runs] == [("hf-text-classification", "lab", "queued")]
+    finally:
+        srv.stop()
+
+
+def trainer_menu(page: Any) -> dict[str, tuple[str, bool]]:
+    """The trainer menu as a person sees it: each option's value -> (its text, whether it is disabled)."""
+    rows: list[list[Any]] = page.eval_on_selector(
+        "#trainer", "s => Array.from(s.options, o => [o.value, o.textContent.trim(), o.disabled])")
+    return {value: (text, disabled) for value, text, disabled in rows}
+
+
+def test_the_trainer_menu_marks_what_this_server_cannot_import_while_local_is_picked(
+        make_project: Callable[..., Path], tmp_path: Path, page: Any) -> None:
+    """Issue 42 A: without torch and transformers, the menu offered hf-text-classification like noop,
+    and only a pick (or Check) told. Now each such trainer says in the menu what it needs while the local
+    backend is picked, and stays selectable; on a remote backend (whose machine may have them) the menu
+    shows the plain names, as it does where the server has everything."""
+    hide = hiding_path(tmp_path, *HF_PACKAGES)
+    srv = ServerProcess(make_project(model_training={"enabled": True, "trainer": "noop",
+                                                     "backends": {"lab": {"type": "agent"}}}),
+                        env={"PYTHONPATH": str(hide)}).start()
+    try:
+        marked = {
+            "hf-text-classification": "hf-text-classification (needs torch, transformers, peft: not installed here)",
+            "hf-llm-classification": "hf-llm-classification (needs torch, transformers, peft: not installed here)",
+            "llm-zero-shot": "llm-zero-shot (needs torch, transformers: not installed here)",
+        }
+        open_page(page, srv.url + "/admin/training/")
+        assert page.input_value("#backend") == "local"
+        menu = trainer_menu(page)
+        assert {value: text for value, (text, _) in menu.items() if text != value} == marked
+        assert not any(disabled for _, disabled in menu.values())
+        assert menu["noop"] == ("noop", False) and menu["sklearn-text-classification"][0] == "sklearn-text-classification"
+
+        page.select_option("#backend", "lab")
+        assert all(text == value for value, (text, _) in trainer_menu(page).items())
+        page.select_option("#trainer", "hf-text-classification")
+        assert page.input_value("#trainer") == "hf-text-classification" and not page.is_disabled("#start")
+
+        page.select_option("#backend", "local")
+        assert {value: text for value, (text, _) in trainer_menu(page).items() if text != value} == marked
+        assert page.input_value("#trainer") == "hf-text-classification" and page.is_visible("#trainer-problem")
+    finally:
+        srv.stop()
+
+
+def test_a_page_opened_on_a_remote_backend_shows_the_plain_trainer_names(
+        make_project: Callable[..., Path], tmp_path: Path, page: Any) -> None:
+    """Issue 42 A, the other way round: a config whose default backend is remote draws the menu with no
+    mark (the server's own Python is not the one that trains), and picking local adds them."""
+    hide = hiding_path(tmp_path, *HF_PACKAGES)
+    srv = ServerProcess(make_project(model_training={"enabled": True, "trainer": "noop", "backend": "lab",
+                                                     "backends": {"lab": {"type": "agent"}}}),
+                        env={"PYTHONPATH": str(hide)}).start()
+    try:
+        open_page(page, srv.url + "/admin/training/")
+        assert page.input_value("#backend") == "lab"
+        assert all(text == value for value, (text, _) in trainer_menu(page).items())
+        page.select_option("#backend", "local")
+        assert trainer_menu(page)["llm-zero-shot"] == ("llm-zero-shot (needs torch, transformers: not installed here)",
+                                                       False)
     finally:
         srv.stop()

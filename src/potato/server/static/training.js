@@ -99,6 +99,16 @@
     return opt && backend && backend.dataset.here === "1" ? opt.dataset.cannotHere || "" : "";
   }
 
+  // The trainer menu names what each trainer lacks on this machine while a backend on this machine is
+  // picked (the server writes each text); on a remote backend, whose machine may have it, the plain names.
+  function markTrainers() {
+    var backend = $("backend").options[$("backend").selectedIndex];
+    var here = !!backend && backend.dataset.here === "1";
+    Array.prototype.forEach.call($("trainer").options, function (opt) {
+      setText(opt, here ? opt.dataset.labelHere || opt.value : opt.value);
+    });
+  }
+
   function showTrainerProblem() {
     var problem = trainerProblem();
     setCodeText($("trainer-problem"), problem);
@@ -809,6 +819,7 @@
   $("trainer").addEventListener("change", showTrainer);
   $("trainer").addEventListener("change", showLabels);
   $("trainer").addEventListener("change", showTrainerProblem);
+  $("backend").addEventListener("change", markTrainers);
   $("backend").addEventListener("change", showTrainerProblem);
   $("check").addEventListener("click", checkBackend);
   $("start-form").addEventListener("submit", startRun);
@@ -817,6 +828,7 @@
   $("schemas").addEventListener("change", showLabels);
   window.addEventListener("resize", function () { if (state.curve) drawCurve(state.curve); });
   showTrainer();
+  markTrainers(); // a restored form may show another backend than the one the server drew the menu for
   showTrainerProblem();
   showLabels();
   var fromHash = /^#run=(.+)$/.exec(window.location.hash);

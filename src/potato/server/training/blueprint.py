@@ -39,6 +39,7 @@ from potato.server.training.run_requests import (
     form_params,
     label_summary,
     start_run,
+    trainer_menu_label,
     trainer_table,
 )
 from potato.server.training.runs.store import Run, RunStore
@@ -65,11 +66,13 @@ def page() -> Any:
     kinds = project.config.training_kinds()
     here = next((b for b in drivers.values() if b.on_this_machine), None)
     trainers = [{**t, "form_params": form_params(t),
-                 "cannot_here": here.cannot_train(t["name"], t["requires"]) if here is not None else None}
+                 "cannot_here": here.cannot_train(t["name"], t["requires"]) if here is not None else None,
+                 "label_here": trainer_menu_label(t["name"], here.packages_missing(t["requires"]) if here else [])}
                 for t in trainer_table().values() if kinds & set(t["annotation_types"])]
+    default_here = mt.backend in drivers and drivers[mt.backend].on_this_machine
     return render_template(
         "training.html", title=project.config.annotation_task_name, backends=backends,
-        default_backend=mt.backend, trainers=trainers, default_trainer=mt.trainer,
+        default_backend=mt.backend, default_here=default_here, trainers=trainers, default_trainer=mt.trainer,
         schemas=trainable, default_schemas=list(mt.writeback.schemas) or trainable[:1],
         has_agents=any(b.claimed_by_agents for b in drivers.values()),
         label_summary=label_summary(project), min_confidence=mt.writeback.min_confidence,

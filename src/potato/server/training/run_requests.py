@@ -173,6 +173,14 @@ def form_params(trainer: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             for name, text in params.items()}
 
 
+def trainer_menu_label(name: str, missing: Sequence[str]) -> str:
+    """The trainer menu's text for ``name`` while a backend on this machine is picked: with the pip
+    packages this server's Python lacks, e.g. ``hf-text-classification (needs torch, transformers: not
+    installed here)``, so the menu tells before a pick, a Check or a refused Start does (pure). The
+    trainer stays selectable: the form then names the command that installs them."""
+    return f"{name} (needs {', '.join(missing)}: not installed here)" if missing else name
+
+
 def label_summary(project: Project) -> dict[str, dict[str, Any]]:
     """For each trainable scheme, what a run on it trains on, so that a run on five labels is not
     started blind: ``items`` (distinct labelled items), ``classes`` ([label, items] pairs in the

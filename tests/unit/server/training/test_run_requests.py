@@ -159,3 +159,17 @@ def test_decision_calibrate_takes_a_run_that_predicted_its_schemas(tmp_path: Pat
     with pytest.raises(RunRequestError) as refused:
         calibration_source(store, ["sentiment"], empty)
     assert refused.value.status == 400 and "with predictions for sentiment" in str(refused.value)
+
+
+# -- the trainer menu (issue 42 A) -------------------------------------------------------------------
+
+def test_the_trainer_menu_label_names_what_this_server_lacks() -> None:
+    """Issue 42 A: the menu said only the name of a trainer this server cannot import; the packages it
+    lacks are now in the text, in their order, and a trainer with nothing missing keeps its plain name."""
+    from potato.server.training.run_requests import trainer_menu_label
+
+    assert trainer_menu_label("hf-text-classification", ["torch", "transformers"]) == (
+        "hf-text-classification (needs torch, transformers: not installed here)")
+    assert trainer_menu_label("sklearn-text-classification", ["scikit-learn"]) == (
+        "sklearn-text-classification (needs scikit-learn: not installed here)")
+    assert trainer_menu_label("noop", []) == "noop"

@@ -118,6 +118,12 @@ class Backend:
         backend whose worker is the server's own Python can tell without a run or a check."""
         return None
 
+    def packages_missing(self, requires: Sequence[str]) -> list[str]:
+        """Which of the pip packages ``requires`` a run here lacks, as far as the server knows without a
+        run or a check (the training page marks such trainers in its menu); empty where it cannot
+        know, as for a machine other than this one."""
+        return []
+
     # -- a run the server starts ----------------------------------------------------------------
 
     def claimer(self) -> tuple[str, str]:

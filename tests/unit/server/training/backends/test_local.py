@@ -81,3 +81,17 @@ def test_a_run_failure_names_every_missing_package_and_the_extra(tmp_path: Path)
         "Trainer 'hf-text-classification' could not be imported: no module named 'torch' (transformers, peft are "
         "missing too); install them in the interpreter that runs the worker "
         f"({sys.executable} -m pip install 'potato-annotation[train-text]')")
+
+
+def test_only_the_local_backend_says_which_packages_a_run_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42 A: the training page marks a trainer by what its backend says is missing. The local
+    backend's worker is this Python, so it knows (by name, nothing imported); a machine elsewhere may have
+    the packages, so an agent backend says nothing against them."""
+    from potato.config.schema import AgentBackendSettings
+    from potato.server.training.backends import backend_for
+
+    hide_modules(monkeypatch, *HF_PACKAGES)
+    requires = [*HF_PACKAGES, "scikit-learn"]
+    assert backend_for(LocalBackendSettings()).packages_missing(requires) == list(HF_PACKAGES)
+    assert backend_for(LocalBackendSettings()).packages_missing(["scikit-learn"]) == []
+    assert backend_for(AgentBackendSettings(name="lab")).packages_missing(requires) == []

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import pytest
 
 from tests.e2e.test_annotate_page import _labels, _sign_in
+from tests.harness.adminapi import stored_labels
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -29,11 +30,7 @@ def labels_become(server: ServerProcess, user: str, expected: list[tuple[str, An
 
 
 def notes(server: ServerProcess, user: str) -> list[tuple[str, Any]]:
-    import requests
-
-    from tests.conftest import ADMIN_KEY
-
-    rows = requests.get(f"{server.url}/admin/api/labels?user={user}", headers={"X-API-Key": ADMIN_KEY}).json()["labels"]
+    rows = stored_labels(server.url, user)
     return sorted((r["id"], r["label"]) for r in rows if r["schema"] == "note")
 
 

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-import requests
 
-from tests.conftest import ADMIN_KEY
+from tests.harness.adminapi import stored_labels
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -29,7 +28,7 @@ def test_label_three_items_with_the_keyboard(server: ServerProcess, page: Any) -
         page.wait_for_selector(f"#item-id:text('{expected_next}')")
     assert page.inner_text("#progress") == "3 of 40 labelled"
 
-    rows = requests.get(server.url + "/admin/api/labels?user=kim", headers={"X-API-Key": ADMIN_KEY}).json()["labels"]
+    rows = stored_labels(server.url, "kim")
     assert [(r["id"], r["label"]) for r in rows] == [("r000", "positive"), ("r001", "negative"), ("r002", "positive")]
 
     # Back with the arrow key: the stored answer is shown and the item is marked labelled.
@@ -55,7 +54,7 @@ def _sign_in(page: Any, server: ServerProcess, name: str) -> None:
 
 
 def _labels(server: ServerProcess, user: str) -> list[tuple[str, Any]]:
-    rows = requests.get(f"{server.url}/admin/api/labels?user={user}", headers={"X-API-Key": ADMIN_KEY}).json()["labels"]
+    rows = stored_labels(server.url, user)
     return sorted((r["id"], r["label"]) for r in rows if r["schema"] == "sentiment")
 
 

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-import requests
 
-from tests.conftest import ADMIN_KEY
+from tests.harness.adminapi import stored_labels
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -24,7 +23,7 @@ def _sign_in(page: Any, server: ServerProcess, name: str) -> None:
 
 
 def _stored(server: ServerProcess, user: str) -> list[tuple[str, Any]]:
-    rows = requests.get(f"{server.url}/admin/api/labels?user={user}", headers={"X-API-Key": ADMIN_KEY}).json()["labels"]
+    rows = stored_labels(server.url, user)
     return sorted((r["id"], r["label"]) for r in rows)
 
 

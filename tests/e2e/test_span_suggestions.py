@@ -16,6 +16,7 @@ import requests
 from tests.e2e.test_span_scores import trained  # noqa: F401  (the fixture: a server after a real span run)
 from tests.integration.test_spans_local import NER, H, mark, signed_in, span_items, true_spans
 from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.adminapi import stored_labels
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -26,7 +27,7 @@ OWN = "#item-text mark.hl.own"
 def stored(srv: ServerProcess, user: str, item_id: str, within: float = 15.0) -> dict[str, Any]:
     deadline = time.monotonic() + within
     while True:
-        rows = requests.get(f"{srv.url}/admin/api/labels?user={user}", headers=H).json()["labels"]
+        rows = stored_labels(srv.url, user)
         found = {r["id"]: r for r in rows if r["schema"] == "entities"}
         if item_id in found or time.monotonic() > deadline:
             return found.get(item_id, {})

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-import requests
 
-from tests.conftest import ADMIN_KEY
+from tests.harness.adminapi import stored_labels
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -47,7 +46,7 @@ def serve(make_project: Callable[..., Path]) -> Iterator[Callable[..., ServerPro
 
 
 def labels_of(srv: ServerProcess, user: str) -> dict[tuple[str, str], Any]:
-    rows = requests.get(f"{srv.url}/admin/api/labels?user={user}", headers={"X-API-Key": ADMIN_KEY}).json()["labels"]
+    rows = stored_labels(srv.url, user)
     return {(r["id"], r["schema"]): r["label"] for r in rows}
 
 

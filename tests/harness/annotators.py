@@ -8,7 +8,7 @@ import time
 
 import requests
 
-from tests.conftest import ADMIN_KEY
+from tests.harness.adminapi import stored_labels
 
 
 class Annotators:
@@ -39,9 +39,8 @@ class Annotators:
 
     def lost(self) -> dict[str, list[str]]:
         """Per annotator, the items the server acknowledged but does not have (a few, sorted)."""
-        stored = requests.get(self.url + "/admin/api/labels", headers={"X-API-Key": ADMIN_KEY}, timeout=30)
         got: dict[str, set[str]] = {}
-        for row in stored.json()["labels"]:
+        for row in stored_labels(self.url):
             got.setdefault(row["user"], set()).add(row["id"])
         return {name: sorted(items - got.get(name, set()))[:5] for name, items in self.acknowledged.items()
                 if not items <= got.get(name, set())}

@@ -1,0 +1,42 @@
+"""The admin API as tests read it. A helper that polls an answer and then indexes it (``["labels"]``)
+turned a 429 into ``KeyError: 'labels'``, which says nothing of what the server answered (issue 42 C);
+here an answer that is not the one expected fails at once, with its status and its body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+
+from tests.conftest import ADMIN_KEY
+
+BODY_SHOWN = 2000
+"""How much of an unexpected answer's body its failure shows."""
+
+
+def expect_json(response: requests.Response, key: str, status: int = 200) -> Any:
+    """``key`` of the JSON object the answer holds, when it has ``status``; otherwise AssertionError
+    naming the request, the status and the body: a 429 or a 401 on a polled route then says so, and
+    polling does not go on against an answer that will not change."""
+    request = response.request
+    said = f"{request.method} {request.url} answered {response.status_code}: {response.text[:BODY_SHOWN]!r}"
+    if response.status_code != status:
+        raise AssertionError(f"{said}; expected {status} with {key!r}")
+    try:
+        body = response.json()
+    except ValueError:
+        raise AssertionError(f"{said}; expected a JSON object with {key!r}") from None
+    if not isinstance(body, dict) or key not in body:
+        raise AssertionError(f"{said}; expected a JSON object with {key!r}")
+    return body[key]
+
+
+def stored_labels(url: str, user: str | None = None, schema: str | None = None,
+                  timeout: float = 30.0) -> list[dict[str, Any]]:
+    """``GET /admin/api/labels`` of the server at ``url`` (the labels, each a dict), filtered as the
+    route filters them."""
+    params = {name: value for name, value in (("user", user), ("schema", schema)) if value is not None}
+    response = requests.get(url + "/admin/api/labels", params=params, headers={"X-API-Key": ADMIN_KEY},
+                            timeout=timeout)
+    rows: list[dict[str, Any]] = expect_json(response, "labels")
+    return rows

@@ -442,7 +442,9 @@ def test_a_server_restart_during_a_slurm_run_loses_nothing(
     """kill -9 of the server leaves the ssh session, the agent and the job; the restarted server
     takes the run over, the job finishes, the model comes back and the job dir goes."""
     srv = make_server(slurm_config(cluster))
-    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 8, "artifact_mb": 1})
+    # The worker sleeps long enough to be running still when the server is down, however late the
+    # agent's squeue poll reports it RUNNING on a loaded machine (8 s was not, under pytest -n 4).
+    run = start(srv, trainer="noop", schemas=["sentiment"], backend="cluster", params={"sleep_s": 20, "artifact_mb": 1})
     job = slurm_job_id(srv, run["id"])
     wait_for_log(srv, run["id"], f"SLURM job {job}: RUNNING on ")
     srv_stop = srv.kill9 if stop == "kill-9" else srv.stop

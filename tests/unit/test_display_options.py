@@ -97,3 +97,44 @@ def test_a_dialogue_numbers_its_turns_and_reads_upstreams_turn_keys() -> None:
     # The numbers are drawn beside the turns, never in the text that spans count offsets in.
     assert span_text("dialogue", turns, options) == "Agent: Hello\nUser: Hi"
     assert field_payload("dialogue", "Chat", turns, {}, "/media/")["numbered"] is False
+
+
+def test_a_validating_config_with_every_documented_key_leaves_none_unread(tmp_path: Path) -> None:
+    """What scripts/upstream-census counts over upstream's examples, held here over a config of ours:
+    every key upstream documents for the fields, their layout and their options, where the study
+    still validates, is read by the validator or named by a finding; none passes in silence."""
+    from potato.config.unread import unread_keys
+
+    (tmp_path / "media").mkdir()
+    fields = [{"key": "text", "type": "text", "label": "Review", "span_target": True}]
+    for kind, options in UPSTREAM_DISPLAY_OPTIONS.items():
+        kept = {o: VALUES.get(o, True) for o in options if option_verdict(kind, o)[0] != "refuse"}
+        fields.append({"key": kind, "type": kind, "label": kind.title(), "display_options": kept})
+    schemes = upstream()["annotation_schemes"]
+    schemes[0]["layout"] = {"columns": 2}
+    raw = upstream(instance_display={"fields": fields, "layout": {"direction": "horizontal", "gap": "20px"},
+                                     "resizable": True},
+                   media_directory="media", annotation_schemes=schemes,
+                   data_files=[{"path": "data/reviews.json", "encoding": "utf-8", "format": "json"}])
+    report, unread = unread_keys(raw, tmp_path / "c.yaml")
+    assert report.errors == [] and unread == []
+    warned = [w.path for w in report.warnings]
+    assert "instance_display.layout.gap" in warned and "instance_display.resizable" in warned
+    assert "annotation_schemes[0].layout" in warned
+
+
+def test_the_unread_key_census_finds_a_key_nothing_asked_for() -> None:
+    from potato.config.unread import key_paths, noted
+
+    reads: set[str] = set()
+    config = noted({"a": {"b": 1, "c": [{"d": 2}]}, "e": 3}, "", reads)
+    assert config["a"].get("b") == 1 and config["a"]["c"][0]["d"] == 2
+    assert list(key_paths({"a": {"b": 1, "c": [{"d": 2}]}, "e": 3})) == ["a", "a.b", "a.c", "a.c[0].d", "e"]
+    assert reads == {"a", "a.b", "a.c", "a.c[0].d"}  # "e" was never asked for: the census lists it
+
+
+def test_a_data_file_whose_format_disagrees_with_its_extension_is_named(tmp_path: Path) -> None:
+    raw = upstream(data_files=[{"path": "data/reviews.json", "format": "csv"}])
+    found = [e.message for e in validate(raw, tmp_path / "c.yaml").errors]
+    assert found == ["data_files[0].format: is 'csv', but this server reads a file by its extension (.json); give "
+                     "the file the extension of its format (.json, .jsonl, .csv or .tsv) and remove format"]

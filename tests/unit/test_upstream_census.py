@@ -38,6 +38,7 @@ def test_the_census_counts_projects_and_their_commonest_refusal(tmp_path: Path) 
                for line in lines), out.stdout
     assert "1 of 3 projects validate here; refused: 2." in lines
     assert any(line.startswith("   2  surveyflow: ") for line in lines), out.stdout
+    assert "Keys of validating projects that nothing reads or names: none." in lines  # issue 42: none in silence
     one = subprocess.run(census + ["classification"], capture_output=True, text=True, timeout=120)
     assert "1 of 2 projects validate here; refused: 1." in one.stdout.splitlines()
     none = subprocess.run(census + ["images"], capture_output=True, text=True, timeout=120)

@@ -134,8 +134,11 @@ def check_keys(
     problems: list[Problem] = []
     offered = list(table) if listed is None else list(listed)
     valid = ", ".join(offered)
+    note_read = getattr(raw, "note_read", None)  # potato.config.unread: the keys a table knows are read
     for key, value in raw.items():
         at = f".{key_text(key)}"
+        if note_read is not None and isinstance(key, str) and key in table:
+            note_read(key)
         if not isinstance(key, str):
             problems.append((at, f"keys must be text, got {show(key)}; valid keys for {what}: {valid}"))
         elif hints and key in hints:
@@ -150,6 +153,13 @@ def check_keys(
             except Invalid as bad:
                 problems.extend((at + sub, detail) for sub, detail in bad.problems)
     return values, problems
+
+
+def subset(raw: Mapping[Any, Any], keep: Callable[[Any], bool]) -> dict[Any, Any]:
+    """``raw``'s keys that ``keep`` says, as the same kind of mapping: a config whose reads are noted
+    (:mod:`potato.config.unread`) notes what is read from the copy too."""
+    copy = getattr(raw, "subset", None)
+    return copy(keep) if copy is not None else {k: v for k, v in raw.items() if keep(k)}
 
 
 def mapping(value: object, example: str) -> Mapping[Any, object]:

@@ -25,6 +25,7 @@ from potato.config._checks import (
     integer,
     mapping,
     show,
+    subset,
     text,
     text_list,
 )
@@ -69,8 +70,7 @@ def check(raw: Mapping[Any, object], login: Mapping[str, Any], base: Path, findi
 
     ``login`` is the checked ``login`` block; ``base`` the folder relative paths start from.
     """
-    top, problems = check_keys({k: v for k, v in raw.items() if k in ("auto_redirect_on_completion",
-                                                                       "auto_redirect_delay")},
+    top, problems = check_keys(subset(raw, lambda k: k in ("auto_redirect_on_completion", "auto_redirect_delay")),
                                {"auto_redirect_on_completion": boolean,
                                 "auto_redirect_delay": integer(0, 600_000)}, "the config")
     findings.errors_at("", problems)
@@ -211,6 +211,10 @@ def _invites(values: Mapping[str, Any], base: Path, at: str, findings: Findings)
                                             f"{{k3J9mQ2xLp8v: med-expert-1}}, got {show(inline)}")
             return None
         raw.update(inline)
+        note_read = getattr(inline, "note_read", None)  # the tokens are data, each one used (potato.config.unread)
+        if note_read is not None:
+            for token in inline:
+                note_read(token)
     if "invites_file" in values:
         read = read_project_file(base, values["invites_file"], f"{at}.invites_file", "write the tokens there (token: "
                                  "name per line, or one token per line)", findings)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from potato.config._checks import Check, Findings, Invalid, section, text
+from potato.config._checks import Check, Findings, Invalid, section, subset, text
 from potato.config.schema import ItemProperties
 from potato.training.schemes import Scheme, SchemeType
 from potato.config.upstream import unsupported_message
@@ -72,7 +72,7 @@ def check_item_properties(raw: object, findings: Findings) -> ItemProperties | N
         if isinstance(raw, dict):
             for key in [k for k in raw if k in upstream_only]:
                 findings.error(f"item_properties.{key}", unsupported_message(key, upstream_only[key]))
-            raw = {k: v for k, v in raw.items() if k not in upstream_only}
+            raw = subset(raw, lambda k: k not in upstream_only)
         values = section(_ITEM_PROPERTIES, "item_properties", '{id_key: "id", text_key: "text"}')(raw)
     except Invalid as bad:
         findings.errors_at("item_properties", bad.problems)

@@ -22,6 +22,7 @@ from potato.config._checks import (
     integer,
     mapping,
     show,
+    subset,
     text,
 )
 from potato.config.schema import EXPORT_FORMATS, Access, Assignment, DisplayField, Page, export_format
@@ -173,7 +174,7 @@ def _assignment(values: dict[str, Any], findings: Findings, active_learning: obj
 def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | None:
     """The values for :class:`Config` (``access``, ``page``, ``host``, ``port``, ``public_url``, ``assignment``,
     ``export_formats``, ``auto_export_interval``, the codebook's limits), or None when any of these keys is wrong."""
-    simple = {k: v for k, v in raw.items() if k in TABLE}
+    simple = subset(raw, lambda k: k in TABLE)
     values, problems = check_keys(simple, TABLE, "the config")
     findings.errors_at("", problems)
     ok = not problems
@@ -181,7 +182,7 @@ def check(raw: Mapping[Any, object], findings: Findings) -> dict[str, Any] | Non
     if isinstance(users, dict) and "allow_anonymous" in users:  # in upstream's demos, read by nothing there
         findings.warn("user_config.allow_anonymous", "upstream Potato does not read this key either, so it is "
                                                      "ignored; allow_all_users: true lets anyone sign in by name")
-        raw = {**raw, "user_config": {k: v for k, v in users.items() if k != "allow_anonymous"}}
+        raw = {**raw, "user_config": subset(users, lambda k: k != "allow_anonymous")}
     user_config = _section(raw, "user_config", _USER_CONFIG, "{allow_all_users: false, users: [alice, bob]}", findings)
     login = _section(raw, "login", _LOGIN, "{type: url_direct, url_argument: PROLIFIC_PID}", findings)
     server = _section(raw, "server", _SERVER, "{host: 0.0.0.0, port: 8000}", findings)
@@ -274,6 +275,9 @@ def _instance_display(value: object, findings: Findings) -> tuple[tuple[DisplayF
         findings.errors_at("instance_display", bad.problems)
         return None
     findings.errors_at("instance_display", problems)
+    if values.get("resizable"):
+        findings.warn("instance_display.resizable", "lets annotators resize upstream's field panes; this server's "
+                                                    "fields fit the page by themselves, so it is ignored")
     raw_fields = values.get("fields")
     if not isinstance(raw_fields, list) or not raw_fields:
         findings.error("instance_display.fields", "must be a list of fields such as [{key: text, type: text, "
@@ -307,6 +311,11 @@ def _instance_display(value: object, findings: Findings) -> tuple[tuple[DisplayF
                                        field_values.get("span_target", False), kind, dict(options)))
     layout = values.get("layout") or {}
     horizontal = isinstance(layout, dict) and layout.get("direction") == "horizontal"
+    for key in (layout if isinstance(layout, dict) else {}):
+        if key != "direction":  # upstream's gap: the page spaces fields its own way
+            findings.warn(f"instance_display.layout.{key}", "changes only how the fields are spaced, and this server "
+                                                            "lays them out its own way: it is ignored (direction is "
+                                                            "honoured)")
     if problems or len(fields) != len(raw_fields):
         return None
     return tuple(fields), horizontal
@@ -319,7 +328,11 @@ def _options_named(kind: str, options: Mapping[str, Any], at: str, findings: Fin
     ok = True
     for name, value in options.items():
         verdict, detail = option_verdict(kind, str(name))
-        if verdict == "refuse" and value not in (None, False, [], {}):
+        if verdict == "use":
+            note = getattr(options, "note_read", None)  # read when the field is drawn (potato.config.unread)
+            if note is not None:
+                note(name)
+        elif verdict == "refuse" and value not in (None, False, [], {}):
             findings.error(f"{at}.{name}", unsupported_message(str(name), detail))
             ok = False
         elif verdict == "looks":

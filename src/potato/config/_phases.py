@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from potato.config._checks import Findings, Invalid, boolean, check_keys, choice, integer, mapping, show, text
+from potato.config._checks import (Findings, Invalid, boolean, check_keys, choice, integer, mapping, show, subset,
+                                   text)
 from potato.config._files import read_project_file
 from potato.config._schemes import check_schemes
 from potato.phases import GoldItem, Note, PassRule, Phase, PhaseKind, Phases
@@ -89,7 +90,9 @@ def _order(block: object, training: bool, findings: Findings) -> tuple[list[str]
     if block is None:
         return ["training", "annotation"], {}
     try:
-        phases = dict(mapping(block, "{order: [consent, annotation], consent: {type: consent, file: consent.json}}"))
+        # A copy to take the order out of (a noted config, potato.config.unread, notes reads from it too).
+        phases = subset(mapping(block, "{order: [consent, annotation], consent: {type: consent, file: consent.json}}"),
+                        lambda _: True)
     except Invalid as bad:
         findings.errors_at("phases", bad.problems)
         return None, {}

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from potato import defaults
-from potato.config._checks import Findings, Invalid, Problem, check_keys, choice, mapping, show
+from potato.config._checks import Findings, Invalid, Problem, check_keys, choice, mapping, show, subset
 from potato.config._display_logic import check_display_logic
 from potato.config._labels import PAGE_KEYS, assign_keys
 from potato.config._scheme_keys import KEY_CHECKS, scheme_keys, type_problems
@@ -125,14 +125,18 @@ def _scheme_values(item: object, at: str, findings: Findings,
                    one_choice: bool = False) -> tuple[dict[str, Any], list[Problem]]:
     """One scheme's checked keys and its problems; upstream-only keys are reported as features."""
     try:
-        raw = dict(mapping(item, _EXAMPLE))
+        given = mapping(item, _EXAMPLE)
     except Invalid as bad:
         return {}, list(bad.problems)
     problems: list[Problem] = []
-    for key in [k for k in raw if isinstance(k, str) and k in SCHEME_KEYS and k not in KEY_CHECKS]:
+    features = [k for k in given if isinstance(k, str) and k in SCHEME_KEYS and k not in KEY_CHECKS]
+    for key in features:
         feature = SCHEME_KEYS[key]
         (findings.error if feature.error else findings.warn)(f"{at}.{key}", unsupported_message(key, feature.what))
-        del raw[key]
+    raw = subset(given, lambda k: k not in features)
+    if isinstance(raw.get("layout"), dict):
+        findings.warn(f"{at}.layout", "changes only how the choices are laid out, and this server lays them out its "
+                                      "own way: it is ignored")
     kind = raw.get("annotation_type")
     if isinstance(kind, str) and kind in SCHEME_TYPE_NAMES:  # the keys this type takes, not every type's
         values, more = check_keys(raw, KEY_CHECKS, f"a {kind} scheme", listed=scheme_keys(kind))

@@ -22,6 +22,8 @@ from potato.config._checks import (
     check_keys,
     key_text,
     misspelt,
+    show,
+    subset,
     text,
     text_list,
 )
@@ -63,7 +65,7 @@ def check_top_level(raw: Mapping[Any, object], path: Path, findings: Findings,
     """The plain top-level keys' checked values; each problem, and the admin key's warnings, reported.
     ``file_mode`` is the config file's ``st_mode`` (None when it was not read from a file)."""
     _warn_unknown_top_level(raw, findings)
-    simple = {k: v for k, v in raw.items() if k in _TOP_TABLE}
+    simple = subset(raw, lambda k: k in _TOP_TABLE)
     values, problems = check_keys(simple, _TOP_TABLE, "the config")
     for key, fix in _REQUIRED.items():
         if raw.get(key) is None:
@@ -93,7 +95,12 @@ def _data_files(value: object) -> tuple[str, ...]:
         for i, entry in enumerate(value):
             if isinstance(entry, dict) and "path" in entry:
                 encoding = str(entry.get("encoding", "utf-8")).lower().replace("_", "-")
-                if encoding in ("utf-8", "utf8", "utf-8-sig"):
+                named, suffix = entry.get("format"), Path(str(entry["path"])).suffix.lstrip(".").lower()
+                if named is not None and str(named).lower() != suffix:
+                    problems.append((f"[{i}].format", f"is {show(named)}, but this server reads a file by its "
+                                                     f"extension (.{suffix}); give the file the extension of its "
+                                                     "format (.json, .jsonl, .csv or .tsv) and remove format"))
+                elif encoding in ("utf-8", "utf8", "utf-8-sig"):
                     value = [*value[:i], entry["path"], *value[i + 1:]]
                 else:
                     problems.append((f"[{i}]", f"is read as {entry.get('encoding')}, and this server reads items as "

@@ -13,12 +13,15 @@ from tests.harness.studies import STUDY, write_surveys
 
 
 @pytest.fixture
-def study(make_project: Callable[..., Path]) -> Iterator[Callable[..., Any]]:
+def make_client(make_project: Callable[..., Path]) -> Iterator[Callable[..., Any]]:
+    """A project of two items served in-process: its test client, with ``config_path``. ``prepare``
+    gets the project's folder before the app starts (to write the files the config names)."""
     apps: list[Any] = []
 
-    def _make(**overrides: Any) -> Any:
-        path = make_project(n_items=2, **{**STUDY, **overrides})
-        write_surveys(path.parent)
+    def _make(prepare: Callable[[Path], None] | None = None, **overrides: Any) -> Any:
+        path = make_project(n_items=2, **overrides)
+        if prepare is not None:
+            prepare(path.parent)
         app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
         apps.append(app)
         client = app.test_client()
@@ -28,3 +31,9 @@ def study(make_project: Callable[..., Path]) -> Iterator[Callable[..., Any]]:
     yield _make
     for app in apps:
         close_app(app)
+
+
+@pytest.fixture
+def study(make_client: Callable[..., Any]) -> Callable[..., Any]:
+    """A study with every kind of page (tests.harness.studies), its config overridden by keyword."""
+    return lambda **overrides: make_client(write_surveys, **{**STUDY, **overrides})

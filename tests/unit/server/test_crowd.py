@@ -4,15 +4,12 @@ exported with their labels, and the done page hands them back with their code.""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 from click.testing import CliRunner
 
 from potato.cli import cli
-from potato.config import load_config
-from potato.server import close_app, create_app
 from tests.conftest import ADMIN_KEY
 
 PROLIFIC = {"crowdsourcing": {"provider": "prolific", "prolific": {"completion": {"code": "C1ABCDEF"}}},
@@ -20,20 +17,8 @@ PROLIFIC = {"crowdsourcing": {"provider": "prolific", "prolific": {"completion":
 
 
 @pytest.fixture
-def study(make_project: Callable[..., Path]) -> Iterator[Callable[..., Any]]:
-    apps: list[Any] = []
-
-    def _make(**overrides: Any) -> Any:
-        path = make_project(n_items=2, **overrides)
-        app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
-        apps.append(app)
-        client = app.test_client()
-        client.config_path = path
-        return client
-
-    yield _make
-    for app in apps:
-        close_app(app)
+def study(make_client: Callable[..., Any]) -> Callable[..., Any]:
+    return make_client
 
 
 def label_all(client: Any) -> None:

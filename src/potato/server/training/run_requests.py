@@ -169,7 +169,8 @@ def form_params(trainer: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     decision-calibrate's source is a run id): help text, and whether required."""
     params = dict(trainer.get("params") or {})
     shown = set(trainer.get("shown") or ())
-    return {name: {"help": text, "required": text.endswith("(required)"), "shown": name in shown}
+    required = set(trainer.get("required") or ())
+    return {name: {"help": text, "required": name in required, "shown": name in shown}
             for name, text in params.items()}
 
 

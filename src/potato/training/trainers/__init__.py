@@ -53,6 +53,8 @@ class TrainerInfo:
     """parameter name -> help text (with its default)."""
     shown: tuple[str, ...] = ()
     """Parameters the form shows unfolded: the required ones and those most runs set."""
+    required: tuple[str, ...] = ()
+    """Parameters a run must be given (``Param.required``): the form marks them."""
     reports_loss: bool = False
     """Whether its progress events carry a training loss (the page's loss chart)."""
     annotation_types: tuple[str, ...] = CLASSIFIES
@@ -90,6 +92,7 @@ def available_trainers() -> list[TrainerInfo]:
         }
         shown = tuple(key for key, p in cls.params.items() if p.required or p.shown)
         out.append(TrainerInfo(name, cls.description, tuple(cls.requires), bool(cls.local_only),
-                               bool(cls.uses_device), params, shown, bool(cls.reports_loss),
+                               bool(cls.uses_device), params, shown,
+                               tuple(key for key, p in cls.params.items() if p.required), bool(cls.reports_loss),
                                tuple(t.value for t in cls.annotation_types), bool(cls.learns_from_labels)))
     return out

@@ -173,3 +173,17 @@ def test_the_trainer_menu_label_names_what_this_server_lacks() -> None:
     assert trainer_menu_label("sklearn-text-classification", ["scikit-learn"]) == (
         "sklearn-text-classification (needs scikit-learn: not installed here)")
     assert trainer_menu_label("noop", []) == "noop"
+
+
+def test_the_start_form_asks_for_exactly_the_parameters_a_trainer_requires() -> None:
+    """Issue 43 (facts passed, not re-read): the form's 'required' mark is each trainer's
+    Param.required, for every trainer (decision-calibrate's source_run is optional)."""
+    from potato.server.training.run_requests import form_params, trainer_table
+    from potato.training.trainers import get_trainer
+
+    for name, trainer in trainer_table().items():
+        expected = {key: param.required for key, param in get_trainer(name).params.items()
+                    if key != "source_predictions"}
+        if name == "decision-calibrate":
+            expected["source_run"] = False
+        assert {key: shown["required"] for key, shown in form_params(trainer).items()} == expected, name

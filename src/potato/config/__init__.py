@@ -14,7 +14,7 @@ from typing import Union
 
 import yaml
 
-from potato.config._backends import BackendKind, register_backend_kind
+from potato.config._backends import BackendKind, polled, register_backend_kind
 from potato.config.acknowledge import apply_acknowledge
 from potato.config.schema import Config, Issue, Report
 from potato.config.validate import validate
@@ -29,6 +29,7 @@ __all__ = [
     "format_report",
     "load_config",
     "load_report",
+    "polled",
     "register_backend_kind",
     "report_to_json",
     "validate",

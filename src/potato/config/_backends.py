@@ -265,10 +265,21 @@ class BackendKind:
     required: Callable[[Mapping[Any, object]], list[Problem]] = _nothing_required
     extras: Callable[[str, Mapping[str, Any], Findings], None] | None = None
     """Checks across keys, once each key is valid on its own."""
+    polled: bool = False
+    """Its runs wait until an agent asks for them (the server starts nothing); the server's class for
+    it says ``claimed_by_agents``, and its settings carry ``heartbeat_timeout_s``."""
+    ssh_socket: bool = False
+    """Its agent reaches the server through an ssh socket, so its requests arrive as loopback ones."""
 
 
 BACKEND_KINDS: dict[str, BackendKind] = {}
 """Every backend type a config may name, by ``type``, in registration order."""
+
+
+def polled(settings: BackendSettings) -> bool:
+    """Whether agents poll for this backend's runs (:attr:`BackendKind.polled`); ``local`` is not."""
+    kind = BACKEND_KINDS.get(settings.type)
+    return kind is not None and kind.polled
 
 
 def register_backend_kind(kind: BackendKind) -> None:
@@ -409,9 +420,10 @@ def _slurm_extras(name: str, values: Mapping[str, Any], findings: Findings) -> N
 
 
 for _kind in (
-    BackendKind("ssh", SshBackendSettings, SSH_KEYS, "an ssh backend", _SSH_HINTS, _needs_host("an ssh backend")),
+    BackendKind("ssh", SshBackendSettings, SSH_KEYS, "an ssh backend", _SSH_HINTS, _needs_host("an ssh backend"),
+                ssh_socket=True),
     BackendKind("slurm", SlurmBackendSettings, SLURM_KEYS, "a slurm backend", _SLURM_HINTS, _slurm_required,
-                _slurm_extras),
-    BackendKind("agent", AgentBackendSettings, AGENT_KEYS, "an agent backend", _AGENT_HINTS),
+                _slurm_extras, ssh_socket=True),
+    BackendKind("agent", AgentBackendSettings, AGENT_KEYS, "an agent backend", _AGENT_HINTS, polled=True),
 ):
     register_backend_kind(_kind)

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 from potato.config import _crowdsourcing as crowd_keys
 from potato.config import _page as page_keys
 from potato.config import _phases as phase_keys
+from potato.config._backends import BACKEND_KINDS
 from potato.config._checks import (
     Check,
     Findings,
@@ -193,7 +194,8 @@ def warn_debug(backend_types: Mapping[str, str | None], findings: Findings) -> N
     One warning per backend, so an acknowledgement that names a backend covers that backend only.
     """
     for name, btype in backend_types.items():
-        if btype in ("ssh", "slurm"):
+        kind = BACKEND_KINDS.get(btype) if btype is not None else None
+        if kind is not None and kind.ssh_socket:
             findings.warn(
                 "debug",
                 f"true while model_training.backends.{name} is a{'n' if btype == 'ssh' else ''} {btype} backend. "

@@ -24,6 +24,9 @@ def register_backend(kind: type[Backend], settings: BackendKind) -> None:
     config may name ``type: <kind.type>`` and the server drives it like the built-in ones."""
     if kind.type != settings.type:
         raise ValueError(f"the backend class has type {kind.type!r} and its settings {settings.type!r}")
+    if kind.claimed_by_agents != settings.polled:
+        raise ValueError(f"the backend class of {kind.type!r} says claimed_by_agents={kind.claimed_by_agents} and its "
+                         f"settings polled={settings.polled}: both sides must agree whether agents poll for its runs")
     if kind.type in BACKEND_CLASSES and BACKEND_CLASSES[kind.type] is not kind:
         raise ValueError(f"a backend type {kind.type!r} exists already")
     register_backend_kind(settings)

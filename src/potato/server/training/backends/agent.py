@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
+from potato.config import polled
 from potato.config.schema import AgentBackendSettings, Config
 from potato.db import Database
 from potato.server.training.backends.base import Backend, CheckReport, AgentTimeouts
@@ -148,8 +149,8 @@ def explain_queued(config: Config, store: RunStore, runs: Sequence[Run], now: fl
     waiting: list[tuple[Run, AgentBackendSettings]] = []
     for run in runs:
         backend = backends.get(run.backend)
-        if run.state is RunState.QUEUED and isinstance(backend, AgentBackendSettings):
-            waiting.append((run, backend))
+        if run.state is RunState.QUEUED and backend is not None and polled(backend):
+            waiting.append((run, cast(AgentBackendSettings, backend)))
     if not waiting:
         return
     now = time.time() if now is None else now
@@ -174,9 +175,10 @@ def agent_entries(config: Config, tokens: BackendTokens, store: RunStore, now: f
     now = time.time() if now is None else now
     active = store.in_states([RunState.PREPARING, RunState.RUNNING, RunState.COPYING])
     out = []
-    for b in config.model_training.all_backends().values():
-        if not isinstance(b, AgentBackendSettings):
+    for settings in config.model_training.all_backends().values():
+        if not polled(settings):
             continue
+        b = cast(AgentBackendSettings, settings)  # a polled backend's settings: a name and heartbeat_timeout_s
         presence = agent_presence(tokens, active, b, now)
         entry = presence.token
         out.append({

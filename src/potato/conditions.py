@@ -1,6 +1,7 @@
 """When a scheme is shown: upstream Potato's ``display_logic`` (show a question only for some answers).
 
-Pure, and mirrored in ``static/annotate.js`` so the page and the server agree on what was asked.
+Pure, and mirrored in ``static/conditions.js`` (which the annotation page and the study pages use)
+so the pages and the server agree on what was asked.
 The server is the one that counts: an answer to a question that was hidden for the answers saved
 with it is not stored, and a hidden question is never required.
 """

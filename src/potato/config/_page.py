@@ -264,8 +264,9 @@ _DISPLAY_KEYS: Mapping[str, Check] = {"fields": anything, "layout": anything, "r
 
 
 def _instance_display(value: object, findings: Findings) -> tuple[tuple[DisplayField, ...], bool] | None:
-    """Text fields are shown, each under its label; other field types (images, dialogues, PDFs...) are
-    upstream features this server does not draw, so they are refused by name."""
+    """The fields shown for each item, each under its label (``potato.display``'s types), and whether
+    side by side; a type this server does not draw (video, galleries, traces...) is refused by name,
+    and every display option is drawn or named (:func:`_options_named`)."""
     if value is None:
         return (), False
     try:

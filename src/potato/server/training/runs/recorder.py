@@ -211,8 +211,9 @@ class RunRecorder:
     """Turns what a worker reports into the run's record: events.jsonl, run.log, step, progress,
     and at the end its state, metrics, predictions, model files and writeback.
 
-    Backend-neutral on purpose: the local runner feeds it from the job dir; a remote backend will
-    feed it from the agent protocol's events, predictions and result calls.
+    Backend-neutral on purpose: every backend's agent feeds it through the agent protocol's events,
+    predictions and result calls, and a backend that trains by other means (a test's toy) calls it
+    directly, so a run is recorded the same way wherever it ran.
     """
 
     def __init__(self, project: Project, store: RunStore, run: Run, clock: Clock = time.time) -> None:

@@ -57,7 +57,7 @@ from typing import Any, Sequence
 
 import quick  # bench/quick.py: --quick, the sizes CI runs
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.unit.training.jobdirs
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.harness.jobdirs
 
 from potato.server.training.runs.activelearning import item_doubt, order  # noqa: E402
 from potato.training.events import EventWriter  # noqa: E402
@@ -67,7 +67,7 @@ from potato.training.metrics import accuracy, macro_f1  # noqa: E402
 from potato.training.results import prediction_row  # noqa: E402
 from potato.training.trainers.base import TrainContext  # noqa: E402
 from potato.training.trainers.sklearn_text import SklearnTextTrainer  # noqa: E402
-from tests.unit.training.jobdirs import job_json  # noqa: E402
+from tests.harness.jobdirs import job_json  # noqa: E402
 
 SCHEMA = "digit"
 SCHEME = {"name": SCHEMA, "annotation_type": "radio", "labels": [str(k) for k in range(10)]}

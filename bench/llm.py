@@ -42,13 +42,13 @@ from typing import Any
 
 import quick  # bench/quick.py: --quick, the sizes CI runs
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.unit.training.jobdirs
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.harness.jobdirs
 os.environ.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error")
 
 from potato.training.supervise import worker_env  # noqa: E402
 from tests.harness import smollm2  # noqa: E402
 from tests.harness.smollm2 import SETUP_HINT  # noqa: E402
-from tests.unit.training.jobdirs import job_json, write_bundle  # noqa: E402
+from tests.harness.jobdirs import job_json, write_bundle  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEWS = ROOT / "examples" / "reviews" / "data" / "reviews.json"

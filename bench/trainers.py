@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.unit.tr
 os.environ.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error")
 
 from potato.training.supervise import worker_env  # noqa: E402
-from tests.unit.training.jobdirs import SENTIMENT, job_json, write_bundle  # noqa: E402
+from tests.harness.jobdirs import SENTIMENT, job_json, write_bundle  # noqa: E402
 from tests.unit.training.tinybert import build_tiny_bert, synthetic_reviews  # noqa: E402
 
 LABELS = list(SENTIMENT["labels"])

@@ -22,10 +22,10 @@ import requests
 from tests.harness.agents import register, token_in
 from tests.conftest import ADMIN_KEY
 from tests.harness.example_project import copy_example
-from tests.integration.test_agent import wait_until
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.waiting import wait_until
+from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
-from tests.unit.training.jobdirs import review_job
+from tests.harness.jobdirs import review_job
 
 TAG = os.environ.get("POTATO_IMAGES", "")
 DOCKER = "/usr/bin/docker"
@@ -137,7 +137,7 @@ def test_the_agent_image_completes_a_run_with_only_the_token_and_the_address(
         "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
         "backends": {"lab": {"type": "agent"}}})).start()
     try:
-        from tests.integration.test_training_local import label_all
+        from tests.harness.runs import label_all
 
         label_all(srv, 20)
         _, token = register(srv.config_path, "lab")
@@ -164,7 +164,7 @@ def test_a_gpu_trainer_on_the_slim_agent_image_names_the_image_that_has_it(
     srv = ServerProcess(make_project(model_training={
         "enabled": True, "grace_seconds": 2, "backends": {"lab": {"type": "agent"}}})).start()
     try:
-        from tests.integration.test_training_local import label_all
+        from tests.harness.runs import label_all
 
         label_all(srv, 20)
         _, token = register(srv.config_path, "lab")
@@ -187,7 +187,7 @@ def test_the_gpu_agent_built_on_the_worker_image_trains_hf_text_classification(
     """The GPU variant, built as docs/containers.md says (the agent's Dockerfile on the worker image):
     hf-text-classification trains in it (CI's worker image has the CPU torch; a small BERT made here
     stands in for a model on the machine, mounted read-only)."""
-    from tests.integration.test_training_local import label_all
+    from tests.harness.runs import label_all
     from tests.unit.training.tinybert import build_tiny_bert
 
     srv = ServerProcess(make_project(model_training={
@@ -240,7 +240,7 @@ def test_the_check_runs_inside_the_worker_image(tmp_path: Path) -> None:
 
 
 def _ssh_docker_server(make_project: Callable[..., Path]) -> ServerProcess:
-    from tests.integration.test_training_local import label_all
+    from tests.harness.runs import label_all
     from tests.harness.sshd import start_sshd
 
     host = start_sshd()

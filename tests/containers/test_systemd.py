@@ -21,7 +21,7 @@ import pytest
 from tests.containers.test_images import DOCKER, ROOT, TAG, docker
 from tests.harness.example_project import copy_example
 from tests.faults.matrix import fault
-from tests.integration.test_agent import wait_until
+from tests.harness.waiting import wait_until
 
 pytestmark = [pytest.mark.containers,
               pytest.mark.skipif(not TAG, reason="run by scripts/containers, which builds the images first")]

@@ -135,7 +135,7 @@ def test_the_page_fits_a_phone_and_a_desktop_with_long_unbroken_text(
 
 def label_and_suggest(srv: ServerProcess) -> None:
     """A suggestion on r000 without training: a run's predictions written back through the API."""
-    from tests.integration.test_training_local import label_all, start, wait
+    from tests.harness.runs import label_all, start, wait
 
     label_all(srv, 20)
     run = start(srv, trainer="noop", schemas=["sentiment"])

@@ -17,7 +17,7 @@ from tests.conftest import ADMIN_KEY
 from tests.e2e.test_training_page_newcomer import open_page
 from tests.harness.hubstandin import USER, HubStandIn
 from tests.integration.test_hub_push import agent_run_with_model_left_on_host
-from tests.integration.test_training_local import label_all, start, wait
+from tests.harness.runs import label_all, start, wait
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

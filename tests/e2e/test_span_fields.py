@@ -153,7 +153,7 @@ def test_the_models_spans_come_back_in_their_field_and_are_accepted_there(
     drawn in the field each belongs to; one rejected there by a click, the rest accepted with a."""
     from tests.integration.test_span_fields_local import FIELDS as PAIR_FIELDS, pairs, truth
     from tests.integration.test_spans_local import NER, mark, signed_in, stored
-    from tests.integration.test_training_local import TERMINAL, start, wait
+    from tests.harness.runs import TERMINAL, start, wait
 
     config = make_project(annotation_schemes=[NER], item_properties={"id_key": "id", "text_key": "premise"},
                           instance_display={"fields": PAIR_FIELDS}, model_training={

@@ -11,7 +11,7 @@ import requests
 
 from tests.e2e.test_training_page_newcomer import open_page
 from tests.integration.test_spans_local import H, mark, signed_in, span_items, span_project, true_spans
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

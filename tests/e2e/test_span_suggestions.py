@@ -15,7 +15,7 @@ import requests
 
 from tests.e2e.test_span_scores import trained  # noqa: F401  (the fixture: a server after a real span run)
 from tests.integration.test_spans_local import NER, H, mark, signed_in, span_items, true_spans
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.adminapi import stored_labels
 from tests.harness.servers import ServerProcess
 

@@ -23,8 +23,9 @@ import requests
 
 from tests.conftest import ADMIN_KEY
 from tests.faults.matrix import fault
-from tests.integration.test_agent import Setup, _claim, make_setup  # noqa: F401 - the fixture
-from tests.integration.test_training_local import TERMINAL, label_all, start, wait
+from tests.harness.agentsetup import Setup, _claim
+from tests.integration.test_agent import make_setup  # noqa: F401 - the fixture
+from tests.harness.runs import TERMINAL, label_all, start, wait
 from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration
@@ -222,7 +223,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def test_training_cannot_take_the_disk_space_kept_for_annotators(make_project: Callable[..., Path],
                                                                  small_disk: Path) -> None:
     from tests.harness.agents import register
-    from tests.integration.test_agent import agent_config
+    from tests.harness.agentsetup import agent_config
 
     raw = agent_config()
     raw["model_training"]["disk_reserve_mb"] = 8
@@ -320,7 +321,7 @@ def test_a_bundle_download_cut_at_twenty_random_offsets_always_resumes_whole(
        "'No word from the agent on lab for 5 seconds'; the next run succeeds")
 def test_kill_9_of_the_agent_ends_its_worker_and_the_next_run_runs_alone(
         make_setup: Callable[..., Setup]) -> None:  # noqa: F811
-    from tests.integration.test_agent import wait_until, worker_pids
+    from tests.harness.waiting import wait_until, worker_pids
 
     s = make_setup(heartbeat_timeout_s=5)
     label_all(s.server, 20)

@@ -21,8 +21,9 @@ import requests
 
 from tests.faults.matrix import fault
 from tests.faults.test_agent_reports import H, V1, claimed, events_of, post, run_of  # noqa: F401 - the fixture
-from tests.integration.test_agent import Setup, _claim, make_setup  # noqa: F401 - the fixture
-from tests.integration.test_training_local import TERMINAL, label_all, start, wait
+from tests.harness.agentsetup import Setup, _claim
+from tests.integration.test_agent import make_setup  # noqa: F401 - the fixture
+from tests.harness.runs import TERMINAL, label_all, start, wait
 
 pytestmark = pytest.mark.integration
 SUCCEEDED = {"exit_code": 0, "result": {"status": "succeeded", "metrics": {"holdout_accuracy": 0.8}}, "log": []}

@@ -24,8 +24,8 @@ from tests.harness import procs
 from tests.harness.annotators import Annotators
 from tests.conftest import ADMIN_KEY
 from tests.faults.matrix import fault
-from tests.integration.test_agent import wait_until
-from tests.integration.test_training_local import TERMINAL, label_all, start, training_config, wait
+from tests.harness.waiting import wait_until
+from tests.harness.runs import TERMINAL, label_all, start, training_config, wait
 from tests.harness.servers import ServerProcess, free_port
 
 pytestmark = pytest.mark.integration

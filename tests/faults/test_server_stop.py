@@ -18,7 +18,7 @@ import pytest
 from potato.server.gunicorn_app import GRACEFUL_TIMEOUT_S
 from tests.faults.matrix import fault
 from tests.harness.servers import free_port
-from tests.integration.test_agent import wait_until
+from tests.harness.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ from tests.harness import procs
 from tests.harness.annotators import Annotators
 from tests.conftest import ADMIN_KEY
 from tests.faults.matrix import fault
-from tests.integration.test_training_local import TERMINAL, label_all, training_config, wait
+from tests.harness.runs import TERMINAL, label_all, training_config, wait
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

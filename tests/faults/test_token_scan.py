@@ -25,7 +25,7 @@ from tests.faults.matrix import fault
 from tests.integration.conftest import make_server  # noqa: F401 - the fixture
 from tests.integration.test_slurm import cluster, slurm_config  # noqa: F401 - the fixture
 from tests.integration.test_ssh import ssh_config, sshd  # noqa: F401 - the fixture
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
 from tests.harness.slurmcluster import Cluster
 from tests.harness.sshd import SshHost

@@ -20,7 +20,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 
-from tests.unit.training.jobdirs import read_result, review_job, run_worker  # noqa: E402
+from tests.harness.jobdirs import read_result, review_job, run_worker  # noqa: E402
 from tests.unit.training.tinybert import build_tiny_bert  # noqa: E402
 
 

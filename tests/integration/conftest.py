@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, Iterator
 
 import pytest
 
-from tests.integration.test_training_local import label_all
+from tests.harness.runs import label_all
 from tests.harness.servers import ServerProcess
 
 

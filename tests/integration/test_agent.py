@@ -9,7 +9,7 @@ import signal
 import socket
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 import requests
@@ -18,59 +18,16 @@ import potato
 from potato.training.protocol import Client, Forbidden, TooLarge
 from potato.training.reporting import REPORT_RETRY_CAP_S
 from tests.harness import procs
-from tests.harness.agents import AgentProcess, Proxy, register, token_in
+from tests.harness.agents import register, token_in
+from tests.harness.agentsetup import Setup, _claim, agent_config
 from tests.conftest import ADMIN_KEY
 from tests.faults.matrix import fault
-from tests.integration.test_training_local import TERMINAL, label_all, start, wait
+from tests.harness.runs import TERMINAL, label_all, start, wait
 from tests.harness.servers import ServerProcess
+from tests.harness.waiting import wait_until, worker_pids
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}
-
-
-def agent_config(**lab: Any) -> Dict[str, Any]:
-    backend: Dict[str, Any] = {"type": "agent", "description": "lab workstation"}
-    backend.update(lab)
-    return {"model_training": {
-        "enabled": True,
-        "grace_seconds": 2,
-        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
-        "backends": {"lab": backend},
-    }}
-
-
-class Setup:
-    def __init__(self, config_path: Path, server: ServerProcess, token: str, register_output: str) -> None:
-        self.config_path = config_path
-        self.server = server
-        self.token = token
-        self.register_output = register_output
-        self.agents: list[AgentProcess] = []
-        self.proxies: list[Proxy] = []
-
-    @property
-    def root(self) -> Path:
-        return self.config_path.parent
-
-    def agent(self, *extra: str, url: str | None = None, name: str = "agent", token: str | None = None) -> AgentProcess:
-        proc = AgentProcess(url or self.server.url, "lab", token or self.token, self.root / name, *extra)
-        self.agents.append(proc)
-        return proc
-
-    def proxy(self) -> Proxy:
-        proxy = Proxy(self.server.port)
-        self.proxies.append(proxy)
-        return proxy
-
-    def run_dir(self, run_id: str) -> Path:
-        return self.root / "annotation_output" / "training" / "runs" / run_id
-
-    def close(self) -> None:
-        for agent in self.agents:
-            agent.stop()
-        for proxy in self.proxies:
-            proxy.close()
-        self.server.stop()
 
 
 @pytest.fixture
@@ -87,27 +44,6 @@ def make_setup(make_project: Callable[..., Path]) -> Iterator[Callable[..., Setu
     yield _make
     for setup in made:
         setup.close()
-
-
-def worker_pids(part: str) -> list[int]:
-    """Worker processes whose command line (the job dir) contains ``part``: this test's only."""
-    pids = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            args = cmdline.read_bytes().split(b"\0")
-            if b"potato.training.worker" in args and any(part.encode() in a for a in args):
-                pids.append(int(cmdline.parent.name))
-        except (OSError, ValueError):
-            continue
-    return pids
-
-
-def wait_until(check: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def test_register_prints_the_token_once_with_the_commands_to_run(make_setup: Callable[..., Setup]) -> None:
@@ -327,15 +263,6 @@ def test_registering_again_locks_out_the_old_token(make_setup: Callable[..., Set
     assert r.status_code == 401 and r.json()["code"] == "token_replaced"
     fresh = s.agent("--once", token=new_token, name="agent2")
     fresh.wait_for("waiting for jobs on lab")
-
-
-def _claim(s: Setup) -> tuple[str, str]:
-    """Claim the next queued run as a hand-written agent would: (run id, run token)."""
-    r = requests.post(f"{s.server.url}/training/agent/v1/jobs/next",
-                      json={"backend": "lab", "agent": {"id": "test", "host": "testhost"}, "wait_s": 5},
-                      headers={"Authorization": f"Bearer {s.token}"})
-    assert r.status_code == 200, r.text
-    return r.json()["run_id"], r.json()["run_token"]
 
 
 @fault("The agent and its reports", "A predictions upload over max_predictions_mb",

@@ -21,8 +21,8 @@ import requests
 import potato
 from tests.harness.agents import register
 from tests.conftest import ADMIN_KEY
-from tests.integration.test_agent import agent_config
-from tests.integration.test_training_local import TERMINAL, label_all, start, wait
+from tests.harness.agentsetup import agent_config
+from tests.harness.runs import TERMINAL, label_all, start, wait
 from tests.harness.machines import PYTHON38, Machine, stop
 from tests.harness.servers import ServerProcess
 

@@ -17,8 +17,10 @@ from typing import Any, Callable, Dict
 import pytest
 import requests
 
-from tests.integration.test_agent import H, Setup, make_setup, wait_until, worker_pids  # noqa: F401 (fixture)
-from tests.integration.test_training_local import TERMINAL, label_all, start, wait
+from tests.harness.agentsetup import Setup
+from tests.harness.waiting import wait_until, worker_pids
+from tests.integration.test_agent import H, make_setup  # noqa: F401 (fixture)
+from tests.harness.runs import TERMINAL, label_all, start, wait
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ import requests
 from potato.training.agentsetup import EXIT_TOKEN
 from tests.harness.agents import AgentProcess, register
 from tests.conftest import ADMIN_KEY
-from tests.integration.test_training_local import TERMINAL, label_all, start, training_config, wait
+from tests.harness.runs import TERMINAL, label_all, start, training_config, wait
 from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration

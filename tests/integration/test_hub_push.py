@@ -23,7 +23,7 @@ import yaml
 from tests.harness import agents
 from tests.conftest import ADMIN_KEY, base_config, review_items, truth
 from tests.harness.hubstandin import USER, HubStandIn, card_metadata
-from tests.integration.test_training_local import label_all, start, wait
+from tests.harness.runs import label_all, start, wait
 from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration

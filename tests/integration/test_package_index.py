@@ -27,8 +27,8 @@ import yaml
 
 import potato
 from tests.harness.agents import register
-from tests.integration.test_agent import agent_config
-from tests.integration.test_training_local import TERMINAL, label_all, start, wait
+from tests.harness.agentsetup import agent_config
+from tests.harness.runs import TERMINAL, label_all, start, wait
 from tests.harness.machines import PYENV, Machine, answers, stop
 from tests.harness.servers import ServerProcess, free_port
 

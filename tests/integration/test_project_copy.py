@@ -16,7 +16,7 @@ from typing import Callable, List
 
 import pytest
 
-from tests.integration.test_training_local import TERMINAL, label_all, start, training_config, wait
+from tests.harness.runs import TERMINAL, label_all, start, training_config, wait
 from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration

@@ -21,9 +21,9 @@ import requests
 from tests.harness import slurm_standin
 from tests.harness.agents import register
 from tests.conftest import ADMIN_KEY
-from tests.integration.test_agent import wait_until, worker_pids
+from tests.harness.waiting import wait_until, worker_pids
 from tests.integration.test_ssh import _remote_agent_pid, _session_pid, log_of
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
 from tests.harness.slurmcluster import Cluster, start_cluster
 from tests.faults.matrix import fault

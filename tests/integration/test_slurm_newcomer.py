@@ -17,7 +17,7 @@ from potato.training.slurmstate import PENDING_REASONS
 from tests.harness.agents import register
 from tests.integration.test_slurm import _check, run_dir, slurm_config, slurm_job_id
 from tests.integration.test_ssh import log_of
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
 from tests.harness.slurmcluster import Cluster, start_cluster
 

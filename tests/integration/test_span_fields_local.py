@@ -18,7 +18,7 @@ import requests
 from tests.conftest import ADMIN_KEY
 from tests.harness.servers import ServerProcess
 from tests.integration.test_spans_local import NER, PEOPLE, PLACES, mark, signed_in, stored
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, start, wait
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}

@@ -12,7 +12,7 @@ import pytest
 
 from tests.harness.agents import AgentProcess, register
 from tests.integration.test_spans_local import mark, signed_in, span_items, span_project, true_spans
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
 from tests.harness.slurmcluster import start_cluster
 from tests.harness.sshd import start_sshd

@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from tests.conftest import ADMIN_KEY
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration

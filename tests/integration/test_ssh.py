@@ -15,8 +15,8 @@ import requests
 
 from tests.harness import procs
 from tests.conftest import ADMIN_KEY
-from tests.integration.test_agent import wait_until, worker_pids
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.waiting import wait_until, worker_pids
+from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
 from tests.harness.sshd import SshHost, start_sshd
 from tests.faults.matrix import fault

@@ -27,9 +27,9 @@ from potato.config.schema import SshBackendSettings
 from potato.server.training.backends.ssh.command import SshFailed, SshTarget, Step
 from potato.server.training.backends.ssh.host import close_connection, run_ssh
 from tests.conftest import ADMIN_KEY
-from tests.integration.test_agent import wait_until
+from tests.harness.waiting import wait_until
 from tests.integration.test_ssh import cleaned_up, log_of, ssh_config
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
 from tests.harness.slurmcluster import start_cluster
 from tests.harness.sshd import SshHost, start_sshd

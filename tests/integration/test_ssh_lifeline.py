@@ -10,7 +10,7 @@ from typing import Callable
 import pytest
 
 from tests.integration.test_ssh import log_of, ssh_config, sshd  # noqa: F401 - sshd is a fixture
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
 from tests.harness.sshd import SshHost
 from tests.faults.matrix import fault

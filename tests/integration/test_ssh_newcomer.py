@@ -25,8 +25,8 @@ import yaml
 
 from potato.config.schema import SshBackendSettings
 from potato.server.training.backends.ssh.command import SshTarget
-from tests.integration.test_agent import wait_until
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.waiting import wait_until
+from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
 from tests.harness.sshd import SshHost, start_sshd
 

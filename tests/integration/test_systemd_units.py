@@ -19,8 +19,8 @@ import pytest
 import requests
 
 from tests.harness.agents import register
-from tests.integration.test_agent import wait_until
-from tests.integration.test_training_local import TERMINAL, label_all, start, wait
+from tests.harness.waiting import wait_until
+from tests.harness.runs import TERMINAL, label_all, start, wait
 from tests.harness.servers import ServerProcess, free_port
 
 pytestmark = pytest.mark.integration

@@ -7,51 +7,18 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator
+from typing import Callable, Iterator
 
 import pytest
 import requests
 
 from tests.conftest import ADMIN_KEY, truth
+from tests.harness.runs import TERMINAL, label_all, start, training_config, wait
 from tests.harness.servers import ServerProcess
 from tests.faults.matrix import fault
 
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}
-TERMINAL = {"succeeded", "failed", "cancelled"}
-
-
-def training_config(**mt: Any) -> Dict[str, Any]:
-    block: Dict[str, Any] = {
-        "enabled": True,
-        "grace_seconds": 2,
-        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
-    }
-    block.update(mt)
-    return {"model_training": block}
-
-
-def label_all(srv: ServerProcess, n: int = 40) -> None:
-    labels = [{"id": f"r{i:03d}", "schema": "sentiment", "label": truth(f"r{i:03d}")} for i in range(n)]
-    r = requests.post(srv.url + "/admin/api/labels", json={"user": "gold", "labels": labels}, headers=H)
-    assert r.status_code == 200, r.text
-
-
-def start(srv: ServerProcess, **body: Any) -> Dict[str, Any]:
-    r = requests.post(srv.url + "/admin/training/api/runs", json=body, headers=H)
-    assert r.status_code == 201, r.text
-    return r.json()
-
-
-def wait(srv: ServerProcess, run_id: str, states: set, timeout: float = 120) -> Dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        run = requests.get(f"{srv.url}/admin/training/api/runs/{run_id}", headers=H).json()
-        if run["state"] in states:
-            return run
-        if time.monotonic() > deadline:
-            raise AssertionError(f"run stuck in {run['state']}: {run}\n{srv.output()[-3000:]}")
-        time.sleep(0.2)
 
 
 @pytest.fixture
@@ -250,7 +217,7 @@ def test_the_local_worker_sees_none_of_the_servers_secrets_but_what_pass_env_nam
         make_project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """The server's environment (cloud keys, HF_TOKEN, its admin key) stays out of the worker's
     /proc environ; model_training.pass_env lets a named variable through."""
-    from tests.integration.test_agent import wait_until, worker_pids
+    from tests.harness.waiting import wait_until, worker_pids
 
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-for-the-test")
     monkeypatch.setenv("HF_TOKEN", "hf-token-for-the-test")

@@ -33,7 +33,7 @@ import yaml
 
 from tests.conftest import ADMIN_KEY
 from tests.harness.example_project import copy_example
-from tests.integration.test_training_local import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.machines import PYTHON38, Machine, stop
 from tests.harness.servers import ServerProcess
 from tests.harness.slurmcluster import Cluster, start_cluster

@@ -17,7 +17,7 @@ from potato.training import agentsetup as agent
 from potato.training.containers import ContainerSpec, Shell, shell_line, worker_argv
 from potato.training.slurmsettings import SlurmConfigError, SlurmSettings
 from potato.training.supervise import Supervisor, WorkerProcess
-from tests.unit.training.jobdirs import review_job
+from tests.harness.jobdirs import review_job
 
 DOCKER = ContainerSpec("docker", "potato-worker-cuda", ("--shm-size=1g",))
 APPTAINER = ContainerSpec("apptainer", "/shared/images/potato-worker.sif")

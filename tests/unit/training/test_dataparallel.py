@@ -31,7 +31,7 @@ from potato.training.dataparallel import (
     world_size,
 )
 
-from .jobdirs import SENTIMENT, job_json, read_jsonl, read_result, worker_env, write_bundle
+from tests.harness.jobdirs import SENTIMENT, job_json, read_jsonl, read_result, worker_env, write_bundle
 
 # -- pure ------------------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import pytest
 from potato.training.trainers.calibration_maths import fit_scaling, logit, sigmoid
 from potato.training.worker import run_job
 
-from .jobdirs import SENTIMENT, job_json, pack_bundle, read_jsonl, read_result, write_bundle
+from tests.harness.jobdirs import SENTIMENT, job_json, pack_bundle, read_jsonl, read_result, write_bundle
 
 
 def test_fit_scaling_recovers_a_known_miscalibration() -> None:

@@ -22,7 +22,7 @@ import pytest
 from potato.training.trainers.calibration_maths import confidence_log_loss, expected_calibration_error
 from potato.training.worker import run_job
 
-from .jobdirs import SENTIMENT, job_json, pack_bundle, read_jsonl, read_result, run_worker, write_bundle
+from tests.harness.jobdirs import SENTIMENT, job_json, pack_bundle, read_jsonl, read_result, run_worker, write_bundle
 
 LABELS = ("positive", "negative")
 ACCURACY = 0.67

@@ -20,7 +20,7 @@ from potato.training.failures import BadJob
 from potato.training.trainers import available_trainers, get_trainer
 from potato.training.trainers.hf_llm import dtype_keyword
 
-from .jobdirs import ASPECTS, SENTIMENT, job_json, read_jsonl, read_result, write_bundle
+from tests.harness.jobdirs import ASPECTS, SENTIMENT, job_json, read_jsonl, read_result, write_bundle
 from .tinybert import synthetic_reviews, torch_threads_restored
 
 N = 200

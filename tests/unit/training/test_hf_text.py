@@ -17,7 +17,7 @@ pytest.importorskip("transformers")
 
 from potato.training.worker import run_job
 
-from .jobdirs import ASPECTS, SENTIMENT, job_json, read_jsonl, read_result, write_bundle
+from tests.harness.jobdirs import ASPECTS, SENTIMENT, job_json, read_jsonl, read_result, write_bundle
 from .tinybert import build_tiny_bert, synthetic_reviews, torch_threads_restored
 
 N = 400

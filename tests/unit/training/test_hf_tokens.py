@@ -15,7 +15,7 @@ pytest.importorskip("transformers")
 
 from potato.training.worker import run_job
 
-from .jobdirs import job_json, read_jsonl, read_result, write_bundle
+from tests.harness.jobdirs import job_json, read_jsonl, read_result, write_bundle
 from .test_sklearn_tokens import ENTITIES, sentences
 from .tinybert import build_tiny_bert, torch_threads_restored
 

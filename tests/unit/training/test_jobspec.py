@@ -12,7 +12,7 @@ from potato.training.failures import BadJob
 from potato.training.jobspec import parse_job, read_holdout, read_items, read_job, read_labels
 from potato.training.schemes import SchemeType
 
-from .jobdirs import ASPECTS, SENTIMENT, job_json
+from tests.harness.jobdirs import ASPECTS, SENTIMENT, job_json
 
 
 def test_a_valid_job() -> None:

@@ -18,7 +18,7 @@ import pytest
 from potato.training import supervise, worker
 from potato.training.containers import ContainerSpec, worker_argv
 from tests.faults.matrix import fault
-from tests.unit.training.jobdirs import read_exit_code, read_jsonl, read_result, review_job, worker_env
+from tests.harness.jobdirs import read_exit_code, read_jsonl, read_result, review_job, worker_env
 
 STAND_IN_AGENT = """
 import sys, time

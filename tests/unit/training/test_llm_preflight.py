@@ -19,7 +19,7 @@ from potato.training.schemes import Scheme, SchemeType
 from potato.training.trainers.base import TrainContext
 from potato.training.trainers.llm_preflight import check_fits, need_for
 
-from .jobdirs import read_jsonl
+from tests.harness.jobdirs import read_jsonl
 from .test_llm_memory import QWEN25_7B
 
 

@@ -27,7 +27,7 @@ from potato.training.trainers.llm_zero_shot import (
 from tests.harness import smollm2
 from tests.harness.example_project import EXAMPLE
 
-from .jobdirs import job_json, read_jsonl, read_result, write_bundle
+from tests.harness.jobdirs import job_json, read_jsonl, read_result, write_bundle
 
 SENTIMENT = Scheme(name="sentiment", annotation_type=SchemeType.RADIO, labels=("positive", "negative"), description="Is this review positive or negative?")
 ASPECTS = Scheme(name="aspects", annotation_type=SchemeType.MULTISELECT, labels=("price", "delivery"), description="What does the review mention?")

@@ -10,7 +10,7 @@ from potato.training.spans import ScoredSpan, Span
 from potato.training.trainers.noop import memorise, recall
 from potato.training.worker import run_job
 
-from .jobdirs import job_json, read_jsonl, read_result, write_bundle
+from tests.harness.jobdirs import job_json, read_jsonl, read_result, write_bundle
 from .test_sklearn_tokens import ENTITIES, sentences
 
 

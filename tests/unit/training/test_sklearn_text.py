@@ -13,7 +13,7 @@ pytest.importorskip("sklearn")
 
 from potato.training.worker import run_job
 
-from .jobdirs import SENTIMENT, job_json, read_jsonl, read_result, review_job, write_bundle
+from tests.harness.jobdirs import SENTIMENT, job_json, read_jsonl, read_result, review_job, write_bundle
 
 TOPICS = {
     "sports": ["match", "goal", "team", "coach", "league"],

@@ -14,7 +14,7 @@ pytest.importorskip("sklearn")
 
 from potato.training.worker import run_job
 
-from .jobdirs import SENTIMENT, job_json, read_jsonl, read_result, write_bundle
+from tests.harness.jobdirs import SENTIMENT, job_json, read_jsonl, read_result, write_bundle
 
 ENTITIES = {"name": "names", "annotation_type": "span", "labels": ["PER", "LOC"]}
 PEOPLE = ["Ada", "Grace", "Alan", "Linus", "Barbara", "Dennis", "Margaret", "Ken"]

@@ -21,7 +21,7 @@ from potato.training.spans import BadSpan, ScoredSpan, Span, check_spans
 from potato.training.trainers.base import Prediction
 from potato.training.worker import run_job
 
-from .jobdirs import job_json, read_jsonl, read_result, write_bundle
+from tests.harness.jobdirs import job_json, read_jsonl, read_result, write_bundle
 
 TEXTS = {"": "Ada flew to Oslo.", "hypothesis": "Oslo is where Ada went."}
 PAIR = Scheme(SchemeType.SPAN, "entities", labels=("PER", "LOC"), span_fields=("", "hypothesis"), text_key="premise")

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .jobdirs import (
+from tests.harness.jobdirs import (
     SENTIMENT,
     job_json,
     read_exit_code,

@@ -18,7 +18,7 @@ from potato.training import trainers as registry
 from potato.training.trainers.base import Example, Item, Prediction, Trainer, multiselect_prediction, radio_prediction
 from potato.training.worker import run_job
 
-from .jobdirs import ASPECTS, SENTIMENT, job_json, read_jsonl, read_result, reviews, write_bundle
+from tests.harness.jobdirs import ASPECTS, SENTIMENT, job_json, read_jsonl, read_result, reviews, write_bundle
 
 
 class GuessTrainer(Trainer):

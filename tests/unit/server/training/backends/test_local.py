@@ -13,7 +13,7 @@ import pytest
 from potato.config.schema import LocalBackendSettings
 from potato.server.training.backends.local import check_local
 from tests.harness.hiding import HF_PACKAGES, hide_modules, hiding_path
-from tests.unit.training.jobdirs import review_job, run_worker
+from tests.harness.jobdirs import review_job, run_worker
 from tests.unit.training.test_worker import assert_failed
 
 

@@ -10,7 +10,7 @@ import tarfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-SRC = Path(__file__).resolve().parents[3] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 SENTIMENT = {"name": "sentiment", "annotation_type": "radio", "labels": ["positive", "negative"]}
 ASPECTS = {"name": "aspects", "annotation_type": "multiselect", "labels": ["price", "quality", "delivery"]}

@@ -1,0 +1,48 @@
+"""Training runs as the tests drive them through the admin API: a training config, gold labels,
+starting a run and waiting for it to reach a state."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict
+
+import requests
+
+from tests.conftest import ADMIN_KEY, truth
+from tests.harness.servers import ServerProcess
+
+H = {"X-API-Key": ADMIN_KEY}
+TERMINAL = {"succeeded", "failed", "cancelled"}
+
+
+def training_config(**mt: Any) -> Dict[str, Any]:
+    block: Dict[str, Any] = {
+        "enabled": True,
+        "grace_seconds": 2,
+        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
+    }
+    block.update(mt)
+    return {"model_training": block}
+
+
+def label_all(srv: ServerProcess, n: int = 40) -> None:
+    labels = [{"id": f"r{i:03d}", "schema": "sentiment", "label": truth(f"r{i:03d}")} for i in range(n)]
+    r = requests.post(srv.url + "/admin/api/labels", json={"user": "gold", "labels": labels}, headers=H)
+    assert r.status_code == 200, r.text
+
+
+def start(srv: ServerProcess, **body: Any) -> Dict[str, Any]:
+    r = requests.post(srv.url + "/admin/training/api/runs", json=body, headers=H)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def wait(srv: ServerProcess, run_id: str, states: set, timeout: float = 120) -> Dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        run = requests.get(f"{srv.url}/admin/training/api/runs/{run_id}", headers=H).json()
+        if run["state"] in states:
+            return run
+        if time.monotonic() > deadline:
+            raise AssertionError(f"run stuck in {run['state']}: {run}\n{srv.output()[-3000:]}")
+        time.sleep(0.2)

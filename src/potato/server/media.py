@@ -36,6 +36,8 @@ MAX_AGE_S = 3600
 """How long a browser keeps a media file (private: it is for signed-in annotators)."""
 _REFUSED: set[str] = set()
 """Names already logged as refused: an item shown to many annotators logs one line."""
+REFUSED_KEPT = 1024
+"""...at most this many: names a client makes up must not grow the set without end."""
 PAGES_KEPT = 256
 """PDFs whose page count is kept (by file and version), so showing an item does not read its PDF."""
 NOT_A_PDF = -1
@@ -69,6 +71,8 @@ def media(name: str) -> Any:
         file, info = open_media(folder, path, project.config.output_annotation_dir)
     except MediaFileError as exc:
         if path not in _REFUSED:
+            if len(_REFUSED) >= REFUSED_KEPT:
+                _REFUSED.clear()
             _REFUSED.add(path)
             log.warning("not serving /media/%s: %s", path, exc)
         abort(404)

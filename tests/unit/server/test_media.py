@@ -139,3 +139,22 @@ def test_the_output_folder_is_never_served_even_inside_the_media_folder(make_pro
 def test_the_disposition_says_show_or_save_with_a_name_that_cannot_break_the_header(
         served: Served, name: str, value: str) -> None:
     assert content_disposition(served, name) == value
+
+
+def test_made_up_names_do_not_grow_the_refused_names_without_end(make_project: Callable[..., Path],
+                                                                tmp_path: Path, monkeypatch: Any) -> None:
+    """Each refused name is logged once; names a signed-in client makes up by the thousand must not
+    make that memory grow without end."""
+    from potato.server import close_app, media
+
+    monkeypatch.setattr(media, "REFUSED_KEPT", 5)
+    monkeypatch.setattr(media, "_REFUSED", set())
+    app = _media_app(_media_project(make_project, tmp_path))
+    try:
+        client = app.test_client()
+        _login(client)
+        for number in range(12):
+            assert client.get(f"/media/missing-{number}.png").status_code == 404
+        assert 0 < len(media._REFUSED) <= 5
+    finally:
+        close_app(app)

@@ -24,7 +24,7 @@ import pytest
 import requests
 
 from potato.config.schema import SshBackendSettings
-from potato.server.training.backends.ssh.command import SshFailed, SshTarget, Step
+from potato.server.training.backends.ssh.command import SshFailed, SshTarget, SshStep
 from potato.server.training.backends.ssh.host import close_connection, run_ssh
 from tests.conftest import ADMIN_KEY
 from tests.harness.waiting import wait_until
@@ -218,7 +218,7 @@ def test_a_step_past_its_deadline_is_named_and_what_it_started_is_stopped(sshd: 
     pid_file = f"/tmp/potato-deadline-{secrets.token_hex(4)}"
     try:
         with pytest.raises(SshFailed) as failed:
-            run_ssh(target, f"sh -c 'echo $$ > {pid_file}; exec sleep 600'", step=Step("copying Potato's code", 2,
+            run_ssh(target, f"sh -c 'echo $$ > {pid_file}; exec sleep 600'", step=SshStep("copying Potato's code", 2,
                                                                                          "check the disk there"))
         assert str(failed.value) == ("127.0.0.1: copying Potato's code took longer than 2 s; check the disk there. "
                                      "The ssh command was ended and what it started there was stopped.")

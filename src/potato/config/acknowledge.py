@@ -19,7 +19,7 @@ from potato.config.schema import Issue
 _EXAMPLE = '"model_training.backends.cluster.time is"'
 
 
-def backend_named(entry: str, backend_names: Iterable[str]) -> str | None:
+def entry_backend(entry: str, backend_names: Iterable[str]) -> str | None:
     """The backend an entry names, or None.
 
     An entry names backend N when it contains ``backends.N`` followed by ``.`` or the entry's end.
@@ -75,7 +75,7 @@ def _match(entry: object, warnings: Sequence[Issue], names: list[str]) -> tuple[
             f"{show(entry)} has {len(entry)} characters; an entry needs at least {minimum} so it cannot match "
             f"warnings by accident. Quote more of the warning, e.g. {_EXAMPLE}"
         )
-    backend = backend_named(entry, names)
+    backend = entry_backend(entry, names)
     hits = [
         i
         for i, warning in enumerate(warnings)

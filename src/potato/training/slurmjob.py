@@ -106,7 +106,9 @@ def run_command(argv: List[str], timeout: float = COMMAND_TIMEOUT_S) -> Tuple[in
     return out.returncode, out.stdout.decode("utf-8", "replace"), out.stderr.decode("utf-8", "replace")
 
 
-def last_line(text: str) -> str:
+def last_output_line(text: str) -> str:
+    """The last line of a command's output that says anything: what a message quotes of it. (Not
+    :func:`potato.training.protocol.last_line`, which reads a file's last line.)"""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else ""
 
@@ -154,7 +156,8 @@ class SlurmJob:
                              "SLURM's commands on PATH (the backend's env: PATH) or run the agent on a login node.")
         job_id = out.strip().split(";")[0]
         if code != 0 or not job_id.isdigit():
-            raise SlurmError(f"sbatch refused the job: {last_line(err) or last_line(out) or f'exit {code}'}. "
+            said = last_output_line(err) or last_output_line(out) or f"exit {code}"
+            raise SlurmError(f"sbatch refused the job: {said}. "
                              f"Check the backend's slurm settings; the command was: {shlex.join(argv)}")
         (job_dir / JOB_ID_FILE).write_text(job_id + "\n", encoding="utf-8")
         note(f"Submitted SLURM job {job_id}: {shlex.join(argv)}")
@@ -188,7 +191,7 @@ class SlurmJob:
                 return None
             gone = True
         if not gone:
-            trouble = last_line(err) or f"exit {rc}"
+            trouble = last_output_line(err) or f"exit {rc}"
             if trouble != self.squeue_trouble:
                 self.note(f"squeue failed for SLURM job {self.job_id} ({trouble}); asking again in "
                           f"{self.settings.poll_interval_s:g} s")
@@ -286,7 +289,7 @@ class SlurmJob:
         self.note(f"scancel --full --signal=TERM {self.job_id}")
         rc, _, err = self.run(["scancel", "--full", "--signal=TERM", self.job_id])
         if rc != 0 and "Invalid job id" not in err:
-            self.note(f"scancel failed ({last_line(err)}); the job may still run")
+            self.note(f"scancel failed ({last_output_line(err)}); the job may still run")
 
     def kill(self) -> None:
         """Cold stop, for a worker that did not stop after SIGTERM: SIGKILL to every process of the
@@ -299,10 +302,10 @@ class SlurmJob:
         self.note(shlex.join([*KILL_ARGV, self.job_id]))
         rc, _, err = self.run([*KILL_ARGV, self.job_id])
         if rc != 0 and "Invalid job id" not in err:  # a job that just ended has nothing left to kill
-            self.note(f"scancel failed ({last_line(err)}); SLURM kills what is left after its KillWait")
+            self.note(f"scancel failed ({last_output_line(err)}); SLURM kills what is left after its KillWait")
         self.note(f"scancel {self.job_id}")
         rc, _, err = self.run(["scancel", self.job_id])
         if rc != 0:
-            self.note(f"scancel failed ({last_line(err)}); the job may still run")
+            self.note(f"scancel failed ({last_output_line(err)}); the job may still run")
         if self.ended_code is None:
             self.ended_code = 137  # what the job's exit status will be: killed

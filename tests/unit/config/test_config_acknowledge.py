@@ -9,7 +9,7 @@ import pytest
 
 from potato import defaults
 from potato.config import validate
-from potato.config.acknowledge import apply_acknowledge, backend_named
+from potato.config.acknowledge import apply_acknowledge, entry_backend
 from potato.config.schema import Issue
 
 CONFIG = Path("/projects/reviews/config.yaml")
@@ -166,7 +166,7 @@ def test_order_is_kept() -> None:
     ],
 )
 def test_backend_named(entry: str, names: list[str], expected: str | None) -> None:
-    assert backend_named(entry, names) == expected
+    assert entry_backend(entry, names) == expected
 
 
 # --- through the validator ---------------------------------------------------------------------

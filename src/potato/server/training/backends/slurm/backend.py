@@ -19,24 +19,25 @@ from potato.defaults import SSH_STEP_TIMEOUT_S
 from potato.server.training.backends.base import CheckReport
 from potato.server.training.backends.ssh.backend import RemoteBackend
 from potato.server.training.backends.slurm.run import SLURM_FIX, SlurmRun, missing_command_error, probe_slurm, settings_for
-from potato.server.training.backends.ssh.command import SshFailed, SshTarget, Step, preamble_notice, remote_path, shell
+from potato.server.training.backends.ssh.command import (SshFailed, SshStep, SshTarget, preamble_notice, remote_path,
+                                                        shell)
 from potato.server.training.backends.ssh.host import control_dir, probe_host, run_ssh
 from potato.training.slurmscript import PRELUDE_FIX, PreludeFailure, prelude_block, prelude_failure, sbatch_flags
 from potato.training.slurmsettings import SlurmSettings
 from potato.training.slurmstate import gpus_line, never_runs, parse_sinfo
-from potato.training.slurmjob import last_line
+from potato.training.slurmjob import last_output_line
 
-REMOTE_DIR_STEP = Step("making remote_dir", SSH_STEP_TIMEOUT_S,
+REMOTE_DIR_STEP = SshStep("making remote_dir", SSH_STEP_TIMEOUT_S,
                        "remote_dir is on shared storage: check that it answers there (`ls <remote_dir>`)")
-JOB_PYTHON_STEP = Step("running job_python after the prelude", SSH_STEP_TIMEOUT_S,
+JOB_PYTHON_STEP = SshStep("running job_python after the prelude", SSH_STEP_TIMEOUT_S,
                        "run the prelude and job_python by hand on the login node; a module load or an environment "
                        "on slow shared storage can take long")
-SINFO_STEP = Step("asking sinfo about the partitions", SSH_STEP_TIMEOUT_S, SLURM_FIX)
-TEST_ONLY_STEP = Step("asking sbatch --test-only about the flags", SSH_STEP_TIMEOUT_S, SLURM_FIX)
+SINFO_STEP = SshStep("asking sinfo about the partitions", SSH_STEP_TIMEOUT_S, SLURM_FIX)
+TEST_ONLY_STEP = SshStep("asking sbatch --test-only about the flags", SSH_STEP_TIMEOUT_S, SLURM_FIX)
 CHECK_JOB_WAIT_S = 30
 """How long the check waits for its test job (the prelude and job_python on a compute node) to start
 and end; a busy queue makes it give up and cancel the job, and say so."""
-CHECK_JOB_STEP = Step("running a test job with the prelude and job_python", CHECK_JOB_WAIT_S + SSH_STEP_TIMEOUT_S,
+CHECK_JOB_STEP = SshStep("running a test job with the prelude and job_python", CHECK_JOB_WAIT_S + SSH_STEP_TIMEOUT_S,
                      SLURM_FIX)
 
 
@@ -232,7 +233,8 @@ def check_cluster(config: Config, backend: SlurmBackendSettings) -> CheckReport:
             details["never_runs"] = problems
         test = run_ssh(target, f"{env}{shell(['sbatch', '--test-only', '--job-name=potato-check', *sbatch_flags(settings), '--wrap=true'])}",
                        step=TEST_ONLY_STEP)
-        said = last_line(test.stderr.decode("utf-8", "replace")) or last_line(test.stdout.decode("utf-8", "replace"))
+        said = (last_output_line(test.stderr.decode("utf-8", "replace"))
+                or last_output_line(test.stdout.decode("utf-8", "replace")))
         details["test_only"] = said
         if test.returncode == 0:
             lines.append(f"sbatch --test-only accepts the flags: {said.removeprefix('sbatch: ')}")

@@ -19,7 +19,7 @@ from potato.config.schema import SlurmBackendSettings
 from potato.defaults import SSH_STEP_TIMEOUT_S
 from potato.server.training.backends.ssh.remoterun import RemoteRun
 from potato.server.training.backends.ssh.host import HostFacts, run_ssh
-from potato.server.training.backends.ssh.command import SshFailed, SshTarget, Step
+from potato.server.training.backends.ssh.command import SshFailed, SshTarget, SshStep
 from potato.training.slurmsettings import SETTINGS_FILE, SlurmSettings
 from potato.training.slurmjob import JOB_ID_FILE
 
@@ -28,8 +28,8 @@ REQUIRED_COMMANDS = ("sbatch", "squeue", "scancel")
 
 SLURM_FIX = ("SLURM's commands wait for slurmctld (`Unable to contact slurm controller` after a while): run "
              "`sinfo` on the login node by hand, and ask the cluster's admins if it hangs there too")
-COMMANDS_STEP = Step("looking for SLURM's commands", SSH_STEP_TIMEOUT_S)
-SETTINGS_STEP = Step("writing the job's slurm.json", SSH_STEP_TIMEOUT_S)
+COMMANDS_STEP = SshStep("looking for SLURM's commands", SSH_STEP_TIMEOUT_S)
+SETTINGS_STEP = SshStep("writing the job's slurm.json", SSH_STEP_TIMEOUT_S)
 
 
 def settings_for(backend: SlurmBackendSettings) -> SlurmSettings:

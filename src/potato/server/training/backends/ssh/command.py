@@ -111,7 +111,7 @@ def stop_command(pid: int) -> str:
 
 
 @dataclass(frozen=True)
-class Step:
+class SshStep:
     """A remote step as its messages name it, with its deadline and the fix when it runs out."""
 
     what: str
@@ -121,7 +121,7 @@ class Step:
                 "(a ~/.bashrc that waits, a home folder on a hung network mount) delays every step")
 
 
-def timed_out(host: str, step: Step, stopped: bool) -> SshFailed:
+def timed_out(host: str, step: SshStep, stopped: bool) -> SshFailed:
     """A step that ran past its deadline: which one, the fix, and whether what it started is gone."""
     after = ("what it started there was stopped" if stopped else
              "it may still run there (the host never said it had started)")
@@ -257,7 +257,7 @@ class SshFailed(PotatoError):
     """ssh could not run a command on the host; the message is the tutorial's, plus the fix."""
 
 
-def connect_error(host: str, stderr: str, step: Step | None = None, target: SshTarget | None = None) -> SshFailed:
+def connect_error(host: str, stderr: str, step: SshStep | None = None, target: SshTarget | None = None) -> SshFailed:
     """Why ssh could not connect or log in, from its own stderr (rc 255), with the fix in the backend's own terms
     when the ``target`` is known (the exact ``ssh`` command to try, the setting to look at). Without a
     message, a multiplexed command whose connection (the control master) ended under it: said with

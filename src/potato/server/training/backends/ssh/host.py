@@ -6,7 +6,7 @@ with stale ones gone: :func:`probe_host` asks all of it in one remote Python, be
 even over an open connection, is a round trip before the agent can start.
 
 Every command goes through :func:`run_ssh`: framed (what the login shell prints is set aside), with
-the ssh client's allow-list environment, and with a deadline per :class:`Step`; a step that runs
+the ssh client's allow-list environment, and with a deadline per :class:`SshStep`; a step that runs
 out of time is named, and what it started on the host is stopped by its process group.
 """
 
@@ -28,7 +28,7 @@ from potato.defaults import NVIDIA_SMI_TIMEOUT_S, SSH_STEP_TIMEOUT_S
 from potato.server.training.backends.ssh.command import (
     SshFailed,
     SshTarget,
-    Step,
+    SshStep,
     client_env,
     connect_error,
     framed,
@@ -51,13 +51,13 @@ from potato.training.gpus import (
 
 log = logging.getLogger(__name__)
 
-PROBE_STEP = Step("logging in and looking at the host (its Python, nvidia-smi, Potato's code there)",
+PROBE_STEP = SshStep("logging in and looking at the host (its Python, nvidia-smi, Potato's code there)",
                   SSH_STEP_TIMEOUT_S)
-TORCH_STEP = Step("importing the host's torch to check its GPU kernels", SSH_STEP_TIMEOUT_S,
+TORCH_STEP = SshStep("importing the host's torch to check its GPU kernels", SSH_STEP_TIMEOUT_S,
                   "run `python -c 'import torch'` there by hand: a torch on a slow network file system can take "
                   "minutes to import the first time")
-MODULES_STEP = Step("looking for the trainers' packages", SSH_STEP_TIMEOUT_S)
-STOP_STEP = Step("stopping what a timed-out command started", 30)
+MODULES_STEP = SshStep("looking for the trainers' packages", SSH_STEP_TIMEOUT_S)
+STOP_STEP = SshStep("stopping what a timed-out command started", 30)
 MASTER_TIMEOUT_S = 30
 """Deadline of a control-master command (``-O cancel``, ``-O stop``): answered by the local master at once."""
 
@@ -131,7 +131,7 @@ class Answer:
     """What the login shell printed before the command (``~/.bashrc``), ignored; empty when nothing."""
 
 
-def run_ssh(target: SshTarget, command: str, stdin: bytes | None = None, step: Step = PROBE_STEP) -> Answer:
+def run_ssh(target: SshTarget, command: str, stdin: bytes | None = None, step: SshStep = PROBE_STEP) -> Answer:
     """One command on the host within ``step``'s deadline; ssh's own failure (rc 255) becomes the
     tutorial's message, a deadline passed says which step and stops what it started there. The ssh
     client is a process group of its own, as the agent's session is: a signal to the server's group

@@ -17,7 +17,7 @@ and the clean-up's :meth:`RemoteRun.left_behind_commands`.
 
 Until the agent starts and after it has reported, this thread is the run's only actor: the run's
 ``last_seen`` is cleared then, so the agent heartbeat does not judge a step the server itself is in;
-each of those steps has a deadline of its own (:class:`~potato.server.training.backends.ssh.command.Step`).
+each of those steps has a deadline of its own (:class:`~potato.server.training.backends.ssh.command.SshStep`).
 
 Everything here is I/O; every remote command line is built by :mod:`~potato.server.training.backends.ssh.lines`
 and every ssh invocation by :mod:`~potato.server.training.backends.ssh.command`.
@@ -50,7 +50,7 @@ from potato.server.training.runs.store import Run, RunState, RunStore
 from potato.server.training.backends.ssh.command import (
     SshFailed,
     SshTarget,
-    Step,
+    SshStep,
     client_env,
     framed,
     new_nonce,
@@ -78,11 +78,11 @@ log = logging.getLogger(__name__)
 
 WATCH_S = 0.1
 
-CODE_STEP = Step("copying Potato's code", SSH_CODE_PUSH_TIMEOUT_S,
+CODE_STEP = SshStep("copying Potato's code", SSH_CODE_PUSH_TIMEOUT_S,
                  "the code is well under a MB, so the connection or the host's disk stalls: check `df -h` and "
                  "that remote_dir is writable there")
-SOCKET_STEP = Step("looking at the agent's socket", SSH_STEP_TIMEOUT_S)
-CLEAN_UP_STEP = Step("cleaning up the job folder", 60)
+SOCKET_STEP = SshStep("looking at the agent's socket", SSH_STEP_TIMEOUT_S)
+CLEAN_UP_STEP = SshStep("cleaning up the job folder", 60)
 MB = 1024 * 1024
 
 
@@ -137,7 +137,7 @@ class RemoteRun(Generic[Host]):
         """The step line within a phase (how much has arrived): not logged, it changes every second."""
         self.store.update(self.run.id, step=text)
 
-    def ssh(self, command: str, stdin: bytes | None = None, *, step: Step) -> Answer:
+    def ssh(self, command: str, stdin: bytes | None = None, *, step: SshStep) -> Answer:
         out = run_ssh(self.target, command, stdin, step)
         self.said_preamble(out.preamble)
         return out

@@ -11,12 +11,12 @@ from potato.config.schema import SshBackendSettings
 from potato.defaults import SSH_STEP_TIMEOUT_S, SSH_VENV_TIMEOUT_S
 from potato.server.training.backends.ssh import lines
 from potato.server.training.backends.ssh.remoterun import RemoteRun
-from potato.server.training.backends.ssh.command import SshFailed, Step
+from potato.server.training.backends.ssh.command import SshFailed, SshStep
 from potato.server.training.backends.ssh.host import HostFacts, gpus_unknown_error, venv_key
 from potato.training.gpus import choose_gpus
 
-VENV_CHECK_STEP = Step("looking for the packages venv", SSH_STEP_TIMEOUT_S)
-VENV_STEP = Step("installing the backend's packages", SSH_VENV_TIMEOUT_S,
+VENV_CHECK_STEP = SshStep("looking for the packages venv", SSH_STEP_TIMEOUT_S)
+VENV_STEP = SshStep("installing the backend's packages", SSH_VENV_TIMEOUT_S,
                  "pip's output so far is not kept; install them by hand there once (python -m pip install ...) "
                  "and see where pip waits, or give the host's Python the packages and drop `packages`")
 

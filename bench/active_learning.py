@@ -5,7 +5,7 @@ Learning Literature Survey*, 2009): a labelled data set whose labels are hidden 
 a small random seed set is labelled first; then, round after round, the project's trainer is fitted
 on the labels so far, predicts the unlabelled pool, and the next batch of items the annotators
 would get is chosen, labelled (the hidden label revealed) and added. A fixed test split, never
-labelled, is scored after every round (accuracy and macro-F1 with ``potato.training.metrics``, the
+labelled, is scored after every round (accuracy and macro-F1 with ``potato.training.worker.metrics``, the
 worker's own holdout score).
 
 Ours, the code the server runs, not a re-implementation:
@@ -60,11 +60,11 @@ import quick  # bench/quick.py: --quick, the sizes CI runs
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.harness.jobdirs
 
 from potato.server.training.runs.activelearning import item_doubt, order  # noqa: E402
-from potato.training.events import EventWriter  # noqa: E402
-from potato.training.jobspec import Item, JobSpec, parse_job  # noqa: E402
-from potato.training.labels import Example  # noqa: E402
-from potato.training.metrics import accuracy, macro_f1  # noqa: E402
-from potato.training.results import prediction_row  # noqa: E402
+from potato.training.job.events import EventWriter  # noqa: E402
+from potato.training.job.spec import Item, JobSpec, parse_job  # noqa: E402
+from potato.training.job.labels import Example  # noqa: E402
+from potato.training.worker.metrics import accuracy, macro_f1  # noqa: E402
+from potato.training.job.results import prediction_row  # noqa: E402
 from potato.training.trainers.base import TrainContext  # noqa: E402
 from potato.training.trainers.sklearn_text import SklearnTextTrainer  # noqa: E402
 from tests.harness.jobdirs import job_json  # noqa: E402

@@ -49,7 +49,7 @@ import annotators as ann  # noqa: E402  (bench/annotators.py: server start, CPU,
 from potato import __version__  # noqa: E402
 from potato.server.training.agent_protocol.long_poll import LONG_POLL_CHECK_S  # noqa: E402
 from potato.server.training.dispatcher import IDLE_POLL_S  # noqa: E402
-from potato.training.protocol import (  # noqa: E402
+from potato.training.agent.protocol import (  # noqa: E402
     CHUNK, LONG_POLL_MAX_S, RETRY_AFTER_S, Client, ProtocolError, Unreachable, backoff_delay,
 )
 

@@ -45,7 +45,7 @@ import quick  # bench/quick.py: --quick, the sizes CI runs
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.harness.jobdirs
 os.environ.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error")
 
-from potato.training.supervise import worker_env  # noqa: E402
+from potato.training.launch.supervise import worker_env  # noqa: E402
 from tests.harness import smollm2  # noqa: E402
 from tests.harness.smollm2 import SETUP_HINT  # noqa: E402
 from tests.harness.jobdirs import job_json, write_bundle  # noqa: E402

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import agents  # noqa: E402  (bench/agents.py: agent-side helpers, the idle-agent fleet)
 import annotators as ann  # noqa: E402  (bench/annotators.py: server start, CPU, annotator load)
 
-from potato.training.protocol import Client, RunEnded  # noqa: E402
+from potato.training.agent.protocol import Client, RunEnded  # noqa: E402
 
 STREAM_BACKEND = "stream"  # the backend whose run the simulated agent streams
 IDLE_BACKEND = agents.BACKEND  # "lab": the one agents.Fleet polls; it never gets the run

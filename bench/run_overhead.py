@@ -35,7 +35,7 @@ import quick  # bench/quick.py: --quick, the sizes CI runs
 
 import yaml
 
-from potato.training.supervise import worker_env
+from potato.training.launch.supervise import worker_env
 from potato.server.training.dispatcher import IDLE_POLL_S
 
 KEY = "bench-admin-key-0123456789"

@@ -40,7 +40,7 @@ import quick  # bench/quick.py: --quick, the sizes CI runs
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.unit.training.tinybert
 os.environ.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", TRANSFORMERS_VERBOSITY="error")
 
-from potato.training.supervise import worker_env  # noqa: E402
+from potato.training.launch.supervise import worker_env  # noqa: E402
 from tests.harness.jobdirs import SENTIMENT, job_json, write_bundle  # noqa: E402
 from tests.unit.training.tinybert import build_tiny_bert, synthetic_reviews  # noqa: E402
 
@@ -136,9 +136,9 @@ def short_texts(n: int) -> tuple[list[str], list[str], list[str]]:
 
 
 def ours_sklearn(tmp: Path, texts: list[str], topic: list[str], sentiment: list[str]) -> float:
-    from potato.training.events import EventWriter
-    from potato.training.jobspec import Item, parse_job
-    from potato.training.labels import Example
+    from potato.training.job.events import EventWriter
+    from potato.training.job.spec import Item, parse_job
+    from potato.training.job.labels import Example
     from potato.training.trainers.base import TrainContext
     from potato.training.trainers.sklearn_text import SklearnTextTrainer as Cls
 

@@ -411,7 +411,7 @@ def training_register(backend: str, config_path: Path, server_url: str | None, e
 @click.pass_context
 def training_agent(ctx: click.Context) -> None:
     """Run training jobs for an agent backend on this machine (--help for its options)."""
-    from potato.training.agent import main as agent_main
+    from potato.training.agent.program import main as agent_main
 
     sys.exit(agent_main(list(ctx.args)))
 

@@ -25,7 +25,7 @@ from potato.config._labels import MAX_SEQUENTIAL_KEY
 from potato.config.schema import Config
 from potato.db import Database
 from potato.errors import PotatoError
-from potato.training.schemes import LabelOption, Scheme
+from potato.training.job.schemes import LabelOption, Scheme
 
 CODE_MAX = 64
 DEFINITION_MAX = 500

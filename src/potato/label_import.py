@@ -20,11 +20,11 @@ from typing import Any, Iterable, Mapping
 from potato import upstream_export
 from potato.errors import did_you_mean
 from potato.config.schema import Config
-from potato.training.schemes import CHOICE_TYPES, NUMERIC_TYPES, Scheme, SchemeType
+from potato.training.job.schemes import CHOICE_TYPES, NUMERIC_TYPES, Scheme, SchemeType
 from potato.errors import DataError, LabelImportError
 from potato.items import ItemSet, csv_rows, read_utf8
 from potato.labels import Label, LabelSource
-from potato.training.spans import Texts, texts_of
+from potato.training.job.spans import Texts, texts_of
 
 
 @dataclass(frozen=True)

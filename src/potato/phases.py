@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from potato.crowdsourcing import Outcome
-from potato.training.schemes import NUMERIC_TYPES, Scheme, SchemeType
+from potato.training.job.schemes import NUMERIC_TYPES, Scheme, SchemeType
 
 
 class PhaseKind(str, enum.Enum):
@@ -197,7 +197,9 @@ def is_correct(expected: Any, given: Any) -> bool:
     """A training answer against the known one: choices as sets, numbers as numbers, text as text
     without case or surrounding blanks (pure)."""
     if isinstance(expected, list) or isinstance(given, list):
-        as_set = (lambda v: {str(x) for x in (v if isinstance(v, list) else [v])})
+        def as_set(v: Any) -> set[str]:
+            return {str(x) for x in (v if isinstance(v, list) else [v])}
+
         return as_set(expected) == as_set(given)
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):
         try:

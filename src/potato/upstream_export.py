@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from potato.config.schema import FREE_RESPONSE, Config, free_response_name
-from potato.training.schemes import Scheme, SchemeType
+from potato.training.job.schemes import Scheme, SchemeType
 from potato.labels import Label
 
 FIXED_NAMES = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeType.NUMBER: "number",

@@ -296,7 +296,7 @@ def test_a_job_sent_to_an_agent_that_just_stopped_goes_to_the_next_agent(
        "The agent's output names each break; the bundle is whole")
 def test_a_bundle_download_cut_at_twenty_random_offsets_always_resumes_whole(
         make_setup: Callable[..., Setup], tmp_path: Path) -> None:  # noqa: F811
-    from potato.training.protocol import Client
+    from potato.training.agent.protocol import Client
 
     s = make_setup(n_items=2000)
     label_all(s.server, 40)

@@ -55,7 +55,7 @@ def test_check_names_the_gpu(make_project) -> None:  # type: ignore[no-untyped-d
 
 def test_the_nvrtc_preflight_compiles_a_kernel_on_a_healthy_cuda_host() -> None:
     """E11's preflight on a real GPU: this interpreter's torch compiles the one-line kernel."""
-    from potato.training.gpus import TORCH_PROBE, nvrtc_problem
+    from potato.training.gpus.nvidia import TORCH_PROBE, nvrtc_problem
 
     out = subprocess.run([sys.executable, "-c", TORCH_PROBE], capture_output=True, text=True, timeout=300)
     report = json.loads(out.stdout.strip().splitlines()[-1])

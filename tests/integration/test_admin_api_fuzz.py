@@ -46,7 +46,7 @@ from schemathesis import GenerationMode
 
 from potato.config import load_config
 from potato.config.schema import Config
-from potato.training.schemes import CHOICE_TYPES, Scheme, SchemeType
+from potato.training.job.schemes import CHOICE_TYPES, Scheme, SchemeType
 from potato.server.auth import clean_user_name
 from tests.harness import agents
 from tests.harness.contract import call_and_check

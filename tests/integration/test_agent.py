@@ -15,8 +15,8 @@ import pytest
 import requests
 
 import potato
-from potato.training.protocol import Client, Forbidden, TooLarge
-from potato.training.reporting import REPORT_RETRY_CAP_S
+from potato.training.agent.protocol import Client, Forbidden, TooLarge
+from potato.training.agent.reporting import REPORT_RETRY_CAP_S
 from tests.harness import procs
 from tests.harness.agents import register, token_in
 from tests.harness.agentsetup import Setup, _claim, agent_config
@@ -82,7 +82,7 @@ def test_an_agent_too_old_for_the_protocol_is_told_the_command_that_updates_it(
         make_setup: Callable[..., Setup]) -> None:
     """Every poll carries the agent's version (issue 19); one the server cannot serve gets 426 with the
     pip command of the server's own package, and no job."""
-    from potato.training.protocol import ProtocolError
+    from potato.training.agent.protocol import ProtocolError
 
     s = make_setup()
     label_all(s.server, 20)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Iterator, List
 import pytest
 import requests
 
-from potato.training.agentsetup import EXIT_TOKEN
+from potato.training.agent.startup import EXIT_TOKEN
 from tests.harness.agents import AgentProcess, register
 from tests.conftest import ADMIN_KEY
 from tests.harness.runs import TERMINAL, label_all, start, training_config, wait

@@ -30,7 +30,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 
-from potato.training.protocol import RETRY_AFTER_S
+from potato.training.agent.protocol import RETRY_AFTER_S
 from tests.harness import agents
 from tests.harness.contract import call_and_check
 from tests.conftest import ADMIN_KEY, truth

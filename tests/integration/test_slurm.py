@@ -427,7 +427,7 @@ def test_a_hand_started_agent_on_the_login_node_submits_to_slurm(
     log = log_of(srv, run["id"])
     assert "Submitted SLURM job " in log and ": RUNNING on " in log
     code = cluster.run("ls -d ~/shared/code/agent-*").stdout.split()
-    assert len(code) == 1 and cluster.run(f"test -f {code[0]}/potato/training/worker.py").returncode == 0
+    assert len(code) == 1 and cluster.run(f"test -f {code[0]}/potato/training/worker/program.py").returncode == 0
     # the job imported that copy; its job dir stays (an agent backend keeps its jobs' model files)
     assert f"export PYTHONPATH={code[0]}" in cluster.run(f"cat ~/shared/jobs/{run['id']}/job.sh").stdout
 

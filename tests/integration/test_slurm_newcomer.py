@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List
 
 import pytest
 
-from potato.training.slurmstate import PENDING_REASONS
+from potato.training.slurm.state import PENDING_REASONS
 from tests.harness.agents import register
 from tests.integration.test_slurm import _check, run_dir, slurm_config, slurm_job_id
 from tests.integration.test_ssh import log_of

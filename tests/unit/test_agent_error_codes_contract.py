@@ -13,7 +13,7 @@ from typing import Set
 import yaml
 
 from potato.server.training.agent_protocol import routes as agent_api
-from potato.training import protocol
+from potato.training.agent import protocol
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = Path(agent_api.__file__)

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import yaml
 
-from potato.training.agentsetup import parser as agent_parser
+from potato.training.agent.startup import parser as agent_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "helm-less-manifests"

@@ -19,7 +19,7 @@ from potato.conditions import OPERATORS, Condition, holds
 from potato.config import load_config, validate
 from potato.assignment import order_key
 from potato.config.schema import Assignment
-from potato.training.schemes import LabelOption, SchemeType
+from potato.training.job.schemes import LabelOption, SchemeType
 from potato.config.upstream import SCHEME_KEYS, TOP_LEVEL, unsupported_message
 from potato.server import close_app, create_app
 

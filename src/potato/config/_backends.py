@@ -30,7 +30,7 @@ from potato.config._checks import (
     text_list,
 )
 from potato.config.schema import AgentBackendSettings, BackendSettings, Container, SlurmBackendSettings, SshBackendSettings
-from potato.training.slurmsettings import node_local_dir, node_local_message  # one rule with the agent's --workdir
+from potato.training.slurm.settings import node_local_dir, node_local_message  # one rule with the agent's --workdir
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from potato.config._checks import Check, Findings, Invalid, section, subset, text
 from potato.config.schema import ItemProperties
-from potato.training.schemes import Scheme, SchemeType
+from potato.training.job.schemes import Scheme, SchemeType
 from potato.config.upstream import unsupported_message
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from potato.config._checks import Check, Findings, Invalid, Problem, anything, check_keys, show, text
-from potato.training.schemes import LabelOption
+from potato.training.job.schemes import LabelOption
 
 PAGE_KEYS: Mapping[str, str] = {
     "a": "accept the model's suggestion, which annotators then do with its Accept button",

@@ -18,7 +18,7 @@ from potato.config._checks import (Findings, Invalid, boolean, check_keys, choic
 from potato.config._files import read_project_file
 from potato.config._schemes import check_schemes
 from potato.phases import GoldItem, Note, PassRule, Phase, PhaseKind, Phases
-from potato.training.schemes import CHOICE_TYPES, Scheme, SchemeType
+from potato.training.job.schemes import CHOICE_TYPES, Scheme, SchemeType
 
 KEYS = ("phases", "training", "export_include_phase_data")
 KINDS = tuple(k.value for k in PhaseKind)
@@ -77,7 +77,9 @@ def _training(value: object, findings: Findings) -> tuple[PassRule | None, dict[
     findings.errors_at("training.passing_criteria", more)
     if problems or more:
         return None, {}
-    limit = (lambda key: None if criteria.get(key, -1) <= 0 else criteria[key])  # upstream: 0 or -1 is no limit
+    def limit(key: str) -> Any:  # upstream: 0 or -1 is no limit
+        return None if criteria.get(key, -1) <= 0 else criteria[key]
+
     return PassRule(min_correct=criteria.get("min_correct", 3), require_all_correct=criteria.get("require_all_correct", False),
                     max_mistakes=limit("max_mistakes"), max_mistakes_per_question=limit("max_mistakes_per_question"),
                     allow_retry=values.get("allow_retry", criteria.get("allow_retry", True)),

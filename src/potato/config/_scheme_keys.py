@@ -25,7 +25,7 @@ from potato.config._checks import (
 )
 from potato.config._labels import label_options
 from potato.config.schema import FREE_RESPONSE_INSTRUCTION
-from potato.training.schemes import LabelOption
+from potato.training.job.schemes import LabelOption
 from potato.config.upstream import unsupported_message
 
 MAX_LIKERT_SIZE = 20

@@ -20,7 +20,7 @@ from potato.config._display_logic import check_display_logic
 from potato.config._labels import PAGE_KEYS, assign_keys
 from potato.config._scheme_keys import KEY_CHECKS, scheme_keys, type_problems
 from potato.config.schema import free_response_name
-from potato.training.schemes import NUMERIC_TYPES, Scheme, SchemeType
+from potato.training.job.schemes import NUMERIC_TYPES, Scheme, SchemeType
 from potato.config.upstream import SCHEME_KEYS, SCHEME_TYPES, unsupported_message
 
 SCHEME_TYPE_NAMES = tuple(t.value for t in SchemeType)

@@ -15,8 +15,8 @@ from potato import defaults
 from potato.crowdsourcing import Crowdsourcing
 from potato.phases import Phases
 from potato.display import span_texts
-from potato.training.containers import ContainerSpec
-from potato.training.schemes import Scheme
+from potato.training.launch.containers import ContainerSpec
+from potato.training.job.schemes import Scheme
 
 
 FREE_RESPONSE = "free_response"

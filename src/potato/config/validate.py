@@ -31,7 +31,7 @@ from potato.config._top_level import check_top_level, warn_debug
 from potato.config._training import check_model_training
 from potato.config.acknowledge import apply_acknowledge
 from potato.config.schema import ActiveLearning, Config, ModelTraining, Report
-from potato.training.schemes import Scheme
+from potato.training.job.schemes import Scheme
 
 
 def validate(raw: object, config_path: Path, file_mode: int | None = None) -> Report:

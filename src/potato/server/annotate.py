@@ -17,8 +17,8 @@ from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
 from potato.display import field_payload, media_path, span_text
 from potato.media import MediaFileError
-from potato.training.schemes import SchemeType
-from potato.training.spans import Texts
+from potato.training.job.schemes import SchemeType
+from potato.training.job.spans import Texts
 from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server import crowd, study

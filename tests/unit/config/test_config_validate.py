@@ -16,7 +16,7 @@ from potato.config import format_report, load_config, load_report, report_to_jso
 from potato.config._backends import node_local_dir, parse_slurm_time
 from potato.config._checks import Invalid
 from potato.config.schema import AgentBackendSettings, LocalBackendSettings, Report, SlurmBackendSettings, SshBackendSettings
-from potato.training.schemes import SchemeType
+from potato.training.job.schemes import SchemeType
 from potato.errors import ConfigError
 
 CONFIG = Path("/projects/reviews/config.yaml")

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pytest
 
 from potato.config import load_config, validate
-from potato.training.schemes import LabelOption, SchemeType
+from potato.training.job.schemes import LabelOption, SchemeType
 from potato.config.upstream import unsupported_message
 from potato.server import close_app, create_app
 from tests.conftest import ADMIN_KEY

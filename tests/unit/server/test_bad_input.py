@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from potato.training.schemes import Scheme
+from potato.training.job.schemes import Scheme
 from tests.conftest import ADMIN_KEY
 
 H = {"X-API-Key": ADMIN_KEY, "Content-Type": "application/json"}

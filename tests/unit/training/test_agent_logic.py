@@ -12,11 +12,11 @@ import pytest
 
 from potato.server.training.runs.store import Run, RunState
 from potato.server.training.runs.watchdog import CANCEL_SLACK_S, Action, RunLimits, judge
-from potato.training.agent import Agent
-from potato.training.reporting import Console, Reporter
-from potato.training.gpus import parse_nvidia_smi
-from potato.training.protocol import Endpoint, RunEnded, Unreachable, backoff_delay
-from potato.training.results import Reason
+from potato.training.agent.program import Agent
+from potato.training.agent.reporting import Console, Reporter
+from potato.training.gpus.nvidia import parse_nvidia_smi
+from potato.training.agent.protocol import Endpoint, RunEnded, Unreachable, backoff_delay
+from potato.training.job.results import Reason
 
 LIMITS = RunLimits(heartbeat_timeout_s=120, queue_timeout_s=None, grace_seconds=20, max_wall_seconds=None)
 
@@ -211,7 +211,7 @@ def test_a_session_agent_sees_its_ssh_session_end_by_its_stdout(tmp_path: Any) -
     but it closes the session's pipes, which a real pipe shows here without a byte written."""
     import os
 
-    from potato.training.agent import reader_gone
+    from potato.training.agent.program import reader_gone
 
     read_end, write_end = os.pipe()
     try:
@@ -227,7 +227,7 @@ def test_a_session_agent_sees_its_ssh_session_end_by_its_stdout(tmp_path: Any) -
 
 def test_the_worker_sees_an_allow_list_of_the_environment_not_the_servers_secrets() -> None:
     """Issue found in the worker's /proc environ: HF_TOKEN, AWS keys and the admin key were there."""
-    from potato.training.supervise import worker_env
+    from potato.training.launch.supervise import worker_env
 
     base = {"PATH": "/usr/bin", "HOME": "/home/a", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
             "CUDA_VISIBLE_DEVICES": "1", "LD_LIBRARY_PATH": "/usr/local/cuda/lib64", "HF_HOME": "/data/hf",
@@ -252,7 +252,7 @@ def test_a_bundle_download_waits_out_a_server_restart(tmp_path: Any) -> None:
     import hashlib
     from pathlib import Path
 
-    from potato.training import protocol
+    from potato.training.agent import protocol
 
     data = b"x" * 1000
     clock = Clock()

@@ -11,12 +11,12 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from potato.training import protocol
-from potato.training.agent import Agent
-from potato.training.agentjob import UPLOAD_TRIES
-from potato.training.protocol import CUT_OFF, EMPTY_UPLOAD, ProtocolError, SeqGap, last_line, predictions_problem
-from potato.training.reporting import Console, Reporter
-from potato.training.supervise import Ending
+from potato.training.agent import protocol
+from potato.training.agent.program import Agent
+from potato.training.agent.job import UPLOAD_TRIES
+from potato.training.agent.protocol import CUT_OFF, EMPTY_UPLOAD, ProtocolError, SeqGap, last_line, predictions_problem
+from potato.training.agent.reporting import Console, Reporter
+from potato.training.launch.supervise import Ending
 
 ROW = json.dumps({"item_id": "r000", "schema": "sentiment", "label": "positive", "confidence": 0.9})
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from potato.training import agentsetup as agent
+from potato.training.agent import startup as agent
 
 
 # -- the agent's token message: where the agent runs (issue 21, R33) ----------------------------------

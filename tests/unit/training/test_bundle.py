@@ -12,7 +12,7 @@ import pytest
 from potato.config.schema import Config
 from potato.items import Item, ItemSet
 from potato.labels import Label
-from potato.training.archive import UnsafeArchive, extract_archive
+from potato.training.job.archive import UnsafeArchive, extract_archive
 from potato.server.training.runs.bundle import build_bundle, holdout_ids, job_spec
 from tests.faults.matrix import fault
 

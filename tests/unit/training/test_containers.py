@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from potato.training import agentsetup as agent
-from potato.training.containers import ContainerSpec, Shell, shell_line, worker_argv
-from potato.training.slurmsettings import SlurmConfigError, SlurmSettings
-from potato.training.supervise import Supervisor, WorkerProcess
+from potato.training.agent import startup as agent
+from potato.training.launch.containers import ContainerSpec, Shell, shell_line, worker_argv
+from potato.training.slurm.settings import SlurmConfigError, SlurmSettings
+from potato.training.launch.supervise import Supervisor, WorkerProcess
 from tests.harness.jobdirs import review_job
 
 DOCKER = ContainerSpec("docker", "potato-worker-cuda", ("--shm-size=1g",))

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from potato.training.dataparallel import (
+from potato.training.gpus.dataparallel import (
     RankEnd,
     Ranks,
     combine,
@@ -65,7 +65,7 @@ def test_every_rank_gets_as_many_items_and_together_all_of_them() -> None:
 
 def test_torchrun_is_torch_s_own_launcher_on_one_node() -> None:
     argv = torchrun_argv("/usr/bin/python3", 2, Path("/jobs/r1"))
-    assert argv[1:] == ["-m", "potato.training.dataparallel", "--standalone", "--nproc-per-node", "2", "-m",
+    assert argv[1:] == ["-m", "potato.training.gpus.dataparallel", "--standalone", "--nproc-per-node", "2", "-m",
                         "potato.training.worker", "--rank", "/jobs/r1"]
     assert "srun" not in argv
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from potato.training.trainers.calibration_maths import fit_scaling, logit, sigmoid
-from potato.training.worker import run_job
+from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import SENTIMENT, job_json, pack_bundle, read_jsonl, read_result, write_bundle
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from potato.training.trainers.calibration_maths import confidence_log_loss, expected_calibration_error
-from potato.training.worker import run_job
+from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import SENTIMENT, job_json, pack_bundle, read_jsonl, read_result, run_worker, write_bundle
 

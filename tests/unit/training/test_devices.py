@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from potato.training.devices import (
+from potato.training.gpus.devices import (
     DeviceProbe,
     describe_local,
     is_valid_device,

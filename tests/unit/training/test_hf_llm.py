@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from potato.training.failures import BadJob
+from potato.training.job.failures import BadJob
 from potato.training.trainers import available_trainers, get_trainer
 from potato.training.trainers.hf_llm import dtype_keyword
 
@@ -128,8 +128,8 @@ def test_4bit_base_layers_and_only_the_adapter_and_head_train(tmp_path: Path, ti
     import bitsandbytes as bnb
     import torch
 
-    from potato.training.events import EventWriter
-    from potato.training.jobspec import parse_job
+    from potato.training.job.events import EventWriter
+    from potato.training.job.spec import parse_job
     from potato.training.trainers.base import TrainContext
 
     job = parse_job(job_json("hf-llm-classification", (SENTIMENT,)))
@@ -163,7 +163,7 @@ def test_4bit_run_writes_the_adapter_alone_and_it_loads_back(tmp_path: Path, tin
     label's probability, and leaves the adapter, the head and the tokenizer (not the base weights) in a
     folder that peft's AutoPeftModelForSequenceClassification loads."""
     needs_bitsandbytes_on_this_cpu()
-    from potato.training.worker import run_job
+    from potato.training.worker.program import run_job
 
     params = {"base_model": str(tiny_llama), "quantize": "4bit", "lora_r": 8, "epochs": 3, "batch_size": 8,
               "gradient_accumulation": 2, "learning_rate": 5e-3, "max_length": 32}
@@ -224,7 +224,7 @@ def test_bitsandbytes_without_a_backend_here_says_what_to_do(tmp_path: Path, tin
     saying so and what to do."""
     pytest.importorskip("peft")
     bnb = pytest.importorskip("bitsandbytes")
-    from potato.training.worker import run_job
+    from potato.training.worker.program import run_job
 
     monkeypatch.setattr(bnb, "supported_torch_devices", set(), raising=False)  # a build with no backend here
     job_dir = reviews_job(tmp_path, {"base_model": str(tiny_llama), "quantize": "4bit"})
@@ -245,7 +245,7 @@ def test_lora_on_smollm2_beats_zero_shot_on_the_example_reviews(tmp_path: Path,
     on the same 60 holdout reviews as llm-zero-shot, beats llm-zero-shot's accuracy there."""
     pytest.importorskip("peft")
     pytest.importorskip("gguf")
-    from potato.training.worker import run_job
+    from potato.training.worker.program import run_job
 
     from .test_llm_zero_shot import example_reviews, smollm2_gguf
 

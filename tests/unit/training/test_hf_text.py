@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from potato.training.worker import run_job
+from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import ASPECTS, SENTIMENT, job_json, read_jsonl, read_result, write_bundle
 from .tinybert import build_tiny_bert, synthetic_reviews, torch_threads_restored

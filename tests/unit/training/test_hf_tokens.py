@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from potato.training.worker import run_job
+from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import job_json, read_jsonl, read_result, write_bundle
 from .test_sklearn_tokens import ENTITIES, sentences

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from potato.training.failures import BadJob
-from potato.training.jobspec import parse_job, read_holdout, read_items, read_job, read_labels
-from potato.training.schemes import SchemeType
+from potato.training.job.failures import BadJob
+from potato.training.job.spec import parse_job, read_holdout, read_items, read_job, read_labels
+from potato.training.job.schemes import SchemeType
 
 from tests.harness.jobdirs import ASPECTS, SENTIMENT, job_json
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from potato.training.jobspec import LabelRow
-from potato.training.schemes import Scheme, SchemeType
-from potato.training.labels import (
+from potato.training.job.spec import LabelRow
+from potato.training.job.schemes import Scheme, SchemeType
+from potato.training.job.labels import (
     Targets,
     aggregate,
     class_labels,

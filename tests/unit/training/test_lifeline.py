@@ -15,15 +15,16 @@ from typing import Any, Iterator
 
 import pytest
 
-from potato.training import supervise, worker
-from potato.training.containers import ContainerSpec, worker_argv
+from potato.training.launch import supervise
+from potato.training.worker import program as worker
+from potato.training.launch.containers import ContainerSpec, worker_argv
 from tests.faults.matrix import fault
 from tests.harness.jobdirs import read_exit_code, read_jsonl, read_result, review_job, worker_env
 
 STAND_IN_AGENT = """
 import sys, time
 from pathlib import Path
-from potato.training.supervise import WorkerProcess
+from potato.training.launch.supervise import WorkerProcess
 proc = WorkerProcess.start(Path(sys.argv[1]), sys.executable)
 print(proc.pid, flush=True)
 time.sleep(600)
@@ -165,7 +166,7 @@ def test_worker_files_are_private_under_a_permissive_umask(tmp_path: Path) -> No
 
 
 def test_the_agent_tightens_a_job_folder_that_was_there_with_wider_modes(tmp_path: Path) -> None:
-    from potato.training.agentjob import private_dir
+    from potato.training.agent.job import private_dir
 
     jobs = tmp_path / "workdir" / "jobs"
     (jobs / "r1").mkdir(parents=True)
@@ -183,7 +184,7 @@ def test_the_agent_makes_everything_it_writes_private(tmp_path: Path) -> None:
     it cannot reach its server, gives up at once, and says what its umask then is."""
     token = tmp_path / "token"
     token.write_text("t" * 40)
-    script = ("import os, sys; os.umask(0o022); from potato.training import agent; "
+    script = ("import os, sys; os.umask(0o022); from potato.training.agent import program as agent; "
               "code = agent.main(sys.argv[1:]); print('umask', oct(os.umask(0)), code)")
     proc = subprocess.run([sys.executable, "-c", script, "--server", "http://127.0.0.1:9", "--backend", "b", "--run",
                            "r1", "--token-file", str(token), "--workdir", str(tmp_path / "w"), "--give-up-after", "0"],
@@ -219,7 +220,7 @@ def test_a_stop_asked_for_as_the_worker_ends_is_what_ended_it(tmp_path: Path) ->
     """How it was found: `systemctl stop potato-agent` under real systemd signals the agent and its
     worker at once; the worker's SIGTERM exit came before the agent's warm stop reached it, and the run
     was recorded failed (reason cancelled) instead of cancelled."""
-    from potato.training.results import Reason
+    from potato.training.job.results import Reason
 
     asked = supervise.StopRequest(Reason.CANCELLED, "Stopped on the training machine (lab).")
     calls = [None, asked, asked]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from potato.training.events import EventWriter, make_event, read_events
-from potato.training.limits import THREAD_VARIABLES, apply_thread_limit, is_out_of_memory, oom_message
+from potato.training.job.events import EventWriter, make_event, read_events
+from potato.training.job.limits import THREAD_VARIABLES, apply_thread_limit, is_out_of_memory, oom_message
 
 
 def test_thread_limit_overrides_the_shell() -> None:

@@ -8,7 +8,7 @@ from typing import Any, Dict
 
 import pytest
 
-from potato.training.llm_memory import (
+from potato.training.trainers.llm_memory import (
     MemoryNeed,
     UnknownArchitecture,
     choose_gpu,

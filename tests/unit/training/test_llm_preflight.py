@@ -12,12 +12,12 @@ from typing import Any, List, Optional
 
 import pytest
 
-from potato.training.events import EventWriter
-from potato.training.failures import OutOfMemory
-from potato.training.jobspec import JobSpec
-from potato.training.schemes import Scheme, SchemeType
+from potato.training.job.events import EventWriter
+from potato.training.job.failures import OutOfMemory
+from potato.training.job.spec import JobSpec
+from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.trainers.base import TrainContext
-from potato.training.trainers.llm_preflight import check_fits, need_for
+from potato.training.trainers.llm_memory import check_fits, need_for
 
 from tests.harness.jobdirs import read_jsonl
 from .test_llm_memory import QWEN25_7B
@@ -83,7 +83,7 @@ def test_a_config_without_a_decoder_s_sizes_is_said_not_refused(tmp_path: Path) 
 def test_the_gguf_file_s_header_gives_the_model_s_size() -> None:
     pytest.importorskip("transformers")
     pytest.importorskip("gguf")
-    from potato.training.trainers.llm_preflight import read_config
+    from potato.training.trainers.llm_memory import read_config
 
     from .test_llm_zero_shot import smollm2_gguf
 

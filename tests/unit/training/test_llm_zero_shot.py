@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from potato.training.failures import BadJob
-from potato.training.schemes import Scheme, SchemeType
+from potato.training.job.failures import BadJob
+from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.trainers import available_trainers, get_trainer
 from potato.training.trainers.llm_zero_shot import (
     bias_corrections,
@@ -144,7 +144,7 @@ def test_zero_shot_on_the_example_reviews(tmp_path: Path, monkeypatch: pytest.Mo
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     pytest.importorskip("gguf")
-    from potato.training.worker import run_job
+    from potato.training.worker.program import run_job
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     data = example_reviews()
@@ -194,7 +194,7 @@ def test_zero_shot_before_anyone_has_labelled(tmp_path: Path, monkeypatch: pytes
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     pytest.importorskip("gguf")
-    from potato.training.worker import run_job
+    from potato.training.worker.program import run_job
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     data = example_reviews()[:20]
@@ -239,7 +239,7 @@ def test_zero_shot_on_4_bit_weights(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     pytest.importorskip("gguf")
     bnb = pytest.importorskip("bitsandbytes")
     from potato.training.trainers.llm_zero_shot import LlmZeroShotTrainer
-    from potato.training.worker import run_job
+    from potato.training.worker.program import run_job
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     data = example_reviews()[:24]

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from potato.training.schemes import Scheme, SchemeType
-from potato.training.metrics import accuracy, brier, macro_f1, multilabel_macro_f1, score_holdout
-from potato.training.results import Label
+from potato.training.job.schemes import Scheme, SchemeType
+from potato.training.worker.metrics import accuracy, brier, macro_f1, multilabel_macro_f1, score_holdout
+from potato.training.job.results import Label
 from potato.training.trainers.base import Prediction
 
 RADIO = Scheme(name="sentiment", annotation_type=SchemeType.RADIO, labels=("positive", "negative"))

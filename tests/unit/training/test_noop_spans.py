@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from potato.training.spans import ScoredSpan, Span
+from potato.training.job.spans import ScoredSpan, Span
 from potato.training.trainers.noop import memorise, recall
-from potato.training.worker import run_job
+from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import job_json, read_jsonl, read_result, write_bundle
 from .test_sklearn_tokens import ENTITIES, sentences

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from potato.training.gpus import TORCH_PROBE, nvrtc_problem
+from potato.training.gpus.nvidia import TORCH_PROBE, nvrtc_problem
 
 # What torch 2.x raises from its JIT when the nvidia-cuda-nvrtc wheel is from another CUDA (the tutorial's case).
 SEEN = ("nvrtc: error: failed to open libnvrtc-builtins.so.13.0.\n"

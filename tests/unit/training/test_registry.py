@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from potato.errors import TrainingError
-from potato.training.failures import BadJob
+from potato.training.job.failures import BadJob
 from potato.training.trainers import TRAINERS, UnknownTrainer, available_trainers, get_trainer
 from potato.training.trainers.base import Trainer, multiselect_prediction, radio_prediction
 

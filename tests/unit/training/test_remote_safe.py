@@ -23,18 +23,19 @@ from typing import Iterator
 import pytest
 
 from potato.server.training.backends.ssh.codepush import code_archive, code_hash, shipped_files
+from potato.training.launch.codefiles import PRESENT_MARK
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 
 LAZY_HEAVY = [
-    "potato/training/dataparallel.py",  # torch only in the functions a rank calls
+    "potato/training/gpus/dataparallel.py",  # torch only in the functions a rank calls
     "potato/training/trainers/sklearn_text.py",
     "potato/training/trainers/sklearn_tokens.py",
     "potato/training/trainers/hf_text.py",
     "potato/training/trainers/hf_tokens.py",
     "potato/training/trainers/llm_zero_shot.py",
     "potato/training/trainers/hf_llm.py",
-    "potato/training/trainers/llm_preflight.py",
+    "potato/training/trainers/llm_memory.py",  # transformers and torch only in the functions that load
     "potato/training/trainers/hub_download.py",
 ]
 
@@ -186,9 +187,16 @@ def test_trainer_modules_import_heavy_packages_lazily(path: str) -> None:
 
 
 def test_the_shipped_package_holds_the_agent_and_the_worker() -> None:
-    for module in ("agent", "worker", "protocol", "supervise", "archive", "jobfiles", "events"):
+    for module in ("agent/__main__", "agent/program", "worker/__main__", "worker/program", "agent/protocol",
+                   "launch/supervise", "job/archive", "job/files", "job/events"):
         assert f"potato/training/{module}.py" in REMOTE_SAFE
     assert not any(p.startswith("potato/server/") for p in REMOTE_SAFE)
+
+
+def test_the_mark_of_a_whole_copy_is_a_file_that_ships() -> None:
+    """The ssh probe and a hand-started SLURM agent take a copy of the code as there when this file
+    is in it: a mark that no longer ships would copy the code on every run."""
+    assert "/".join(PRESENT_MARK) in shipped_files(SRC)
 
 
 def python38() -> str | None:
@@ -218,7 +226,8 @@ def test_the_shipped_package_runs_under_a_real_python_38(tmp_path: Path) -> None
     for rel in REMOTE_SAFE + LAZY_HEAVY:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(SRC / rel, tmp_path / rel)
-    modules = [module_name(p) for p in REMOTE_SAFE + LAZY_HEAVY]
+    # A __main__ runs its program when imported; the entry points are started below instead.
+    modules = [module_name(p) for p in REMOTE_SAFE + LAZY_HEAVY if not p.endswith("/__main__.py")]
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
     code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\nprint('ok')"
     out = subprocess.run([exe, "-s", "-c", code, *modules], capture_output=True, text=True, env=env, timeout=60,
@@ -258,5 +267,5 @@ def test_the_code_push_is_the_checked_package_and_its_hash_follows_the_source(tm
         (copy / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(SRC / rel, copy / rel)
     assert code_hash(copy) == code_hash(SRC)
-    (copy / "potato/training/agent.py").write_text((SRC / "potato/training/agent.py").read_text() + "\n# changed\n")
+    (copy / "potato/training/agent/program.py").write_text((SRC / "potato/training/agent/program.py").read_text() + "\n# changed\n")
     assert code_hash(copy) != code_hash(SRC)

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("sklearn")
 
-from potato.training.worker import run_job
+from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import SENTIMENT, job_json, read_jsonl, read_result, review_job, write_bundle
 

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("sklearn")
 
-from potato.training.worker import run_job
+from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import SENTIMENT, job_json, read_jsonl, read_result, write_bundle
 

@@ -15,11 +15,11 @@ from typing import List, Tuple
 
 import pytest
 
-from potato.training.containers import ContainerSpec
-from potato.training.results import Reason
-from potato.training.slurmscript import job_script, sbatch_argv, worker_command
-from potato.training.slurmsettings import SlurmConfigError, SlurmSettings
-from potato.training.slurmstate import (
+from potato.training.launch.containers import ContainerSpec
+from potato.training.job.results import Reason
+from potato.training.slurm.script import job_script, sbatch_argv, worker_command
+from potato.training.slurm.settings import SlurmConfigError, SlurmSettings
+from potato.training.slurm.state import (
     ENDED_BEFORE,
     QueueState,
     exit_status,
@@ -34,7 +34,7 @@ from potato.training.slurmstate import (
     squeue_says_gone,
     step_text,
 )
-from potato.training.slurmjob import LOST_GRACE_S, SlurmError, SlurmJob
+from potato.training.slurm.job import LOST_GRACE_S, SlurmError, SlurmJob
 
 PASTED = Path(__file__).parent / "slurm_output"
 
@@ -392,7 +392,7 @@ def test_a_job_cancelled_while_it_waited_is_the_scheduler_s_doing_not_a_worker_t
 
 def test_slurm_commands_get_none_of_potato_s_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     """sbatch exports its environment to the job: a hand-started agent's token must not go with it."""
-    from potato.training.slurmjob import run_command
+    from potato.training.slurm.job import run_command
 
     monkeypatch.setenv("POTATO_TRAINING_TOKEN", "secret-token-value")
     monkeypatch.setenv("SLURM_CONF", "/etc/slurm/slurm.conf")
@@ -403,7 +403,7 @@ def test_slurm_commands_get_none_of_potato_s_variables(monkeypatch: pytest.Monke
 
 def test_check_says_a_job_with_two_gpus_trains_on_both() -> None:
     """Issue 34: ``gres: gpu:2`` gives a run two GPUs on one node, and check says a torch trainer uses both."""
-    from potato.training.slurmstate import gpus_line, gres_gpus
+    from potato.training.slurm.state import gpus_line, gres_gpus
 
     assert [gres_gpus(g) for g in ("gpu:2", "gpu:a100:2", "gpu", None, "shard:4", "gpu:1,gpu:h100:2")] == [
         2, 2, 1, 0, 0, 3]

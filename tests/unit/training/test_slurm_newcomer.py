@@ -16,11 +16,11 @@ from typing import List
 import pytest
 
 from potato.config import validate
-from potato.training.results import Reason
-from potato.training.slurmscript import job_script, prelude_failure
-from potato.training.slurmsettings import SlurmConfigError, SlurmSettings
-from potato.training.slurmstate import QueueState, parse_squeue, step_text
-from potato.training.slurmjob import SlurmJob
+from potato.training.job.results import Reason
+from potato.training.slurm.script import job_script, prelude_failure
+from potato.training.slurm.settings import SlurmConfigError, SlurmSettings
+from potato.training.slurm.state import QueueState, parse_squeue, step_text
+from potato.training.slurm.job import SlurmJob
 from tests.unit.training.test_slurm_logic import Clock, FakeSlurm
 
 # What squeue -h -j ID -o '%T|%r|%N' printed on the test cluster right after sbatch (SLURM 22.05).

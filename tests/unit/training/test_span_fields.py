@@ -12,14 +12,14 @@ from typing import Any, Callable
 
 import pytest
 
-from potato.training import spanfields
-from potato.training.jobspec import Item, parse_job, read_items
-from potato.training.labels import Example
-from potato.training.predictioncheck import check_prediction
-from potato.training.schemes import Scheme, SchemeType
-from potato.training.spans import BadSpan, ScoredSpan, Span, check_spans
+from potato.training.worker import spanfields
+from potato.training.job.spec import Item, parse_job, read_items
+from potato.training.job.labels import Example
+from potato.training.worker.predictions import check_prediction
+from potato.training.job.schemes import Scheme, SchemeType
+from potato.training.job.spans import BadSpan, ScoredSpan, Span, check_spans
 from potato.training.trainers.base import Prediction
-from potato.training.worker import run_job
+from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import job_json, read_jsonl, read_result, write_bundle
 

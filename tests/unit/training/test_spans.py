@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from seqeval.metrics import classification_report
 
-from potato.training.spans import (
+from potato.training.job.spans import (
     BadSpan,
     Span,
     bio_tags,

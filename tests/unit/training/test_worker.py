@@ -202,7 +202,7 @@ def test_missing_package_is_e4(tmp_path: Path) -> None:
 
 def test_a_package_missing_in_one_of_our_images_names_the_image_that_has_it() -> None:
     """Inside a container a pip install is gone when it stops: the fix names an image instead (issue 19)."""
-    from potato.training.failures import TrainerImportError, image_name
+    from potato.training.job.failures import TrainerImportError, image_name
 
     missing_torch = ModuleNotFoundError("No module named 'torch'", name="torch")
     message = str(TrainerImportError("hf-text-classification", missing_torch, image="potato-agent"))
@@ -255,8 +255,8 @@ def test_second_sigterm_stops_at_once(tmp_path: Path) -> None:
     script = (
         "import os, signal, sys, time\n"
         "from pathlib import Path\n"
-        "from potato.training.results import Result\n"
-        "from potato.training.worker import StopFlag, _on_signal_factory\n"
+        "from potato.training.job.results import Result\n"
+        "from potato.training.worker.program import StopFlag, _on_signal_factory\n"
         "stop, result = StopFlag(), Result(trainer='noop')\n"
         f"handler = _on_signal_factory(stop, Path({str(tmp_path)!r}), result, time.monotonic())\n"
         "signal.signal(signal.SIGTERM, handler)\n"

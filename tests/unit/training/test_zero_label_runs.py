@@ -16,7 +16,7 @@ import pytest
 
 from potato.training import trainers as registry
 from potato.training.trainers.base import Example, Item, Prediction, Trainer, multiselect_prediction, radio_prediction
-from potato.training.worker import run_job
+from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import ASPECTS, SENTIMENT, job_json, read_jsonl, read_result, reviews, write_bundle
 

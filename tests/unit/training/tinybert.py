@@ -76,7 +76,7 @@ def torch_threads_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     each test, the environment's by monkeypatch."""
     import torch
 
-    from potato.training.limits import THREAD_VARIABLES
+    from potato.training.job.limits import THREAD_VARIABLES
 
     for name in THREAD_VARIABLES:
         monkeypatch.delenv(name, raising=False)

@@ -44,7 +44,7 @@ from potato.server.training.run_requests import (
 )
 from potato.server.training.runs.store import Run, RunStore
 from potato.server.training.runs.writeback import run_suggestions, shown_runs, suggestions_for
-from potato.training.jobfiles import tail
+from potato.training.job.files import tail
 
 bp = Blueprint("training", __name__, url_prefix="/admin/training")
 

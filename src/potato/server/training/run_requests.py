@@ -18,8 +18,8 @@ from potato.project import Project
 from potato.server.training.runs import bundle
 from potato.server.training.backends import backend_for
 from potato.server.training.runs.store import Run, RunState, RunStore, Trigger
-from potato.training.failures import BadJob
-from potato.training.labels import aggregate, class_labels, label_names
+from potato.training.job.failures import BadJob
+from potato.training.job.labels import aggregate, class_labels, label_names
 from potato.training.trainers import CLASSIFIES, available_trainers, get_trainer
 
 CALIBRATE = "decision-calibrate"
@@ -186,7 +186,7 @@ def label_summary(project: Project) -> dict[str, dict[str, Any]]:
     """For each trainable scheme, what a run on it trains on, so that a run on five labels is not
     started blind: ``items`` (distinct labelled items), ``classes`` ([label, items] pairs in the
     scheme's order, each item counted by the label a run trains on, see
-    :func:`potato.training.labels.aggregate`), ``disagree`` (items whose annotators gave different
+    :func:`potato.training.job.labels.aggregate`), ``disagree`` (items whose annotators gave different
     answers), ``none`` (multiselect items whose trained answer has no label, span items with nothing
     marked) and ``kind``. A span scheme's classes count the items with a span of each label."""
     labels = list(project.labels.iter_labels())

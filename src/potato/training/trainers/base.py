@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, NamedTuple, Optional, Sequence
 
-from potato.training.dataparallel import SINGLE, Ranks
-from potato.training.events import EventWriter
-from potato.training.failures import BadJob, Cancelled
-from potato.training.jobspec import Item, JobSpec
-from potato.training.schemes import Scheme, SchemeType
-from potato.training.labels import Example
-from potato.training.results import Label
+from potato.training.gpus.dataparallel import SINGLE, Ranks
+from potato.training.job.events import EventWriter
+from potato.training.job.failures import BadJob, Cancelled
+from potato.training.job.spec import Item, JobSpec
+from potato.training.job.schemes import Scheme, SchemeType
+from potato.training.job.labels import Example
+from potato.training.job.results import Label
 
 __all__ = [
     "Cancelled", "Example", "Item", "Param", "Prediction", "TrainContext", "Trainer",
@@ -133,7 +133,7 @@ class TrainContext:
                  clock: Callable[[], float] = time.monotonic, ranks: Ranks = SINGLE) -> None:
         self.job = job
         self.ranks = ranks
-        """This process's place in a data-parallel run (:mod:`potato.training.dataparallel`)."""
+        """This process's place in a data-parallel run (:mod:`potato.training.gpus.dataparallel`)."""
         # Per schema, the labels a model chooses from: the scheme's, then others the labels use.
         self.class_labels: dict[str, tuple[str, ...]] = {
             s.name: tuple((class_labels or {}).get(s.name, s.labels)) for s in job.schemas
@@ -232,7 +232,7 @@ class Trainer:
     annotation_types: ClassVar[tuple[SchemeType, ...]] = (SchemeType.RADIO, SchemeType.MULTISELECT)
     data_parallel: ClassVar[bool] = False
     """True for a trainer that trains data-parallel when a run sees several GPUs (its loop shards each
-    epoch and wraps its model with :mod:`potato.training.dataparallel`); its ``predict`` is then given
+    epoch and wraps its model with :mod:`potato.training.gpus.dataparallel`); its ``predict`` is then given
     each rank's share of the items. False: one process, on the first GPU."""
 
     def __init__(self, ctx: TrainContext) -> None:

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, FrozenSet, Tuple
 
-from potato.training.failures import BadJob
-from potato.training.jobspec import JOB_FILE, LABELS_FILE, SPLIT_FILE, JobSpec, parse_job, parse_label_row
-from potato.training.results import Label
+from potato.training.job.failures import BadJob
+from potato.training.job.spec import JOB_FILE, LABELS_FILE, SPLIT_FILE, JobSpec, parse_job, parse_label_row
+from potato.training.job.results import Label
 
 TRAINER_NAME = "decision-calibrate"
 """The calibrating trainer's registry name: a source run of that trainer is refused."""

@@ -65,11 +65,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar, Mapping, Sequence, Tuple
 
-from potato.training import labels as labelling
-from potato.training.failures import BadJob, TrainerImportError
-from potato.training.jobspec import read_items, read_labels
-from potato.training.schemes import Scheme
-from potato.training.results import Label
+from potato.training.job import labels as labelling
+from potato.training.job.failures import BadJob, TrainerImportError
+from potato.training.job.spec import read_items, read_labels
+from potato.training.job.schemes import Scheme
+from potato.training.job.results import Label
 from potato.training.trainers.base import (
     Example,
     Item,

@@ -39,11 +39,11 @@ import warnings
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping
 
-from potato.training.failures import BadJob
+from potato.training.job.failures import BadJob
 from potato.training.trainers.base import Param
 from potato.training.trainers.hf_text import HfTextTrainer
 from potato.training.trainers.hub_download import download_shown
-from potato.training.trainers.llm_preflight import check_fits
+from potato.training.trainers.llm_memory import check_fits
 from potato.training.trainers.llm_zero_shot import (
     DEFAULT_BASE_MODEL,
     LOCAL_PREFIXES,

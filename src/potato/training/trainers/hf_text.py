@@ -30,9 +30,9 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
-from potato.training import dataparallel
-from potato.training.failures import BadJob, Cancelled, ModelNotFound
-from potato.training.results import Label
+from potato.training.gpus import dataparallel
+from potato.training.job.failures import BadJob, Cancelled, ModelNotFound
+from potato.training.job.results import Label
 from potato.training.trainers.hub_download import download_shown
 from potato.training.trainers.base import (
     Example,

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Sequence
 
-from potato.training.failures import BadJob
-from potato.training.schemes import SchemeType
-from potato.training.labels import label_spans
-from potato.training.spans import OUTSIDE, Span, bio_tags, spans_from_tags
+from potato.training.job.failures import BadJob
+from potato.training.job.schemes import SchemeType
+from potato.training.job.labels import label_spans
+from potato.training.job.spans import OUTSIDE, Span, bio_tags, spans_from_tags
 from potato.training.trainers.base import Example, Item, Prediction, labelled
 from potato.training.trainers.hf_text import HfTextTrainer
 

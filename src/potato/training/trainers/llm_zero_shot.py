@@ -40,8 +40,8 @@ import math
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
-from potato.training.failures import BadJob, ModelNotFound
-from potato.training.schemes import Scheme
+from potato.training.job.failures import BadJob, ModelNotFound
+from potato.training.job.schemes import Scheme
 from potato.training.trainers.base import (
     Example,
     Item,
@@ -54,7 +54,7 @@ from potato.training.trainers.base import (
     write_labels_json,
 )
 from potato.training.trainers.hub_download import download_shown
-from potato.training.trainers.llm_preflight import check_fits
+from potato.training.trainers.llm_memory import check_fits
 
 DEFAULT_BASE_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 """Small (0.5B parameters, about 1 GB), instruct-tuned and multilingual: a CPU can run it."""

@@ -29,9 +29,9 @@ from collections import Counter
 from pathlib import Path
 from typing import ClassVar, Mapping, Sequence
 
-from potato.training.schemes import SchemeType
-from potato.training.labels import label_names, label_spans
-from potato.training.spans import ScoredSpan, Span, by_position
+from potato.training.job.schemes import SchemeType
+from potato.training.job.labels import label_names, label_spans
+from potato.training.job.spans import ScoredSpan, Span, by_position
 from potato.training.trainers.base import (
     Example,
     Item,

@@ -4,8 +4,8 @@ The light span trainer: it needs only scikit-learn, which every Potato image and
 carry (imported inside functions, so the module itself is standard library only and Python 3.8
 safe), and retrains on a few hundred items in about a second, so it can follow every few labels.
 
-Tokens are words and single punctuation marks (:func:`potato.training.spans.simple_tokens`); each
-gets a BIO tag from the annotators' majority spans (:func:`potato.training.spans.bio_tags`). A
+Tokens are words and single punctuation marks (:func:`potato.training.job.spans.simple_tokens`); each
+gets a BIO tag from the annotators' majority spans (:func:`potato.training.job.spans.bio_tags`). A
 token's features are its lowercased form, prefix and suffix, its shape (``Xxxx``, ``dd``), and the
 same of its neighbours one and two places away, so a name's context counts as well as the name;
 ``DictVectorizer`` turns them into a sparse matrix and a multinomial ``LogisticRegression`` learns
@@ -25,9 +25,9 @@ import pickle
 from pathlib import Path
 from typing import Any, ClassVar, Dict, List, Mapping, Sequence, Tuple
 
-from potato.training.schemes import SchemeType
-from potato.training.labels import label_spans
-from potato.training.spans import OUTSIDE, bio_tags, simple_tokens, spans_from_tags
+from potato.training.job.schemes import SchemeType
+from potato.training.job.labels import label_spans
+from potato.training.job.spans import OUTSIDE, bio_tags, simple_tokens, spans_from_tags
 from potato.training.trainers.base import Example, Item, Param, Prediction, TrainContext, Trainer, labelled, write_labels_json
 
 FEATURES = ("word", "prefix", "suffix", "shape")

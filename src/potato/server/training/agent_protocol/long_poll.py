@@ -22,7 +22,7 @@ from potato.server.training.agent_protocol.replies import give_back, job_reply
 from potato.server.training.runs.handover import claim_for_agent
 from potato.server.training.runs.store import RunStore
 from potato.server.training.runs.tokens import BackendTokens
-from potato.training.protocol import RETRY_AFTER_S
+from potato.training.agent.protocol import RETRY_AFTER_S
 
 LONG_POLL_CHECK_S = 0.25
 """How often a waiting long poll looks for a queued run (one indexed read)."""

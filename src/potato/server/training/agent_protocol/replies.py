@@ -18,8 +18,8 @@ from potato.server.training.backends import backends_of
 from potato.server.training.runs.handover import job_description
 from potato.server.training.runs.recorder import RunRecorder
 from potato.server.training.runs.store import Run, RunStore
-from potato.training.results import Reason
-from potato.training.supervise import wall_limit_message
+from potato.training.job.results import Reason
+from potato.training.launch.supervise import wall_limit_message
 
 
 def job_reply(project: Project, store: RunStore, run: Run, token: Optional[str] = None) -> Response:

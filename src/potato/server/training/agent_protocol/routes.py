@@ -44,9 +44,9 @@ from potato.server.training.runs.tokens import (
     same_hash,
     token_hash,
 )
-from potato.training.protocol import EMPTY_UPLOAD, LONG_POLL_MAX_S, predictions_problem
-from potato.training.results import Reason
-from potato.training.supervise import Stop
+from potato.training.agent.protocol import EMPTY_UPLOAD, LONG_POLL_MAX_S, predictions_problem
+from potato.training.job.results import Reason
+from potato.training.launch.supervise import Stop
 
 log = logging.getLogger(__name__)
 

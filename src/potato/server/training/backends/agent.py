@@ -19,7 +19,7 @@ from potato.db import Database
 from potato.server.training.backends.base import Backend, CheckReport, AgentTimeouts
 from potato.server.training.runs.store import ACTIVE, Run, RunState, RunStore
 from potato.server.training.runs.tokens import BackendToken, BackendTokens
-from potato.training.protocol import LONG_POLL_MAX_S, RETRY_AFTER_S
+from potato.training.agent.protocol import LONG_POLL_MAX_S, RETRY_AFTER_S
 
 
 class Polling(Backend):

@@ -25,8 +25,8 @@ from potato.server.training.backends.base import Backend, CheckReport, Launch, R
 from potato.server.training.runs.private import open_private, private_dir
 from potato.server.training.runs.recorder import RunRecorder
 from potato.server.training.runs.store import Run, RunStore
-from potato.training.codefiles import code_root
-from potato.training.supervise import allowed_env
+from potato.training.launch.codefiles import code_root
+from potato.training.launch.supervise import allowed_env
 from potato.training.trainers import CLASSIFIES
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ class Local(Backend):
     def packages_missing(self, requires: Sequence[str]) -> list[str]:
         """The worker is this Python: looked up by name, not imported (about a millisecond for every
         trainer together), so each request asks afresh and a `pip install` shows without a restart."""
-        from potato.training.failures import missing_packages
+        from potato.training.job.failures import missing_packages
 
         return missing_packages(requires)
 
@@ -165,7 +165,7 @@ def check_local(backend: LocalBackendSettings, default_trainer: str | None = Non
     """Which device a local run would get, e.g. ``local: this machine, CPU (2 threads)``,
     and each trainer this Python cannot import (before a run hits it); ok unless a run could not
     start: a broken NVRTC, or the default trainer (``model_training.trainer``) lacking a package."""
-    from potato.training.devices import describe_local, probe_devices, resolve_device
+    from potato.training.gpus.devices import describe_local, probe_devices, resolve_device
 
     probe = probe_devices()
     device, warning = resolve_device(backend.device, probe)
@@ -184,7 +184,7 @@ def check_local(backend: LocalBackendSettings, default_trainer: str | None = Non
 
 def local_packages_missing(kinds: Iterable[str] = CLASSIFIES) -> dict[str, list[str]]:
     """Trainer -> the pip packages this Python (the one local runs' workers use) cannot import."""
-    from potato.training.failures import missing_packages
+    from potato.training.job.failures import missing_packages
     from potato.training.trainers import trainers_for
 
     missing = {t.name: missing_packages(t.requires) for t in trainers_for(kinds) if t.requires}
@@ -194,7 +194,7 @@ def local_packages_missing(kinds: Iterable[str] = CLASSIFIES) -> dict[str, list[
 def local_import_problem(trainer: str, packages: list[str]) -> str:
     """The missing packages of a local run, every one named once, with the one command that installs them all
     (Potato's extra where pip installed Potato here; inside one of Potato's images, the image that has them)."""
-    from potato.training.failures import image_fix, image_name, install_command, module_name
+    from potato.training.job.failures import image_fix, image_name, install_command, module_name
 
     head = f"Trainer '{trainer}' could not be imported on this machine: {sys.executable} lacks {', '.join(packages)}"
     image = image_name()
@@ -207,7 +207,7 @@ def local_nvrtc_problem() -> str | None:
     """NVRTC on this machine: the same one-line compile the ssh check runs on a host."""
     import json
 
-    from potato.training.gpus import TORCH_PROBE, nvrtc_problem
+    from potato.training.gpus.nvidia import TORCH_PROBE, nvrtc_problem
 
     out = subprocess.run([sys.executable, "-c", TORCH_PROBE], capture_output=True, text=True, timeout=300)
     try:

@@ -19,10 +19,10 @@ from potato.config.schema import Config
 from potato.items import Item, ItemSet
 from potato.labels import Label
 from potato.server.training.runs.private import open_private, private_dir
-from potato.training.failures import BadJob
-from potato.training.jobspec import FIELDS_FORMAT, JOB_FORMAT, LabelRow, parse_label_row
-from potato.training.schemes import Scheme, SchemeType
-from potato.training.spans import MAIN
+from potato.training.job.failures import BadJob
+from potato.training.job.spec import FIELDS_FORMAT, JOB_FORMAT, LabelRow, parse_label_row
+from potato.training.job.schemes import Scheme, SchemeType
+from potato.training.job.spans import MAIN
 
 MIN_ITEMS_FOR_HOLDOUT = 5
 
@@ -98,7 +98,7 @@ def label_rows(schemas: Iterable[str], items: ItemSet, labels: Iterable[Label]) 
 
 
 def training_answers(specs: Sequence[Scheme], rows: Iterable[Mapping[str, Any]]) -> list[LabelRow]:
-    """``rows`` as the worker reads them (its own parser). :func:`potato.training.labels.aggregate`
+    """``rows`` as the worker reads them (its own parser). :func:`potato.training.job.labels.aggregate`
     over these is what a run trains on, so the training page counts with the worker's rule. A row the
     worker would refuse (bad_job) is left out here: the page counts, the run reports it."""
     by_name = {spec.name: spec for spec in specs}

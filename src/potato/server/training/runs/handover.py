@@ -15,7 +15,7 @@ from potato.server.training.runs import quota
 from potato.server.training.runs.recorder import RunLog, RunRecorder, prepare_bundle
 from potato.server.training.runs.store import Run, RunState, RunStore
 from potato.server.training.runs.tokens import new_token, token_hash
-from potato.training.results import Reason
+from potato.training.job.results import Reason
 
 log = logging.getLogger(__name__)
 

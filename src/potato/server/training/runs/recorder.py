@@ -25,7 +25,7 @@ from potato.server.training.runs.modelplace import ModelPlace
 from potato.server.training.runs.private import make_private, open_private, private_dir
 from potato.server.training.runs.store import Reason, Run, RunState, RunStore
 from potato.server.training.runs.writeback import kept_note, withdraw, write_back
-from potato.training.supervise import Stop, wall_limit_message
+from potato.training.launch.supervise import Stop, wall_limit_message
 
 log = logging.getLogger(__name__)
 

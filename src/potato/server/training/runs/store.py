@@ -20,7 +20,7 @@ from potato.db import Database
 from potato.server.training.runs.modelplace import ModelPlace
 from potato.server.training.runs.private import DIR_MODE, private_dir
 from potato.server.training.runs.wakeup import Wakeup
-from potato.training.results import Reason
+from potato.training.job.results import Reason
 
 __all__ = ["Reason", "Run", "RunState", "RunStore", "can_move"]
 

@@ -23,7 +23,7 @@ from enum import Enum
 from typing import Any
 
 from potato.db import Database
-from potato.training.protocol import LONG_POLL_MAX_S
+from potato.training.agent.protocol import LONG_POLL_MAX_S
 
 LAST_SEEN_EVERY_S = 5.0
 """A backend's ``last_seen`` is written at most this often (200 idle agents, few writes)."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from potato.server.training.runs.store import ACTIVE, Run, RunState
-from potato.training.results import Reason
+from potato.training.job.results import Reason
 
 CANCEL_SLACK_S = 2.0
 """After a cancel's ``grace_seconds``, the agent's own report (with the worker's last words) gets

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from potato.config.schema import Writeback
-from potato.training.schemes import Scheme, SchemeType
+from potato.training.job.schemes import Scheme, SchemeType
 from potato.project import Project
 from potato.server.jsonio import strict_loads
 from potato.server.training.runs.store import Run
 from potato.training.trainers import UnknownTrainer, get_trainer
-from potato.training.spans import BadSpan, Texts, by_position
+from potato.training.job.spans import BadSpan, Texts, by_position
 from potato.label_import import span_texts_by_id
 
 

@@ -90,7 +90,7 @@ def test_the_served_wheel_is_this_potato_whole_and_the_same_bytes_every_time() -
     assert data == wheel.build_wheel()  # every gunicorn worker serves the same file
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
     info = f"potato_annotation-{potato.__version__}.dist-info"
-    for needed in ("potato/__init__.py", "potato/cli.py", "potato/training/agent.py", "potato/training/worker.py",
+    for needed in ("potato/__init__.py", "potato/cli.py", "potato/training/agent/program.py", "potato/training/worker/program.py",
                    "potato/training/trainers/sklearn_text.py", "potato/training/trainers/hf_text.py",
                    "potato/server/templates/annotate.html", "potato/server/static/annotate.js",
                    f"{info}/METADATA", f"{info}/WHEEL", f"{info}/entry_points.txt", f"{info}/RECORD"):
@@ -109,7 +109,7 @@ def test_the_served_wheel_is_this_potato_whole_and_the_same_bytes_every_time() -
         assert int(size) == len(body)
         assert digest == "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(body).digest()).rstrip(b"=").decode()
     src = Path(potato.__file__).parent
-    assert archive.read("potato/training/agent.py") == (src / "training" / "agent.py").read_bytes()
+    assert archive.read("potato/training/agent/program.py") == (src / "training" / "agent" / "program.py").read_bytes()
 
 
 def test_the_server_refuses_to_start_on_python_3_8_and_says_which_it_needs() -> None:

@@ -25,10 +25,10 @@ from potato.server.training.runs.tokens import (
     after_leave,
     after_poll,
 )
-from potato.training import agent as agent_module
-from potato.training.agent import Agent
-from potato.training.protocol import Unreachable
-from potato.training.reporting import Console
+from potato.training.agent import program as agent_module
+from potato.training.agent.program import Agent
+from potato.training.agent.protocol import Unreachable
+from potato.training.agent.reporting import Console
 
 A = {"id": "agent-a", "host": "box-a"}
 B = {"id": "agent-b", "host": "box-b"}

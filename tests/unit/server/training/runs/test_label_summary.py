@@ -15,9 +15,9 @@ import pytest
 from potato.config import load_config
 from potato.labels import Label
 from potato.server.training.runs.bundle import build_bundle, job_spec
-from potato.training.archive import extract_archive
-from potato.training.jobspec import read_job, read_labels
-from potato.training.labels import aggregate
+from potato.training.job.archive import extract_archive
+from potato.training.job.spec import read_job, read_labels
+from potato.training.job.labels import aggregate
 from tests.conftest import ADMIN_KEY, truth
 
 

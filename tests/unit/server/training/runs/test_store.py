@@ -8,7 +8,7 @@ import pytest
 
 from potato.db import Database
 from potato.server.training.runs.recorder import outcome
-from potato.training.supervise import Stop, StopRequest, check_limits
+from potato.training.launch.supervise import Stop, StopRequest, check_limits
 from potato.server.training.runs.store import Reason, RunState, RunStore, can_move
 
 

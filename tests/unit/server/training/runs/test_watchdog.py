@@ -7,7 +7,7 @@ from typing import Any
 
 from potato.server.training.runs.store import Run, RunState
 from potato.server.training.runs.watchdog import Action, RunLimits, judge, silent_since
-from potato.training.results import Reason
+from potato.training.job.results import Reason
 
 LIMITS = RunLimits(heartbeat_timeout_s=8, queue_timeout_s=None, grace_seconds=2, max_wall_seconds=None)
 

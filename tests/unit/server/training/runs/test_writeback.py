@@ -37,7 +37,7 @@ def test_include_unlabeled_false_keeps_labelled_items_only() -> None:
 
 
 def test_a_label_the_scheme_lacks_or_a_bad_confidence_is_never_a_suggestion() -> None:
-    from potato.training.schemes import Scheme, SchemeType
+    from potato.training.job.schemes import Scheme, SchemeType
 
     schemes = {"sentiment": Scheme(SchemeType.RADIO, "sentiment", labels=("positive", "negative")),
                "aspects": Scheme(SchemeType.MULTISELECT, "aspects", labels=("price", "quality"))}
@@ -55,7 +55,7 @@ def test_a_label_the_scheme_lacks_or_a_bad_confidence_is_never_a_suggestion() ->
 def test_span_predictions_are_suggested_span_by_span_over_min_confidence() -> None:
     """Issue 23: a span prediction keeps its spans of at least min_confidence, each with its confidence;
     spans that do not fit the item's text, or lack a confidence, make the row invalid."""
-    from potato.training.schemes import Scheme, SchemeType
+    from potato.training.job.schemes import Scheme, SchemeType
 
     schemes = {"names": Scheme(SchemeType.SPAN, "names", labels=("PER", "ORG"))}
     texts = {"a": "Ada met Bob at Acme.", "b": "Nobody here.", "c": "Cy", "d": "Dee"}
@@ -82,7 +82,7 @@ def test_span_predictions_are_suggested_span_by_span_over_min_confidence() -> No
 
 def test_span_predictions_on_several_fields_are_checked_and_suggested_in_their_field() -> None:
     """Issue 36: a span naming its field is checked against that field's text and kept with it."""
-    from potato.training.schemes import Scheme, SchemeType
+    from potato.training.job.schemes import Scheme, SchemeType
 
     schemes = {"names": Scheme(SchemeType.SPAN, "names", labels=("PER",), span_fields=("", "hypothesis"),
                                text_key="premise")}
@@ -102,7 +102,7 @@ def test_span_predictions_on_several_fields_are_checked_and_suggested_in_their_f
 
 
 def test_the_score_beside_a_span_schemas_suggestions_is_its_span_f1() -> None:
-    from potato.training.schemes import Scheme, SchemeType
+    from potato.training.job.schemes import Scheme, SchemeType
     from potato.server.training.runs.writeback import schema_score
 
     metrics = {"holdout_accuracy": 0.9, "names/holdout_f1": 0.72}

@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from potato.config._backends import node_local_dir
+from potato.training.slurm.settings import node_local_dir
 from potato.config.schema import Config, SlurmBackendSettings
 from potato.defaults import SSH_STEP_TIMEOUT_S
 from potato.server.training.backends.base import CheckReport
@@ -22,10 +22,10 @@ from potato.server.training.backends.slurm.run import SLURM_FIX, SlurmRun, missi
 from potato.server.training.backends.ssh.command import (SshFailed, SshStep, SshTarget, preamble_notice, remote_path,
                                                         shell)
 from potato.server.training.backends.ssh.host import control_dir, probe_host, run_ssh
-from potato.training.slurmscript import PRELUDE_FIX, PreludeFailure, prelude_block, prelude_failure, sbatch_flags
-from potato.training.slurmsettings import SlurmSettings
-from potato.training.slurmstate import gpus_line, never_runs, parse_sinfo
-from potato.training.slurmjob import last_output_line
+from potato.training.slurm.script import PRELUDE_FIX, PreludeFailure, prelude_block, prelude_failure, sbatch_flags
+from potato.training.slurm.settings import SlurmSettings
+from potato.training.slurm.state import gpus_line, never_runs, parse_sinfo
+from potato.training.slurm.job import last_output_line
 
 REMOTE_DIR_STEP = SshStep("making remote_dir", SSH_STEP_TIMEOUT_S,
                        "remote_dir is on shared storage: check that it answers there (`ls <remote_dir>`)")

@@ -20,8 +20,8 @@ from potato.defaults import SSH_STEP_TIMEOUT_S
 from potato.server.training.backends.ssh.remoterun import RemoteRun
 from potato.server.training.backends.ssh.host import HostFacts, run_ssh
 from potato.server.training.backends.ssh.command import SshFailed, SshTarget, SshStep
-from potato.training.slurmsettings import SETTINGS_FILE, SlurmSettings
-from potato.training.slurmjob import JOB_ID_FILE
+from potato.training.slurm.settings import SETTINGS_FILE, SlurmSettings
+from potato.training.slurm.job import JOB_ID_FILE
 
 REQUIRED_COMMANDS = ("sbatch", "squeue", "scancel")
 """What the login node must have on PATH; ``scontrol`` is used where it exists."""

@@ -32,8 +32,8 @@ from potato.server.training.backends.ssh.host import (
     run_ssh,
     venv_key,
 )
-from potato.training.failures import PIP_NAMES
-from potato.training.gpus import NoGpuFree, choose_gpus
+from potato.training.job.failures import PIP_NAMES
+from potato.training.gpus.nvidia import NoGpuFree, choose_gpus
 from potato.errors import TrainingError
 from potato.training.trainers import CLASSIFIES, get_trainer, trainers_for
 

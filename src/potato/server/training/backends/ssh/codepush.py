@@ -1,5 +1,5 @@
 """What Potato copies to a training host, as one tar stream: the files
-:func:`potato.training.codefiles.shipped_files` names, under their content hash.
+:func:`potato.training.launch.codefiles.shipped_files` names, under their content hash.
 
 The host keeps each version under ``remote_dir/code/<hash>`` and reuses it until the source
 changes. :func:`shipped_files` is also the list the remote-safety test checks, so what ships and
@@ -12,7 +12,7 @@ import io
 import tarfile
 from pathlib import Path
 
-from potato.training.codefiles import code_hash, code_root, shipped_files
+from potato.training.launch.codefiles import code_hash, code_root, shipped_files
 
 __all__ = ["code_archive", "code_hash", "shipped_files"]
 

@@ -40,7 +40,7 @@ from potato.server.training.backends.ssh.command import (
     timed_out,
     unframe,
 )
-from potato.training.gpus import (
+from potato.training.gpus.nvidia import (
     NVIDIA_SMI_ARGS,
     TORCH_PROBE,
     Gpu,
@@ -48,6 +48,7 @@ from potato.training.gpus import (
     nvrtc_problem,
     parse_nvidia_smi,
 )
+from potato.training.launch.codefiles import PRESENT_MARK
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ if "--smi" in args:
                 print("smi " + line)
     sys.stdout.flush()
 if "--code" in args:
-    print("code " + ("yes" if os.path.isfile(os.path.join(args["--code"], "potato", "training", "agent.py")) else "no"))
+    print("code " + ("yes" if os.path.isfile(os.path.join(args["--code"], *%(mark)r)) else "no"))
 if "--socket-dir" in args:
     for folder in glob.glob("/tmp/potato-2*-*"):
         path = os.path.join(folder, "agent.sock")
@@ -112,7 +113,7 @@ if "--socket-dir" in args:
         print("socket-dir ok")
     except OSError as exc:
         print("socket-dir " + str(exc))
-""" % {"smi": list(NVIDIA_SMI_ARGS)}
+""" % {"smi": list(NVIDIA_SMI_ARGS), "mark": list(PRESENT_MARK)}
 """Runs on the host. Parses on any Python so that an old one still reports its version. nvidia-smi
 gets ``--smi`` seconds (a hung driver hangs it): then it is killed, with what it started, and the
 GPUs are unknown. The socket sweep removes this user's agent socket folders whose socket no one

@@ -70,9 +70,9 @@ from potato.server.training.backends.ssh.host import (
     stop_remote,
 )
 from potato.server.training.runs.watchdog import CANCEL_SLACK_S
-from potato.training.gpus import NoGpuFree
-from potato.training.results import Reason
-from potato.training.limits import apply_thread_limit
+from potato.training.gpus.nvidia import NoGpuFree
+from potato.training.job.results import Reason
+from potato.training.job.limits import apply_thread_limit
 
 log = logging.getLogger(__name__)
 

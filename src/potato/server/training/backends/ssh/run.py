@@ -13,7 +13,7 @@ from potato.server.training.backends.ssh import lines
 from potato.server.training.backends.ssh.remoterun import RemoteRun
 from potato.server.training.backends.ssh.command import SshFailed, SshStep
 from potato.server.training.backends.ssh.host import HostFacts, gpus_unknown_error, venv_key
-from potato.training.gpus import choose_gpus
+from potato.training.gpus.nvidia import choose_gpus
 
 VENV_CHECK_STEP = SshStep("looking for the packages venv", SSH_STEP_TIMEOUT_S)
 VENV_STEP = SshStep("installing the backend's packages", SSH_VENV_TIMEOUT_S,

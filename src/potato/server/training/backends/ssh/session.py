@@ -10,8 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from potato.training.jobfiles import read_json
-from potato.training.results import write_json_atomic
+from potato.training.job.files import read_json
+from potato.training.job.results import write_json_atomic
 
 SESSION_FILE = "ssh-session.json"
 """In the run folder: what a restarted server needs to take over a run's ssh session."""

@@ -5,7 +5,7 @@ tests/integration/test_slurm_newcomer.py; the job's own logic: tests/unit/traini
 from __future__ import annotations
 
 from potato.server.training.backends.slurm.backend import read_check_job
-from potato.training.slurmsettings import SlurmSettings
+from potato.training.slurm.settings import SlurmSettings
 
 # What the check's test job printed on the test cluster for prelude ["module load cuda"].
 CHECK_PRELUDE_FAILED = """\

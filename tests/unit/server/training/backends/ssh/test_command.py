@@ -20,7 +20,7 @@ from potato.server.training.backends.ssh.command import (
     shell,
     unframe,
 )
-from potato.training.gpus import Gpu, NoGpuFree, choose_gpus
+from potato.training.gpus.nvidia import Gpu, NoGpuFree, choose_gpus
 
 HOSTILE = "a'; echo foo"
 
@@ -104,14 +104,14 @@ CU121 = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
     ((10, 0), False),  # a newer generation without a binary or PTX for it
 ])
 def test_kernels_for_a_gpu_generation(capability: tuple, expected: bool) -> None:
-    from potato.training.gpus import has_kernels
+    from potato.training.gpus.nvidia import has_kernels
 
     assert has_kernels(CU121, capability) is expected
     assert has_kernels(CU121 + ["compute_90"], (10, 0)) is True  # PTX: compiled for it at load time
 
 
 def test_auto_skips_gpus_without_kernels_and_says_so_when_none_is_left() -> None:
-    from potato.training.gpus import gpus_without_kernels
+    from potato.training.gpus.nvidia import gpus_without_kernels
 
     probe = {"arch": CU121, "capabilities": [[8, 0], [3, 7], [3, 7]]}
     assert gpus_without_kernels(probe) == [1, 2]

@@ -1,0 +1,196 @@
+"""An annotation scheme: the one type the config, the server and the worker share.
+
+The config builds :class:`Scheme` from ``annotation_schemes`` with how the page shows it; the job
+(``job.json``'s ``schemes``) carries the same type with only what a trainer needs (its name, answer
+type, labels and question), so the worker reads exactly what the config said. Standard library
+only and Python 3.8-safe: it ships to training hosts with the rest of ``potato.training``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Mapping, Optional, Protocol
+
+from potato import defaults
+from potato.training.job.spans import MAIN, BadSpan, Span, Texts, check_spans, texts_of
+
+
+class ShownWhen(Protocol):
+    """A scheme's ``display_logic`` (:class:`potato.conditions.DisplayLogic`, which the config builds;
+    a job's scheme has none)."""
+
+    def shows(self, answers: Mapping[str, object]) -> bool: ...
+
+
+class SchemeType(str, Enum):
+    RADIO = "radio"
+    MULTISELECT = "multiselect"
+    TEXT = "text"
+    LIKERT = "likert"
+    SELECT = "select"
+    SLIDER = "slider"
+    NUMBER = "number"
+    SPAN = "span"
+
+
+CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT})
+"""One label of a fixed list: what trainers learn as classes, whatever the page draws."""
+NUMERIC_TYPES = frozenset({SchemeType.SLIDER, SchemeType.NUMBER})
+TRAINABLE = frozenset({SchemeType.RADIO, SchemeType.MULTISELECT, SchemeType.SPAN})
+"""The answer types a trainer learns; a job's scheme has one of these (a likert or select scheme
+is trained as radio: :attr:`Scheme.training_type`)."""
+
+
+@dataclass(frozen=True)
+class LabelOption:
+    """One label as the page shows it; ``name`` is what is stored."""
+
+    name: str
+    text: str = ""
+    tooltip: str = ""
+    key: str = ""
+    """The key that picks it ("" for none); numbers 1-9 come from sequential_key_binding."""
+    color: str = ""
+
+    @property
+    def shown(self) -> str:
+        return self.text or self.name
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """One annotation question shown for every item. The first four fields are what a job carries;
+    the rest say how the page shows and checks it."""
+
+    annotation_type: SchemeType
+    name: str
+    description: str = ""
+    labels: tuple[str, ...] = ()
+    max_length: int = defaults.TEXT_MAX_LENGTH
+    """Characters a text answer may have (a 60 MB answer was stored and echoed on every view)."""
+    options: tuple[LabelOption, ...] = ()
+    """``labels`` with what the page shows for each; empty for text and numeric schemes."""
+    sequential_key_binding: bool = True
+    required: bool = False
+    """An item cannot be saved without an answer here (upstream's ``label_requirement``)."""
+    codebook: bool = False
+    """Its labels are a codebook: a tray lists each with its definition, and under ``codebook_mode:
+    extensible`` annotators add codes to it (``potato.codebook``)."""
+    right_labels: tuple[str, ...] = ()
+    """A study page's question that must be answered with one of these (``label_requirement.required_label``):
+    a consent that was not given ends the study."""
+    horizontal: bool = False
+    multiline: bool = True
+    rows: int = 3
+    placeholder: str = ""
+    min_label: str = ""
+    max_label: str = ""
+    min_value: float | None = None
+    max_value: float | None = None
+    step: float | None = None
+    starting_value: float | None = None
+    display_logic: Optional[ShownWhen] = None
+    """Shown only for some answers to other schemes; None: always shown."""
+    free_response_of: str = ""
+    """The radio or multiselect scheme whose "Other (please specify)" box this text scheme is."""
+    allow_overlapping: bool = False
+    """A span scheme lets one span start inside another (off: each stretch of text has one label)."""
+    show_span_labels: bool = True
+    """A span scheme's highlights carry their label's name (upstream's ``show_span_labels``)."""
+    span_fields: tuple[str, ...] = (MAIN,)
+    """The fields a span scheme marks, as its spans name them: ``""`` is the item's own text, another
+    name an ``instance_display`` field with ``span_target``."""
+    text_key: str = ""
+    """What the item's own text is called (``item_properties.text_key``): a span may name it as its field."""
+
+    @property
+    def multiselect(self) -> bool:
+        return self.annotation_type is SchemeType.MULTISELECT
+
+    @property
+    def spans(self) -> bool:
+        return self.annotation_type is SchemeType.SPAN
+
+    def shown_for(self, answers: Mapping[str, object]) -> bool:
+        return self.display_logic is None or self.display_logic.shows(answers)
+
+    @property
+    def training_type(self) -> str | None:
+        """The kind of answer a trainer learns ("radio" or "multiselect"), or None if none can."""
+        if self.annotation_type in CHOICE_TYPES:
+            return SchemeType.RADIO.value
+        if self.annotation_type is SchemeType.MULTISELECT:
+            return SchemeType.MULTISELECT.value
+        if self.annotation_type is SchemeType.SPAN:
+            return SchemeType.SPAN.value
+        return None
+
+    def marked_texts(self, texts: str | Texts) -> Texts:
+        """The item's texts this span scheme marks, of all it has (one text is the item's own)."""
+        return {field: text for field, text in texts_of(texts).items() if field in self.span_fields}
+
+    def check_spans(self, value: object, texts: str | Texts) -> list[Span]:
+        """``value`` as this span scheme's spans over the item's ``texts``; :class:`BadSpan` says why not."""
+        return check_spans(self.marked_texts(texts), value, self.labels, self.allow_overlapping, self.text_key)
+
+    def span_problem(self, value: object, texts: str | Texts) -> str | None:
+        """What is wrong with ``value`` as this span scheme's spans over ``texts`` (pure); None: nothing."""
+        try:
+            self.check_spans(value, texts)
+        except BadSpan as bad:
+            return str(bad)
+        return None
+
+    def accepts(self, value: object, text: str | Texts | None = None) -> bool:
+        """Whether ``value`` is a well-formed answer to this scheme (pure). Spans are an answer only
+        against the item's ``text`` (or texts by field): their offsets and text must fit it."""
+        if self.annotation_type is SchemeType.SPAN:
+            return text is not None and self.span_problem(value, text) is None
+        if self.annotation_type in CHOICE_TYPES:
+            return isinstance(value, str) and value in self.labels
+        if self.annotation_type is SchemeType.MULTISELECT:
+            return (
+                isinstance(value, list)
+                and all(isinstance(v, str) and v in self.labels for v in value)
+                and len(set(value)) == len(value)
+            )
+        if self.annotation_type in NUMERIC_TYPES:
+            return self._accepts_number(value)
+        if self.labels:  # a text scheme with labels has a box per label: {label: text}
+            return (isinstance(value, dict) and bool(value) and all(k in self.labels for k in value)
+                    and all(isinstance(v, str) and len(v) <= self.max_length for v in value.values()))
+        return isinstance(value, str) and len(value) <= self.max_length
+
+    def valid_answers(self) -> str:
+        """What this scheme takes, for an error message (pure)."""
+        if self.annotation_type is SchemeType.SPAN:
+            return ('a list of spans {"start", "end", "label"} over the item\'s text, labels: '
+                    + ", ".join(self.labels))
+        if self.labels and self.annotation_type is SchemeType.TEXT:
+            return f"an object of texts of at most {self.max_length} characters by box: {', '.join(self.labels)}"
+        if self.labels:
+            return ", ".join(self.labels)
+        if self.annotation_type in NUMERIC_TYPES:
+            low = "" if self.min_value is None else f" from {self.min_value:g}"
+            high = "" if self.max_value is None else f" to {self.max_value:g}"
+            step = f" in steps of {self.step:g}" if self.step and self.min_value is not None else ""
+            return f"a number{low}{high}{step}"
+        return "any text"
+
+    def _accepts_number(self, value: object) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        try:
+            if not math.isfinite(value):
+                return False
+        except OverflowError:  # an int too large for a float is no answer on any scale
+            return False
+        if (self.min_value is not None and value < self.min_value) or (
+                self.max_value is not None and value > self.max_value):
+            return False
+        if self.step and self.min_value is not None:
+            steps = (value - self.min_value) / self.step
+            return abs(steps - round(steps)) < 1e-6
+        return True

@@ -61,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.harness
 
 from potato.server.training.runs.activelearning import item_doubt, order  # noqa: E402
 from potato.training.job.events import EventWriter  # noqa: E402
-from potato.training.job.spec import Item, JobSpec, parse_job  # noqa: E402
+from potato.training.job.spec import JobItem, JobSpec, parse_job  # noqa: E402
 from potato.training.job.labels import Example  # noqa: E402
 from potato.training.worker.metrics import accuracy, macro_f1  # noqa: E402
 from potato.training.job.results import prediction_row  # noqa: E402
@@ -101,12 +101,12 @@ def render(pixels: Sequence[float], step: int) -> str:
     return " ".join(" ".join([f"p{i}"] * (int(v) // step)) for i, v in enumerate(pixels) if int(v) // step)
 
 
-def digits(step: int) -> tuple[list[Item], dict[str, str]]:
-    """Every digit as an Item (id ``d0000``...) and its true label."""
+def digits(step: int) -> tuple[list[JobItem], dict[str, str]]:
+    """Every digit as an JobItem (id ``d0000``...) and its true label."""
     from sklearn.datasets import load_digits
 
     data = load_digits()
-    items = [Item(f"d{i:04d}", render(row, step)) for i, row in enumerate(data.data)]
+    items = [JobItem(f"d{i:04d}", render(row, step)) for i, row in enumerate(data.data)]
     return items, {item.id: str(y) for item, y in zip(items, data.target)}
 
 
@@ -122,7 +122,7 @@ class Learner:
     """The project's trainer, driven as the worker drives it: validated params, imports checked once,
     a fresh TrainContext and trainer per fit, predictions as ``predictions.jsonl`` lines."""
 
-    def __init__(self, tmp: Path, items: list[Item], truth: dict[str, str], params: dict[str, Any]) -> None:
+    def __init__(self, tmp: Path, items: list[JobItem], truth: dict[str, str], params: dict[str, Any]) -> None:
         self.tmp = tmp
         self.items = {item.id: item for item in items}
         self.truth = truth

@@ -137,14 +137,14 @@ def short_texts(n: int) -> tuple[list[str], list[str], list[str]]:
 
 def ours_sklearn(tmp: Path, texts: list[str], topic: list[str], sentiment: list[str]) -> float:
     from potato.training.job.events import EventWriter
-    from potato.training.job.spec import Item, parse_job
+    from potato.training.job.spec import JobItem, parse_job
     from potato.training.job.labels import Example
     from potato.training.trainers.base import TrainContext
     from potato.training.trainers.sklearn_text import SklearnTextTrainer as Cls
 
     topics = {"name": "topic", "annotation_type": "radio", "labels": sorted(set(topic))}
     job = parse_job(job_json(Cls.name, (topics, SENTIMENT), device="cpu"))
-    examples = [Example(Item(f"x{i}", t), {"topic": a, "sentiment": b})
+    examples = [Example(JobItem(f"x{i}", t), {"topic": a, "sentiment": b})
                 for i, (t, a, b) in enumerate(zip(texts, topic, sentiment))]
     params = Cls.validate_params({})
     Cls.check_imports(params)  # as the worker does before fit: imports are not fit time

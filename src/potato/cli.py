@@ -114,7 +114,7 @@ def validate(config_path: Path, strict: bool, as_json: bool) -> None:
         except DataError as exc:
             report = replace(report, config=None, errors=[*report.errors, Issue("data_files", str(exc))])
         else:
-            from potato.display import display_problems
+            from potato.display.fields import display_problems
 
             fields = [(i, f.key, f.type) for i, f in enumerate(config.page.display_fields)]
             missing = display_problems(fields, ((item.id, item.data) for item in items), config.media_directory,
@@ -162,7 +162,7 @@ def start(config_path: Path, port: int | None, host: str | None, dev: bool, work
     # The flag wins over the config (port, or server: {host, port}, as upstream Potato writes them).
     port = port or config.port or defaults.PORT
     host = host or config.host or defaults.HOST
-    from potato.server.ports import port_problem
+    from potato.server.serving.ports import port_problem
 
     problem = port_problem(host, port, lambda free: _start_again(click.get_current_context(), free))
     if problem:
@@ -194,7 +194,7 @@ def start(config_path: Path, port: int | None, host: str | None, dev: bool, work
         app.run(host=host, port=port, debug=False, threaded=True)
         return
     try:
-        from potato.server.gunicorn_app import serve
+        from potato.server.serving.gunicorn_app import serve
     except ImportError:
         raise PotatoError(
             "gunicorn is not installed. Install the server extra (pip install 'potato-annotation[server]') "
@@ -248,8 +248,8 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None, 
                           "file of its own.")
     from potato.db import Database
     from potato.labels import LabelStore, export_lines
-    from potato.participants import participant_ids
-    from potato.phase_store import PhaseStore
+    from potato.study.participants import participant_ids
+    from potato.study.store import PhaseStore
 
     store = LabelStore(Database(config.database_path))
     if codebook:
@@ -285,7 +285,7 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None, 
     try:
         if participants:
             from potato.project import Project
-            from potato import roster
+            from potato.server.study import roster
 
             lines: Iterator[str] = (json.dumps(row, ensure_ascii=False) + "\n"
                                     for row in roster.records(Project.open(config)))

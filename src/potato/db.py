@@ -228,6 +228,11 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX participant_arrivals_user ON participant_arrivals (user);
     """,
+    # What a run's bundle held, counted when it was built: the model card names them.
+    """
+    ALTER TABLE runs ADD COLUMN labelled_items INTEGER;
+    ALTER TABLE runs ADD COLUMN annotators INTEGER;
+    """,
 ]
 
 

@@ -7,7 +7,7 @@ Every error whose text reaches a person derives from :class:`PotatoError`, where
 
 Exceptions that are signals between two places in the code, never shown as they are, stay outside
 this tree: config checking's ``Invalid`` (collected into a :class:`ConfigError`), the recorder's
-RunStopped, SeqGap and WriteRateExceeded (answered as HTTP statuses), BadJson and SlowBody (HTTP
+RunStopped, ReportAhead and WriteRateExceeded (answered as HTTP statuses), BadJson and SlowBody (HTTP
 400 and 408), SlowReader (a connection the server ends), and the BaseExceptions Cancelled and
 Interrupted (a stop, not an error).
 """

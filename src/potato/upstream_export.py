@@ -21,12 +21,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from potato.config.schema import FREE_RESPONSE, Config, free_response_name
 from potato.training.job.schemes import Scheme, SchemeType
+from potato.training.job.private import write_atomic
 from potato.labels import Label
 
 FIXED_NAMES = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeType.NUMBER: "number",
@@ -140,9 +140,10 @@ def write(config: Config, labels: Iterable[Label], fmt: str, folder: Path,
     rows = list(records(config, labels, participants))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"annotations.{fmt}"
-    _write_whole(path, render(fmt, rows))
+    write_atomic(path, render(fmt, rows), newline="")
     if phase_answers is not None:
-        _write_whole(folder / f"phase_responses.{fmt}", render_phase_rows(fmt, phase_rows(config, phase_answers)))
+        write_atomic(folder / f"phase_responses.{fmt}", render_phase_rows(fmt, phase_rows(config, phase_answers)),
+                     newline="")
     return path, len(rows)
 
 
@@ -169,16 +170,6 @@ def render_phase_rows(fmt: str, rows: list[dict[str, Any]]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
-
-
-def _write_whole(path: Path, content: str) -> None:
-    tmp = path.parent / f".{path.name}.tmp"
-    fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-        fh.write(content)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def default_folder(config: Config, fmt: str) -> Path:

@@ -20,28 +20,14 @@ import pytest
 import requests
 
 from tests.harness.agents import register, token_in
-from tests.conftest import ADMIN_KEY
-from tests.harness.example_project import copy_example
+from tests.harness.images import DOCKER, ROOT, TAG, agent_container, docker, project_copy
 from tests.harness.waiting import wait_until
-from tests.harness.runs import TERMINAL, start, wait
+from tests.harness.runs import H, TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
 from tests.harness.jobdirs import review_job
 
-TAG = os.environ.get("POTATO_IMAGES", "")
-DOCKER = "/usr/bin/docker"
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.containers,
               pytest.mark.skipif(not TAG, reason="run by scripts/containers, which builds the images first")]
-H = {"X-API-Key": ADMIN_KEY}
-
-
-def docker(*args: str, check: bool = True, timeout: float = 300, host: str = "") -> subprocess.CompletedProcess[str]:
-    """The docker CLI on this suite's engine, or on the engine at ``host`` (a DOCKER_HOST)."""
-    env = dict(os.environ, DOCKER_HOST=host) if host else None
-    out = subprocess.run([DOCKER, *args], capture_output=True, text=True, timeout=timeout, env=env)
-    if check and out.returncode != 0:
-        raise AssertionError(f"docker {' '.join(args)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
-    return out
 
 
 def free_port() -> int:
@@ -56,25 +42,6 @@ def containers() -> Iterator[list[str]]:
     yield names
     for name in names:
         docker("rm", "-f", name, check=False)
-
-
-def agent_container(name: str, image: str, server_url: str, token: str, *options: str, once: bool = True,
-                    host: str = "") -> None:
-    """``docker run -d IMAGE --server URL --backend lab`` as docs/containers.md runs the agent: the token
-    passed on from this environment by name (``-e POTATO_TRAINING_TOKEN``), never on the command line."""
-    env = dict(os.environ, POTATO_TRAINING_TOKEN=token, **({"DOCKER_HOST": host} if host else {}))
-    started = subprocess.run([DOCKER, "run", "-d", "--name", name, *options, "-e", "POTATO_TRAINING_TOKEN", image,
-                              "--server", server_url, "--backend", "lab", *(["--once"] if once else [])],
-                             env=env, capture_output=True, text=True, timeout=120)
-    assert started.returncode == 0, started.stderr
-
-
-def project_copy(tmp_path: Path) -> Path:
-    """The example project, writable by the images' user (10001)."""
-    project = copy_example(tmp_path / "project")
-    for path in [project, *project.rglob("*")]:
-        os.chown(path, 10001, 10001)
-    return project
 
 
 def project_from_the_image(tmp_path: Path) -> Path:
@@ -258,7 +225,7 @@ def _ssh_docker_server(make_project: Callable[..., Path]) -> ServerProcess:
 
 def test_an_ssh_backend_with_container_docker_trains_in_the_worker_image(
         make_project: Callable[..., Path]) -> None:
-    from tests.integration.test_ssh import log_of
+    from tests.harness.runs import log_of
 
     srv = _ssh_docker_server(make_project)
     try:
@@ -277,7 +244,7 @@ def test_an_ssh_backend_with_container_docker_trains_in_the_worker_image(
 
 def test_cancel_reaches_the_worker_in_docker_and_the_cold_stop_kills_the_container(
         make_project: Callable[..., Path]) -> None:
-    from tests.integration.test_ssh import log_of
+    from tests.harness.runs import log_of
 
     srv = _ssh_docker_server(make_project)
     try:

@@ -23,8 +23,8 @@ import requests
 
 import potato
 from tests.harness.agents import register
-from tests.containers.test_images import H, agent_container, docker, project_copy
-from tests.harness.runs import TERMINAL, label_all, start, wait
+from tests.harness.images import agent_container, docker, project_copy
+from tests.harness.runs import H, TERMINAL, label_all, start, wait
 from tests.harness.machines import answers
 from tests.harness.servers import ServerProcess, free_port
 

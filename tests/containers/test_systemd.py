@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.containers.test_images import DOCKER, ROOT, TAG, docker
+from tests.harness.images import DOCKER, ROOT, TAG, docker
 from tests.harness.example_project import copy_example
 from tests.faults.matrix import fault
 from tests.harness.waiting import wait_until

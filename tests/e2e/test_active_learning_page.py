@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 import requests
 
-from tests.e2e.test_training_page_newcomer import open_page
-from tests.integration.test_active_learning import H, current_item, label, server, signed_in  # noqa: F401
+from tests.harness.pages import open_page
+from tests.harness.active_learning import server  # noqa: F401 - the fixture
+from tests.harness.annotating import current_item, label, signed_in
+from tests.harness.runs import H
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 import pytest
 
-from tests.e2e.test_annotate_page import _labels, _sign_in
 from tests.harness.adminapi import stored_labels
+from tests.harness.pages import _labels, _sign_in
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -173,7 +173,8 @@ def test_a_pick_is_stored_while_a_required_question_is_still_open(make_project: 
                                                                    page: Any) -> None:
     """Issue 21 (C2): the pick is stored even before the required question is answered; Enter still
     asks for that question before it moves on."""
-    from tests.e2e.test_upstream_projects import UPSTREAM_SCHEMES, labels_of
+    from tests.harness.adminapi import labels_of
+    from tests.harness.upstream import UPSTREAM_SCHEMES
 
     srv = ServerProcess(make_project(annotation_schemes=UPSTREAM_SCHEMES)).start()
     try:

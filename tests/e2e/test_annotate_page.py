@@ -9,6 +9,7 @@ from typing import Any, Callable
 import pytest
 
 from tests.harness.adminapi import stored_labels
+from tests.harness.pages import _labels, _sign_in, label_and_suggest
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -44,18 +45,6 @@ def test_label_three_items_with_the_keyboard(server: ServerProcess, page: Any) -
     page.click("body")
     page.keyboard.press("d")
     assert page.evaluate("document.documentElement.dataset.theme") in ("dark", "light")
-
-
-def _sign_in(page: Any, server: ServerProcess, name: str) -> None:
-    page.goto(server.url + "/")
-    page.fill("#name", name)
-    page.press("#name", "Enter")
-    page.wait_for_selector("#item-id:text('r000')")
-
-
-def _labels(server: ServerProcess, user: str) -> list[tuple[str, Any]]:
-    rows = stored_labels(server.url, user)
-    return sorted((r["id"], r["label"]) for r in rows if r["schema"] == "sentiment")
 
 
 def test_the_keyboard_never_skips_or_loses_a_label(server: ServerProcess, page: Any) -> None:
@@ -131,12 +120,3 @@ def test_the_page_fits_a_phone_and_a_desktop_with_long_unbroken_text(
         page.screenshot(path=str(tmp_path / f"annotate-{width}.png"), full_page=True)  # for a person to look at once
     finally:
         srv.stop()
-
-
-def label_and_suggest(srv: ServerProcess) -> None:
-    """A suggestion on r000 without training: a run's predictions written back through the API."""
-    from tests.harness.runs import label_all, start, wait
-
-    label_all(srv, 20)
-    run = start(srv, trainer="noop", schemas=["sentiment"])
-    wait(srv, run["id"], {"succeeded"}, timeout=60)

@@ -106,7 +106,7 @@ def test_a_reload_shows_the_item_that_was_shown(server: ServerProcess, page: Any
 def test_a_required_question_is_never_offered_as_a_skip(make_project: Callable[..., Path], page: Any) -> None:
     """Issue 33 item 10: where a question is required, "Save & next" cannot skip, so it keeps its name
     and asks for the answer."""
-    from tests.e2e.test_upstream_projects import UPSTREAM_SCHEMES
+    from tests.harness.upstream import UPSTREAM_SCHEMES
 
     srv = ServerProcess(make_project(annotation_schemes=UPSTREAM_SCHEMES)).start()
     try:

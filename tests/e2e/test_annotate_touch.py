@@ -12,8 +12,8 @@ import requests
 
 from tests.harness.browser import CHROMIUM_ARGS, chromium_path
 from tests.conftest import ADMIN_KEY
-from tests.e2e.test_annotate_page import label_and_suggest
-from tests.e2e.test_spans import NER, RADIO
+from tests.harness.pages import label_and_suggest
+from tests.harness.schemes import NER, RADIO
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

@@ -12,7 +12,7 @@ import requests
 
 from tests.conftest import ADMIN_KEY
 from tests.harness.servers import ServerProcess
-from tests.unit.server.test_codebook import THEMES
+from tests.harness.schemes import THEMES
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -14,9 +14,9 @@ import requests
 
 from tests.harness import agents
 from tests.conftest import ADMIN_KEY
-from tests.e2e.test_training_page_newcomer import open_page
+from tests.harness.pages import open_page
+from tests.harness.hubpush import agent_run_with_model_left_on_host
 from tests.harness.hubstandin import USER, HubStandIn
-from tests.integration.test_hub_push import agent_run_with_model_left_on_host
 from tests.harness.runs import label_all, start, wait
 from tests.harness.servers import ServerProcess
 

@@ -15,7 +15,7 @@ import requests
 
 from potato.server.training.outputs.curve import wilson_interval
 from tests.conftest import ADMIN_KEY, truth
-from tests.e2e.test_training_page_newcomer import open_page
+from tests.harness.pages import open_page
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.e2e.test_item_fields import two_page_pdf
+from tests.harness.mediafiles import two_page_pdf
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

@@ -9,9 +9,9 @@ from typing import Any, Callable
 import pytest
 
 from tests.conftest import ADMIN_KEY
-from tests.faults.test_agent_uploads_and_order import predictions, run_to_the_end
+from tests.harness.agentprotocol import predictions, run_to_the_end
 from tests.harness.agentsetup import Setup
-from tests.integration.test_agent import make_setup  # noqa: F401 - the fixture
+from tests.harness.agentsetup import make_setup  # noqa: F401 - the fixture
 from tests.harness.runs import label_all
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.e2e.test_spans import key_of, sign_in, spans_become
+from tests.harness.pages import key_of, sign_in, spans_become
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -151,8 +151,9 @@ def test_the_models_spans_come_back_in_their_field_and_are_accepted_there(
         make_project: Callable[..., Path], page: Any, errors: list[str]) -> None:
     """A real sklearn-token-classification run on spans in a premise and a hypothesis: its spans are
     drawn in the field each belongs to; one rejected there by a click, the rest accepted with a."""
-    from tests.integration.test_span_fields_local import FIELDS as PAIR_FIELDS, pairs, truth
-    from tests.integration.test_spans_local import NER, mark, signed_in, stored
+    from tests.harness.spanfields import FIELDS as PAIR_FIELDS, pairs, truth
+    from tests.harness.annotating import signed_in
+    from tests.harness.spans import NER, mark, stored
     from tests.harness.runs import TERMINAL, start, wait
 
     config = make_project(annotation_schemes=[NER], item_properties={"id_key": "id", "text_key": "premise"},
@@ -203,7 +204,7 @@ def test_spans_in_a_field_no_longer_marked_give_way_to_new_ones(
         make_project: Callable[..., Path], page: Any, errors: list[str]) -> None:
     """The admin takes span_target off the hypothesis after spans were marked there: the page opens
     without them, and a span marked in the premise is stored (the server would refuse the stale ones)."""
-    from tests.integration.test_spans_local import signed_in
+    from tests.harness.annotating import signed_in
 
     def serve(fields: list[dict[str, Any]]) -> ServerProcess:
         path = make_project(annotation_schemes=[ALIGN], item_properties={"id_key": "id", "text_key": "premise"},

@@ -4,36 +4,21 @@ runs table and, label by label, in the run's detail, readable at a phone's width
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 import requests
 
-from tests.e2e.test_training_page_newcomer import open_page
-from tests.integration.test_spans_local import H, mark, signed_in, span_items, span_project, true_spans
-from tests.harness.runs import TERMINAL, start, wait
+from tests.harness.pages import open_page
+from tests.harness.runs import H
+from tests.harness.spans import trained  # noqa: F401 - the fixture
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 
-@pytest.fixture
-def trained(make_project: Callable[..., Path]) -> Iterator[tuple[ServerProcess, dict[str, Any]]]:
-    srv = ServerProcess(span_project(make_project)).start()
-    try:
-        gold = signed_in(srv, "gold")
-        for item in span_items()[:30]:
-            mark(gold, srv, item["id"], true_spans(item))
-        run = start(srv, trainer="sklearn-token-classification", schemas=["entities"])
-        done = wait(srv, run["id"], TERMINAL, timeout=180)
-        assert done["state"] == "succeeded", srv.output()[-3000:]
-        yield srv, done
-    finally:
-        srv.stop()
-
-
 @pytest.mark.parametrize("width", [390, 1280])
-def test_the_span_run_shows_its_f1_overall_and_by_label(trained: tuple[ServerProcess, dict[str, Any]], page: Any,
+def test_the_span_run_shows_its_f1_overall_and_by_label(trained: tuple[ServerProcess, dict[str, Any]], page: Any,  # noqa: F811
                                                         width: int, tmp_path: Path) -> None:
     srv, run = trained
     metrics = run["metrics"]

@@ -13,9 +13,10 @@ from typing import Any, Iterator
 import pytest
 import requests
 
-from tests.e2e.test_span_scores import trained  # noqa: F401  (the fixture: a server after a real span run)
-from tests.integration.test_spans_local import NER, H, mark, signed_in, span_items, true_spans
-from tests.harness.runs import TERMINAL, start, wait
+from tests.harness.spans import trained  # noqa: F401  (the fixture: a server after a real span run)
+from tests.harness.annotating import signed_in
+from tests.harness.spans import NER, mark, span_items, true_spans
+from tests.harness.runs import H, TERMINAL, start, wait
 from tests.harness.adminapi import stored_labels
 from tests.harness.servers import ServerProcess
 

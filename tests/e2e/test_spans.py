@@ -10,23 +10,20 @@ span questions, from a real run, are in test_span_suggestions.py.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
 from tests.conftest import review_items
-from tests.e2e.test_upstream_projects import labels_of
+from tests.harness.adminapi import labels_of
+from tests.harness.pages import SPANS, key_of, sign_in, spans_become
+from tests.harness.schemes import NER, RADIO
 from tests.harness.servers import ServerProcess
-from tests.unit.config.test_span_scheme import NER
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
-RADIO = {"annotation_type": "radio", "name": "sentiment", "description": "Is this review positive or negative?",
-         "labels": ["positive", "negative"]}
 TEXT = "#item-text"
-SPANS = "fieldset[data-schema=entities]"
 
 
 @pytest.fixture(params=[390, 1280], ids=["phone", "laptop"])
@@ -51,27 +48,6 @@ def serve(make_project: Callable[..., Path]) -> Iterator[Callable[..., ServerPro
     yield _serve
     for srv in servers:
         srv.stop()
-
-
-def sign_in(page: Any, srv: ServerProcess, name: str, width: int, first: str = "r000") -> None:
-    page.set_viewport_size({"width": width, "height": 900})
-    page.goto(srv.url + "/")
-    page.fill("#name", name)
-    page.press("#name", "Enter")
-    page.wait_for_selector(f"#item-id:text('{first}')")
-    assert page.evaluate("document.documentElement.scrollWidth") <= width  # nothing sticks out sideways
-
-
-def spans_become(srv: ServerProcess, user: str, item: str, expected: Any, within: float = 15.0) -> None:
-    """The stored spans of ``item`` reach ``expected`` (None: no answer): saves are sent as marked."""
-    deadline = time.monotonic() + within
-    while labels_of(srv, user).get((item, "entities")) != expected and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert labels_of(srv, user).get((item, "entities")) == expected
-
-
-def key_of(page: Any, label: str) -> str:
-    return str(page.inner_text(f"{SPANS} .span-label[data-label={label}] kbd"))
 
 
 def tab_to_text(page: Any) -> None:

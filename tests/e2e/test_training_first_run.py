@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from tests.conftest import ADMIN_KEY, truth
-from tests.e2e.test_training_page_newcomer import open_page
+from tests.harness.pages import open_page
 from tests.harness.servers import ServerProcess
 from tests.harness.hiding import HF_PACKAGES, hiding_path
 

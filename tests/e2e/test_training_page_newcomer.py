@@ -14,6 +14,7 @@ import requests
 
 from tests.conftest import ADMIN_KEY, truth
 from tests.harness.hiding import HF_PACKAGES, hiding_path
+from tests.harness.pages import open_page
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -36,15 +37,6 @@ def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
                       headers=HEADERS).raise_for_status()
     yield srv
     srv.stop()
-
-
-def open_page(page: Any, url: str) -> None:
-    page.goto("about:blank")  # a full load, even where only the #run= part differs
-    page.goto(url)
-    if page.locator("#key").count():  # redirected to the key form first
-        page.fill("#key", ADMIN_KEY)
-        page.press("#key", "Enter")
-    page.wait_for_selector("#start")
 
 
 def start_run(srv: ServerProcess, **params: Any) -> str:

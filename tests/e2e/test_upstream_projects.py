@@ -12,23 +12,11 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.harness.adminapi import stored_labels
+from tests.harness.adminapi import labels_of
 from tests.harness.servers import ServerProcess
+from tests.harness.upstream import UPSTREAM_SCHEMES
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
-
-UPSTREAM_SCHEMES = [
-    {"annotation_type": "likert", "name": "helpful", "description": "How helpful is the review?", "size": 5,
-     "min_label": "Not at all", "max_label": "Very", "sequential_key_binding": True,
-     "label_requirement": {"required": True}},
-    {"annotation_type": "multiselect", "name": "topics", "description": "Which topics does it mention?",
-     "labels": [{"name": "price", "tooltip": "Cost, value for money", "key_value": "q"},
-                {"name": "quality", "tooltip": "How well it is made", "key_value": "w"},
-                {"name": "delivery", "tooltip": "Shipping and packaging", "key_value": "e"}],
-     "sequential_key_binding": False},
-    {"annotation_type": "slider", "name": "stars", "description": "Stars", "min_value": 0, "max_value": 10,
-     "starting_value": 5},
-]
 
 
 @pytest.fixture
@@ -43,11 +31,6 @@ def serve(make_project: Callable[..., Path]) -> Iterator[Callable[..., ServerPro
     yield _serve
     for srv in servers:
         srv.stop()
-
-
-def labels_of(srv: ServerProcess, user: str) -> dict[tuple[str, str], Any]:
-    rows = stored_labels(srv.url, user)
-    return {(r["id"], r["schema"]): r["label"] for r in rows}
 
 
 def test_likert_and_mapped_multiselect_by_keyboard(serve: Callable[..., ServerProcess], page: Any) -> None:
@@ -102,7 +85,7 @@ def test_instance_display_fields_are_shown_under_their_labels(serve: Callable[..
 
 
 def test_display_logic_shows_follow_up_questions(serve: Callable[..., ServerProcess], page: Any) -> None:
-    from tests.unit.test_upstream_configs import PII
+    from tests.harness.upstream import PII
 
     srv = serve(annotation_schemes=PII)
     page.goto(srv.url + "/")
@@ -131,7 +114,7 @@ def test_display_logic_shows_follow_up_questions(serve: Callable[..., ServerProc
 
 def test_a_free_response_box_is_typed_into_and_asked_with_its_scheme(serve: Callable[..., ServerProcess],
                                                                    page: Any) -> None:
-    from tests.unit.test_upstream_configs import FREE
+    from tests.harness.upstream import FREE
 
     srv = serve(annotation_schemes=FREE[:2])  # one one-line box: Enter in it would submit the form
     page.goto(srv.url + "/")

@@ -16,35 +16,19 @@ import signal
 import socket
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 import requests
 
-from tests.conftest import ADMIN_KEY
 from tests.faults.matrix import fault
+from tests.harness.agentprotocol import V1, events_of, post, run_of
 from tests.harness.agentsetup import Setup, _claim
-from tests.integration.test_agent import make_setup  # noqa: F401 - the fixture
-from tests.harness.runs import TERMINAL, label_all, start, wait
+from tests.harness.agentsetup import make_setup  # noqa: F401 - the fixture
+from tests.harness.runs import H, TERMINAL, label_all, start, wait
 from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration
-H = {"X-API-Key": ADMIN_KEY}
-V1 = "/training/agent/v1"
-
-
-def post(s: Setup, token: str, path: str, body: bytes | Dict[str, Any]) -> requests.Response:
-    data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return requests.post(f"{s.server.url}{V1}{path}", data=data, timeout=30,
-                         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-
-
-def events_of(s: Setup, run_id: str) -> list:
-    return requests.get(f"{s.server.url}/admin/training/api/runs/{run_id}/events", headers=H).json()["events"]
-
-
-def run_of(s: Setup, run_id: str) -> Dict[str, Any]:
-    return requests.get(f"{s.server.url}/admin/training/api/runs/{run_id}", headers=H).json()
 
 
 def restart_with(s: Setup, **training: Any) -> None:
@@ -54,15 +38,6 @@ def restart_with(s: Setup, **training: Any) -> None:
     s.config_path.write_text(text.replace("grace_seconds: 2", "grace_seconds: 2" + extra, 1))
     s.server.stop()
     s.server = ServerProcess(s.config_path, port=s.server.port).start()
-
-
-@pytest.fixture
-def claimed(make_setup: Callable[..., Setup]) -> Iterator[tuple[Setup, str, str]]:  # noqa: F811
-    s = make_setup()
-    label_all(s.server, 20)
-    start(s.server, trainer="noop", schemas=["sentiment"], backend="lab")
-    run_id, token = _claim(s)
-    yield s, run_id, token
 
 
 @fault("The agent and its reports", "A report with text that is not Unicode (a lone surrogate, from a file name that is not UTF-8), or JSON nested 50,000 deep, with or without a valid token",
@@ -212,7 +187,7 @@ def test_a_flood_of_events_is_capped_in_bytes_and_per_second_and_says_so(
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    from tests.integration.test_disk_full import tmpfs
+    from tests.harness.disks import tmpfs
 
     yield from tmpfs(tmp_path, "24m")
 

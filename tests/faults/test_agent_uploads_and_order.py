@@ -20,23 +20,13 @@ import pytest
 import requests
 
 from tests.faults.matrix import fault
-from tests.faults.test_agent_reports import H, V1, claimed, events_of, post, run_of  # noqa: F401 - the fixture
-from tests.harness.agentsetup import Setup, _claim
-from tests.integration.test_agent import make_setup  # noqa: F401 - the fixture
-from tests.harness.runs import TERMINAL, label_all, start, wait
+from tests.harness.agentprotocol import SUCCEEDED, V1, events_of, post, predictions, put, run_of, run_to_the_end
+from tests.harness.agentprotocol import claimed  # noqa: F401 - the fixture
+from tests.harness.agentsetup import Setup
+from tests.harness.agentsetup import make_setup  # noqa: F401 - the fixture
+from tests.harness.runs import H, TERMINAL, label_all, wait
 
 pytestmark = pytest.mark.integration
-SUCCEEDED = {"exit_code": 0, "result": {"status": "succeeded", "metrics": {"holdout_accuracy": 0.8}}, "log": []}
-
-
-def predictions(n: int, label: str = "positive") -> bytes:
-    return "".join(json.dumps({"item_id": f"r{i:03d}", "schema": "sentiment", "label": label, "confidence": 0.9})
-                   + "\n" for i in range(n)).encode()
-
-
-def put(s: Setup, token: str, run_id: str, body: bytes) -> requests.Response:
-    return requests.put(f"{s.server.url}{V1}/runs/{run_id}/predictions", data=body, timeout=30,
-                        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"})
 
 
 def suggestions(s: Setup, run_id: str) -> Dict[str, Any]:
@@ -49,17 +39,6 @@ def annotators_see(s: Setup, item: int) -> Dict[str, Any]:
     session.post(s.server.url + "/login", data={"name": "new"}, timeout=30)
     got: Dict[str, Any] = session.get(f"{s.server.url}/api/item/{item}", timeout=30).json()["item"]["suggestions"]
     return got
-
-
-def run_to_the_end(s: Setup, upload: bytes | None) -> str:
-    """One run of the agent backend, driven by hand: claimed, its predictions uploaded (``None``: no
-    upload), reported succeeded; its id."""
-    start(s.server, trainer="noop", schemas=["sentiment"], backend="lab")
-    run_id, token = _claim(s)
-    if upload is not None:
-        assert put(s, token, run_id, upload).status_code == 200
-    assert post(s, token, f"/runs/{run_id}/result", SUCCEEDED).json()["state"] == "succeeded"
-    return run_id
 
 
 @fault("The agent and its reports",

@@ -19,7 +19,7 @@ from typing import Callable
 import pytest
 import requests
 
-from potato.server.ports import port_problem
+from potato.server.serving.ports import port_problem
 from tests.harness import procs
 from tests.harness.annotators import Annotators
 from tests.conftest import ADMIN_KEY
@@ -105,8 +105,8 @@ def test_kill_9_of_the_master_frees_the_port_at_once_and_loses_no_acknowledged_l
 SLOW_APP = """
 import time
 from flask import Flask
-import potato.server.gunicorn_worker as gw
-from potato.server.gunicorn_app import GunicornApp
+import potato.server.serving.gunicorn_worker as gw
+from potato.server.serving.gunicorn_app import GunicornApp
 
 if {no_prctl}:
     gw.request_parent_death_signal = lambda sig: False  # as on a system without prctl: the ppid check

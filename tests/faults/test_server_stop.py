@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from potato.server.gunicorn_app import GRACEFUL_TIMEOUT_S
+from potato.server.serving.gunicorn_app import GRACEFUL_TIMEOUT_S
 from tests.faults.matrix import fault
 from tests.harness.servers import free_port
 from tests.harness.waiting import wait_until
@@ -42,8 +42,8 @@ def test_a_sigterm_while_workers_boot_stops_them_all(tmp_path: Path) -> None:
     script.write_text(textwrap.dedent(f"""
         import time
         from flask import Flask
-        from potato.server.gunicorn_app import GunicornApp
-        from potato.server.gunicorn_worker import worker_class
+        from potato.server.serving.gunicorn_app import GunicornApp
+        from potato.server.serving.gunicorn_worker import worker_class
 
         app = Flask("stop-test")
         app.add_url_rule("/", "root", lambda: "ok")

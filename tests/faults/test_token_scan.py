@@ -22,13 +22,13 @@ import pytest
 
 from tests.harness import procs
 from tests.faults.matrix import fault
-from tests.integration.conftest import make_server  # noqa: F401 - the fixture
-from tests.integration.test_slurm import cluster, slurm_config  # noqa: F401 - the fixture
-from tests.integration.test_ssh import ssh_config, sshd  # noqa: F401 - the fixture
+from tests.harness.runs import make_server  # noqa: F401 - the fixture
+from tests.harness.slurmcluster import cluster  # noqa: F401 - the fixture
+from tests.harness.sshd import sshd  # noqa: F401 - the fixture
 from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
-from tests.harness.slurmcluster import Cluster
-from tests.harness.sshd import SshHost
+from tests.harness.slurmcluster import Cluster, slurm_config
+from tests.harness.sshd import SshHost, ssh_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TOKEN_SHAPE = re.compile(rb"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")

@@ -23,7 +23,7 @@ pytestmark = [
 ]
 
 from tests.harness.jobdirs import job_json, read_jsonl, read_result, run_worker, write_bundle  # noqa: E402
-from tests.unit.training.test_llm_zero_shot import example_reviews, smollm2_gguf  # noqa: E402
+from tests.harness.llm import example_reviews, smollm2_gguf  # noqa: E402
 
 SCHEME = {"name": "sentiment", "annotation_type": "radio", "labels": ["positive", "negative"],
           "description": "Is this product review positive or negative?"}

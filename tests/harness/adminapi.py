@@ -9,6 +9,7 @@ from typing import Any
 import requests
 
 from tests.conftest import ADMIN_KEY
+from tests.harness.servers import ServerProcess
 
 BODY_SHOWN = 2000
 """How much of an unexpected answer's body its failure shows."""
@@ -40,3 +41,8 @@ def stored_labels(url: str, user: str | None = None, schema: str | None = None,
                             timeout=timeout)
     rows: list[dict[str, Any]] = expect_json(response, "labels")
     return rows
+
+
+def labels_of(srv: ServerProcess, user: str) -> dict[tuple[str, str], Any]:
+    rows = stored_labels(srv.url, user)
+    return {(r["id"], r["schema"]): r["label"] for r in rows}

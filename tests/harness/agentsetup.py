@@ -4,11 +4,12 @@ and the agents and proxies a test starts (``Setup``), and claiming a run as a ha
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Callable, Dict, Iterator
 
+import pytest
 import requests
 
-from tests.harness.agents import AgentProcess, Proxy
+from tests.harness.agents import AgentProcess, Proxy, register
 from tests.harness.servers import ServerProcess
 
 
@@ -64,3 +65,19 @@ def _claim(s: Setup) -> tuple[str, str]:
                       headers={"Authorization": f"Bearer {s.token}"})
     assert r.status_code == 200, r.text
     return r.json()["run_id"], r.json()["run_token"]
+
+
+@pytest.fixture
+def make_setup(make_project: Callable[..., Path]) -> Iterator[Callable[..., Setup]]:
+    made: list[Setup] = []
+
+    def _make(n_items: int = 40, **lab: Any) -> Setup:
+        config_path = make_project(n_items, **agent_config(**lab))
+        output, token = register(config_path, "lab")
+        setup = Setup(config_path, ServerProcess(config_path).start(), token, output)
+        made.append(setup)
+        return setup
+
+    yield _make
+    for setup in made:
+        setup.close()

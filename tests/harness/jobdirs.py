@@ -106,3 +106,18 @@ def read_exit_code(job_dir: Path) -> int:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def events(job_dir: Path, kind: str) -> list[dict[str, Any]]:
+    return [e for e in read_jsonl(job_dir / "events.jsonl") if e["type"] == kind]
+
+
+def assert_failed(job_dir: Path, code: int, reason: str) -> str:
+    assert read_exit_code(job_dir) == code
+    result = read_result(job_dir)
+    assert (result["status"], result["reason"]) == ("failed", reason)
+    assert not (job_dir / "predictions.jsonl").exists()
+    message: str = result["message"]
+    assert message in (job_dir / "stderr.log").read_text()
+    assert events(job_dir, "log")[-1] == {**events(job_dir, "log")[-1], "level": "error", "text": message}
+    return message

@@ -4,8 +4,10 @@ starting a run and waiting for it to reach a state."""
 from __future__ import annotations
 
 import time
-from typing import Any, Dict
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator
 
+import pytest
 import requests
 
 from tests.conftest import ADMIN_KEY, truth
@@ -46,3 +48,27 @@ def wait(srv: ServerProcess, run_id: str, states: set, timeout: float = 120) -> 
         if time.monotonic() > deadline:
             raise AssertionError(f"run stuck in {run['state']}: {run}\n{srv.output()[-3000:]}")
         time.sleep(0.2)
+
+
+def log_of(srv: ServerProcess, run_id: str) -> str:
+    return requests.get(f"{srv.url}/admin/training/api/runs/{run_id}/log", headers=H).text
+
+
+def run_dir(srv: ServerProcess, run_id: str) -> Path:
+    return srv.config_path.parent / "annotation_output" / "training" / "runs" / run_id
+
+
+@pytest.fixture
+def make_server(make_project: Callable[..., Path]) -> Iterator[Callable[..., ServerProcess]]:
+    """A gunicorn server on a new project with 20 labels; stopped after the test."""
+    servers: list[ServerProcess] = []
+
+    def _make(config: Dict[str, Any]) -> ServerProcess:
+        srv = ServerProcess(make_project(**config)).start()
+        servers.append(srv)
+        label_all(srv, 20)
+        return srv
+
+    yield _make
+    for srv in servers:
+        srv.stop()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import requests
 
-from potato.server.ports import listening_inodes
+from potato.server.serving.ports import listening_inodes
 
 PORT_TRIES = 5
 """How many ports a start tries when another process takes the free one it found before it listens."""

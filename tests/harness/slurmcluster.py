@@ -20,13 +20,17 @@ import dataclasses
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Tuple
 
 import pytest
 
+from tests.harness.runs import log_of
+from tests.harness.servers import ServerProcess
 from tests.harness.sshd import ROOT, TC_DIR, SshHost, container_rig, docker_cli, docker_env, hold_rig, rig_host
+from tests.harness.waiting import wait_until
 
 
 @dataclass(frozen=True)
@@ -107,3 +111,37 @@ def start_cluster(clean: bool = True) -> Cluster:
 def docker_state(container: str) -> str:
     return subprocess.run([docker_cli(), "inspect", "-f", "{{.State.Running}}", container], capture_output=True,
                           text=True, timeout=60, env=docker_env()).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Cluster:
+    return start_cluster()
+
+
+def slurm_config(cluster: Cluster, **settings: Any) -> Dict[str, Any]:
+    return {"model_training": {
+        "enabled": True,
+        "grace_seconds": 2,
+        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
+        "backends": {"cluster": cluster.backend(**settings)},
+    }}
+
+
+def slurm_job_id(srv: ServerProcess, run_id: str, timeout: float = 60) -> str:
+    """The SLURM job id the run's log names once the agent submitted it."""
+    found: list[str] = []
+
+    def submitted() -> bool:
+        for line in log_of(srv, run_id).splitlines():
+            if "Submitted SLURM job " in line:
+                found.append(line.split("Submitted SLURM job ", 1)[1].split(":", 1)[0])
+                return True
+        return False
+
+    wait_until(submitted, timeout=timeout, what="the job's submission")
+    return found[0]
+
+
+def _check(config_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "potato", "training", "check", "cluster", str(config_path), *extra],
+                          capture_output=True, text=True, timeout=120)

@@ -32,6 +32,9 @@ from typing import Any, Dict, Iterator, Optional
 
 import pytest
 
+from tests.harness.servers import ServerProcess
+from tests.harness.waiting import wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 TC_DIR = Path("/tmp/potato-testcluster")
 
@@ -186,3 +189,48 @@ def start_sshd(clean: bool = True) -> SshHost:
     if clean:
         host.run("rm -rf ~/.cache/potato-training /tmp/potato-2*")  # each test session starts on a clean host
     return host
+
+
+@pytest.fixture(scope="module")
+def sshd() -> SshHost:
+    return start_sshd()
+
+
+def ssh_config(host: SshHost, **gpu: Any) -> Dict[str, Any]:
+    return {"model_training": {
+        "enabled": True,
+        "grace_seconds": 2,
+        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
+        "backends": {"gpu": host.backend(**gpu)},
+    }}
+
+
+def cleaned_up(host: SshHost, listing: str, expected: str = "") -> None:
+    """The run's clean-up on the host comes after its end state is recorded: wait until ``listing``
+    (a shell command) prints ``expected``, as an admin who looked too soon would look again."""
+    wait_until(lambda: host.run(listing).stdout.strip() == expected, timeout=60,
+               what=f"the host's clean-up ({listing!r} to print {expected!r})")
+
+
+def _session_pid(srv: ServerProcess, run_id: str) -> int:
+    """The ssh client process that carries the run's agent session."""
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmdline and cmdline[0] == b"ssh" and any(run_id.encode() in arg and b"-R" != arg for arg in cmdline) \
+                and b"-R" in cmdline:
+            return int(proc.name)
+    raise AssertionError("no ssh session process for the run")
+
+
+def _remote_agent_pid(run_id: str) -> int:
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"potato.training.agent" in cmdline and run_id.encode() in cmdline and b"--session" in cmdline:
+            return int(proc.name)
+    raise AssertionError("no remote agent for the run")

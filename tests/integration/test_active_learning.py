@@ -6,42 +6,17 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List
+from typing import Any, Dict, List
 
 import pytest
 import requests
 
-from tests.conftest import ADMIN_KEY, truth
-from tests.integration.test_spans_local import signed_in
+from tests.harness.active_learning import server  # noqa: F401 - the fixture
+from tests.harness.annotating import current_item, label, signed_in
+from tests.harness.runs import H
 from tests.harness.servers import ServerProcess
 
 pytestmark = pytest.mark.integration
-H = {"X-API-Key": ADMIN_KEY}
-
-
-@pytest.fixture
-def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
-    config = make_project(n_items=80, model_training={"enabled": True, "grace_seconds": 2}, active_learning={
-        "enabled": True, "schema_names": ["sentiment"], "min_instances_for_training": 10,
-        "update_frequency": 20, "max_instances_to_reorder": 30, "random_sample_percent": 0,
-        "resolution_strategy": "majority_vote"})
-    srv = ServerProcess(config).start()
-    yield srv
-    srv.stop()
-
-
-def current_item(s: requests.Session, srv: ServerProcess) -> Dict[str, Any]:
-    page = s.get(srv.url + "/annotate").text
-    start = page.index('id="first-item"')
-    body = page[page.index(">", start) + 1:page.index("</script>", start)]
-    return json.loads(body)
-
-
-def label(s: requests.Session, srv: ServerProcess, item_id: str) -> Dict[str, Any]:
-    r = s.post(srv.url + "/api/label", json={"id": item_id, "labels": {"sentiment": truth(item_id)}})
-    assert r.status_code == 200, r.text
-    return r.json()["item"]
 
 
 def succeeded_runs(srv: ServerProcess) -> List[Dict[str, Any]]:
@@ -49,7 +24,7 @@ def succeeded_runs(srv: ServerProcess) -> List[Dict[str, Any]]:
     return [r for r in runs if r["state"] == "succeeded"]
 
 
-def test_after_a_run_annotators_get_the_items_it_was_least_sure_of(server: ServerProcess) -> None:
+def test_after_a_run_annotators_get_the_items_it_was_least_sure_of(server: ServerProcess) -> None:  # noqa: F811
     state = requests.get(server.url + "/admin/training/api/active-learning", headers=H).json()
     assert (state["enabled"], state["run_id"], state["uncertainty"]) == (True, None, "least_confidence")
 

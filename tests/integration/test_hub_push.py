@@ -21,7 +21,8 @@ import requests
 import yaml
 
 from tests.harness import agents
-from tests.conftest import ADMIN_KEY, base_config, review_items, truth
+from tests.conftest import ADMIN_KEY, base_config, review_items
+from tests.harness.hubpush import agent_run_with_model_left_on_host
 from tests.harness.hubstandin import USER, HubStandIn, card_metadata
 from tests.harness.runs import label_all, start, wait
 from tests.harness.servers import ServerProcess
@@ -29,7 +30,6 @@ from tests.harness.servers import ServerProcess
 pytestmark = pytest.mark.integration
 H = {"X-API-Key": ADMIN_KEY}
 TERMINAL = {"succeeded", "failed", "cancelled"}
-AGENT_V1 = "/training/agent/v1"
 
 
 class Setup:
@@ -210,31 +210,6 @@ def test_requests_that_cannot_push(setup: Setup) -> None:
     assert r.status_code == 404
 
 
-def agent_run_with_model_left_on_host(url: str, backend_token: str) -> str:
-    """A run on the agent backend ``lab`` that reports its model folder on the agent's machine (lab-pc),
-    as an agent does."""
-    r = requests.post(f"{url}/admin/training/api/runs", headers=H, timeout=30,
-                      json={"trainer": "noop", "schemas": ["sentiment"], "backend": "lab"})
-    assert r.status_code == 201, r.text
-    run_id = str(r.json()["id"])
-    r = requests.post(f"{url}{AGENT_V1}/jobs/next", timeout=30,
-                      headers={"Authorization": f"Bearer {backend_token}"},
-                      json={"backend": "lab", "agent": {"id": "a1", "host": "lab-pc"}, "wait_s": 0})
-    assert r.status_code == 200 and r.json()["run_id"] == run_id, r.text
-    bearer = {"Authorization": f"Bearer {r.json()['run_token']}"}
-    lines = "".join(json.dumps({"item_id": f"r{i:03d}", "schema": "sentiment", "label": truth(f"r{i:03d}"),
-                                "confidence": 0.9}) + "\n" for i in range(40))
-    assert requests.put(f"{url}{AGENT_V1}/runs/{run_id}/predictions", headers=bearer, data=lines.encode(),
-                        timeout=30).status_code == 200
-    folder = f"/home/me/.cache/potato-training/jobs/{run_id}/artifacts"
-    r = requests.post(f"{url}{AGENT_V1}/runs/{run_id}/result", headers=bearer, timeout=30,
-                      json={"exit_code": 0, "artifact_uri": f"lab-pc:{folder}",
-                            "model": {"host": "lab-pc", "folder": folder},
-                            "result": {"status": "succeeded", "metrics": {"holdout_accuracy": 1.0}}})
-    assert r.status_code == 200 and r.json() == {"state": "succeeded"}, r.text
-    return run_id
-
-
 def test_a_model_left_on_the_training_machine_is_refused_with_why(setup: Setup) -> None:
     s = setup
     run_id = agent_run_with_model_left_on_host(s.srv.url, s.backend_token)
@@ -256,4 +231,3 @@ def test_a_run_that_has_not_succeeded_cannot_be_pushed(setup: Setup) -> None:
     r = requests.post(s.push_url(run_id), json={}, headers=H, timeout=30)
     assert r.status_code == 409 and f"run {run_id} is queued" in r.json()["error"]
     requests.post(f"{s.srv.url}/admin/training/api/runs/{run_id}/cancel", headers=H, timeout=30)
-

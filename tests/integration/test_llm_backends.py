@@ -21,13 +21,11 @@ import requests
 from tests.harness import smollm2
 from tests.conftest import ADMIN_KEY
 from tests.harness.agentsetup import Setup
-from tests.integration.test_agent import make_setup  # noqa: F401 - the agent's fixture
-from tests.integration.test_slurm import slurm_config
-from tests.integration.test_ssh import ssh_config
+from tests.harness.agentsetup import make_setup  # noqa: F401 - the agent's fixture
 from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
-from tests.harness.slurmcluster import Cluster, start_cluster
-from tests.harness.sshd import SshHost, start_sshd
+from tests.harness.slurmcluster import Cluster, slurm_config, start_cluster
+from tests.harness.sshd import SshHost, ssh_config, start_sshd
 
 pytestmark = [pytest.mark.integration, pytest.mark.rig, pytest.mark.slow]
 H = {"X-API-Key": ADMIN_KEY}

@@ -3,7 +3,7 @@ asking for annotate.js again and again (pipelined) and never reading, held every
 write, and a signed-in annotator's ``GET /api/move`` timed out; 60 downloads of a large media file
 held unread did the same for 160 s. Now a thread never waits for a client to read: what the kernel
 does not take at once is sent by the worker's event loop as the client reads it (see
-potato.server.outbox)."""
+potato.server.serving.outbox)."""
 
 from __future__ import annotations
 

@@ -10,10 +10,9 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict
+from typing import Callable, Dict
 
 import pytest
 import requests
@@ -22,32 +21,14 @@ from tests.harness import slurm_standin
 from tests.harness.agents import register
 from tests.conftest import ADMIN_KEY
 from tests.harness.waiting import wait_until, worker_pids
-from tests.integration.test_ssh import _remote_agent_pid, _session_pid, log_of
-from tests.harness.runs import TERMINAL, start, wait
+from tests.harness.sshd import _remote_agent_pid, _session_pid
+from tests.harness.runs import TERMINAL, log_of, run_dir, start, wait
 from tests.harness.servers import ServerProcess
-from tests.harness.slurmcluster import Cluster, start_cluster
+from tests.harness.slurmcluster import Cluster, _check, slurm_config, slurm_job_id
 from tests.faults.matrix import fault
 
 pytestmark = [pytest.mark.integration, pytest.mark.rig]
 H = {"X-API-Key": ADMIN_KEY}
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Cluster:
-    return start_cluster()
-
-
-def slurm_config(cluster: Cluster, **settings: Any) -> Dict[str, Any]:
-    return {"model_training": {
-        "enabled": True,
-        "grace_seconds": 2,
-        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
-        "backends": {"cluster": cluster.backend(**settings)},
-    }}
-
-
-def run_dir(srv: ServerProcess, run_id: str) -> Path:
-    return srv.config_path.parent / "annotation_output" / "training" / "runs" / run_id
 
 
 def test_a_run_is_submitted_followed_through_the_queue_and_brings_predictions_and_the_model_back(
@@ -68,21 +49,6 @@ def test_a_run_is_submitted_followed_through_the_queue_and_brings_predictions_an
     wait_until(lambda: cluster.run("ls ~/potato-slurm/jobs/").stdout.strip() == "", timeout=60,
                what="the job dir to go")
     assert cluster.run("ls -d ~/potato-slurm/code/*").stdout.strip().startswith("/home/trainer/potato-slurm/code/")
-
-
-def slurm_job_id(srv: ServerProcess, run_id: str, timeout: float = 60) -> str:
-    """The SLURM job id the run's log names once the agent submitted it."""
-    found: list[str] = []
-
-    def submitted() -> bool:
-        for line in log_of(srv, run_id).splitlines():
-            if "Submitted SLURM job " in line:
-                found.append(line.split("Submitted SLURM job ", 1)[1].split(":", 1)[0])
-                return True
-        return False
-
-    wait_until(submitted, timeout=timeout, what="the job's submission")
-    return found[0]
 
 
 def wait_for_log(srv: ServerProcess, run_id: str, text: str, timeout: float = 60) -> None:
@@ -248,11 +214,6 @@ def test_an_agent_killed_or_hung_on_the_login_node_leaves_no_job_behind(
                 os.kill(agent, signal.SIGCONT)
             except ProcessLookupError:
                 pass
-
-
-def _check(config_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "potato", "training", "check", "cluster", str(config_path), *extra],
-                          capture_output=True, text=True, timeout=120)
 
 
 def test_check_reports_the_login_node_slurm_and_what_the_job_runs(

@@ -15,11 +15,9 @@ import pytest
 
 from potato.training.slurm.state import PENDING_REASONS
 from tests.harness.agents import register
-from tests.integration.test_slurm import _check, run_dir, slurm_config, slurm_job_id
-from tests.integration.test_ssh import log_of
-from tests.harness.runs import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, log_of, run_dir, start, wait
 from tests.harness.servers import ServerProcess
-from tests.harness.slurmcluster import Cluster, start_cluster
+from tests.harness.slurmcluster import Cluster, _check, slurm_config, slurm_job_id, start_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.rig]
 

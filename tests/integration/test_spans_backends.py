@@ -11,7 +11,8 @@ from typing import Any, Callable, Dict, Iterator
 import pytest
 
 from tests.harness.agents import AgentProcess, register
-from tests.integration.test_spans_local import mark, signed_in, span_items, span_project, true_spans
+from tests.harness.annotating import signed_in
+from tests.harness.spans import mark, span_items, span_project, true_spans
 from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
 from tests.harness.slurmcluster import start_cluster

@@ -16,38 +16,13 @@ import requests
 from tests.harness import procs
 from tests.conftest import ADMIN_KEY
 from tests.harness.waiting import wait_until, worker_pids
-from tests.harness.runs import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, log_of, start, wait
 from tests.harness.servers import ServerProcess
-from tests.harness.sshd import SshHost, start_sshd
+from tests.harness.sshd import SshHost, _remote_agent_pid, _session_pid, cleaned_up, ssh_config
 from tests.faults.matrix import fault
 
 pytestmark = [pytest.mark.integration, pytest.mark.rig]
 H = {"X-API-Key": ADMIN_KEY}
-
-
-@pytest.fixture(scope="module")
-def sshd() -> SshHost:
-    return start_sshd()
-
-
-def ssh_config(host: SshHost, **gpu: Any) -> Dict[str, Any]:
-    return {"model_training": {
-        "enabled": True,
-        "grace_seconds": 2,
-        "writeback": {"schemas": ["sentiment"], "include_unlabeled": True, "min_confidence": 0.0},
-        "backends": {"gpu": host.backend(**gpu)},
-    }}
-
-
-def cleaned_up(host: SshHost, listing: str, expected: str = "") -> None:
-    """The run's clean-up on the host comes after its end state is recorded: wait until ``listing``
-    (a shell command) prints ``expected``, as an admin who looked too soon would look again."""
-    wait_until(lambda: host.run(listing).stdout.strip() == expected, timeout=60,
-               what=f"the host's clean-up ({listing!r} to print {expected!r})")
-
-
-def log_of(srv: ServerProcess, run_id: str) -> str:
-    return requests.get(f"{srv.url}/admin/training/api/runs/{run_id}/log", headers=H).text
 
 
 def test_a_run_pushes_the_code_once_trains_there_and_brings_the_model_back(
@@ -169,19 +144,6 @@ def test_a_broken_ssh_session_fails_the_run_and_stops_the_remote_worker(
     assert done["state"] == "failed" and done["reason"] == "agent_lost", (done, session)
     assert "The ssh session to 127.0.0.1 ended during the run" in done["message"]
     wait_until(lambda: not worker_pids(run["id"]), timeout=30, what="the remote worker to be stopped")
-
-
-def _session_pid(srv: ServerProcess, run_id: str) -> int:
-    """The ssh client process that carries the run's agent session."""
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if cmdline and cmdline[0] == b"ssh" and any(run_id.encode() in arg and b"-R" != arg for arg in cmdline) \
-                and b"-R" in cmdline:
-            return int(proc.name)
-    raise AssertionError("no ssh session process for the run")
 
 
 def test_keep_remote_and_fetch_artifacts_false_leave_the_files_on_the_host(
@@ -338,17 +300,6 @@ def test_check_fails_when_the_default_trainer_cannot_be_imported_there(
     assert out.returncode == 1
     assert "Trainer 'sklearn-text-classification' could not be imported on 127.0.0.1" in out.stdout
     assert '        packages: ["scikit-learn"]' in out.stdout  # issue 21: the config fix, not pip on Debian's Python
-
-
-def _remote_agent_pid(run_id: str) -> int:
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"potato.training.agent" in cmdline and run_id.encode() in cmdline and b"--session" in cmdline:
-            return int(proc.name)
-    raise AssertionError("no remote agent for the run")
 
 
 @fault("ssh hosts",

@@ -28,11 +28,10 @@ from potato.server.training.backends.ssh.command import SshFailed, SshTarget, Ss
 from potato.server.training.backends.ssh.host import close_connection, run_ssh
 from tests.conftest import ADMIN_KEY
 from tests.harness.waiting import wait_until
-from tests.integration.test_ssh import cleaned_up, log_of, ssh_config
-from tests.harness.runs import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, log_of, start, wait
 from tests.harness.servers import ServerProcess
 from tests.harness.slurmcluster import start_cluster
-from tests.harness.sshd import SshHost, start_sshd
+from tests.harness.sshd import SshHost, cleaned_up, ssh_config, start_sshd
 from tests.faults.matrix import fault
 
 pytestmark = [pytest.mark.integration, pytest.mark.rig]

@@ -9,10 +9,10 @@ from typing import Callable
 
 import pytest
 
-from tests.integration.test_ssh import log_of, ssh_config, sshd  # noqa: F401 - sshd is a fixture
-from tests.harness.runs import TERMINAL, start, wait
+from tests.harness.runs import TERMINAL, log_of, start, wait
 from tests.harness.servers import ServerProcess
-from tests.harness.sshd import SshHost
+from tests.harness.sshd import SshHost, ssh_config
+from tests.harness.sshd import sshd  # noqa: F401 - sshd is a fixture
 from tests.faults.matrix import fault
 
 pytestmark = [pytest.mark.integration, pytest.mark.rig]

@@ -244,7 +244,7 @@ def _job_dir(config_path: Path, run_id: str) -> Path:
 
 def _started_worker(job_dir: Path, timeout: float = 30) -> tuple[int, str]:
     """The run's worker (pid, start time), from the pid file its agent wrote: this test's own process."""
-    from tests.unit.training.test_lifeline import process_start
+    from tests.harness.procs import process_start
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -273,7 +273,7 @@ def test_kill_9_of_the_local_agent_ends_its_worker_and_the_next_run_runs_alone(
         make_project: Callable[..., Path]) -> None:
     """The agent's lifeline: SIGKILL of the agent must not leave its worker training (PPID 1) beside the
     next run's worker."""
-    from tests.unit.training.test_lifeline import process_start
+    from tests.harness.procs import process_start
 
     config_path = make_project(**training_config())
     srv = ServerProcess(config_path).start()

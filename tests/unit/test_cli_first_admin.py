@@ -115,7 +115,7 @@ def test_start_on_a_taken_port_gives_a_free_port_and_the_whole_command(
 
 
 def port_holder_pid(port: int) -> int:
-    from potato.server.ports import port_holder
+    from potato.server.serving.ports import port_holder
 
     holder = port_holder(port)
     assert holder is not None

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from potato.crowdsourcing import (PREVIEW_ASSIGNMENT, Arrival, ArrivalRefused, Crowdsourcing, Outcome, arrival,
-                                  fill_url, hand_off, is_preview, mturk_submit_url, template_problem, vcode)
+from potato.study.platforms import (PREVIEW_ASSIGNMENT, Arrival, ArrivalRefused, Crowdsourcing, ExpertSettings,
+                                    MicroworkersSettings, Outcome, SonaSettings, arrival,
+                                    fill_url, hand_off, is_preview, mturk_submit_url, template_problem, vcode)
 
 
 def test_the_microworkers_vcode_is_an_hmac_of_worker_and_campaign() -> None:
     assert vcode("s3cret", "w1", "c1", "mw-") == "mw-2e1600f3d15b"
     assert vcode("s3cret", "w1", "c1", "mw-", length=20).startswith("mw-2e1600f3d15b")
     assert vcode("s3cret", "w2", "c1", "mw-") != "mw-2e1600f3d15b"
-    settings = Crowdsourcing(provider="microworkers", id_param="mw_id", vcode_secret="s3cret", vcode_prefix="mw-")
+    settings = Crowdsourcing(provider="microworkers", id_param="mw_id",
+                             own=MicroworkersSettings(vcode_secret="s3cret", vcode_prefix="mw-"))
     who = arrival(settings, {"mw_id": "w1", "campaign_id": "c1", "slot_id": "s9"})
     assert (who.worker_id, who.study_id, who.session_id) == ("w1", "c1", "s9")
     shown = hand_off(settings, who)
@@ -112,8 +114,8 @@ def test_an_mturk_preview_starts_nothing() -> None:
 
 
 def test_sona_hands_off_through_its_credit_link() -> None:
-    settings = Crowdsourcing(provider="sona", id_param="sona_code", sona_hostname="dept.sona-systems.com",
-                             sona_experiment_id="123", sona_credit_token="tok&en")
+    settings = Crowdsourcing(provider="sona", id_param="sona_code", own=SonaSettings("dept.sona-systems.com",
+                             "123", "tok&en"))
     shown = hand_off(settings, arrival(settings, {"sona_code": "AB 12"}))
     assert shown.return_url == ("https://dept.sona-systems.com/webstudy_credit.aspx?experiment_id=123"
                                 "&credit_token=tok%26en&survey_code=AB%2012")
@@ -121,7 +123,8 @@ def test_sona_hands_off_through_its_credit_link() -> None:
 
 
 def test_an_expert_invite_names_the_expert_and_an_unknown_one_is_refused() -> None:
-    settings = Crowdsourcing(provider="expert", id_param="invite", invites={"k3J9mQ2xLp8v": "med-expert-1"})
+    settings = Crowdsourcing(provider="expert", id_param="invite",
+                             own=ExpertSettings({"k3J9mQ2xLp8v": "med-expert-1"}))
     who = arrival(settings, {"invite": "k3J9mQ2xLp8v"})
     assert who.worker_id == "med-expert-1" and "k3J9mQ2xLp8v" not in str(who)
     with pytest.raises(ArrivalRefused, match="This invite link is not valid"):
@@ -151,12 +154,12 @@ def test_a_failure_and_a_screen_out_get_their_own_codes() -> None:
 
 def test_what_pays_on_each_platform_is_given_only_for_finished_work() -> None:
     """Issue 42: the SONA credit link, the Microworkers VCODE and MTurk's submit form pay by themselves."""
-    sona = Crowdsourcing(provider="sona", id_param="sona_code", sona_hostname="x.sona-systems.com",
-                         sona_experiment_id="1", sona_credit_token="t")
+    sona = Crowdsourcing(provider="sona", id_param="sona_code", own=SonaSettings("x.sona-systems.com",
+                         "1", "t"))
     assert hand_off(sona, Arrival("s1"), Outcome.COMPLETED).return_url
     refused = hand_off(sona, Arrival("s1"), Outcome.SCREENED_OUT)
     assert refused.return_url is None and "No SONA credit is granted for it" in refused.message
-    mw = Crowdsourcing(provider="microworkers", id_param="mw_id", vcode_secret="s3cret")
+    mw = Crowdsourcing(provider="microworkers", id_param="mw_id", own=MicroworkersSettings(vcode_secret="s3cret"))
     assert hand_off(mw, Arrival("w1", study_id="c1"), Outcome.COMPLETED).code
     assert hand_off(mw, Arrival("w1", study_id="c1"), Outcome.FAILED).code is None
     mturk = Crowdsourcing(provider="mturk", id_param="workerId", code="MT-1")
@@ -168,8 +171,8 @@ def test_what_pays_on_each_platform_is_given_only_for_finished_work() -> None:
 
 def test_a_microworkers_study_bound_to_its_campaign_refuses_a_link_for_another() -> None:
     """Issue 42: the VCODE was made from the link's campaign_id, so a worker could buy another campaign's."""
-    settings = Crowdsourcing(provider="microworkers", id_param="mw_id", vcode_secret="s3cret", vcode_prefix="mw-",
-                             campaign_id="c1")
+    settings = Crowdsourcing(provider="microworkers", id_param="mw_id",
+                             own=MicroworkersSettings(vcode_secret="s3cret", vcode_prefix="mw-", campaign_id="c1"))
     with pytest.raises(ArrivalRefused, match="another Microworkers campaign"):
         arrival(settings, {"mw_id": "w1", "campaign_id": "c2"})
     who = arrival(settings, {"mw_id": "w1"})  # a link without the campaign: the configured one counts

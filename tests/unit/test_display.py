@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from potato.cli import cli
 from potato.config import load_config, validate
-from potato.display import (dialogue_turns, display_problems, field_payload, markdown, media_path, media_problem,
-                            pdf_pages, sanitise_html, table)
+from potato.display.fields import (dialogue_turns, display_problems, field_payload, markdown, media_path, media_problem,
+                                   pdf_pages, sanitise_html, table)
 from potato.server import close_app, create_app
-from tests.unit.test_upstream_configs import upstream
+from tests.harness.upstream import upstream
 
 
 def tags(tree: Any) -> list[str]:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from potato.config import validate
-from potato.display import field_payload, media_path, option_verdict, span_text, table
-from tests.unit.test_upstream_configs import upstream
+from potato.display.fields import field_payload, media_path, option_verdict, span_text, table
+from tests.harness.upstream import upstream
 
 UPSTREAM_DISPLAY_OPTIONS = {
     "text": ["collapsible", "max_height", "preserve_whitespace"],

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from potato.media import (DOWNLOAD, MediaLink, MediaMissing, MediaNotAFile, MediaPrivate, NotAPdf, Served, is_pdf,
-                          media_file_problem, open_media, served_as)
+from potato.display.media import (DOWNLOAD, MediaLink, MediaMissing, MediaNotAFile, MediaPrivate, NotAPdf, Served, is_pdf,
+                                  media_file_problem, open_media, served_as)
 
 
 @pytest.mark.parametrize(("name", "head", "served"), [

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from potato.crowdsourcing import Outcome
-from potato.phases import Attempt, GoldItem, PassRule, Phase, PhaseKind, Phases, next_step, training_state
+from potato.study.platforms import Outcome
+from potato.study.phases import Attempt, GoldItem, PassRule, Phase, PhaseKind, Phases, next_step, training_state
 
 GOLD = Phase("training", PhaseKind.TRAINING, gold=(GoldItem("t1", "a", {"s": "x"}), GoldItem("t2", "b", {"s": "y"}),
                                                    GoldItem("t3", "c", {"s": "x"})))

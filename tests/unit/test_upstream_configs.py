@@ -15,46 +15,16 @@ import pytest
 from click.testing import CliRunner
 
 from potato.cli import cli
-from potato.conditions import OPERATORS, Condition, holds
+from potato.study.conditions import OPERATORS, Condition, holds
 from potato.config import load_config, validate
 from potato.assignment import order_key
 from potato.config.schema import Assignment
 from potato.training.job.schemes import LabelOption, SchemeType
 from potato.config.upstream import SCHEME_KEYS, TOP_LEVEL, unsupported_message
 from potato.server import close_app, create_app
+from tests.harness.upstream import FREE, PII, upstream
 
 CONFIG = Path("/projects/reviews/config.yaml")
-
-
-def upstream(**extra: Any) -> dict[str, Any]:
-    """A config as upstream Potato's examples write one (their keys, their label mappings)."""
-    raw: dict[str, Any] = {
-        "port": 9001,
-        "server_name": "potato annotator",
-        "annotation_task_name": "Sentiment",
-        "output_annotation_dir": "annotation_output/",
-        "output_annotation_format": "json",
-        "annotation_codebook_url": "",
-        "data_files": ["data/reviews.json"],
-        "item_properties": {"id_key": "id", "text_key": "text"},
-        "user_config": {"allow_all_users": True, "users": []},
-        "alert_time_each_instance": 10000000,
-        "annotation_schemes": [{
-            "annotation_type": "radio",
-            "name": "sentiment",
-            "description": "What kind of sentiment does the text hold?",
-            "labels": [
-                {"name": "positive", "tooltip": "Says something good", "key_value": "p"},
-                {"name": "negative", "tooltip": "Says something bad", "key_value": "n"},
-                {"name": "neutral", "tooltip": "Neither"},
-            ],
-            "sequential_key_binding": True,
-        }],
-        "site_dir": "default",
-        "admin_api_key": "a-long-random-admin-key",
-    }
-    raw.update(extra)
-    return raw
 
 
 def report_of(raw: dict[str, Any]) -> Any:
@@ -367,7 +337,7 @@ def test_start_listens_on_the_configs_port_unless_told(make_project: Callable[..
         seen.append((host, port))
         return "stop here"
 
-    monkeypatch.setattr("potato.server.ports.port_problem", refuse)
+    monkeypatch.setattr("potato.server.serving.ports.port_problem", refuse)
     path = make_project(server={"host": "127.0.0.2", "port": 8123})
     CliRunner().invoke(cli, ["start", str(path)])
     CliRunner().invoke(cli, ["start", str(path), "-p", "9999"])
@@ -479,14 +449,6 @@ def test_instance_display_fields_reach_the_page(make_app: Callable[..., Any]) ->
 
 # --- display_logic ------------------------------------------------------------------------------
 
-PII = [
-    {"annotation_type": "radio", "name": "contains_pii", "labels": ["Yes", "No", "Uncertain"]},
-    {"annotation_type": "multiselect", "name": "pii_types", "labels": ["Name", "SSN", "Other"],
-     "display_logic": {"show_when": [{"schema": "contains_pii", "operator": "equals", "value": ["Yes", "Uncertain"]}]}},
-    {"annotation_type": "text", "name": "other", "label_requirement": {"required": True},
-     "display_logic": {"show_when": [{"schema": "pii_types", "operator": "contains", "value": "Other"}]}},
-]
-
 
 @pytest.mark.parametrize(("cond", "answer", "expected"), [
     (Condition("s", "equals", ["Yes", "Maybe"]), "yes", True),
@@ -582,15 +544,6 @@ def test_every_kind_of_answer_in_upstreams_layout(make_app: Callable[..., Any], 
         "sentiment": {"positive": "positive"}, "aspects": {"price": "price", "quality": "quality"},
         "helpful": {"4": "4"}, "note": {"text_box": "fine, thanks"}, "stars": {"slider": "6"},
         "count": {"number": "2.5"}, "topic": {"select-one": "b"}}}
-
-
-FREE = [
-    {"annotation_type": "radio", "name": "contains_pii", "labels": ["Yes", "No"]},
-    {"annotation_type": "multiselect", "name": "pii_types", "labels": ["Name", "Email"],
-     "has_free_response": {"instruction": "Something else:"},
-     "display_logic": {"show_when": [{"schema": "contains_pii", "operator": "equals", "value": "Yes"}]}},
-    {"annotation_type": "radio", "name": "tone", "labels": ["calm", "angry"], "has_free_response": True},
-]
 
 
 def test_has_free_response_adds_a_box_asked_with_its_scheme() -> None:

@@ -14,7 +14,7 @@ from typing import Union
 
 import yaml
 
-from potato.config._backends import BackendKind, polled, register_backend_kind
+from potato.config.training.backends import BackendKind, polled, register_backend_kind
 from potato.config.acknowledge import apply_acknowledge
 from potato.config.schema import Config, Issue, Report
 from potato.config.validate import validate

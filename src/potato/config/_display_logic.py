@@ -1,7 +1,7 @@
 """A scheme's ``display_logic``: conditions on other schemes' answers that decide whether it is asked.
 
 Apart from the schemes' own keys because each condition is judged against the whole list of
-scheme names and against the operators of :mod:`potato.conditions`.
+scheme names and against the operators of :mod:`potato.study.conditions`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from potato.conditions import NEEDS_NO_VALUE, NEEDS_NUMBER, NEEDS_RANGE, OPERATORS, Condition, DisplayLogic
+from potato.study.conditions import NEEDS_NO_VALUE, NEEDS_NUMBER, NEEDS_RANGE, OPERATORS, Condition, DisplayLogic
 from potato.config._checks import (
     Check,
     Findings,

@@ -27,7 +27,7 @@ from potato.config._checks import (
 )
 from potato.config.schema import EXPORT_FORMATS, Access, Assignment, DisplayField, Page, export_format
 from potato.config.upstream import unsupported_message
-from potato.display import FIELD_TYPES, SPAN_FIELD_TYPES, option_verdict
+from potato.display.fields import field_types, option_verdict, span_field_types
 
 KEYS = (
     "user_config", "require_password", "login", "session_lifetime_days",
@@ -264,7 +264,7 @@ _DISPLAY_KEYS: Mapping[str, Check] = {"fields": anything, "layout": anything, "r
 
 
 def _instance_display(value: object, findings: Findings) -> tuple[tuple[DisplayField, ...], bool] | None:
-    """The fields shown for each item, each under its label (``potato.display``'s types), and whether
+    """The fields shown for each item, each under its label (``potato.display.fields``'s types), and whether
     side by side; a type this server does not draw (video, galleries, traces...) is refused by name,
     and every display option is drawn or named (:func:`_options_named`)."""
     if value is None:
@@ -297,12 +297,12 @@ def _instance_display(value: object, findings: Findings) -> tuple[tuple[DisplayF
         options = field_values.get("display_options") or {}
         if "key" not in field_values:
             findings.error(f"{at}.key", "missing; name the item's key to show, e.g. key: text")
-        elif kind not in FIELD_TYPES:
+        elif kind not in field_types():
             findings.error(f"{at}.type", unsupported_message(f"type: {kind}", f"{kind} fields in instance_display "
-                                                             f"(this server shows {', '.join(FIELD_TYPES)})"))
-        elif field_values.get("span_target") and kind not in SPAN_FIELD_TYPES:
+                                                             f"(this server shows {', '.join(field_types())})"))
+        elif field_values.get("span_target") and kind not in span_field_types():
             findings.error(f"{at}.span_target", f"spans mark text; a {kind} field cannot be their target (mark a "
-                                                "text or dialogue field instead)")
+                                                f"{' or '.join(span_field_types())} field instead)")
         elif not isinstance(options, dict):
             findings.error(f"{at}.display_options", f"must be a mapping such as {{max_width: 600}}, got {show(options)}")
         elif not _options_named(kind, options, f"{at}.display_options", findings):

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from potato.config import _crowdsourcing as crowd_keys
+from potato.config.study import crowdsourcing as crowd_keys
 from potato.config import _page as page_keys
-from potato.config import _phases as phase_keys
-from potato.config._backends import BACKEND_KINDS
+from potato.config.study import phases as phase_keys
+from potato.config.training.backends import BACKEND_KINDS
 from potato.config._checks import (
     Check,
     Findings,

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, Mapping, Protocol
 
 from potato import defaults
-from potato.crowdsourcing import Crowdsourcing
-from potato.phases import Phases
-from potato.display import span_texts
+from potato.study.platforms import Crowdsourcing
+from potato.study.phases import Phases
+from potato.display.fields import span_texts
 from potato.training.launch.containers import ContainerSpec
 from potato.training.job.schemes import Scheme
 
@@ -292,7 +292,7 @@ class DisplayField:
     span_target: bool = False
     """Span schemes mark this field: the item's own text (``item_properties.text_key``) or another."""
     type: str = "text"
-    """How it is shown: text, image, dialogue, code, spreadsheet, document or pdf (``potato.display``)."""
+    """How it is shown: text, image, dialogue, code, spreadsheet, document or pdf (``potato.display.fields``)."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """Upstream's ``display_options`` (an image's ``max_width``, code's ``language``...)."""
 

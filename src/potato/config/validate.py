@@ -19,16 +19,16 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from potato import defaults
-from potato.config import _crowdsourcing as crowd_keys
+from potato.config.study import crowdsourcing as crowd_keys
 from potato.config import _page as page_keys
-from potato.config import _phases as phase_keys
-from potato.config._active import as_auto_retrain, check_active_learning
+from potato.config.study import phases as phase_keys
+from potato.config.training.active import as_auto_retrain, check_active_learning
 from potato.config._checks import Findings, Invalid, section, show
 from potato.config._files import resolve, warn_open_folder
 from potato.config._items import check_item_properties, span_target
 from potato.config._schemes import check_schemes, training_types
 from potato.config._top_level import check_top_level, warn_debug
-from potato.config._training import check_model_training
+from potato.config.training.model_training import check_model_training
 from potato.config.acknowledge import apply_acknowledge
 from potato.config.schema import ActiveLearning, Config, ModelTraining, Report
 from potato.training.job.schemes import Scheme

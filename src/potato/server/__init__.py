@@ -13,7 +13,9 @@ from werkzeug.exceptions import HTTPException
 from potato.config.schema import Config
 from potato.db import disk_full
 from potato.project import Project
-from potato.server import admin, annotate, autoexport, codebook, context, crowd, health, media, security, study
+from potato.server import admin, annotate, autoexport, codebook, context, health, media, security
+from potato.server.study import crowd
+from potato.server.study import pages as study
 from potato.server.jsonio import StrictJSONProvider
 from potato.server.training import blueprint as training_server
 from potato.server.training.agent_protocol.routes import error_code as agent_error_code

@@ -11,13 +11,13 @@ from flask import Blueprint, Flask, Response, current_app, jsonify, redirect, re
 
 from potato.label_import import Entry, check_entries, compare, span_texts_by_id
 from potato.labels import LabelSource, export_lines
-from potato.participants import Participants, participant_ids
-from potato.roster import current_outcome
+from potato.study.participants import Participants, participant_ids
+from potato.server.study.roster import current_outcome
 from potato.server.auth import admin_required, clean_user_name, key_matches
 from potato.server.jsonio import why_not_json
 from potato.server.context import current_project
 from potato.server.security import (ADMIN_KEY_FAILURES, admin_sessions, client_addr, end_admin_session, safe_next,
-                                     throttle)
+                                    throttle)
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 

@@ -15,19 +15,20 @@ from potato.accounts import AccountError, Accounts
 from potato.assignment import items_done
 from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
-from potato.display import field_payload, media_path, span_text
-from potato.media import MediaFileError
+from potato.display.fields import field_payload, media_path, span_text
+from potato.display.media import MediaFileError
 from potato.training.job.schemes import SchemeType
 from potato.training.job.spans import Texts
 from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema
-from potato.server import crowd, study
+from potato.server.study import crowd
+from potato.server.study import pages as study
 from potato.server.codebook import codebook_payload
 from potato.server.auth import clean_user_name, current_user, login_required, session_user
 from potato.server.context import Project, current_project
 from potato.server.media import MEDIA_URL, pdf_field_pages
 from potato.server.security import (LOGINS, PASSWORD_FAILURES, client_addr, end_annotator_session,
-                                     start_annotator_session, throttle, too_many)
+                                    start_annotator_session, throttle, too_many)
 
 bp = Blueprint("annotate", __name__)
 
@@ -121,7 +122,7 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
 
 
 def shown_field(project: Project, field: DisplayField, value: Any) -> dict[str, Any]:
-    """One field of an item as the page draws it (``potato.display``); a PDF with its page count."""
+    """One field of an item as the page draws it (``potato.display.fields``); a PDF with its page count."""
     out = field_payload(field.type, field.label or field.key, value, field.options, request.script_root + MEDIA_URL)
     if field.span_target:
         # The name a span on this field gives ("" for the item's own text) and the text it marks.
@@ -218,8 +219,7 @@ def login() -> Any:
     if crowd_study is not None:
         # The platform's link (or an expert's invite) is the way in: a name typed here would sign in
         # as any participant, read their answers and take their code.
-        return _refuse(crowd.BY_LINK_ONLY.get(crowd_study.provider, crowd.BY_LINK).format(platform=crowd_study.label),
-                       403)
+        return _refuse(crowd_study.platform.by_name.format(platform=crowd_study.label), 403)
     payload = request.get_json(silent=True)
     payload = payload if isinstance(payload, dict) else {}
     raw = request.form.get("name") or payload.get("name")

@@ -16,8 +16,8 @@ import threading
 from flask import Flask
 
 from potato import upstream_export
-from potato.participants import participant_ids
-from potato.phase_store import PhaseStore
+from potato.study.participants import participant_ids
+from potato.study.store import PhaseStore
 from potato.project import Project
 
 log = logging.getLogger(__name__)

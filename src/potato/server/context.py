@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import fcntl
 import logging
-import os
 import secrets
 from pathlib import Path
 
 from flask import Flask, current_app
 
 from potato.project import Project
+from potato.training.job.private import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +42,7 @@ def session_secret(output_dir: Path) -> bytes:
         if path.exists():
             log.warning("%s holds %d bytes, fewer than %d: replaced with a new random key (everyone signs in "
                         "again)", path, len(key), SECRET_BYTES)
-        tmp = output_dir / ".secret_key.tmp"
-        fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(secrets.token_bytes(SECRET_BYTES))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        write_atomic(path, secrets.token_bytes(SECRET_BYTES))
         return path.read_bytes()
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterator
 
 from flask.json.provider import DefaultJSONProvider
 
@@ -82,3 +83,19 @@ def why_not_json(data: bytes) -> str:
     except (ValueError, RecursionError) as exc:
         return f" ({str(exc)[:200]})"
     return ""
+
+
+def jsonl_objects(path: Path) -> Iterator[dict[str, Any]]:
+    """Each line's object in a JSON-lines file a worker wrote (``predictions.jsonl``): a line that is
+    not one (not JSON, not UTF-8, not an object, nested past the parser's depth) is an empty object,
+    so every reader treats a bad line the same way (the writeback counts it as invalid, the others
+    find nothing in it); blank lines are skipped."""
+    with path.open("rb") as fh:
+        for raw in fh:
+            if not raw.strip():
+                continue
+            try:
+                row = strict_loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError):  # UnicodeDecodeError and BadJson are ValueErrors
+                row = {}
+            yield row if isinstance(row, dict) else {}

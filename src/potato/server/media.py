@@ -1,5 +1,5 @@
 """``/media/<name>``: the files of ``media_directory`` (an item's image or PDF), for signed-in
-annotators only, each as the inert file it is (:mod:`potato.media`, issue 42).
+annotators only, each as the inert file it is (:mod:`potato.display.media`, issue 42).
 
 Every answer here carries :data:`potato.server.headers.MEDIA_POLICY` (``sandbox``: a file opened in
 the PDF frame or a tab of its own gets an origin of its own and runs nothing) and ``nosniff`` (a file
@@ -20,8 +20,8 @@ from urllib.parse import quote
 from flask import Blueprint, Flask, abort, current_app, request
 from werkzeug.wsgi import wrap_file
 
-from potato.display import media_path, pdf_pages
-from potato.media import PDF_HEAD, MediaFileError, MediaMissing, NotAPdf, Served, is_pdf, open_media, served_as
+from potato.display.fields import media_path, pdf_pages
+from potato.display.media import PDF_HEAD, MediaFileError, MediaMissing, NotAPdf, Served, is_pdf, open_media, served_as
 from potato.server.auth import login_required
 from potato.server.context import Project, current_project
 from potato.server.headers import MEDIA_POLICY, framed_by, security_headers
@@ -60,7 +60,7 @@ def content_disposition(served: Served, name: str) -> str:
 @bp.get(MEDIA_URL + "<path:name>")
 @login_required
 def media(name: str) -> Any:
-    """A file of ``media_directory``, sent as :func:`potato.media.served_as` says, with ranges (the
+    """A file of ``media_directory``, sent as :func:`potato.display.media.served_as` says, with ranges (the
     PDF viewer reads a large PDF in parts)."""
     project = current_project()
     folder = project.config.media_directory
@@ -103,7 +103,7 @@ def media(name: str) -> Any:
 def pdf_field_pages(project: Project, path: str) -> int | None:
     """How many pages the PDF ``path`` of ``media_directory`` has (None: not countable from its page
     objects, the viewer counts them), read once per version of the file; raises the
-    :class:`~potato.media.MediaFileError` that says why it cannot be shown (a link, not a PDF, ...)."""
+    :class:`~potato.display.media.MediaFileError` that says why it cannot be shown (a link, not a PDF, ...)."""
     folder = project.config.media_directory
     if folder is None:
         raise MediaMissing(path, Path("(no media_directory)"))

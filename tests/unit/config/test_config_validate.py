@@ -13,7 +13,7 @@ import yaml
 
 from potato import defaults
 from potato.config import format_report, load_config, load_report, report_to_json, validate
-from potato.config._backends import node_local_dir, parse_slurm_time
+from potato.config.training.backends import node_local_dir, parse_slurm_time
 from potato.config._checks import Invalid
 from potato.config.schema import AgentBackendSettings, LocalBackendSettings, Report, SlurmBackendSettings, SshBackendSettings
 from potato.training.job.schemes import SchemeType

@@ -10,7 +10,7 @@ import pytest
 
 from potato.config import validate
 from potato.config.upstream import TOP_LEVEL
-from tests.unit.test_upstream_configs import upstream
+from tests.harness.upstream import upstream
 
 CONFIG = Path("/projects/panel/config.yaml")
 
@@ -145,7 +145,7 @@ def test_expert_invites_come_from_the_config_or_a_file(tmp_path: Path) -> None:
     (tmp_path / "invites.txt").write_text("# one token per line\nk3J9mQ2xLp8v\n", encoding="utf-8")
     report = validate(crowd("expert", {"invites_file": "invites.txt"}), tmp_path / "config.yaml")
     assert report.errors == [] and report.config is not None and report.config.crowdsourcing is not None
-    (name,) = report.config.crowdsourcing.invites.values()
+    (name,) = report.config.crowdsourcing.own.invites.values()
     assert name.startswith("expert-") and "k3J9mQ2xLp8v" not in name  # a token is never a name on every page
     missing = errors(crowd("expert", {"invites_file": "nope.yaml"}), tmp_path / "config.yaml")
     assert len(missing) == 1 and missing[0].startswith(f"crowdsourcing.expert.invites_file: cannot read "

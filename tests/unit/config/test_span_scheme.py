@@ -18,21 +18,10 @@ from potato.training.job.schemes import LabelOption, SchemeType
 from potato.config.upstream import unsupported_message
 from potato.server import close_app, create_app
 from tests.conftest import ADMIN_KEY
-from tests.unit.test_upstream_configs import upstream
+from tests.harness.schemes import NER
+from tests.harness.upstream import upstream
 
 CONFIG = Path("/projects/ner/config.yaml")
-
-NER = {
-    "annotation_type": "span",
-    "name": "entities",
-    "title": "Mark the named entities",
-    "labels": [
-        {"name": "PER", "tooltip": "A person", "key_value": "p", "color": "#e6194b"},
-        {"name": "ORG", "tooltip": "An organisation", "color": "#3cb44b"},
-        "LOC",
-    ],
-    "sequential_key_binding": True,
-}
 
 
 def errors(raw: dict[str, Any]) -> list[str]:

@@ -21,10 +21,8 @@ from potato.db import Database
 from potato.server import close_app, create_app
 from potato.server.training.runs.bundle import job_schemes
 from tests.conftest import ADMIN_KEY
-from tests.unit.test_upstream_configs import upstream
-
-THEMES = [{"annotation_type": "multiselect", "name": "themes", "description": "Which themes appear?", "codebook": True,
-           "labels": [{"name": "cost", "tooltip": "Money stops them"}, {"name": "trust", "tooltip": "Doubts the provider"}]}]
+from tests.harness.schemes import THEMES
+from tests.harness.upstream import upstream
 
 
 @pytest.fixture

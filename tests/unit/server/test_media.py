@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import pytest
 
-from potato.media import Served
+from potato.display.media import Served
 from potato.server.media import content_disposition
 
 

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import pytest
 
-from potato.server.outbox import OUTBOX_MAX, Outbox, SendBudget, SlowReader, abort, client_address
+from potato.server.serving.outbox import OUTBOX_MAX, Outbox, SendBudget, SlowReader, abort, client_address
 
 
 @pytest.fixture

@@ -239,9 +239,9 @@ def test_every_participant_is_exported_with_how_their_session_ended(study: Calla
 def test_the_done_page_of_a_session_without_an_arrival_record_is_no_error(study: Callable[..., Any]) -> None:
     """Issue 42: an expert study's /done for a session signed in by name (before the link became the
     only way in, say from before an upgrade) was a 500: the name was read as an invite token."""
-    from potato.crowdsourcing import Outcome
+    from potato.study.platforms import Outcome
     from potato.server.context import current_project
-    from potato.server.crowd import hand_off_for
+    from potato.server.study.crowd import hand_off_for
 
     client = study(phases=None, training=None, crowdsourcing={"provider": "expert", "expert": {
         "invites": {"k3J9mQ2xLp8v": "expert-alice"}}})

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from potato.server.ports import port_holder, port_problem
+from potato.server.serving.ports import port_holder, port_problem
 
 
 def test_a_free_port_is_fine_and_a_taken_one_names_its_process() -> None:
@@ -44,8 +44,8 @@ def test_an_address_this_machine_lacks_is_named() -> None:
 
 
 def test_potato_start_uses_the_worker_that_collects_headers_without_a_thread(monkeypatch: Any) -> None:
-    from potato.server.gunicorn_worker import worker_class
+    from potato.server.serving.gunicorn_worker import worker_class
 
-    assert worker_class() == "potato.server.gunicorn_worker.HeadFirstWorker"  # the installed gunicorn has its hooks
+    assert worker_class() == "potato.server.serving.gunicorn_worker.HeadFirstWorker"  # the installed gunicorn has its hooks
     monkeypatch.setenv("POTATO_STOCK_GTHREAD", "1")
     assert worker_class() == "gthread"

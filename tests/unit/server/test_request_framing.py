@@ -10,8 +10,8 @@ import pytest
 from gunicorn import util as gunicorn_util
 
 from potato.server.headers import ANSWER_POLICY, security_headers
-from potato.server.request_framing import (BAD_FRAMING_RESPONSE, HEAD_TOO_LARGE_RESPONSE, TIMEOUT_RESPONSE,
-                                           TOO_LARGE_RESPONSE, answer, cut_short, parser_error_answer, BodyPlan, Body)
+from potato.server.serving.request_framing import (BAD_FRAMING_RESPONSE, HEAD_TOO_LARGE_RESPONSE, TIMEOUT_RESPONSE,
+                                                   TOO_LARGE_RESPONSE, answer, cut_short, parser_error_answer, BodyPlan, Body)
 
 
 def _parse(reply: bytes) -> tuple[str, dict[str, str], bytes]:

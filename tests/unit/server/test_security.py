@@ -261,7 +261,7 @@ def test_the_favicon_is_served(make_app: Callable[..., Any]) -> None:
 def test_which_bodies_the_event_loop_collects() -> None:
     """A slow body must not hold a thread (issue 11): bodies with a Content-Length up to 1 MB are
     collected by length; chunked, 100-continue and large ones are decided apart (issue 20)."""
-    from potato.server.request_framing import BODY_PREREAD_MAX, body_wanted
+    from potato.server.serving.request_framing import BODY_PREREAD_MAX, body_wanted
 
     head = b"POST /api/label HTTP/1.1\r\nHost: x\r\nContent-Length: 120\r\n\r\n{\"id\""
     assert body_wanted(head) == 120
@@ -420,13 +420,13 @@ def _head(request_line: str, *fields: str) -> bytes:
 def test_the_headers_decide_what_happens_to_a_body(head: bytes, kind: str) -> None:
     """Issue 20: no thread waits on a body the server has not decided to take; only the upload routes,
     with their credentials in the headers, get one before a large or chunked body is in."""
-    from potato.server.request_framing import plan_body
+    from potato.server.serving.request_framing import plan_body
 
     assert plan_body(head).kind.value == kind
 
 
 def test_a_client_waiting_for_100_continue_is_answered_by_the_event_loop() -> None:
-    from potato.server.request_framing import plan_body, strip_expect
+    from potato.server.serving.request_framing import plan_body, strip_expect
 
     head = _head("POST /login HTTP/1.1", "Expect: 100-continue", "Content-Length: 9")
     plan = plan_body(head)
@@ -444,7 +444,7 @@ def test_a_client_waiting_for_100_continue_is_answered_by_the_event_loop() -> No
     (b"", (0, False)),
 ])
 def test_chunked_bodies_are_collected_by_their_framing(body: bytes, expected: tuple[int, bool]) -> None:
-    from potato.server.request_framing import chunked_end
+    from potato.server.serving.request_framing import chunked_end
 
     assert chunked_end(body) == expected
     if expected[1]:  # resumable: feeding it byte by byte ends at the same place
@@ -458,7 +458,7 @@ def test_chunked_bodies_are_collected_by_their_framing(body: bytes, expected: tu
 
 @pytest.mark.parametrize("body", [b"zz\r\n", b"5\r\nhelloXX", b"-1\r\n", b"9" * 5000, b"0\r\n" + b"T: x\r\n" * 1000])
 def test_bad_chunk_framing_is_refused(body: bytes) -> None:
-    from potato.server.request_framing import chunked_end
+    from potato.server.serving.request_framing import chunked_end
 
     with pytest.raises(ValueError):
         chunked_end(body)
@@ -468,8 +468,8 @@ def test_a_thread_reading_a_body_stops_at_its_deadline() -> None:
     """Between bytes at most the body timeout; overall, the timeout plus a second per BODY_MIN_RATE."""
     import socket
 
-    from potato.server.gunicorn_worker import PacedSocket
-    from potato.server.request_framing import body_timeout, read_deadline
+    from potato.server.serving.gunicorn_worker import PacedSocket
+    from potato.server.serving.request_framing import body_timeout, read_deadline
     from potato.server.security import SlowBody
 
     assert read_deadline(100.0, 32 * 1024, 30.0, 16 * 1024) == 132.0

@@ -148,7 +148,7 @@ def test_every_pages_answers_are_exported(study: Callable[..., Any]) -> None:
 
 
 def test_a_missing_or_broken_phase_file_is_named_with_the_fix(tmp_path: Path) -> None:
-    from tests.unit.test_upstream_configs import upstream
+    from tests.harness.upstream import upstream
 
     raw = upstream(phases={"order": ["consent", "annotation"], "consent": {"type": "consent",
                                                                             "file": "surveys/consent.json"}})

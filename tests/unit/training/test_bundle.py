@@ -46,6 +46,18 @@ def test_bundle_contents_and_sha(config: Config, tmp_path: Path) -> None:
     assert len(json.loads((out / "split.json").read_text())["holdout"]) == 2
 
 
+def test_the_bundle_counts_its_labelled_items_and_annotators(config: Config, tmp_path: Path) -> None:
+    """The model card names how many items and annotators a run learned from: counted as the bundle is
+    built (the card reads them from the run's record, never from the bundle again)."""
+    items = ItemSet([Item(f"r{i}", f"text {i}", {}) for i in range(4)])
+    labels = [Label("u1", "a", "sentiment", "positive"), Label("u1", "r0", "sentiment", "positive"),
+              Label("u2", "r0", "sentiment", "negative"), Label("u1", "r1", "sentiment", "negative"),
+              Label("u3", "r2", "note", "free text")]  # an unknown item and an untrained schema count for nothing
+    job = job_spec(config, "run-1", "noop", ["sentiment"], {"sleep_s": 0})
+    info = build_bundle(tmp_path / "bundle.tar.gz", job, items, labels, 0.25)
+    assert (info.n_labels, info.n_labelled_items, info.n_annotators) == (3, 2, 2)
+
+
 def _tar(tmp_path: Path, member: tarfile.TarInfo, data: bytes = b"x") -> Path:
     path = tmp_path / "evil.tar.gz"
     with tarfile.open(path, "w:gz") as tar:

@@ -100,7 +100,7 @@ def test_a_cancel_is_a_cancel_and_success_is_rank_0_s() -> None:
 
 
 def _smollm2() -> Path:
-    from .test_llm_zero_shot import smollm2_folder
+    from tests.harness.llm import smollm2_folder
 
     return smollm2_folder()
 
@@ -143,14 +143,14 @@ def wait_for(what: str, ok: Any, timeout: float = 180) -> None:
 def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from .test_hf_text import DATA
+    from tests.harness.trainingdata import DATA
     from .tinybert import build_tiny_bert
 
     return build_tiny_bert(tmp_path_factory.mktemp("bert"), [text for text, _ in DATA])
 
 
 def hf_job(job_dir: Path, model: Path, epochs: int, n: int = 200) -> Path:
-    from .test_hf_text import DATA
+    from tests.harness.trainingdata import DATA
 
     data = DATA[:n]
     items = [{"id": f"i{i}", "text": text} for i, (text, _) in enumerate(data)]
@@ -220,7 +220,7 @@ def test_a_killed_rank_fails_the_run_naming_it(tmp_path: Path, tiny_bert: Path) 
 @pytest.mark.slow
 def test_zero_shot_ranks_each_ask_about_their_share_of_the_items(tmp_path: Path) -> None:
     """llm-zero-shot learns nothing: each rank predicts its block of the items, rank 0 writes them all."""
-    from .test_llm_zero_shot import example_reviews
+    from tests.harness.llm import example_reviews
 
     data = example_reviews()[:12]
     items = [{"id": i, "text": t} for i, t, _ in data]

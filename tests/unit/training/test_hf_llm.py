@@ -247,7 +247,7 @@ def test_lora_on_smollm2_beats_zero_shot_on_the_example_reviews(tmp_path: Path,
     pytest.importorskip("gguf")
     from potato.training.worker.program import run_job
 
-    from .test_llm_zero_shot import example_reviews, smollm2_gguf
+    from tests.harness.llm import example_reviews, smollm2_gguf
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     data = example_reviews(N_QUALITY)

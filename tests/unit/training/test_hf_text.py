@@ -18,10 +18,8 @@ pytest.importorskip("transformers")
 from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import ASPECTS, SENTIMENT, job_json, read_jsonl, read_result, write_bundle
-from .tinybert import build_tiny_bert, synthetic_reviews, torch_threads_restored
-
-N = 400
-DATA = synthetic_reviews(N)
+from tests.harness.trainingdata import DATA, N
+from .tinybert import build_tiny_bert, torch_threads_restored
 
 
 one_thread = pytest.fixture(autouse=True)(torch_threads_restored)

@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import job_json, read_jsonl, read_result, write_bundle
-from .test_sklearn_tokens import ENTITIES, sentences
+from tests.harness.trainingdata import ENTITIES, sentences
 from .tinybert import build_tiny_bert, torch_threads_restored
 
 N = 240

@@ -20,6 +20,7 @@ from potato.training.worker import program as worker
 from potato.training.launch.containers import ContainerSpec, worker_argv
 from tests.faults.matrix import fault
 from tests.harness.jobdirs import read_exit_code, read_jsonl, read_result, review_job, worker_env
+from tests.harness.procs import process_start
 
 STAND_IN_AGENT = """
 import sys, time
@@ -30,17 +31,6 @@ print(proc.pid, flush=True)
 time.sleep(600)
 """
 AGENT_ENDED = "The agent that started this worker ended"
-
-
-def process_start(pid: int) -> str | None:
-    """The process's start time (field 22 of /proc/PID/stat), None when it is gone or a zombie: with its
-    pid this names one process, never a later one that got the same pid."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()
-    return None if fields[0] in ("Z", "X") else fields[19]
 
 
 def wait_gone(pid: int, start: str, timeout: float = 30.0) -> bool:
@@ -166,7 +156,7 @@ def test_worker_files_are_private_under_a_permissive_umask(tmp_path: Path) -> No
 
 
 def test_the_agent_tightens_a_job_folder_that_was_there_with_wider_modes(tmp_path: Path) -> None:
-    from potato.training.agent.job import private_dir
+    from potato.training.job.private import private_dir  # the agent's, as the server's
 
     jobs = tmp_path / "workdir" / "jobs"
     (jobs / "r1").mkdir(parents=True)

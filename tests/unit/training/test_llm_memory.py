@@ -16,17 +16,12 @@ from potato.training.trainers.llm_memory import (
     fit_problem,
     parameter_count,
 )
+from tests.harness.llm import QWEN25_7B
 
 QWEN25_05B: Dict[str, Any] = {
     "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 151936,
     "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
     "num_attention_heads": 14, "num_key_value_heads": 2, "tie_word_embeddings": True,
-    "torch_dtype": "bfloat16",
-}
-QWEN25_7B: Dict[str, Any] = {
-    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 152064,
-    "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
-    "num_attention_heads": 28, "num_key_value_heads": 4, "tie_word_embeddings": False,
     "torch_dtype": "bfloat16",
 }
 LLAMA31_8B: Dict[str, Any] = {

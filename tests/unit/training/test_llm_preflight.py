@@ -20,7 +20,7 @@ from potato.training.trainers.base import TrainContext
 from potato.training.trainers.llm_memory import check_fits, need_for
 
 from tests.harness.jobdirs import read_jsonl
-from .test_llm_memory import QWEN25_7B
+from tests.harness.llm import QWEN25_7B
 
 
 OPEN: List[EventWriter] = []
@@ -85,7 +85,7 @@ def test_the_gguf_file_s_header_gives_the_model_s_size() -> None:
     pytest.importorskip("gguf")
     from potato.training.trainers.llm_memory import read_config
 
-    from .test_llm_zero_shot import smollm2_gguf
+    from tests.harness.llm import smollm2_gguf
 
     gguf = smollm2_gguf()
     config = read_config(str(gguf.parent), gguf.name)

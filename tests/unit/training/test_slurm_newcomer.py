@@ -21,7 +21,7 @@ from potato.training.slurm.script import job_script, prelude_failure
 from potato.training.slurm.settings import SlurmConfigError, SlurmSettings
 from potato.training.slurm.state import QueueState, parse_squeue, step_text
 from potato.training.slurm.job import SlurmJob
-from tests.unit.training.test_slurm_logic import Clock, FakeSlurm
+from tests.harness.slurmfakes import Clock, FakeSlurm
 
 # What squeue -h -j ID -o '%T|%r|%N' printed on the test cluster right after sbatch (SLURM 22.05).
 SQUEUE_JUST_SUBMITTED = "PENDING|None|\n"

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from potato.training.worker import spanfields
-from potato.training.job.spec import Item, parse_job, read_items
+from potato.training.job.spec import JobItem, parse_job, read_items
 from potato.training.job.labels import Example
 from potato.training.worker.predictions import check_prediction
 from potato.training.job.schemes import Scheme, SchemeType
@@ -99,7 +99,7 @@ def test_the_bundle_carries_each_schemes_fields_and_each_items_texts(
 
 
 def test_items_are_cut_into_one_text_per_field_and_predictions_put_back_by_field() -> None:
-    item = Item("a", TEXTS[""], {}, {"hypothesis": TEXTS["hypothesis"]})
+    item = JobItem("a", TEXTS[""], {}, {"hypothesis": TEXTS["hypothesis"]})
     claims = Scheme(SchemeType.SPAN, "claims", labels=("CLAIM",), span_fields=("hypothesis",))
     schemas = (PAIR, claims)
     assert spanfields.marks_fields(schemas) and not spanfields.marks_fields((Scheme(SchemeType.SPAN, "x"),))

@@ -18,6 +18,8 @@ import pytest
 
 from tests.harness.jobdirs import (
     SENTIMENT,
+    assert_failed,
+    events,
     job_json,
     read_exit_code,
     read_jsonl,
@@ -28,10 +30,6 @@ from tests.harness.jobdirs import (
     worker_env,
     write_bundle,
 )
-
-
-def events(job_dir: Path, kind: str) -> list[dict[str, Any]]:
-    return [e for e in read_jsonl(job_dir / "events.jsonl") if e["type"] == kind]
 
 
 def wait_for(job_dir: Path, predicate: Any, timeout: float = 30) -> None:
@@ -125,17 +123,6 @@ def test_labels_for_unknown_items_are_ignored_with_a_warning(tmp_path: Path) -> 
     assert "1 label(s) name items that are not in items.jsonl; they were ignored" in [
         e["text"] for e in events(job_dir, "warning")
     ]
-
-
-def assert_failed(job_dir: Path, code: int, reason: str) -> str:
-    assert read_exit_code(job_dir) == code
-    result = read_result(job_dir)
-    assert (result["status"], result["reason"]) == ("failed", reason)
-    assert not (job_dir / "predictions.jsonl").exists()
-    message: str = result["message"]
-    assert message in (job_dir / "stderr.log").read_text()
-    assert events(job_dir, "log")[-1] == {**events(job_dir, "log")[-1], "level": "error", "text": message}
-    return message
 
 
 def test_missing_job_json_is_a_bad_job(tmp_path: Path) -> None:

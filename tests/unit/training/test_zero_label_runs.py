@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import pytest
 
 from potato.training import trainers as registry
-from potato.training.trainers.base import Example, Item, Prediction, Trainer, multiselect_prediction, radio_prediction
+from potato.training.trainers.base import Example, JobItem, Prediction, Trainer, multiselect_prediction, radio_prediction
 from potato.training.worker.program import run_job
 
 from tests.harness.jobdirs import ASPECTS, SENTIMENT, job_json, read_jsonl, read_result, reviews, write_bundle
@@ -31,7 +31,7 @@ class GuessTrainer(Trainer):
     def fit(self, examples: Sequence[Example]) -> None:
         self.seen = list(examples)
 
-    def predict(self, items: Sequence[Item]) -> list[dict[str, Prediction | None]]:
+    def predict(self, items: Sequence[JobItem]) -> list[dict[str, Prediction | None]]:
         out: list[dict[str, Prediction | None]] = []
         for _ in items:
             row: dict[str, Prediction | None] = {}

@@ -223,7 +223,7 @@
     return checked ? checked.value : null;
   }
 
-  var holds = window.PotatoConditions.holds;  // display_logic, as potato/conditions.py decides it
+  var holds = window.PotatoConditions.holds;  // display_logic, as potato/study/conditions.py decides it
 
   function updateVisibility() {
     var current = {};

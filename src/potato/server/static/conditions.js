@@ -1,4 +1,4 @@
-// display_logic, as potato/conditions.py decides it: a question shown only for some answers.
+// display_logic, as potato/study/conditions.py decides it: a question shown only for some answers.
 // Shared by the annotation page and the study pages (loaded before either page's script).
 (function () {
   "use strict";

@@ -99,7 +99,7 @@
 
   function node(n) {
     if (typeof n === "string") { return document.createTextNode(n); }
-    var e = document.createElement(n[0]);  // a tag the server allowed (potato/display.py)
+    var e = document.createElement(n[0]);  // a tag the server allowed (potato/display/fields.py)
     if (n[1].href) { e.href = n[1].href; e.rel = "noopener noreferrer"; e.target = "_blank"; }
     n[2].forEach(function (c) { e.appendChild(node(c)); });
     return e;

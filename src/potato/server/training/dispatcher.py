@@ -24,7 +24,7 @@ from potato.project import Project
 from potato.server.training.backends import Backend, Launch, Session, backends_of
 from potato.server.training.backends import AgentTimeouts
 from potato.server.training.runs.handover import issue_run
-from potato.server.training.runs.private import open_private, private_dir
+from potato.training.job.private import open_private, private_dir
 from potato.server.training.runs.recorder import RunRecorder
 from potato.server.training.runs.store import ACTIVE, Reason, Run, RunState, RunStore
 from potato.server.training.runs.wakeup import Wakeup

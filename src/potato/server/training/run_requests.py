@@ -5,7 +5,6 @@ Pure or database-only: the training page's routes and the auto-retrain hook call
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import asdict
@@ -15,6 +14,7 @@ from typing import Any, Mapping, Sequence
 from potato.config.schema import Config
 from potato.errors import PotatoError
 from potato.project import Project
+from potato.server.jsonio import jsonl_objects
 from potato.server.training.runs import bundle
 from potato.server.training.backends import backend_for
 from potato.server.training.runs.store import Run, RunState, RunStore, Trigger
@@ -113,16 +113,10 @@ def predicts(path: Path, schemas: list[str]) -> bool:
     would have nothing to fit. Read until every schema has been seen, so a large file costs little."""
     wanted = set(schemas)
     try:
-        with path.open(encoding="utf-8") as lines:
-            for line in lines:
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(row, dict):
-                    wanted.discard(row.get("schema"))
-                if not wanted:
-                    return True
+        for row in jsonl_objects(path):
+            wanted.discard(row.get("schema"))
+            if not wanted:
+                return True
     except OSError:
         return False
     return False

@@ -31,6 +31,7 @@ from potato.training.agent.protocol import (
 )
 from potato.training.agent.reporting import HEARTBEAT_S, Console, Reporter
 from potato.training.job.results import Reason
+from potato.training.job.private import private_dir
 from potato.training.slurm.job import SlurmError, SlurmJob, shared_code
 from potato.training.slurm.settings import SlurmSettings
 from potato.training.launch.supervise import Ending, Stop, Supervisor, Worker, WorkerProcess
@@ -243,15 +244,6 @@ class JobRunner:
                     self.console.say(f"cannot reach the server while {what} ({exc}); retrying")
                 self.sleep(backoff_delay(failures, base=1.0, cap=15.0))
                 failures += 1
-
-
-def private_dir(path: Path) -> Path:
-    """``path`` as a folder only its owner can enter, made (0700) or tightened if it was there with wider
-    modes (made by a clean-up, an older version or a server-side ``mkdir -p``)."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if path.stat().st_mode & 0o077:
-        path.chmod(0o700)
-    return path
 
 
 def _stop(reason: Reason, message: str) -> Stop:

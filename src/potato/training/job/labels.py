@@ -18,7 +18,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Dict, Iterable, Mapping, Sequence
 
-from potato.training.job.spec import Item, LabelRow
+from potato.training.job.spec import JobItem, LabelRow
 from potato.training.job.schemes import Scheme
 from potato.training.job.results import Label
 from potato.training.job.spans import Span, majority_spans
@@ -31,7 +31,7 @@ Targets = Dict[str, Dict[str, Label]]
 class Example:
     """A labelled item: its text (and fields) and the majority label per schema it has labels for."""
 
-    item: Item
+    item: JobItem
     targets: Mapping[str, Label]
 
     @property
@@ -123,7 +123,7 @@ def unknown_labels(spec: Scheme, targets: Targets) -> list[str]:
     return [label for label in class_labels(spec, targets) if label not in spec.labels]
 
 
-def examples_for(items: Sequence[Item], targets: Targets, ids: Iterable[str]) -> list[Example]:
+def examples_for(items: Sequence[JobItem], targets: Targets, ids: Iterable[str]) -> list[Example]:
     """Examples for the items in ``ids`` that have at least one target, in item order."""
     wanted = set(ids)
     return [Example(item, targets[item.id]) for item in items if item.id in wanted and item.id in targets]

@@ -8,12 +8,12 @@ temporary file beside it, then ``os.replace``), so a reader never sees half a fi
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, Mapping, Optional, Tuple, Union
 
+from potato.training.job.private import atomic_file, write_atomic
 from potato.training.job.spans import ScoredSpan, Span
 
 RESULT_FILE = "result.json"
@@ -112,26 +112,8 @@ class Result:
         }
 
 
-def _tmp_path(path: Path) -> Path:
-    # The pid keeps a cold stop (signal handler) and the main flow from sharing a temp file.
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so readers see the old file or the whole new one, never a part; 0600
-    whatever the umask (a job's files and a run's are their owner's alone)."""
-    tmp = _tmp_path(path)
-    fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)  # a .tmp a crash left keeps its old mode through O_TRUNC
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(str(tmp), str(path))
-
-
 def write_json_atomic(path: Path, data: Any) -> None:
-    write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 def write_result(job_dir: Path, result: Result) -> None:
@@ -140,7 +122,7 @@ def write_result(job_dir: Path, result: Result) -> None:
 
 def write_exit_code(job_dir: Path, code: int) -> None:
     """The last file a worker writes: its presence says result.json and predictions are final."""
-    write_text_atomic(job_dir / EXIT_CODE_FILE, f"{int(code)}\n")
+    write_atomic(job_dir / EXIT_CODE_FILE, f"{int(code)}\n")
 
 
 def prediction_row(item_id: str, schema: str, label: Label, confidence: float,
@@ -159,19 +141,9 @@ def prediction_row(item_id: str, schema: str, label: Label, confidence: float,
 
 def write_predictions(path: Path, rows: Iterable[dict[str, Any]]) -> int:
     """Write ``predictions.jsonl`` atomically; returns the number of lines."""
-    tmp = _tmp_path(path)
     count = 0
-    with open(str(tmp), "w", encoding="utf-8") as fh:
+    with atomic_file(path) as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             count += 1
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(str(tmp), str(path))
     return count
-
-
-def read_predictions(path: Path) -> Sequence[dict[str, Any]]:
-    """Every row of a ``predictions.jsonl`` (tests, decision-calibrate)."""
-    with open(str(path), encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]

@@ -18,7 +18,7 @@ from potato.training.job.spans import MAIN, BadSpan, Span, Texts, check_spans, t
 
 
 class ShownWhen(Protocol):
-    """A scheme's ``display_logic`` (:class:`potato.conditions.DisplayLogic`, which the config builds;
+    """A scheme's ``display_logic`` (:class:`potato.study.conditions.DisplayLogic`, which the config builds;
     a job's scheme has none)."""
 
     def shows(self, answers: Mapping[str, object]) -> bool: ...

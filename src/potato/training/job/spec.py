@@ -57,7 +57,7 @@ class JobSpec:
 
 
 @dataclass(frozen=True)
-class Item:
+class JobItem:
     """One item to train on and predict: its id, its text, and any other fields (media paths)."""
 
     id: str
@@ -221,9 +221,9 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield number, obj
 
 
-def read_items(bundle_dir: Path) -> list[Item]:
+def read_items(bundle_dir: Path) -> list[JobItem]:
     """``items.jsonl`` in file order; ids are strings (a numeric id is turned into one)."""
-    items: list[Item] = []
+    items: list[JobItem] = []
     seen = set()
     for number, obj in _jsonl(bundle_dir / ITEMS_FILE):
         raw_id = obj.get("id")
@@ -243,7 +243,7 @@ def read_items(bundle_dir: Path) -> list[Item]:
             raise BadJob(f"{ITEMS_FILE} line {number} (item {item_id!r}) has texts that are not an object of strings "
                          "by field")
         extra = {k: v for k, v in obj.items() if k not in ("id", "text", "texts")}
-        items.append(Item(item_id, text, extra, {str(k): v for k, v in texts.items() if k != MAIN}))
+        items.append(JobItem(item_id, text, extra, {str(k): v for k, v in texts.items() if k != MAIN}))
     return items
 
 

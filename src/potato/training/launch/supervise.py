@@ -232,7 +232,7 @@ class Ending:
     stop: Optional[Stop]
 
 
-Report = Callable[[List[Dict[str, Any]]], Optional[StopRequest]]
+OnEvents = Callable[[List[Dict[str, Any]]], Optional[StopRequest]]
 """Takes the events the worker wrote since the last call (often none) and answers whether the
 worker must stop. The agent's reporter sends them to the server at its own cadence."""
 
@@ -240,7 +240,7 @@ worker must stop. The agent's reporter sends them to the server at its own caden
 class Supervisor:
     """Follows one worker until it ends, forwarding its events and applying stops."""
 
-    def __init__(self, worker: Worker, report: Report, grace_seconds: float,
+    def __init__(self, worker: Worker, report: OnEvents, grace_seconds: float,
                  max_wall_seconds: Optional[int] = None, say: Callable[[str], None] = lambda text: None,
                  clock: Clock = time.time, sleep: Callable[[float], None] = time.sleep) -> None:
         self.worker = worker

@@ -32,13 +32,13 @@ from typing import Any, Callable, ClassVar, Mapping, NamedTuple, Optional, Seque
 from potato.training.gpus.dataparallel import SINGLE, Ranks
 from potato.training.job.events import EventWriter
 from potato.training.job.failures import BadJob, Cancelled
-from potato.training.job.spec import Item, JobSpec
+from potato.training.job.spec import JobItem, JobSpec
 from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.job.labels import Example
 from potato.training.job.results import Label
 
 __all__ = [
-    "Cancelled", "Example", "Item", "Param", "Prediction", "TrainContext", "Trainer",
+    "Cancelled", "Example", "JobItem", "Param", "Prediction", "TrainContext", "Trainer",
     "multiselect_prediction", "radio_prediction",
 ]
 
@@ -274,7 +274,7 @@ class Trainer:
         """Train on ``examples`` (training items only). Check ``ctx.check_stop()`` between steps."""
         raise NotImplementedError
 
-    def predict(self, items: Sequence[Item]) -> list[dict[str, Prediction | None]]:
+    def predict(self, items: Sequence[JobItem]) -> list[dict[str, Prediction | None]]:
         """One ``{schema: Prediction or None}`` per item, in ``items`` order."""
         raise NotImplementedError
 

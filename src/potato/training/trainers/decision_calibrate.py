@@ -72,7 +72,7 @@ from potato.training.job.schemes import Scheme
 from potato.training.job.results import Label
 from potato.training.trainers.base import (
     Example,
-    Item,
+    JobItem,
     Param,
     Prediction,
     TrainContext,
@@ -173,7 +173,7 @@ class DecisionCalibrateTrainer(Trainer):
             ctx.check_stop()
             self._calibrate(spec.name, pools.get(spec.name, []))
 
-    def _cross_validate(self, source: SourceRun, specs: Sequence[Scheme], items: Sequence[Item],
+    def _cross_validate(self, source: SourceRun, specs: Sequence[Scheme], items: Sequence[JobItem],
                         targets: labelling.Targets) -> dict[str, list[Pair]]:
         """Out-of-fold predictions of the source trainer for this run's labelled items, per schema."""
         from potato.training.trainers import UnknownTrainer, get_trainer
@@ -281,7 +281,7 @@ class DecisionCalibrateTrainer(Trainer):
                 f"{scores['calibration_ece_before']:.4f} -> {scores['calibration_ece_after']:.4f}, log loss "
                 f"{scores['calibration_log_loss_before']:.4f} -> {scores['calibration_log_loss_after']:.4f}")
 
-    def predict(self, items: Sequence[Item]) -> list[dict[str, Prediction | None]]:
+    def predict(self, items: Sequence[JobItem]) -> list[dict[str, Prediction | None]]:
         out: list[dict[str, Prediction | None]] = []
         for item in items:
             row: dict[str, Prediction | None] = {}

@@ -36,7 +36,7 @@ from potato.training.job.results import Label
 from potato.training.trainers.hub_download import download_shown
 from potato.training.trainers.base import (
     Example,
-    Item,
+    JobItem,
     Param,
     Prediction,
     TrainContext,
@@ -341,7 +341,7 @@ class HfTextTrainer(Trainer):
                              return_tensors="pt")
         return {k: v.to(device) for k, v in enc.items()}
 
-    def predict(self, items: Sequence[Item]) -> list[dict[str, Prediction | None]]:
+    def predict(self, items: Sequence[JobItem]) -> list[dict[str, Prediction | None]]:
         import torch
 
         ctx = self.ctx

@@ -20,7 +20,7 @@ from potato.training.job.failures import BadJob
 from potato.training.job.schemes import SchemeType
 from potato.training.job.labels import label_spans
 from potato.training.job.spans import OUTSIDE, Span, bio_tags, spans_from_tags
-from potato.training.trainers.base import Example, Item, Prediction, labelled
+from potato.training.trainers.base import Example, JobItem, Prediction, labelled
 from potato.training.trainers.hf_text import HfTextTrainer
 
 IGNORED = -100
@@ -84,7 +84,7 @@ class HfTokenTrainer(HfTextTrainer):
                 model.to("cpu")
             self.models[spec.name] = model
 
-    def predict(self, items: Sequence[Item]) -> list[dict[str, Prediction | None]]:
+    def predict(self, items: Sequence[JobItem]) -> list[dict[str, Prediction | None]]:
         import torch
 
         ctx = self.ctx

@@ -44,7 +44,7 @@ from potato.training.job.failures import BadJob, ModelNotFound
 from potato.training.job.schemes import Scheme
 from potato.training.trainers.base import (
     Example,
-    Item,
+    JobItem,
     Param,
     Prediction,
     TrainContext,
@@ -379,7 +379,7 @@ class LlmZeroShotTrainer(Trainer):
             return [[0.0] * len(answers) for _, answers in user_turns(template, "", spec, labels)]
         return bias_corrections(self._scores(template, CONTENT_FREE, spec, labels))
 
-    def predict(self, items: Sequence[Item]) -> list[dict[str, Prediction | None]]:
+    def predict(self, items: Sequence[JobItem]) -> list[dict[str, Prediction | None]]:
         ctx = self.ctx
         if self.model is None:
             self._load()

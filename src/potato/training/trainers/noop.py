@@ -34,7 +34,7 @@ from potato.training.job.labels import label_names, label_spans
 from potato.training.job.spans import ScoredSpan, Span, by_position
 from potato.training.trainers.base import (
     Example,
-    Item,
+    JobItem,
     Param,
     Prediction,
     TrainContext,
@@ -100,7 +100,7 @@ class NoopTrainer(Trainer):
             time.sleep(max(0.0, min(SLICE_S, deadline - time.monotonic())))
             self.ctx.progress(step, total)
 
-    def predict(self, items: Sequence[Item]) -> list[dict[str, Prediction | None]]:
+    def predict(self, items: Sequence[JobItem]) -> list[dict[str, Prediction | None]]:
         out: list[dict[str, Prediction | None]] = []
         for item in items:
             row: dict[str, Prediction | None] = {}

@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from potato.training.trainers.base import (
     Example,
-    Item,
+    JobItem,
     Param,
     Prediction,
     TrainContext,
@@ -158,7 +158,7 @@ class SklearnTextTrainer(Trainer):
         column = list(model.classes_).index(True)
         return [float(p) for p in model.predict_proba(x)[:, column]]
 
-    def predict(self, items: Sequence[Item]) -> list[dict[str, Prediction | None]]:
+    def predict(self, items: Sequence[JobItem]) -> list[dict[str, Prediction | None]]:
         out: list[dict[str, Prediction | None]] = []
         total = max(1, (len(items) + PREDICT_BATCH - 1) // PREDICT_BATCH)
         for batch_no, start in enumerate(range(0, len(items), PREDICT_BATCH), 1):

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Dict, List, Mapping, Sequence, Tuple
 from potato.training.job.schemes import SchemeType
 from potato.training.job.labels import label_spans
 from potato.training.job.spans import OUTSIDE, bio_tags, simple_tokens, spans_from_tags
-from potato.training.trainers.base import Example, Item, Param, Prediction, TrainContext, Trainer, labelled, write_labels_json
+from potato.training.trainers.base import Example, JobItem, Param, Prediction, TrainContext, Trainer, labelled, write_labels_json
 
 FEATURES = ("word", "prefix", "suffix", "shape")
 """What each token contributes, for itself and for its neighbours at -2, -1, +1 and +2."""
@@ -125,7 +125,7 @@ class SklearnTokenTrainer(Trainer):
             self.ctx.log(f"Schema '{spec.name}': {len(tags)} tokens, tags {', '.join(sorted(set(tags))) or 'none'}")
             self.ctx.progress(step, total)
 
-    def predict(self, items: Sequence[Item]) -> List[Dict[str, Prediction | None]]:
+    def predict(self, items: Sequence[JobItem]) -> List[Dict[str, Prediction | None]]:
         out: List[Dict[str, Prediction | None]] = [{} for _ in items]
         for spec in self.ctx.schemas:
             self.ctx.check_stop()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from potato.training.job.spec import Item
+from potato.training.job.spec import JobItem
 from potato.training.job.labels import Example, label_spans
 from potato.training.job.results import Label
 from potato.training.job.schemes import Scheme
@@ -42,12 +42,12 @@ def fields_of(schemas: Sequence[Scheme]) -> Tuple[str, ...]:
     return tuple(out)
 
 
-def piece(item: Item, field: str) -> Item:
+def piece(item: JobItem, field: str) -> JobItem:
     """``item`` as one of its fields: a plain item whose text is that field's (empty where it has none)."""
-    return Item(item.id + PIECE + field, item.span_texts.get(field, ""), item.fields)
+    return JobItem(item.id + PIECE + field, item.span_texts.get(field, ""), item.fields)
 
 
-def split_items(items: Sequence[Item], fields: Sequence[str]) -> List[Item]:
+def split_items(items: Sequence[JobItem], fields: Sequence[str]) -> List[JobItem]:
     """Every item's pieces, the item's fields in ``fields`` order, item after item."""
     return [piece(item, name) for item in items for name in fields]
 
@@ -72,7 +72,7 @@ def split_examples(examples: Sequence[Example], schemas: Sequence[Scheme]) -> Li
     return out
 
 
-def join_predictions(items: Sequence[Item], fields: Sequence[str], schemas: Sequence[Scheme],
+def join_predictions(items: Sequence[JobItem], fields: Sequence[str], schemas: Sequence[Scheme],
                      pieces: Sequence[Dict[str, Optional[Prediction]]]) -> List[Dict[str, Optional[Prediction]]]:
     """Each item's prediction from its pieces' (in :func:`split_items` order): a scheme's spans in
     every field it marks, each span naming its field, and the mean of the pieces' confidences; a

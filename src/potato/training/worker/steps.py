@@ -20,7 +20,7 @@ from potato.training.gpus.dataparallel import SINGLE, Ranks
 from potato.training.gpus.devices import DeviceProbe, describe_device, resolve_device
 from potato.training.job.events import EventWriter
 from potato.training.job.failures import BadJob, Cancelled, NoLabels, TrainerImportError
-from potato.training.job.spec import LABELS_FILE, Item, JobSpec, LabelRow, read_holdout, read_items, read_job, read_labels
+from potato.training.job.spec import LABELS_FILE, JobItem, JobSpec, LabelRow, read_holdout, read_items, read_job, read_labels
 from potato.training.job.schemes import Scheme
 from potato.training.job.limits import apply_memory_limit, apply_thread_limit
 from potato.training.worker.metrics import score_holdout
@@ -111,7 +111,7 @@ def _marked_fields_only(rows: Sequence[LabelRow], schemas: Sequence[Scheme], eve
     return out
 
 
-def _check_span_labels(rows: Sequence[LabelRow], items: Sequence[Item], schemas: Sequence[Scheme]) -> None:
+def _check_span_labels(rows: Sequence[LabelRow], items: Sequence[JobItem], schemas: Sequence[Scheme]) -> None:
     """Every span a label row marks lies inside its item's text (or the text of the field it names,
     one its scheme marks): a bundle whose spans do not fit the text the worker trains on is a bad
     job, not a model trained on shifted words."""
@@ -214,7 +214,7 @@ def train(job_dir: Path, run: RunSoFar, events: EventWriter, result: Result, sto
     _write_predictions(job_dir, job, items, predicted, events, result)
 
 
-def _predict(trainer: Trainer, items: Sequence[Item], schemas: Sequence[Scheme]) -> list[dict[str, Prediction | None]]:
+def _predict(trainer: Trainer, items: Sequence[JobItem], schemas: Sequence[Scheme]) -> list[dict[str, Prediction | None]]:
     """The trainer's predictions for ``items``, one per item; where spans mark several fields, the
     trainer predicts each field's text and the spans come back to their item by field."""
     if spanfields.marks_fields(schemas):
@@ -227,7 +227,7 @@ def _predict(trainer: Trainer, items: Sequence[Item], schemas: Sequence[Scheme])
     return part
 
 
-def _write_predictions(job_dir: Path, job: JobSpec, items: Sequence[Item],
+def _write_predictions(job_dir: Path, job: JobSpec, items: Sequence[JobItem],
                        predicted: dict[str, dict[str, Prediction | None]], events: EventWriter,
                        result: Result) -> None:
     missing = 0

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from potato.config.schema import SshBackendSettings
-from potato.server import stopping
+from potato.server.serving import stopping
 from potato.server.training.dispatcher import Dispatcher
 from potato.server.training.backends.ssh.remoterun import RemoteRun
 from potato.server.training.runs.store import RunState

@@ -16,7 +16,7 @@ import time
 
 from flask import Response, current_app
 
-from potato.server import stopping
+from potato.server.serving import stopping
 from potato.server.context import Project
 from potato.server.training.agent_protocol.replies import give_back, job_reply
 from potato.server.training.runs.handover import claim_for_agent

@@ -5,7 +5,7 @@ with this server's own Potato to install and the address agents reach it on (:mo
 from __future__ import annotations
 
 from potato.server.training.address import Address
-from potato.server.training.agent_protocol.wheel import install_command
+from potato.server.training.agent_protocol.wheel import agent_install_command
 
 
 def register_text(backend: str, token: str, address: Address, extra: str | None) -> str:
@@ -17,7 +17,7 @@ def register_text(backend: str, token: str, address: Address, extra: str | None)
         "",
         "On the training machine:",
         "",
-        f"  {install_command(address.url, extra)}",
+        f"  {agent_install_command(address.url, extra)}",
         f"  export POTATO_TRAINING_TOKEN={token}",
         f"  potato training agent --server {address.url} --backend {backend}",
     ]

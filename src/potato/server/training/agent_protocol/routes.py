@@ -33,7 +33,7 @@ from potato.server.training.runs import quota
 from potato.server.context import Project, current_project
 from potato.server.training.backends import Backend, Results, backends_of
 from potato.server.training.runs.modelplace import ModelPlace
-from potato.server.training.runs.recorder import RunRecorder, SeqGap, WriteRateExceeded
+from potato.server.training.runs.recorder import RunRecorder, ReportAhead, WriteRateExceeded
 from potato.server.training.runs.store import Run, RunState, RunStore
 from potato.server.training.runs.tokens import (
     UNNAMED,
@@ -202,7 +202,7 @@ def package_index() -> Any:
     """What to install: the version, the wheel's URL and the pip command (no token needed)."""
     url = request.url_root
     return jsonify(version=potato.__version__, wheel=wheel.wheel_name(), url=wheel.wheel_url(url),
-                   install=wheel.install_command(url, None))
+                   install=wheel.agent_install_command(url, None))
 
 
 @bp.get("/package/<name>")
@@ -306,7 +306,7 @@ def run_events(run_id: str) -> Any:
     recorder = RunRecorder(project, store, run)
     try:
         recorder.report(seq, events, lines, time.time())
-    except SeqGap as exc:  # the events it skips first: they may be on their way (issue 33)
+    except ReportAhead as exc:  # the events it skips first: they may be on their way (issue 33)
         abort(make_response(jsonify(error=str(exc), code="seq_gap", expected_seq=exc.have), 400))
     except WriteRateExceeded as exc:
         response = make_response(jsonify(error=str(exc), code="too_fast"), 429)
@@ -404,7 +404,7 @@ def run_result(run_id: str) -> Any:
     if where.artifacts is None and uri and not where.fetch:
         stayed = ModelPlace(host=model["host"][:255], host_folder=model["folder"][:1000],
                             kept=where.kept) if model else None
-        store.update(run.id, artifact_uri=uri[:1000], model=stayed)
+        recorder.place_model(uri[:1000], stayed)
         recorder.log.write(f"Model files stay on the training machine: {uri[:1000]}")
     state = recorder.finish(exit_code, result, stop, predictions if predictions.exists() else None, where.artifacts,
                             hold_copying=where.fetch)

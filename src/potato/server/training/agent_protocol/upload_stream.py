@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import IO, Callable, NoReturn
 
-from potato.server.training.runs.private import open_private
+from potato.training.job.private import open_private
 
 UPLOAD_CHUNK = 1 << 20
 """Bytes read and written at a time."""

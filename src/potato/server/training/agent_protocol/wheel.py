@@ -46,7 +46,7 @@ def wheel_url(server_url: str, version: str = potato.__version__) -> str:
     return f"{server_url.rstrip('/')}{ROUTE}/{wheel_name(version)}"
 
 
-def install_command(server_url: str, extra: str | None, version: str = potato.__version__) -> str:
+def agent_install_command(server_url: str, extra: str | None, version: str = potato.__version__) -> str:
     """``pip install`` of exactly this server's Potato, with ``extra`` (a trainer's packages)."""
     name = f"{DIST}[{extra}]" if extra else DIST
     return f'pip install "{name} @ {wheel_url(server_url, version)}"'
@@ -129,4 +129,4 @@ def agent_too_old(version: object, server_url: str) -> str | None:
         return None
     return (f"This agent is Potato {version[:40]}; this server runs Potato {potato.__version__} and needs an agent "
             f"of {defaults.AGENT_MIN_VERSION} or newer. Update it on the training machine with "
-            f"`{install_command(server_url, None)}`, then start the agent again.")
+            f"`{agent_install_command(server_url, None)}`, then start the agent again.")

@@ -22,7 +22,7 @@ from potato.config.schema import Config, LocalBackendSettings
 from potato.defaults import LOCAL_BACKEND
 from potato.project import Project
 from potato.server.training.backends.base import Backend, CheckReport, Launch, Results, Session
-from potato.server.training.runs.private import open_private, private_dir
+from potato.training.job.private import open_private, private_dir
 from potato.server.training.runs.recorder import RunRecorder
 from potato.server.training.runs.store import Run, RunStore
 from potato.training.launch.codefiles import code_root

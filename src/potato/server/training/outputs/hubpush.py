@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import stat
-import tarfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from potato.server.training.outputs.hubmessages import (
 from potato.server.training.runs.modelplace import Kept
 from potato.server.training.runs.recorder import RunLog
 from potato.server.training.runs.store import Run, RunState, RunStore
+from potato.training.job.private import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def token_source(settings: HubSettings, environ: Mapping[str, str]) -> str | Non
     return None
 
 
-def read_token(settings: HubSettings, environ: Mapping[str, str]) -> Token:
+def read_hub_token(settings: HubSettings, environ: Mapping[str, str]) -> Token:
     """The token for one push, read now (a rotated token file needs no restart)."""
     source = token_source(settings, environ)
     if source is None:
@@ -155,7 +155,7 @@ def token_problem(settings: HubSettings, environ: Mapping[str, str]) -> str | No
     unreadable or empty), or None: the page turns the button off with this beside it rather than let
     the push fail. Read as a push reads it, so a token written to the file counts at once."""
     try:
-        read_token(settings, environ)
+        read_hub_token(settings, environ)
     except PushRefused as refused:
         return str(refused)
     return None
@@ -184,11 +184,7 @@ def read_state(run_dir: Path) -> dict[str, Any] | None:
 
 def write_state(run_dir: Path, state: Mapping[str, Any]) -> None:
     """Atomically: a reader in another worker sees the old state or the new one."""
-    tmp = run_dir / f".{STATE_FILE}.{os.getpid()}.{threading.get_ident()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(dict(state), fh)
-    os.replace(tmp, run_dir / STATE_FILE)
+    write_atomic(run_dir / STATE_FILE, json.dumps(dict(state)))
 
 
 def lock_held(run_dir: Path) -> bool:
@@ -261,26 +257,9 @@ def _labels_json(folder: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def bundle_counts(bundle: Path) -> tuple[int, int] | None:
-    """(labelled items, annotators) of the labels the run was given, from its bundle's labels.jsonl."""
-    try:
-        with tarfile.open(bundle, "r:gz") as tar:
-            member = tar.extractfile("labels.jsonl")
-            if member is None:
-                return None
-            items: set[str] = set()
-            users: set[str] = set()
-            for line in member:
-                row = json.loads(line)
-                items.add(str(row.get("item_id")))
-                users.add(str(row.get("user")))
-    except (OSError, KeyError, ValueError, tarfile.TarError):
-        return None
-    return len(items), len(users)
-
-
 def project_counts(project: Project, schemas: Iterable[str]) -> tuple[int, int]:
-    """(labelled items, annotators) on ``schemas`` among the project's labels now (a run without its bundle)."""
+    """(labelled items, annotators) on ``schemas`` among the project's labels now (a run from before its
+    bundle's were counted)."""
     wanted = set(schemas)
     items: set[str] = set()
     users: set[str] = set()
@@ -310,7 +289,8 @@ def card_facts(project: Project, store: RunStore, run: Run, repo_id: str, files:
         if isinstance(entry, dict):
             base = base or entry.get("base_model")
             lora = lora or bool(entry.get("lora"))
-    counts = bundle_counts(run_dir / "bundle.tar.gz") or project_counts(project, run.schemas)
+    counts = ((run.labelled_items, run.annotators) if run.labelled_items is not None and run.annotators is not None
+              else project_counts(project, run.schemas))
     finished = time.strftime("%Y-%m-%d", time.gmtime(run.finished_at or run.created_at))
     return CardFacts(project=project.config.annotation_task_name, repo_id=repo_id, run_id=run.id,
                      trainer=run.trainer, schemas=tuple(schemas), metrics=dict(run.metrics), finished=finished,
@@ -401,7 +381,7 @@ def start(project: Project, store: RunStore, run: Run, body: object, environ: Ma
                            default_commit_message(run))
     if not hub_installed():
         raise PushRefused(409, _not_installed())
-    token = read_token(hub, environ)
+    token = read_hub_token(hub, environ)
     run_dir = store.run_dir(run.id)
     files = model_files(run_dir / "artifacts")
     card = model_card(card_facts(project, store, run, request.repo_id, [rel for rel, _ in files]))

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from potato.assignment import ORDER_KEY
 from potato.config.schema import ActiveLearning
 from potato.project import Project
-from potato.server.jsonio import strict_loads
+from potato.server.jsonio import jsonl_objects
 from potato.server.training.runs.store import Run
 
 
@@ -92,17 +92,6 @@ def item_doubt(rows: Iterable[Mapping[str, Any]], schemas: Sequence[str], measur
     return out
 
 
-def _rows(path: Path) -> Iterable[Mapping[str, Any]]:
-    with path.open("rb") as fh:
-        for raw in fh:
-            try:
-                row = strict_loads(raw.decode("utf-8"))
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(row, dict):
-                yield row
-
-
 def record_order(project: Project, run: Run, predictions: Path) -> dict[str, Any] | None:
     """Order the items nobody has labelled on active learning's schemas by ``run``'s uncertainty and
     make it the order annotators get; None when the run is not one active learning orders by."""
@@ -114,7 +103,7 @@ def record_order(project: Project, run: Run, predictions: Path) -> dict[str, Any
     labelled = {r[0] for r in project.db.conn.execute(
         f"SELECT DISTINCT item_id FROM labels WHERE schema IN ({marks})", schemas)}
     pool = [i for i in project.items.ids if i not in labelled]
-    doubt = item_doubt(_rows(predictions), schemas, al.uncertainty)
+    doubt = item_doubt(jsonl_objects(predictions), schemas, al.uncertainty)
     ids = order(doubt, pool, len(pool) if al.max_reordered is None else al.max_reordered, al.random_share,
                 seed=run.id)
     value = {"run_id": run.id, "trainer": run.trainer, "uncertainty": al.uncertainty, "ids": ids,

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from potato.config.schema import Config
 from potato.items import Item, ItemSet
 from potato.labels import Label
-from potato.server.training.runs.private import open_private, private_dir
+from potato.training.job.private import open_private, private_dir
 from potato.training.job.failures import BadJob
 from potato.training.job.spec import FIELDS_FORMAT, JOB_FORMAT, LabelRow, parse_label_row
 from potato.training.job.schemes import Scheme, SchemeType
@@ -44,6 +44,10 @@ class BundleInfo:
     n_items: int
     n_labels: int
     n_holdout: int
+    n_labelled_items: int
+    """Items with at least one label."""
+    n_annotators: int
+    """Annotators whose labels it holds."""
 
 
 def job_spec(config: Config, run_id: str, trainer: str, schemas: Sequence[str], params: Mapping[str, Any],
@@ -144,4 +148,5 @@ def build_bundle(dest: Path, job: Mapping[str, Any], items: ItemSet, labels: Seq
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     tmp.replace(dest)
-    return BundleInfo(dest, digest.hexdigest(), dest.stat().st_size, len(items), len(rows), len(holdout))
+    return BundleInfo(dest, digest.hexdigest(), dest.stat().st_size, len(items), len(rows), len(holdout),
+                      len({row["item_id"] for row in rows}), len({row["user"] for row in rows}))

@@ -22,7 +22,7 @@ from potato.server.training.runs import activelearning, quota
 from potato.codebook import current_config
 from potato.server.training.runs.bundle import BundleInfo, build_bundle, job_spec
 from potato.server.training.runs.modelplace import ModelPlace
-from potato.server.training.runs.private import make_private, open_private, private_dir
+from potato.training.job.private import make_private, open_private, private_dir
 from potato.server.training.runs.store import Reason, Run, RunState, RunStore
 from potato.server.training.runs.writeback import kept_note, withdraw, write_back
 from potato.training.launch.supervise import Stop, wall_limit_message
@@ -110,7 +110,7 @@ def _numbers(metrics: object) -> dict[str, float]:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300}
 
 
-class SeqGap(ValueError):
+class ReportAhead(ValueError):
     """A report whose ``seq`` is past the events the server has (``have``): nothing of it is recorded.
 
     Refused, not recorded with a gap: the skipped events may still come (a batch that arrived late,
@@ -136,7 +136,7 @@ class WriteRateExceeded(Exception):
 
 
 @dataclass
-class Report:
+class RenderedReport:
     """What one events report adds, rendered before anything is written (pure)."""
 
     events_text: str = ""
@@ -150,9 +150,9 @@ class Report:
             + len(self.agent_text.encode("utf-8"))
 
 
-def render_report(events: list[dict[str, Any]], lines: list[str]) -> Report:
+def render_report(events: list[dict[str, Any]], lines: list[str]) -> RenderedReport:
     """The text a report adds to events.jsonl, run.log and agent.log, and the run fields it sets."""
-    report = Report()
+    report = RenderedReport()
     texts = []
     for event in events:
         texts.append(json.dumps(event, ensure_ascii=False) + "\n")
@@ -203,7 +203,7 @@ def prepare_bundle(project: Project, store: RunStore, run: Run, runlog: RunLog, 
                         project.config.span_texts if fields else lambda item: {})
     runlog.write(f"Bundle: {info.n_items} items, {info.n_labels} labels, {info.n_holdout} holdout items, "
                  f"sha256 {info.sha256}")
-    store.update(run.id, bundle_sha256=info.sha256)
+    store.update(run.id, bundle_sha256=info.sha256, labelled_items=info.n_labelled_items, annotators=info.n_annotators)
     return info
 
 
@@ -230,7 +230,7 @@ class RunRecorder:
 
         A resent report (its reply was lost) adds nothing it already added. events.jsonl's length is
         recorded with the count, so a report cut short by a crash or a full disk is cut off the file
-        before the next one is appended. Raises :class:`SeqGap` (a batch past the count: nothing
+        before the next one is appended. Raises :class:`ReportAhead` (a batch past the count: nothing
         stored), :class:`WriteRateExceeded` (nothing stored) and :class:`quota.DiskReserve` (nothing
         stored; the caller stops the run).
         """
@@ -238,7 +238,7 @@ class RunRecorder:
         with run_lock(self.run_dir):
             run = self.store.get(self.run.id) or self.run
             if seq > run.events_seen:
-                raise SeqGap(seq, run.events_seen)
+                raise ReportAhead(seq, run.events_seen)
             fresh = events[run.events_seen - seq:]
             resent = bool(events) and not fresh
             report = render_report(fresh, [] if resent else lines)
@@ -255,7 +255,7 @@ class RunRecorder:
             used = recorded + _size(self.run_dir / "run.log") + _size(self.run_dir / "agent.log")
             if quota.over_budget(used, report.size, mt.max_run_log_mb):
                 self._note_once(".log_capped", quota.budget_message(mt.max_run_log_mb))
-                report = Report(fields=report.fields)
+                report = RenderedReport(fields=report.fields)
             events_bytes = recorded
             if report.events_text:
                 with open_private(events_path, "ab") as out:
@@ -283,8 +283,8 @@ class RunRecorder:
                predictions: Path | None, artifacts: Path | None, hold_copying: bool = False) -> RunState:
         """End the run from how its worker ended; on success keep its outputs and write back.
 
-        ``hold_copying``: the model files are still to be copied from the host (ssh); the run stays
-        ``copying`` and whoever copies them ends it.
+        ``hold_copying``: the model files are still to be copied from the host (ssh, slurm); the run
+        stays ``copying`` until the copy ends it with :meth:`copied` (or :meth:`fail`).
         """
         current = self.store.get(self.run.id)
         if stop is None and current is not None and current.cancel_requested:
@@ -313,11 +313,27 @@ class RunRecorder:
                               step="copying the model files")
             self.log.write("Predictions saved; copying the model files.")
             return RunState.COPYING
+        return self._end(state, reason, message, metrics=metrics, device=device)
+
+    def copied(self, artifact_uri: str, model: ModelPlace) -> RunState:
+        """End a run :meth:`finish` held in ``copying``, its model files now where ``model`` says: the
+        copy-back learns where they are, and the run ends here as every other does."""
+        self.place_model(artifact_uri, model)
+        held = self.store.get(self.run.id) or self.run
+        return self._end(RunState.SUCCEEDED, None, held.message)  # e.g. whose suggestions annotators keep
+
+    def place_model(self, artifact_uri: str, model: ModelPlace | None) -> None:
+        """Where the run's model files are, written once by whoever learned it (this machine's folder,
+        the copy-back, the agent's report of files kept on its machine)."""
+        self.store.update(self.run.id, artifact_uri=artifact_uri, model=model)
+
+    def _end(self, state: RunState, reason: Reason | None, message: str | None, **fields: Any) -> RunState:
+        """The run's last move, logged; a stop asked for at the last moment wins over it."""
         step = {RunState.SUCCEEDED: "done", RunState.CANCELLED: "cancelled"}.get(state, "failed")
         failed = message and state is not RunState.SUCCEEDED  # a success's message (kept_note) is logged already
         self.log.write(f"Run {state.value}" + (f" ({reason.value if reason else None}): {message}" if failed else "."))
-        moved = self.store.move(self.run.id, state, reason=reason, message=message, step=step, metrics=metrics,
-                                device=device, progress=1.0 if state is RunState.SUCCEEDED else None)
+        moved = self.store.move(self.run.id, state, reason=reason, message=message, step=step,
+                                progress=1.0 if state is RunState.SUCCEEDED else None, **fields)
         current = self.store.get(self.run.id)
         if not moved and current is not None and not current.state.terminal and current.cancel_requested:
             stop = requested_stop(current, self.project.config.model_training.max_wall_seconds)
@@ -362,7 +378,7 @@ class RunRecorder:
                 shutil.rmtree(target)
             artifacts.replace(target)
             make_private(target)  # a trainer may copy a cache's 0644 files among its model files
-            self.store.update(self.run.id, artifact_uri=str(target), model=ModelPlace.here(target))
+            self.place_model(str(target), ModelPlace.here(target))
         have = kept.exists()
         stats = write_back(self.project, self.run, kept if have else None, metrics)
         if stats.stopped:

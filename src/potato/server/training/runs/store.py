@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from potato.db import Database
 from potato.server.training.runs.modelplace import ModelPlace
-from potato.server.training.runs.private import DIR_MODE, private_dir
+from potato.training.job.private import DIR_MODE, private_dir
 from potato.server.training.runs.wakeup import Wakeup
 from potato.training.job.results import Reason
 
@@ -87,6 +87,10 @@ class Run:
     finished_at: float | None = None
     cancel_requested: bool = False
     bundle_sha256: str | None = None
+    labelled_items: int | None = None
+    """Items with a label in the run's bundle (None: a run from before they were counted)."""
+    annotators: int | None = None
+    """Annotators whose labels are in the run's bundle."""
     artifact_uri: str | None = None
     """Where the model files are, as the page shows it (``model`` holds the same as fields)."""
     model: ModelPlace | None = None
@@ -165,6 +169,8 @@ def _row_to_run(row: Any) -> Run:
         finished_at=row["finished_at"],
         cancel_requested=bool(row["cancel_requested"]),
         bundle_sha256=row["bundle_sha256"],
+        labelled_items=row["labelled_items"],
+        annotators=row["annotators"],
         artifact_uri=row["artifact_uri"],
         model=ModelPlace.from_json(json.loads(row["model"] or "null")),
         device=row["device"],
@@ -256,7 +262,8 @@ class RunStore:
             values.update(_encode(fields))
             sets = ", ".join(f"{key} = ?" for key in values)
             conn.execute(f"UPDATE runs SET {sets} WHERE id = ?", [*values.values(), run_id])
-            return True
+        Wakeup.of(self.runs_dir.parent, run_id).ring()  # whoever follows this run hears it moved
+        return True
 
     def update(self, run_id: str, **fields: Any) -> None:
         """Set non-state fields (step line, progress, metrics)."""
@@ -362,7 +369,8 @@ def _encode(fields: Mapping[str, Any]) -> dict[str, Any]:
 
 _COLUMNS = {
     "trainer", "schemas", "backend", "state", "params", "reason", "message", "step", "progress", "metrics",
-    "started_at", "finished_at", "cancel_requested", "bundle_sha256", "artifact_uri", "model", "device", "trigger",
+    "started_at", "finished_at", "cancel_requested", "bundle_sha256", "labelled_items", "annotators",
+    "artifact_uri", "model", "device", "trigger",
     "token_hash", "agent_id", "agent_host", "agent_pid", "last_seen", "events_seen", "cancel_at", "stop_reason",
     "events_bytes", "write_allowance", "write_at", "issued_at", "confirmed",
 }

@@ -44,12 +44,13 @@ def bell_base(environ: Mapping[str, str], tempdir: str, cwd: str) -> str | None:
     return tempdir
 
 
-def bell_path(training_dir: Path, base: str | None) -> Path | None:
-    """The FIFO of the server whose training folder is ``training_dir``: ``<base>/potato-bell-<uid>/<hash>.wake``."""
+def bell_path(training_dir: Path, base: str | None, run_id: str = "") -> Path | None:
+    """The FIFO of the server whose training folder is ``training_dir``: ``<base>/potato-bell-<uid>/<hash>.wake``;
+    with ``run_id``, that run's own (``<hash>-<run_id>.wake``), rung whenever the run changes state."""
     if base is None:
         return None
     digest = hashlib.sha256(str(training_dir.resolve()).encode("utf-8")).hexdigest()[:16]
-    return Path(base) / f"potato-bell-{os.getuid()}" / f"{digest}.wake"
+    return Path(base) / f"potato-bell-{os.getuid()}" / (f"{digest}-{run_id}.wake" if run_id else f"{digest}.wake")
 
 
 def private_folder(path: Path) -> bool:
@@ -75,14 +76,16 @@ class Wakeup:
         self._fd: int | None = None
 
     @classmethod
-    def of(cls, training_dir: Path) -> Wakeup:
+    def of(cls, training_dir: Path, run_id: str = "") -> Wakeup:
         """The bell of the server whose training folder is ``training_dir``, the same in every process
-        of it (they share the environment: the unit's or the shell's that started it)."""
+        of it (they share the environment: the unit's or the shell's that started it); with
+        ``run_id``, the bell of that run: whoever follows a run in one process hears its moves made in
+        any other (an agent's report lands in any of gunicorn's workers)."""
         try:
             cwd = os.getcwd()
         except OSError:  # the working folder was removed
             cwd = ""
-        return cls(bell_path(training_dir, bell_base(os.environ, tempfile.gettempdir(), cwd)))
+        return cls(bell_path(training_dir, bell_base(os.environ, tempfile.gettempdir(), cwd), run_id))
 
     def listen(self) -> bool:
         """Open the FIFO for reading (made 0600 when missing; anything else at the path is replaced).
@@ -154,3 +157,14 @@ class Wakeup:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def remove(self) -> None:
+        """Stop listening and take the FIFO away (a run's bell, once nobody follows the run)."""
+        self.close()
+        if self.path is None:
+            return
+        try:
+            if stat.S_ISFIFO(os.lstat(self.path).st_mode):
+                os.unlink(self.path)
+        except OSError:
+            pass

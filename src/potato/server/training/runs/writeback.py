@@ -21,7 +21,7 @@ from typing import Any, Iterator, Mapping
 from potato.config.schema import Writeback
 from potato.training.job.schemes import Scheme, SchemeType
 from potato.project import Project
-from potato.server.jsonio import strict_loads
+from potato.server.jsonio import jsonl_objects
 from potato.server.training.runs.store import Run
 from potato.training.trainers import UnknownTrainer, get_trainer
 from potato.training.job.spans import BadSpan, Texts, by_position
@@ -126,20 +126,6 @@ def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str],
         yield item_id, schema, json.dumps(label, ensure_ascii=False), conf
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Each line's object; a line that is not one (not JSON, not UTF-8, nested past the parser's
-    depth) is an empty row, which :func:`select` counts as invalid like any other bad line."""
-    with path.open("rb") as fh:
-        for raw in fh:
-            if not raw.strip():
-                continue
-            try:
-                row = strict_loads(raw.decode("utf-8"))
-            except (ValueError, RecursionError):  # UnicodeDecodeError and BadJson are ValueErrors
-                row = {}
-            yield row if isinstance(row, dict) else {}
-
-
 def schema_score(metrics: Mapping[str, Any], scheme: Scheme | None) -> float | None:
     """The holdout score annotators see beside a schema's suggestions: span F1 for a span scheme
     (its answers are scored span by span), else the run's accuracy."""
@@ -167,7 +153,7 @@ def write_back(project: Project, run: Run, predictions: Path | None, metrics: Ma
     }
     schemes = {s.name: s for s in project.config.annotation_schemes}
     texts = span_texts_by_id(project.config, project.items)
-    lines = _read_jsonl(predictions) if predictions is not None else iter(())
+    lines = jsonl_objects(predictions) if predictions is not None else iter(())  # a bad line: {}, invalid
     rows = select(lines, wb, set(run.schemas), texts, labelled, stats, schemes, every_item)
     with project.db.transaction() as tx:
         asked = tx.execute("SELECT cancel_requested FROM runs WHERE id = ?", (run.id,)).fetchone()

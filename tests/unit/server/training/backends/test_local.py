@@ -14,7 +14,7 @@ from potato.config.schema import LocalBackendSettings
 from potato.server.training.backends.local import check_local
 from tests.harness.hiding import HF_PACKAGES, hide_modules, hiding_path
 from tests.harness.jobdirs import review_job, run_worker
-from tests.unit.training.test_worker import assert_failed
+from tests.harness.jobdirs import assert_failed
 
 
 # -- check local: trainers this Python cannot import (issue 21, E4) -----------------------------------

@@ -78,7 +78,7 @@ TOY_KIND = BackendKind("toy", ToySettings, {"type": text(), "description": text(
 
 @pytest.fixture
 def toy() -> Iterator[None]:
-    from potato.config import _backends
+    from potato.config.training import backends as _backends
 
     backends.register_backend(Toy, TOY_KIND)
     yield

@@ -42,7 +42,7 @@ PAGER_KIND = BackendKind("pager", PagerSettings, {"type": text(), "description":
 
 @pytest.fixture
 def pager() -> Iterator[None]:
-    from potato.config import _backends
+    from potato.config.training import backends as _backends
 
     backends.register_backend(Pager, PAGER_KIND)
     yield

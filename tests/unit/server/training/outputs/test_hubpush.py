@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import tarfile
-from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -311,8 +309,6 @@ def test_network_trouble_and_other_failures() -> None:
 def test_an_answer_that_is_not_the_hub_s_says_so_instead_of_a_key_error() -> None:
     """Issue 33 item 6: huggingface_hub follows a redirect off the Hub's API (a moved address, a proxy's
     sign-in page) and then fails on the page it got, as ``KeyError: 'url'`` (or invalid JSON)."""
-    import json
-
     text = message(KeyError("url"), "creating the repository")
     assert text.startswith("The answer to creating the repository did not come from the Hub's API: "
                            "https://huggingface.co answered without the 'url' the Hub sends. A redirect to another "
@@ -333,10 +329,10 @@ def test_redact_blots_out_the_token() -> None:
 def test_the_token_comes_from_the_file_when_one_is_named(tmp_path: Path) -> None:
     path = tmp_path / "hf_token"
     path.write_text(f"  {TOKEN}\n")
-    token = hubpush.read_token(HubSettings(token_file=path), {"HF_TOKEN": "hf_other"})
+    token = hubpush.read_hub_token(HubSettings(token_file=path), {"HF_TOKEN": "hf_other"})
     assert token.value == TOKEN and token.source == f"the file {path} (model_training.hub.token_file)"
     assert TOKEN not in repr(token)
-    token = hubpush.read_token(HubSettings(), {"HF_TOKEN": f"{TOKEN}\n"})
+    token = hubpush.read_hub_token(HubSettings(), {"HF_TOKEN": f"{TOKEN}\n"})
     assert token.value == TOKEN and token.source == "HF_TOKEN in the server's environment"
 
 
@@ -354,7 +350,7 @@ def test_a_missing_or_broken_token_is_a_409(tmp_path: Path, content: str | None,
         if content != "missing":
             (tmp_path / "hf_token").write_text(content)
     with pytest.raises(PushRefused) as refused:
-        hubpush.read_token(settings, env)
+        hubpush.read_hub_token(settings, env)
     assert refused.value.status == 409 and words in str(refused.value)
 
 
@@ -371,16 +367,3 @@ def test_a_push_whose_process_ended_reads_as_failed(tmp_path: Path) -> None:
     state = hubpush.read_state(tmp_path)
     assert state is not None and state["state"] == "failed" and "ended during it" in state["error"]
     assert oct((tmp_path / hubpush.STATE_FILE).stat().st_mode & 0o777) == "0o600"
-
-
-def test_bundle_counts_items_and_annotators(tmp_path: Path) -> None:
-    rows = [{"item_id": "a", "schema": "s", "label": "x", "user": "u1"},
-            {"item_id": "a", "schema": "s", "label": "y", "user": "u2"},
-            {"item_id": "b", "schema": "s", "label": "x", "user": "u1"}]
-    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
-    with tarfile.open(tmp_path / "bundle.tar.gz", "w:gz") as tar:
-        info = tarfile.TarInfo("labels.jsonl")
-        info.size = len(data)
-        tar.addfile(info, BytesIO(data))
-    assert hubpush.bundle_counts(tmp_path / "bundle.tar.gz") == (2, 2)
-    assert hubpush.bundle_counts(tmp_path / "missing.tar.gz") is None

@@ -12,7 +12,7 @@ import pytest
 from potato.config import validate
 from potato.config.upstream import unsupported_message
 from potato.server.training.runs.activelearning import order, uncertainty
-from tests.unit.test_upstream_configs import upstream
+from tests.harness.upstream import upstream
 
 CONFIG = Path("/projects/al/config.yaml")
 UPSTREAM_AL = {"enabled": True, "schema_names": ["sentiment"], "min_annotations_per_instance": 1,

@@ -17,7 +17,7 @@ import pytest
 
 from potato.config import load_config
 from potato.server.training.backends.ssh.copyback import SEND_ARTIFACTS, receive
-from potato.server.training.runs.private import make_private, open_private, private_dir
+from potato.training.job.private import atomic_file, make_private, open_private, private_dir, write_atomic
 from potato.server.training.runs.recorder import RunRecorder, prepare_bundle
 from potato.server.training.runs.store import RunState
 from potato.server.training.backends.ssh.session import SessionRecord
@@ -126,3 +126,20 @@ def test_the_helpers_set_modes_whatever_the_umask(tmp_path: Path) -> None:
         os.umask(old)
     assert loose(tmp_path / "a") == {} and loose(other) == {}
     assert stat.S_IMODE((deep / "f").stat().st_mode) == 0o600
+
+
+def test_a_file_is_replaced_whole_or_not_at_all(tmp_path: Path) -> None:
+    """Issue 43 (item 5): one writer replaces every file that must never be read half-written (a
+    worker's result, the session key, a push's state, the upstream exports): 0600 whatever the umask,
+    and a write that fails half-way leaves the old file and no temporary one."""
+    path = tmp_path / "result.json"
+    write_atomic(path, '{"ok": true}\n')
+    assert path.read_text() == '{"ok": true}\n' and stat.S_IMODE(path.stat().st_mode) == 0o600
+    with pytest.raises(RuntimeError):
+        with atomic_file(path) as fh:
+            fh.write('{"half": ')
+            raise RuntimeError("the disk filled up")
+    assert path.read_text() == '{"ok": true}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result.json"]
+    write_atomic(path, b"\x00bytes")
+    assert path.read_bytes() == b"\x00bytes"

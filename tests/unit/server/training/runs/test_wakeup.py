@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from potato.db import Database
+from potato.server.training.runs.store import RunState, RunStore
 from potato.server.training.runs.wakeup import Wakeup, bell_base
 
 
@@ -90,3 +92,25 @@ def test_a_bell_removed_by_a_clean_up_is_made_again(tmp_path: Path) -> None:
     Wakeup(bell.path).ring()
     assert bell.wait(5)
     bell.close()
+
+
+def test_a_run_s_bell_rings_when_another_process_moves_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43 (item 3): the ssh backend's copy-back starts when the agent's report moves the run to
+    copying, told by the run's bell (the report lands in any of gunicorn's workers), not by a poll."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    store = RunStore(Database(tmp_path / "db.sqlite3"), tmp_path / "training" / "runs")
+    run = store.create("noop", ["sentiment"], "gpu", {})
+    assert store.move(run.id, RunState.PREPARING) and store.move(run.id, RunState.RUNNING)
+    bell = Wakeup.of(store.runs_dir.parent, run.id)
+    assert bell.listen() and bell.path != Wakeup.of(store.runs_dir.parent).path  # the run's own
+    assert not bell.wait(0.01)
+    code = ("import sys; from pathlib import Path; from potato.db import Database; "
+            "from potato.server.training.runs.store import RunState, RunStore; "
+            "RunStore(Database(Path(sys.argv[1])), Path(sys.argv[2])).move(sys.argv[3], RunState.COPYING)")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "db.sqlite3"), str(store.runs_dir), run.id],
+                   check=True, env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "run")})
+    assert bell.wait(5) and store.get(run.id).state is RunState.COPYING
+    path = bell.path
+    bell.remove()
+    assert path is not None and not path.exists()  # nobody follows the run: its FIFO is gone

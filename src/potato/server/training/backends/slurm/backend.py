@@ -20,7 +20,7 @@ from potato.server.training.backends.base import CheckReport
 from potato.server.training.backends.ssh.backend import RemoteBackend
 from potato.server.training.backends.slurm.run import SLURM_FIX, SlurmRun, missing_command_error, probe_slurm, settings_for
 from potato.server.training.backends.ssh.command import (SshFailed, SshStep, SshTarget, preamble_notice, remote_path,
-                                                        shell)
+                                                         shell)
 from potato.server.training.backends.ssh.host import control_dir, probe_host, run_ssh
 from potato.training.slurm.script import PRELUDE_FIX, PreludeFailure, prelude_block, prelude_failure, sbatch_flags
 from potato.training.slurm.settings import SlurmSettings
@@ -91,7 +91,7 @@ def check_job_command(settings: SlurmSettings, folder: str) -> str:
     output comes back), waits at most :data:`CHECK_JOB_WAIT_S` for it, cancels it if it is still
     queued, prints what it wrote and removes its folder. One minute of time limit: it runs for a
     second, and a short job starts sooner on a busy cluster."""
-    script = "#!/bin/bash\n" + 'echo "job.sh: SLURM job $SLURM_JOB_ID on ${SLURMD_NODENAME:-$(hostname -s)}"\n' \
+    script = "#!/bin/bash\n" + f'echo "{CHECK_JOB_MARK} node ${{SLURMD_NODENAME:-$(hostname -s)}}"\n' \
         + prelude_and_python(settings)
     submit = shell(["sbatch", "--parsable", "--job-name=potato-check", *sbatch_flags(settings), "--time=1"])
     m = CHECK_JOB_MARK
@@ -121,7 +121,7 @@ def read_check_job(output: str, settings: SlurmSettings) -> CheckJob:
         return CheckJob(False, "", "", None, None, f"Test job: {marked['sbatch']}")
     job_id = marked.get("job", "job ?").split(" ", 1)[-1]
     waiting = marked.get("still", "").split()[1:]  # squeue's state and reason when the check gave up
-    started = next((line for line in lines if line.startswith("job.sh: SLURM job ")), None)
+    started = marked.get("node")  # the job's own first line: it ran, and where
     only_login = "The prelude and job_python were tried on the login node only."
     if started is None:
         if waiting:
@@ -132,7 +132,7 @@ def read_check_job(output: str, settings: SlurmSettings) -> CheckJob:
             line = (f"Test job {job_id} left no output in remote_dir; check that the compute nodes see remote_dir. "
                     f"{only_login}")
         return CheckJob(False, job_id, "", None, None, line)
-    node = started.rsplit(" on ", 1)[-1]
+    node = started.split(" ", 1)[-1]
     there = f"Test job {job_id} on {node}"
     failed = prelude_failure(output)
     if failed is not None:

@@ -28,7 +28,7 @@ from typing import Callable, Mapping, cast
 
 from potato.errors import PotatoError
 from potato.server.training.runs import quota
-from potato.server.training.runs.private import FILE_MODE, private_dir
+from potato.training.job.private import FILE_MODE, private_dir
 from potato.server.training.backends.ssh.command import preamble_text, start_token
 
 COPY_STALL_S = 180.0

@@ -39,12 +39,12 @@ from urllib.parse import urlsplit
 from potato.config.schema import SlurmBackendSettings, SshBackendSettings
 from potato.defaults import SSH_CODE_PUSH_TIMEOUT_S, SSH_STEP_TIMEOUT_S
 from potato.project import Project
-from potato.server import stopping
+from potato.server.serving import stopping
 from potato.server.training.backends.ssh.codepush import code_archive, code_hash
 from potato.server.training.backends.ssh import lines
 from potato.server.training.backends.ssh.copyback import CopyFailed, over_total_message, receive
 from potato.server.training.runs.modelplace import Kept, ModelPlace
-from potato.server.training.runs.private import open_private
+from potato.training.job.private import open_private
 from potato.server.training.runs.recorder import RunRecorder
 from potato.server.training.runs.store import Run, RunState, RunStore
 from potato.server.training.backends.ssh.command import (
@@ -70,13 +70,15 @@ from potato.server.training.backends.ssh.host import (
     stop_remote,
 )
 from potato.server.training.runs.watchdog import CANCEL_SLACK_S
+from potato.server.training.runs.wakeup import Wakeup
 from potato.training.gpus.nvidia import NoGpuFree
 from potato.training.job.results import Reason
 from potato.training.job.limits import apply_thread_limit
 
 log = logging.getLogger(__name__)
 
-WATCH_S = 0.1
+WATCH_S = 1.0
+"""How often a followed run's session end and cancel grace are looked at; its moves ring at once."""
 
 CODE_STEP = SshStep("copying Potato's code", SSH_CODE_PUSH_TIMEOUT_S,
                  "the code is well under a MB, so the connection or the host's disk stalls: check `df -h` and "
@@ -289,7 +291,18 @@ class RemoteRun(Generic[Host]):
                  f"in a 0700 folder)")
 
     def follow(self) -> bool:
-        """Wait until the run ends or its results are in (True: copy the model back)."""
+        """Wait until the run ends or its results are in (True: copy the model back). The run's bell
+        tells the moment the agent's report moved it (in whichever process took the report), so the
+        copy-back starts then; between rings the session's own end and a cancel's grace are looked at
+        every :data:`WATCH_S`."""
+        bell = Wakeup.of(self.store.runs_dir.parent, self.run.id)
+        bell.listen()  # before the first look: a move after it rings
+        try:
+            return self._follow(bell)
+        finally:
+            bell.remove()
+
+    def _follow(self, bell: Wakeup) -> bool:
         mt = self.project.config.model_training
         while True:
             run = self.store.get(self.run.id)
@@ -310,7 +323,7 @@ class RemoteRun(Generic[Host]):
             if (run.cancel_requested and run.cancel_at is not None
                     and self.clock() - run.cancel_at > mt.grace_seconds + CANCEL_SLACK_S):
                 self.close_session()  # once grace_seconds passed, the agent's session is closed
-            time.sleep(WATCH_S)
+            bell.wait(WATCH_S)
 
     def close_session(self) -> None:
         if self.session is not None:
@@ -362,28 +375,21 @@ class RemoteRun(Generic[Host]):
             self.keep_job = True
             self.say(over_total_message(b.host, copied.over_total, b.max_artifacts_total_mb))
             folder = copied.over_total[2]
-            self.succeeded(f"{b.host}:{folder}", ModelPlace(host=b.host, host_folder=folder, kept=Kept.TOTAL_CAP,
-                                                           limit_mb=b.max_artifacts_total_mb))
+            self.recorder.copied(f"{b.host}:{folder}", ModelPlace(host=b.host, host_folder=folder,
+                                                                  kept=Kept.TOTAL_CAP, limit_mb=b.max_artifacts_total_mb))
             return
         self.keep_job = self.keep_job or bool(copied.left_behind)
         for name, size in copied.left_behind:
             self.say(f"Left on {b.host} (over max_artifact_mb {b.max_artifact_mb} MB): {name} ({size / 1e6:.0f} MB)")
         self.say(f"Copied the model from {b.host}: {copied.received / 1e6:.1f} MB")
         if not copied.left_behind:
-            self.succeeded(str(target), ModelPlace.here(target))
+            self.recorder.copied(str(target), ModelPlace.here(target))
             return
         folder = f"{b.remote_dir}/jobs/{self.run.id}/artifacts"
-        self.succeeded(f"{target} (and on {b.host}:{folder})",
-                       ModelPlace.here(target, host=b.host, host_folder=folder, kept=Kept.FILE_CAP,
-                                       kept_files=tuple(name for name, _size in copied.left_behind),
-                                       limit_mb=b.max_artifact_mb))
-
-    def succeeded(self, artifact_uri: str, model: ModelPlace) -> None:
-        """The run ends well, its model files where ``model`` says (``artifact_uri`` for the page)."""
-        self.store.update(self.run.id, artifact_uri=artifact_uri, model=model)
-        kept = (self.store.get(self.run.id) or self.run).message  # e.g. whose suggestions annotators keep
-        self.store.move(self.run.id, RunState.SUCCEEDED, message=kept, step="done", progress=1.0)
-        self.say("Run succeeded.")
+        self.recorder.copied(f"{target} (and on {b.host}:{folder})",
+                             ModelPlace.here(target, host=b.host, host_folder=folder, kept=Kept.FILE_CAP,
+                                             kept_files=tuple(name for name, _size in copied.left_behind),
+                                             limit_mb=b.max_artifact_mb))
 
     def left_behind_commands(self) -> list[str]:
         """Shell commands that end, before the job folder goes, what the run may have left running on

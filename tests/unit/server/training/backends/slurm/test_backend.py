@@ -10,7 +10,7 @@ from potato.training.slurm.settings import SlurmSettings
 # What the check's test job printed on the test cluster for prelude ["module load cuda"].
 CHECK_PRELUDE_FAILED = """\
 potato-check: job 192
-job.sh: SLURM job 192 on vm
+potato-check: node vm
 /tmp/potato-testcluster/spool/slurmd.vm/job00192/slurm_script: line 7: module: command not found
 job.sh: prelude line 1 failed (exit 127): module load cuda
 """
@@ -25,7 +25,7 @@ def test_the_check_reads_its_test_job() -> None:
         "Test job 192 on vm: prelude line 1 (`module load cuda`) failed with exit 127: module: command not found. "
         "A run would fail the same way before its worker starts. Fix that line in the backend's prelude (try it by "
         "hand on a compute node), remove it, or end it with `|| true` if it may fail.")
-    good = read_check_job("potato-check: job 161\njob.sh: SLURM job 161 on vm\n3.11.2 /usr/bin/python3\n", settings)
+    good = read_check_job("potato-check: job 161\npotato-check: node vm\n3.11.2 /usr/bin/python3\n", settings)
     assert good.ok and good.line == ("Test job 161 on vm: job_python /usr/bin/python3 is Python 3.11.2 "
                                      "(/usr/bin/python3), after the prelude")
     busy = read_check_job("potato-check: job 162\npotato-check: still PENDING Priority\n", settings)

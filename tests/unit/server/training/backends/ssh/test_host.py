@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from potato.server.training.backends.ssh.host import PROBE
+from potato.training.launch.codefiles import PRESENT_MARK
 
 PYENV = Path.home() / ".pyenv" / "versions"
 
@@ -41,8 +42,8 @@ def test_the_probe_prepares_a_run(tmp_path: Path) -> None:
     (fake / "nvidia-smi").write_text("#!/bin/sh\necho '0, NVIDIA A100-SXM4-80GB, 81920, 80000, 3'\n")
     (fake / "nvidia-smi").chmod(0o755)
     code = tmp_path / "code" / "abc"
-    (code / "potato" / "training").mkdir(parents=True)
-    (code / "potato" / "training" / "agent.py").write_text("")
+    code.joinpath(*PRESENT_MARK).parent.mkdir(parents=True)
+    code.joinpath(*PRESENT_MARK).write_text("")  # a whole copy of the code
     stale = Path(f"/tmp/potato-20200101-000000-test-{os.getpid()}")
     stale.mkdir(mode=0o700)
     bound = socket.socket(socket.AF_UNIX)

@@ -9,14 +9,19 @@ record each with their platform ids, when each step was done and every training 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterator
 
+from flask import redirect, url_for
+
 from potato.assignment import items_done as finished
-from potato.crowdsourcing import Outcome
-from potato.participants import Participants
-from potato.phase_store import PhaseStore
-from potato.phases import Step, next_step
+from potato.study.platforms import Outcome
+from potato.study.participants import Participants
+from potato.study.store import PhaseStore
+from potato.study.phases import Step, next_step
 from potato.project import Project
+from potato.server.auth import session_user
+from potato.server.context import current_project
 
 IN_PROGRESS = "in_progress"
 """The outcome of a participant the study has not ended for yet."""
@@ -34,6 +39,35 @@ def step_of(project: Project, user: str) -> Step:
     """Where ``user`` is in the study: a page, the items, an early end, or done."""
     phases = project.config.phases
     return next_step(phases, PhaseStore(project.db).states(user) if phases else {}, items_done(project, user))
+
+
+@dataclass(frozen=True)
+class Here:
+    """The participant a study route answers and where they are in the study."""
+
+    project: Project
+    user: str
+    step: Step
+
+
+def here() -> Here:
+    """How every study route opens: the signed-in participant of this request and their step."""
+    project = current_project()
+    user = session_user()
+    return Here(project, user, step_of(project, user))
+
+
+def page_for(step: Step) -> str:
+    """The endpoint of the page ``step`` is on: the items, a study page, or the done page."""
+    if step.annotating:
+        return "annotate.annotate"
+    return "study.show" if step.phase is not None else "crowd.done"
+
+
+def elsewhere(step: Step, endpoint: str) -> Any | None:
+    """A redirect to the page ``step`` is on when that is not ``endpoint``: nobody skips a page, and
+    no code is shown before the work is done."""
+    return None if page_for(step) == endpoint else redirect(url_for(page_for(step)))
 
 
 def outcome_of(project: Project, user: str, step: Step) -> Outcome:

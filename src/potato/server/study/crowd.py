@@ -1,7 +1,7 @@
 """Participants from crowdsourcing platforms: arriving by the platform's link, and the done page.
 
-The rules of each platform are data in :mod:`potato.crowdsourcing`; this blueprint stores who
-arrived (:mod:`potato.participants`) and renders the hand-off: the completion code with a copy
+The rules of each platform are its class in :mod:`potato.study.platforms`; this blueprint stores who
+arrived (:mod:`potato.study.participants`) and renders the hand-off: the completion code with a copy
 button, the way back, and the redirect by itself where the config asks for it.
 """
 
@@ -10,24 +10,21 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
-from flask import Blueprint, Flask, current_app, make_response, redirect, render_template, request, session, url_for
+from flask import Blueprint, Flask, current_app, make_response, render_template, request, session
 
-from potato.crowdsourcing import (DONE_MESSAGE, MTURK_ORIGINS, Arrival, ArrivalRefused, HandOff, Outcome, arrival,
-                                  hand_off, is_preview)
-from potato.participants import Participants
-from potato.server.auth import clean_user_name, current_user, login_required, session_user
-from potato.server.context import Project, current_project
+from potato.study.platforms import (DONE_MESSAGE, MTURK_ORIGINS, Arrival, ArrivalRefused, HandOff, Outcome, arrival,
+                                    hand_off, is_preview)
+from potato.study.participants import Participants
+from potato.server.auth import clean_user_name, current_user, login_required
+from potato.server.context import Project
 from potato.server.security import policy
-from potato.roster import outcome_of, step_of
-from potato.server.study import ended_message
+from potato.server.study.roster import elsewhere, here, outcome_of
+from potato.server.study.pages import ended_message
 
 bp = Blueprint("crowd", __name__)
 
 DONE_HEADING = "Thank You!"
 DONE_LINE = "You have completed the annotation task and your responses are saved."
-BY_LINK = "This study signs you in by the link from {platform}, not by name. Open the study from {platform} again."
-BY_LINK_ONLY = {"expert": "This study signs you in by your personal invite link, not by name. Open the link the study's "
-                          "admin sent you, or ask them for a new one."}
 
 
 def arrive(project: Project, sign_in: Callable[[str], Any], refuse: Callable[[str, int], Any]) -> Any | None:
@@ -44,12 +41,12 @@ def arrive(project: Project, sign_in: Callable[[str], Any], refuse: Callable[[st
     if is_preview(crowd, args):
         return render_template("preview.html", title=project.config.annotation_task_name, page=project.config.page)
     if not args.get(crowd.id_param):
-        if crowd.provider == "url_direct" or current_user():
+        if crowd.platform.name_form or current_user():
             return None  # the name form (upstream's url_direct shows it too), or back to the signed-in page
     try:
         who = arrival(crowd, args)
     except ArrivalRefused as refused:
-        return refuse(str(refused), 403 if crowd.provider == "expert" else 400)
+        return refuse(str(refused), crowd.platform.refused_status)
     answer = sign_in(who.worker_id)
     user = session.get("user")
     if user is not None and user == clean_user_name(who.worker_id):  # let in as the link says, not refused
@@ -79,13 +76,11 @@ def hand_off_for(project: Project, user: str, outcome: Outcome) -> HandOff:
 @bp.get("/done")
 @login_required
 def done() -> Any:
-    project = current_project()
-    user = session_user()
-    step = step_of(project, user)
-    if step.annotating:
-        return redirect(url_for("annotate.annotate"))  # no code before the work is done
-    if step.phase is not None:
-        return redirect(url_for("study.show"))  # nor before every page of the study is
+    at = here()
+    project, user, step = at.project, at.user, at.step
+    away = elsewhere(step, "crowd.done")  # no code before the work is done, nor every page of the study
+    if away is not None:
+        return away
     outcome = outcome_of(project, user, step)
     Participants(project.db).finished(user, outcome)
     shown = hand_off_for(project, user, outcome)

@@ -4,6 +4,11 @@ The page builds every field with DOM calls (``textContent``, ``createElement``),
 text, so nothing in an item can run script whatever it holds. A document's Markdown or HTML is
 read here into a tree of a few harmless elements (paragraphs, headings, lists, emphasis, code,
 tables, links to http(s) addresses); anything else is dropped or kept as its text.
+
+Each type is a :class:`FieldType` registered with :func:`register_field_type`: what the page needs to
+draw a field of it, the display options it honours, ignores or refuses, and whether spans may mark
+it. The config check, the item API and validate's media check ask the registry, never a type's
+name; the page draws a type by name (``DRAW`` in ``static/fields.js``; an unknown one as its text).
 """
 
 from __future__ import annotations
@@ -13,16 +18,12 @@ import io
 import re
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 from urllib.parse import quote, urlsplit
 
-from potato.media import media_file_problem
+from potato.display.media import media_file_problem
 
-FIELD_TYPES = ("text", "image", "dialogue", "code", "spreadsheet", "document", "pdf")
-SPAN_FIELD_TYPES = ("text", "dialogue")
-"""Types whose text spans can mark (``span_target``)."""
-MEDIA_TYPES = ("image", "pdf")
-"""Types whose value may name a file under ``media_directory``."""
 MAX_ROWS = 1000
 """A spreadsheet shows at most this many rows (the page stays light; the item keeps them all)."""
 SPEAKER_MAX = 40
@@ -32,62 +33,69 @@ Node = Any
 UPSTREAM_MEDIA_PREFIX = "/media/"
 """Upstream's examples name a media file by its address on upstream's server (``/media/paper.pdf``)."""
 
-# -- display options ----------------------------------------------------------------------------
-# Every display option upstream Potato documents for each field type (its displays' optional_fields),
-# and what this server does with it: draws it (HONOURED), draws the field its own way so a look-only
-# option changes nothing (LOOKS), or lacks the feature the option turns on (REFUSED: the study would
-# not be what its config says). Nothing upstream documents passes unnamed.
-HONOURED: Mapping[str, frozenset[str]] = {
-    "text": frozenset(),
-    "image": frozenset({"max_width", "zoomable", "alt_text"}),
-    "dialogue": frozenset({"speaker_extraction", "show_turn_numbers", "speaker_key", "text_key"}),
-    "code": frozenset({"language"}),
-    "spreadsheet": frozenset(),
-    "document": frozenset({"format"}),
-    "pdf": frozenset(),
-}
-LOOKS: Mapping[str, frozenset[str]] = {
-    "text": frozenset({"collapsible", "max_height", "preserve_whitespace"}),
-    "image": frozenset({"max_height", "object_fit"}),
-    "dialogue": frozenset({"alternating_shading", "indent_replies", "max_indent_depth", "show_reply_lines",
-                           "show_timestamps", "timestamp_format", "turn_meta_fields", "meta_key", "depth_key",
-                           "reply_to_key"}),
-    "code": frozenset({"show_line_numbers", "max_height", "max_width", "wrap_lines", "highlight_lines", "start_line",
-                       "theme", "copy_button"}),
-    "spreadsheet": frozenset({"show_headers", "max_height", "max_width", "striped", "hoverable", "sortable",
-                              "filterable", "selectable", "compact", "border_style", "header_style", "custom_class",
-                              "custom_css"}),
-    "document": frozenset({"collapsible", "max_height", "show_outline", "preserve_structure", "style_theme"}),
-    "pdf": frozenset({"view_mode", "max_height", "max_width", "text_layer", "show_page_controls", "initial_page",
-                      "zoom", "thumbnail_sidebar"}),
-}
-_BOXES = "drawing bounding boxes on it"
-_LINKS = "anchors and links across a PDF's pages (annotation_mode: link)"
-REFUSED: Mapping[str, Mapping[str, str]] = {
-    "dialogue": {"per_turn_ratings": "rating each turn of a dialogue"},
-    "spreadsheet": {"annotation_mode": "annotating a table's rows, cells or ranges"},
-    "document": {"annotation_mode": "spans or bounding boxes on a document field", "bbox_min_size": _BOXES,
-                 "show_bbox_labels": _BOXES},
-    "pdf": {"annotation_mode": "spans, bounding boxes or links on a PDF", "extracted_content": "text extracted from "
-            "a PDF to mark spans on", "bbox_min_size": _BOXES, "bbox_colors": _BOXES, "show_bbox_labels": _BOXES,
-            "anchor_labels": _LINKS, "link_types": _LINKS, "enable_text_anchors": _LINKS,
-            "enable_region_anchors": _LINKS, "anchor_schema": _LINKS, "link_schema": _LINKS,
-            "ocr": "reading scanned PDFs (OCR) to mark them"},
-}
+@dataclass(frozen=True)
+class FieldType:
+    """One ``instance_display`` type.
+
+    Its display options are every one upstream Potato documents for the type (its displays'
+    optional_fields), each with what this server does with it: draws it (``honoured``), draws the
+    field its own way so a look-only option changes nothing (``looks``), or lacks the feature the
+    option turns on (``refused``, with that feature: the study would not be what its config says).
+    Nothing upstream documents passes unnamed.
+    """
+
+    name: str
+    draw: Callable[[Any, Mapping[str, Any], str], dict[str, Any]]
+    """What the page needs beyond the label and type, from (the item's value, the field's display
+    options, its label); a media type's ``src`` is added before."""
+    honoured: frozenset[str] = frozenset()
+    looks: frozenset[str] = frozenset()
+    refused: Mapping[str, str] = field(default_factory=dict)
+    media: bool = False
+    """Its value may name a file under ``media_directory`` (or be an http(s) address)."""
+    span_text: Callable[[Any, Mapping[str, Any]], str] | None = None
+    """The text spans mark in it (``span_target``), as the page shows it and their offsets count it;
+    None: spans cannot mark it."""
+
+
+FIELD_KINDS: dict[str, FieldType] = {}
+"""Every type a config's display field may name, in registration order."""
+
+
+def register_field_type(kind: FieldType) -> None:
+    """Let ``instance_display`` fields name ``kind.name``."""
+    if kind.name in FIELD_KINDS and FIELD_KINDS[kind.name] != kind:
+        raise ValueError(f"a display field type {kind.name!r} exists already")
+    FIELD_KINDS[kind.name] = kind
+
+
+def field_types() -> tuple[str, ...]:
+    return tuple(FIELD_KINDS)
+
+
+def span_field_types() -> tuple[str, ...]:
+    """Types whose text spans can mark (``span_target``)."""
+    return tuple(name for name, kind in FIELD_KINDS.items() if kind.span_text is not None)
+
+
+def is_media(kind: str) -> bool:
+    """Whether a ``kind`` field's value may name a file under ``media_directory``."""
+    return kind in FIELD_KINDS and FIELD_KINDS[kind].media
 
 
 def option_verdict(kind: str, name: str) -> tuple[str, str]:
     """What this server does with display option ``name`` of a ``kind`` field (pure): ``("use", "")``,
     ``("looks", "")`` (a look-only option it ignores), ``("refuse", <the feature it would turn on>)``,
     or ``("unknown", <upstream's options for the type>)``."""
-    if name in HONOURED.get(kind, ()):
+    found = FIELD_KINDS.get(kind)
+    honoured, looks, refused = (found.honoured, found.looks, found.refused) if found else (frozenset(), frozenset(), {})
+    if name in honoured:
         return "use", ""
-    refused = REFUSED.get(kind, {})
     if name in refused:
         return "refuse", refused[name]
-    if name in LOOKS.get(kind, ()):
+    if name in looks:
         return "looks", ""
-    known = sorted({*HONOURED.get(kind, ()), *LOOKS.get(kind, ()), *refused})
+    known = sorted({*honoured, *looks, *refused})
     return "unknown", ", ".join(known)
 
 
@@ -121,39 +129,20 @@ def field_payload(kind: str, label: str, value: Any, options: Mapping[str, Any],
     """What the page needs to draw one field of one item. ``media_url`` is where ``media_directory``'s
     files are served (``/media/``)."""
     out: dict[str, Any] = {"label": label, "type": kind}
-    if kind in MEDIA_TYPES:
+    found = FIELD_KINDS.get(kind) or FIELD_KINDS["text"]  # an unknown type is drawn as its text
+    if found.media:
         problem = media_problem(value)
         if problem:
             return {**out, "type": "text", "text": f"[{kind} not shown: {problem}]"}
         path = media_path(value)
         out["src"] = media_url + quote(path) if path else value
-        if kind == "image":
-            out.update(alt=str(options.get("alt_text") or label or "image"), zoomable=options.get("zoomable", True) is not False)
-            if options.get("max_width"):
-                out["max_width"] = _css_size(options["max_width"])
-        return out
-    if kind == "dialogue":
-        return {**out, "turns": _turns(value, options), "numbered": options.get("show_turn_numbers") is True}
-    if kind == "code":
-        return {**out, "code": value if isinstance(value, str) else _plain(value),
-                "language": str(options.get("language") or "")}
-    if kind == "spreadsheet":
-        header, rows, more = table(value)
-        return {**out, "header": header, "rows": rows, "more": more}
-    if kind == "document":
-        source = value if isinstance(value, str) else _plain(value)
-        fmt = str(options.get("format") or ("html" if source.lstrip().startswith("<") else "markdown"))
-        return {**out, "blocks": sanitise_html(source) if fmt == "html" else markdown(source)}
-    return {**out, "text": _plain(value)}
+    return {**out, **found.draw(value, options, label)}
 
 
 def span_text(kind: str, value: Any, options: Mapping[str, Any]) -> str:
-    """The text of a field that spans mark, as the page shows it and their offsets count it: a text
-    field's text; a dialogue's turns one per line, ``Speaker: text``."""
-    if kind == "dialogue":
-        turns = _turns(value, options)  # turn numbers are drawn beside the text, never in it
-        return "\n".join(f"{t['speaker']}: {t['text']}" if t["speaker"] else t["text"] for t in turns)
-    return _plain(value)
+    """The text of a field that spans mark, as the page shows it and their offsets count it."""
+    found = FIELD_KINDS.get(kind)
+    return found.span_text(value, options) if found is not None and found.span_text is not None else _plain(value)
 
 
 class Marked(Protocol):
@@ -400,13 +389,13 @@ def display_problems(fields: Sequence[tuple[int, str, str]], items: Iterable[tup
                      media: Path | None, limit: int = 5, private: Path | None = None) -> list[tuple[str, str]]:
     """(key path, problem) for media files the items name that the server would not show: not in
     ``media`` (None when the config has no media_directory), reached through a link, in ``private``
-    (the output folder), or a pdf field's file that is no PDF (:func:`potato.media.media_file_problem`,
+    (the output folder), or a pdf field's file that is no PDF (:func:`potato.display.media.media_file_problem`,
     the server's own rules, issue 42); at most ``limit``, so a wrong folder is a few lines, not one
     per item. ``fields``: (index, key, type) of each display field; ``items``: (id, fields) of each item."""
     out: list[tuple[str, str]] = []
     for item_id, data in items:
         for index, key, kind in fields:
-            path = media_path(data.get(key)) if kind in MEDIA_TYPES else None
+            path = media_path(data.get(key)) if is_media(kind) else None
             if path is None:
                 continue
             at = f"instance_display.fields[{index}]"
@@ -420,3 +409,72 @@ def display_problems(fields: Sequence[tuple[int, str, str]], items: Iterable[tup
             if len(out) >= limit:
                 return out
     return out
+
+
+# -- the built-in types ---------------------------------------------------------------------------
+
+def _image(value: Any, options: Mapping[str, Any], label: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"alt": str(options.get("alt_text") or label or "image"),
+                           "zoomable": options.get("zoomable", True) is not False}
+    if options.get("max_width"):
+        out["max_width"] = _css_size(options["max_width"])
+    return out
+
+
+def _dialogue_text(value: Any, options: Mapping[str, Any]) -> str:
+    """A dialogue's turns one per line, ``Speaker: text`` (turn numbers are drawn beside it, never in it)."""
+    return "\n".join(f"{t['speaker']}: {t['text']}" if t["speaker"] else t["text"] for t in _turns(value, options))
+
+
+def _spreadsheet(value: Any, options: Mapping[str, Any], label: str) -> dict[str, Any]:
+    header, rows, more = table(value)
+    return {"header": header, "rows": rows, "more": more}
+
+
+def _document(value: Any, options: Mapping[str, Any], label: str) -> dict[str, Any]:
+    source = value if isinstance(value, str) else _plain(value)
+    fmt = str(options.get("format") or ("html" if source.lstrip().startswith("<") else "markdown"))
+    return {"blocks": sanitise_html(source) if fmt == "html" else markdown(source)}
+
+
+_BOXES = "drawing bounding boxes on it"
+_LINKS = "anchors and links across a PDF's pages (annotation_mode: link)"
+
+for _kind in (
+        FieldType("text", lambda value, options, label: {"text": _plain(value)},
+                  looks=frozenset({"collapsible", "max_height", "preserve_whitespace"}),
+                  span_text=lambda value, options: _plain(value)),
+        FieldType("image", _image, honoured=frozenset({"max_width", "zoomable", "alt_text"}),
+                  looks=frozenset({"max_height", "object_fit"}), media=True),
+        FieldType("dialogue", lambda value, options, label: {"turns": _turns(value, options),
+                                                             "numbered": options.get("show_turn_numbers") is True},
+                  honoured=frozenset({"speaker_extraction", "show_turn_numbers", "speaker_key", "text_key"}),
+                  looks=frozenset({"alternating_shading", "indent_replies", "max_indent_depth", "show_reply_lines",
+                                   "show_timestamps", "timestamp_format", "turn_meta_fields", "meta_key", "depth_key",
+                                   "reply_to_key"}),
+                  refused={"per_turn_ratings": "rating each turn of a dialogue"}, span_text=_dialogue_text),
+        FieldType("code", lambda value, options, label: {"code": value if isinstance(value, str) else _plain(value),
+                                                         "language": str(options.get("language") or "")},
+                  honoured=frozenset({"language"}),
+                  looks=frozenset({"show_line_numbers", "max_height", "max_width", "wrap_lines", "highlight_lines",
+                                   "start_line", "theme", "copy_button"})),
+        FieldType("spreadsheet", _spreadsheet,
+                  looks=frozenset({"show_headers", "max_height", "max_width", "striped", "hoverable", "sortable",
+                                   "filterable", "selectable", "compact", "border_style", "header_style",
+                                   "custom_class", "custom_css"}),
+                  refused={"annotation_mode": "annotating a table's rows, cells or ranges"}),
+        FieldType("document", _document, honoured=frozenset({"format"}),
+                  looks=frozenset({"collapsible", "max_height", "show_outline", "preserve_structure", "style_theme"}),
+                  refused={"annotation_mode": "spans or bounding boxes on a document field", "bbox_min_size": _BOXES,
+                           "show_bbox_labels": _BOXES}),
+        FieldType("pdf", lambda value, options, label: {},
+                  looks=frozenset({"view_mode", "max_height", "max_width", "text_layer", "show_page_controls",
+                                   "initial_page", "zoom", "thumbnail_sidebar"}),
+                  refused={"annotation_mode": "spans, bounding boxes or links on a PDF",
+                           "extracted_content": "text extracted from a PDF to mark spans on", "bbox_min_size": _BOXES,
+                           "bbox_colors": _BOXES, "show_bbox_labels": _BOXES, "anchor_labels": _LINKS,
+                           "link_types": _LINKS, "enable_text_anchors": _LINKS, "enable_region_anchors": _LINKS,
+                           "anchor_schema": _LINKS, "link_schema": _LINKS,
+                           "ocr": "reading scanned PDFs (OCR) to mark them"},
+                  media=True)):
+    register_field_type(_kind)

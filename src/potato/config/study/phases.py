@@ -17,7 +17,7 @@ from potato.config._checks import (Findings, Invalid, boolean, check_keys, choic
                                    text)
 from potato.config._files import read_project_file
 from potato.config._schemes import check_schemes
-from potato.phases import GoldItem, Note, PassRule, Phase, PhaseKind, Phases
+from potato.study.phases import GoldItem, Note, PassRule, Phase, PhaseKind, Phases
 from potato.training.job.schemes import CHOICE_TYPES, Scheme, SchemeType
 
 KEYS = ("phases", "training", "export_include_phase_data")

@@ -2,7 +2,7 @@
 
 Apart from the validator because this one section is most of the config's surface: trainer
 parameters, devices, limits, writeback and automatic runs, each naming schemes or backends that
-must exist. The backends themselves are checked in :mod:`potato.config._backends`.
+must exist. The backends themselves are checked in :mod:`potato.config.training.backends`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Mapping
 
 from potato import defaults
-from potato.config._backends import check_backends, declared_types, env_names
+from potato.config.training.backends import check_backends, declared_types, env_names
 from potato.config._checks import (
     Check,
     Findings,

@@ -11,7 +11,7 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
-from potato.server.gunicorn_worker import STOP_SIGNALS, worker_class
+from potato.server.serving.gunicorn_worker import STOP_SIGNALS, worker_class
 
 GRACEFUL_TIMEOUT_S = 25
 """Under the 30 s the systemd unit and the compose file give a stop, so the master ends its workers itself."""
@@ -28,7 +28,7 @@ config's ``trust_proxy`` alone, applied in the app (``security.init_app``'s Prox
 
 class StopSafeArbiter(Arbiter):  # type: ignore[misc]  # gunicorn ships no type hints
     """gunicorn's master, except that a stop signal sent while it forks a worker reaches that worker
-    (see :class:`potato.server.gunicorn_worker.StopSafeWorker`, which releases what is held here)."""
+    (see :class:`potato.server.serving.gunicorn_worker.StopSafeWorker`, which releases what is held here)."""
 
     def spawn_worker(self) -> int:
         if not getattr(self.worker_class, "releases_held_signals", False):

@@ -2,7 +2,7 @@
 
 Upstream Potato's ``phases`` put pages before and after the items: a consent an ethics board
 requires, a pre-study survey, instructions, training items with known answers and feedback, and
-a post-study survey. Each participant's place in that order is stored (``potato.phase_store``), so
+a post-study survey. Each participant's place in that order is stored (``potato.study.store``), so
 a reload or a restart puts them back where they were; these functions decide what comes next and
 whether an answer lets them go on.
 """
@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from potato.crowdsourcing import Outcome
+from potato.study.platforms import Outcome
 from potato.training.job.schemes import NUMERIC_TYPES, Scheme, SchemeType
 
 

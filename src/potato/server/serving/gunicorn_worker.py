@@ -27,7 +27,7 @@ its thread (:func:`wind_down`), not by the event loop, which gunicorn's graceful
 seconds while a slow client still sends.
 
 Nor does a thread wait for a client to read its answer (issue 42): it writes through an
-:class:`~potato.server.outbox.Outbox`, which sends what the kernel takes at once and keeps the rest
+:class:`~potato.server.serving.outbox.Outbox`, which sends what the kernel takes at once and keeps the rest
 (bytes, or a file for ``sendfile``); the event loop then sends that as the client reads
 (:meth:`HeadFirstWorker.finish_request`), before it reads the connection's next request.
 
@@ -36,7 +36,7 @@ poller, the parser's unreader); with a gunicorn that lacks them :func:`worker_cl
 plain ``gthread``. TLS connections (``certfile``) are read by their threads as in ``gthread``.
 
 The limits and every decision made from a request's bytes (:func:`plan_body`, :func:`chunked_end`, the
-answers) are pure functions in :mod:`potato.server.request_framing`; this module does the I/O.
+answers) are pure functions in :mod:`potato.server.serving.request_framing`; this module does the I/O.
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ from typing import Any, Callable
 from gunicorn import util as gunicorn_util
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
-from potato.server import stopping
-from potato.server.outbox import SEND_IDLE_S, Outbox, SendBudget, abort, client_address
-from potato.server.request_framing import (
+from potato.server.serving import stopping
+from potato.server.serving.outbox import SEND_IDLE_S, Outbox, SendBudget, abort, client_address
+from potato.server.serving.request_framing import (
     BAD_FRAMING_RESPONSE,
     BODY_MIN_RATE,
     BODY_PREREAD_MAX,
@@ -213,7 +213,7 @@ def request_parent_death_signal(sig: int) -> bool:
 
 
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
-"""What the master holds across a fork (:class:`potato.server.gunicorn_app.StopSafeArbiter`)."""
+"""What the master holds across a fork (:class:`potato.server.serving.gunicorn_app.StopSafeArbiter`)."""
 
 
 class StopSafeWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no type hints

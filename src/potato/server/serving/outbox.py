@@ -14,10 +14,10 @@ full, and signed-in annotators' requests timed out. A thread now writes through 
   by piece, such as a file asked for by ``Range``), or the worker's connections ``OUTBOX_TOTAL_MAX``
   together, does its thread wait for the client to read, and then at most a quarter of the worker's
   threads per client address (:class:`SendBudget`) and never past the body deadline
-  (:func:`potato.server.request_framing.read_deadline`: ``BODY_TIMEOUT_S``, ``BODY_MIN_RATE``). A
+  (:func:`potato.server.serving.request_framing.read_deadline`: ``BODY_TIMEOUT_S``, ``BODY_MIN_RATE``). A
   thread that may not wait, or waited too long, ends the connection (:class:`SlowReader`).
 
-The worker (:mod:`potato.server.gunicorn_worker`) hands each thread an outbox in place of its client
+The worker (:mod:`potato.server.serving.gunicorn_worker`) hands each thread an outbox in place of its client
 socket, and after the thread has answered, hands the rest to its event loop.
 """
 
@@ -35,7 +35,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from potato.server.request_framing import read_deadline
+from potato.server.serving.request_framing import read_deadline
 
 SEND_IDLE_S = 60.0
 """Seconds the event loop waits for a client to take any byte of an answer before it ends the

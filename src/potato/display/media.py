@@ -130,7 +130,7 @@ class NotAPdf(MediaFileError):
 
 
 def open_media(folder: Path, name: str, private: Path | None = None) -> tuple[BinaryIO, os.stat_result]:
-    """The media file ``name`` (a relative path, :func:`potato.display.media_path`) of ``folder``,
+    """The media file ``name`` (a relative path, :func:`potato.display.fields.media_path`) of ``folder``,
     open for reading, and its stat; raises the :class:`MediaFileError` that says why not. No link
     below ``folder`` is followed; a file in ``private`` (the output folder) is refused."""
     parts = PurePosixPath(name).parts

@@ -1,18 +1,22 @@
-"""Folders 0700 and files 0600 for everything the server keeps of training.
+"""Folders 0700 and files 0600 for everything training keeps, on the server and on a training host,
+and the one way a file is replaced whole.
 
 A run's folder holds every item and every label with its annotator's name (the bundle, the
 predictions, the logs). Made with the process's umask and under an output folder made beforehand
 (a volume, a ``mkdir``), they were 0755 and 0644: readable by every account on the machine. Every
-folder and file under ``training/`` is made through these functions instead, with explicit modes,
-so neither the umask nor the parent's mode decides who can read them.
+folder and file under the server's ``training/`` and the agent's work folder is made through these
+functions instead, with explicit modes, so neither the umask nor the parent's mode decides who can
+read them. Remote-safe: standard library only, Python 3.8.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Iterator, Optional, Union
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -78,3 +82,38 @@ def _narrow(path: Path, mode: int) -> None:
     current = stat.S_IMODE(info.st_mode)
     if current & ~mode:
         os.chmod(path, current & mode)
+
+
+@contextmanager
+def atomic_file(path: Path, binary: bool = False, newline: Optional[str] = None) -> Iterator[IO[Any]]:
+    """A file that replaces ``path`` whole when the block ends without an error: a reader (another
+    process, the next start after a crash) finds the old file or the whole new one, never a part or
+    an empty one. Written beside it under a name of this process and thread, made 0600 whatever the
+    umask (a temporary file a crash left keeps its old mode through O_TRUNC otherwise), flushed to
+    disk before the rename; an error leaves ``path`` as it was and takes the temporary file away."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8",
+                       newline=None if binary else newline) as fh:
+            fd = -1  # the file object closes it now
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(str(tmp), str(path))
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.unlink(str(tmp))
+        except OSError:
+            pass
+        raise
+
+
+def write_atomic(path: Path, content: Union[str, bytes], newline: Optional[str] = None) -> None:
+    """``content`` as the whole of ``path`` (see :func:`atomic_file`)."""
+    with atomic_file(path, binary=isinstance(content, bytes), newline=newline) as fh:
+        fh.write(content)

@@ -4,7 +4,7 @@ block parsed, what happens to the body (:func:`plan_body`), where a chunked body
 them (408, 413, 431, 400 on ambiguous framing), and those for what gunicorn's own parser refuses
 (:func:`parser_error_answer`): all with the security headers of the app's answers.
 
-It is apart from :mod:`potato.server.gunicorn_worker`, which owns the event loop, the threads and
+It is apart from :mod:`potato.server.serving.gunicorn_worker`, which owns the event loop, the threads and
 their sockets, so that every rule about HTTP framing is a pure function, tested byte for byte
 without a server or a socket (tests/unit/server/test_security.py, test_request_framing.py).
 """

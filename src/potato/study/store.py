@@ -11,7 +11,7 @@ import time
 from typing import Any, Iterator, Mapping
 
 from potato.db import Database
-from potato.phases import Attempt
+from potato.study.phases import Attempt
 
 _ANSWER = """
 INSERT INTO phase_answers (user, phase, schema, value, updated_at) VALUES (?, ?, ?, ?, ?)

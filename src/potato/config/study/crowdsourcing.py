@@ -8,9 +8,9 @@ named with the place to find its value.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -30,12 +30,21 @@ from potato.config._checks import (
     text_list,
 )
 from potato.config._files import read_project_file
-from potato.crowdsourcing import PLATFORMS, Crowdsourcing, template_problem
-from potato.phases import ENDS_ON_WRONG_ANSWER, Phases, PhaseKind
+from potato.study import platforms
+from potato.study.platforms import (
+    PLATFORMS,
+    Crowdsourcing,
+    ExpertSettings,
+    MicroworkersSettings,
+    Platform,
+    SonaSettings,
+    UrlDirect,
+    template_problem,
+)
+from potato.study.phases import ENDS_ON_WRONG_ANSWER, Phases, PhaseKind
 
 KEYS = ("crowdsourcing", "auto_redirect_on_completion", "auto_redirect_delay")
 """Top-level keys read here (``completion_code`` and ``login`` are the page's, read here too)."""
-PROVIDERS = tuple(name for name in PLATFORMS if name != "url_direct")
 UPSTREAM_EXAMPLE_SECRET = "replace-with-a-private-secret"
 
 _COMPLETION: Mapping[str, Check] = {
@@ -47,22 +56,47 @@ _COMMON: dict[str, Check] = {
     "id_param": text(), "capture_params": text_list("[batch, session]", unique=True), "platform_label": text(),
     "completion": anything,
 }
-_OWN: Mapping[str, dict[str, Check]] = {
-    "sona": {"hostname": text(), "experiment_id": text(numbers=True), "credit_token": text(numbers=True)},
-    "microworkers": {"vcode_secret": text(), "vcode_prefix": text(allow_empty=True),
-                     "vcode_length": integer(4, 64), "campaign_id": text(numbers=True)},
-    "expert": {"invites": anything, "invites_file": text()},
-}
-_API_KEYS: Mapping[str, tuple[tuple[str, ...], str]] = {
-    "prolific": (("token", "study_id", "config_file_path", "screen_out_on_block", "workload_checker",
-                  "max_concurrent_sessions", "workload_checker_period"),
-                 "Prolific's API (watching submissions, screening out by API)"),
-    "clickworker": (("postback_url", "postback_method", "api_key", "experimental"),
-                    "Clickworker's payment postback (experimental upstream)"),
-    "sona": (("server_credit",), "granting SONA credit from the server"),
-}
-"""Keys of upstream's platform APIs: the study runs without them only if the admin decides so."""
 SONA_HELP = "copy it from your SONA study's information page (its completion URL holds experiment_id and credit_token)"
+
+OwnSettings = Callable[[Mapping[str, Any], Path, str, Findings], Any]
+"""A platform's own settings from its block's checked keys (the values, the folder relative paths
+start from, the block's place in the file, the findings); None once an error is reported there."""
+
+
+@dataclass(frozen=True)
+class PlatformKind:
+    """A platform as the config knows it: the keys its block takes beyond the common ones, how they
+    become its own settings, and upstream's API keys this server does not use. The done page's side
+    of the same name is a :class:`~potato.study.platforms.Platform`; :func:`register_platform`
+    registers both, so a new platform is its module and its settings."""
+
+    name: str
+    keys: Mapping[str, Check] = field(default_factory=dict)
+    own: OwnSettings | None = None
+    api_keys: tuple[str, ...] = ()
+    api_what: str = ""
+    """What the API keys belong to, for the message that asks to remove them."""
+
+
+PLATFORM_KINDS: dict[str, PlatformKind] = {}
+"""The config's side of every registered platform, by name."""
+
+
+def register_platform(platform: Platform, kind: PlatformKind | None = None) -> None:
+    """Let a study's config name ``platform`` (``crowdsourcing: {provider: <name>}``), with the keys
+    and checks of ``kind`` (none beyond the common ones when it is left out)."""
+    kind = kind or PlatformKind(platform.name)
+    if kind.name != platform.name:
+        raise ValueError(f"the platform {platform.name!r} and its config kind {kind.name!r} must have one name")
+    if kind.name in PLATFORM_KINDS and PLATFORM_KINDS[kind.name] != kind:
+        raise ValueError(f"a platform named {kind.name!r} exists already")
+    platforms.register_platform(platform)
+    PLATFORM_KINDS[kind.name] = kind
+
+
+def providers() -> tuple[str, ...]:
+    """The names a ``crowdsourcing`` block may give as its provider, in registration order."""
+    return tuple(name for name, platform in PLATFORMS.items() if platform.selectable)
 
 
 def check(raw: Mapping[Any, object], login: Mapping[str, Any], base: Path, findings: Findings) -> tuple[bool, Crowdsourcing | None]:
@@ -89,7 +123,7 @@ def check(raw: Mapping[Any, object], login: Mapping[str, Any], base: Path, findi
                     findings.warn(key, "applies to participants who arrive by a platform's link (login: {type: "
                                        "url_direct}, or a crowdsourcing block); it is ignored")
             return not problems, None
-        return not problems, Crowdsourcing(provider="url_direct", id_param=login.get("url_argument", "PROLIFIC_PID"),
+        return not problems, Crowdsourcing(provider=UrlDirect.name, id_param=login.get("url_argument", "PROLIFIC_PID"),
                                            **common)
     if login.get("type") not in (None, "url_direct"):
         findings.error("login.type", f"is {show(login.get('type'))}, but a crowdsourcing study's participants "
@@ -103,24 +137,24 @@ def _block(block: object, login: Mapping[str, Any], common: dict[str, Any], base
            findings: Findings) -> Crowdsourcing | None:
     try:
         outer = mapping(block, "{provider: prolific, prolific: {completion: {code: C1ABCDEF}}}")
-        provider = choice(PROVIDERS, "crowdsourcing provider")(outer.get("provider"))
+        provider = choice(providers(), "crowdsourcing provider")(outer.get("provider"))
     except Invalid as bad:
         at = "crowdsourcing" if not isinstance(block, dict) else "crowdsourcing.provider"
         findings.errors_at(at, bad.problems)
         return None
     for key in outer:
         if key != "provider" and key != provider:
-            if key in PROVIDERS:
+            if key in providers():
                 findings.warn(f"crowdsourcing.{key}", f"is for provider {key}; this study's provider is "
                                                       f"{provider}, so it is ignored")
             else:
                 findings.error(f"crowdsourcing.{key}", f"unknown key; valid: provider, and a block named after the "
                                                        f"provider ({provider}: {{...}})")
     at = f"crowdsourcing.{provider}"
-    table = {**_COMMON, **_OWN.get(provider, {})}
-    api_keys, api_what = _API_KEYS.get(provider, ((), ""))
-    hints = {key: f"belongs to {api_what}, which this server does not support; remove it (participants still "
-                  "arrive and get their completion code)" for key in api_keys}
+    kind = PLATFORM_KINDS.get(provider, PlatformKind(provider))
+    table = {**_COMMON, **kind.keys}
+    hints = {key: f"belongs to {kind.api_what}, which this server does not support; remove it (participants still "
+                  "arrive and get their completion code)" for key in kind.api_keys}
     try:
         values, problems = check_keys(mapping(outer.get(provider) or {}, "{completion: {code: C1ABCDEF}}"), table, at,
                                       hints=hints)
@@ -155,49 +189,54 @@ def _block(block: object, login: Mapping[str, Any], common: dict[str, Any], base
         redirect_url=completion.get("redirect_url"),
         auto_redirect=completion.get("auto_redirect", common["auto_redirect"]),
         auto_redirect_delay_ms=common["auto_redirect_delay_ms"], message=completion.get("message"),
-        sona_hostname=values.get("hostname", ""), sona_experiment_id=values.get("experiment_id", ""),
-        sona_credit_token=values.get("credit_token", ""),
-        vcode_secret=values.get("vcode_secret", ""), vcode_prefix=values.get("vcode_prefix", ""),
-        vcode_length=values.get("vcode_length", 12), campaign_id=values.get("campaign_id", ""),
     )
     if settings.redirect_url:
         problem = template_problem(settings.redirect_url, settings.captured())
         if problem:
             findings.error(f"{at}.completion.redirect_url", problem)
             return None
-    if provider == "sona" and not _sona(settings, at, findings):
-        return None
-    if provider == "microworkers":
-        if not settings.vcode_secret:
-            findings.error(f"{at}.vcode_secret", "missing: each worker's VCODE is made from this private text; set "
-                                                 "vcode_secret: <a long random text> (keep it out of shared files)")
+    if kind.own is not None:
+        own = kind.own(values, base, at, findings)
+        if own is None:
             return None
-        if settings.vcode_secret == UPSTREAM_EXAMPLE_SECRET:
-            findings.warn(f"{at}.vcode_secret", "is upstream's example text, so anyone can compute your workers' "
-                                                "VCODEs; set a private random text before the campaign starts")
-    if provider == "expert":
-        invites = _invites(values, base, at, findings)
-        if invites is None:
-            return None
-        settings = replace(settings, invites=invites)
-    elif provider in ("prolific", "connect", "generic", "clickworker") and settings.code is None:
+        settings = replace(settings, own=own)
+    if platform.expects_code and settings.code is None:
         findings.warn(f"{at}.completion.code", f"is not set, so participants finish without a completion code and "
                                                f"{settings.label} cannot tell who finished; set it (or the top-level "
                                                "completion_code) to the code your study on the platform expects")
     return settings
 
 
-def _sona(settings: Crowdsourcing, at: str, findings: Findings) -> bool:
-    missing = [key for key, value in (("hostname", settings.sona_hostname), ("experiment_id", settings.sona_experiment_id),
-                                      ("credit_token", settings.sona_credit_token)) if not value]
+def _sona(values: Mapping[str, Any], base: Path, at: str, findings: Findings) -> SonaSettings | None:
+    own = SonaSettings(values.get("hostname", ""), values.get("experiment_id", ""), values.get("credit_token", ""))
+    missing = [key for key, value in (("hostname", own.hostname), ("experiment_id", own.experiment_id),
+                                      ("credit_token", own.credit_token)) if not value]
     for key in missing:
         findings.error(f"{at}.{key}", f"missing: SONA grants credit through a link that needs it; {SONA_HELP}")
-    host = settings.sona_hostname
+    host = own.hostname
     if host and (not host.replace("-", "").replace(".", "").isalnum() or "." not in host):
         findings.error(f"{at}.hostname", f"must be your SONA site's host name alone, e.g. yourdept.sona-systems.com, "
                                          f"got {show(host)}")
-        return False
-    return not missing
+        return None
+    return None if missing else own
+
+
+def _microworkers(values: Mapping[str, Any], base: Path, at: str, findings: Findings) -> MicroworkersSettings | None:
+    own = MicroworkersSettings(values.get("vcode_secret", ""), values.get("vcode_prefix", ""),
+                               values.get("vcode_length", 12), values.get("campaign_id", ""))
+    if not own.vcode_secret:
+        findings.error(f"{at}.vcode_secret", "missing: each worker's VCODE is made from this private text; set "
+                                             "vcode_secret: <a long random text> (keep it out of shared files)")
+        return None
+    if own.vcode_secret == UPSTREAM_EXAMPLE_SECRET:
+        findings.warn(f"{at}.vcode_secret", "is upstream's example text, so anyone can compute your workers' "
+                                            "VCODEs; set a private random text before the campaign starts")
+    return own
+
+
+def _expert(values: Mapping[str, Any], base: Path, at: str, findings: Findings) -> ExpertSettings | None:
+    invites = _invites(values, base, at, findings)
+    return None if invites is None else ExpertSettings(invites)
 
 
 def _invites(values: Mapping[str, Any], base: Path, at: str, findings: Findings) -> dict[str, str] | None:
@@ -252,9 +291,9 @@ def warn_unpaid_outcomes(crowd: Crowdsourcing | None, phases: Phases | None, fin
     """A study whose pages can end it early (a consent or a screening question that must be answered
     one way, training with a pass mark) and that names no code for it: those participants get no code
     (the completion code is for finished work only), which the admin should know before paying."""
-    if crowd is None or phases is None or crowd.provider in ("expert", "sona"):
+    if crowd is None or phases is None or crowd.platform.pays_otherwise:
         return
-    at = "completion_code" if crowd.provider == "url_direct" else f"crowdsourcing.{crowd.provider}.completion"
+    at = "completion_code" if not crowd.platform.selectable else f"crowdsourcing.{crowd.provider}.completion"
     screens = any(q.right_labels for p in phases.order if p.kind in ENDS_ON_WRONG_ANSWER for q in p.questions)
     trains = any(p.kind is PhaseKind.TRAINING for p in phases.order) and phases.rule.failure_action == "move_to_done"
     if screens and not (crowd.screened_out_code or crowd.failed_code):
@@ -264,3 +303,21 @@ def warn_unpaid_outcomes(crowd: Crowdsourcing | None, phases: Phases | None, fin
     if trains and not crowd.failed_code:
         findings.warn(at, "names no failed_code, so a participant who fails the training gets no code and is told to "
                           f"return the study on {crowd.label}; set failed_code to the code your platform expects for them")
+
+
+for _kind in (
+        PlatformKind("prolific", api_keys=("token", "study_id", "config_file_path", "screen_out_on_block",
+                                           "workload_checker", "max_concurrent_sessions", "workload_checker_period"),
+                     api_what="Prolific's API (watching submissions, screening out by API)"),
+        PlatformKind("clickworker", api_keys=("postback_url", "postback_method", "api_key", "experimental"),
+                     api_what="Clickworker's payment postback (experimental upstream)"),
+        PlatformKind("sona", {"hostname": text(), "experiment_id": text(numbers=True),
+                              "credit_token": text(numbers=True)}, _sona,
+                     api_keys=("server_credit",), api_what="granting SONA credit from the server"),
+        PlatformKind("microworkers", {"vcode_secret": text(), "vcode_prefix": text(allow_empty=True),
+                                      "vcode_length": integer(4, 64), "campaign_id": text(numbers=True)},
+                     _microworkers),
+        PlatformKind("expert", {"invites": anything, "invites_file": text()}, _expert)):
+    register_platform(PLATFORMS[_kind.name], _kind)
+for _name in PLATFORMS:
+    PLATFORM_KINDS.setdefault(_name, PlatformKind(_name))

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from potato.crowdsourcing import Arrival, Outcome
+from potato.study.platforms import Arrival, Outcome
 from potato.db import Database
 
 

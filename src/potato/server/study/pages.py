@@ -12,13 +12,13 @@ from typing import Any, Mapping
 
 from flask import Blueprint, Flask, jsonify, redirect, render_template, request, url_for
 
-from potato.crowdsourcing import Outcome
-from potato.participants import Participants
-from potato.phase_store import PhaseStore
-from potato.phases import (ENDED, HEADINGS, Phase, PhaseKind, check_survey, mistakes_note, survey_value,
-                           training_state, wrong_questions)
-from potato.server.auth import current_user, login_required, session_user
-from potato.roster import step_of
+from potato.study.platforms import Outcome
+from potato.study.participants import Participants
+from potato.study.store import PhaseStore
+from potato.study.phases import (ENDED, HEADINGS, Phase, PhaseKind, check_survey, mistakes_note, survey_value,
+                                 training_state, wrong_questions)
+from potato.server.auth import current_user, login_required
+from potato.server.study.roster import elsewhere, here, step_of
 from potato.server.context import Project, current_project
 
 bp = Blueprint("study", __name__)
@@ -66,13 +66,10 @@ def _render(project: Project, user: str, phase: Phase, answers: Mapping[str, Any
 @bp.get("/study")
 @login_required
 def show() -> Any:
-    project = current_project()
-    user = session_user()
-    step = step_of(project, user)
-    if step.annotating:
-        return redirect(url_for("annotate.annotate"))
-    if step.phase is None:
-        return redirect(url_for("crowd.done"))
+    at = here()
+    project, user, step = at.project, at.user, at.step
+    if step.annotating or step.phase is None:
+        return elsewhere(step, "study.show")  # the items, or the done page
     store = PhaseStore(project.db)
     if step.phase.kind is PhaseKind.TRAINING:
         return _training_page(project, user, step.phase)
@@ -82,9 +79,8 @@ def show() -> Any:
 @bp.post("/study")
 @login_required
 def answer() -> Any:
-    project = current_project()
-    user = session_user()
-    step = step_of(project, user)
+    at = here()
+    project, user, step = at.project, at.user, at.step
     if step.phase is None or request.form.get("phase") != step.phase.name:
         return redirect(url_for("study.show"))  # a page answered already (a second tab, a resent form)
     phase = step.phase

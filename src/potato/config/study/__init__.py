@@ -1,0 +1,1 @@
+"""A study's config: its pages (phases) and crowdsourcing."""

@@ -1,0 +1,1 @@
+"""Training's config: model_training, its backends, and active learning."""

@@ -1,0 +1,3 @@
+"""Fixtures the fault suites share."""
+
+from tests.harness.agentprotocol import claimed  # noqa: F401 - the fixture

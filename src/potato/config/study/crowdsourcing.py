@@ -79,7 +79,7 @@ class PlatformKind:
 
 
 PLATFORM_KINDS: dict[str, PlatformKind] = {}
-"""The config's side of every registered platform, by name."""
+"""The config's side of the platforms that have one, by name; any other takes the common keys only."""
 
 
 def register_platform(platform: Platform, kind: PlatformKind | None = None) -> None:
@@ -319,5 +319,3 @@ for _kind in (
                      _microworkers),
         PlatformKind("expert", {"invites": anything, "invites_file": text()}, _expert)):
     register_platform(PLATFORMS[_kind.name], _kind)
-for _name in PLATFORMS:
-    PLATFORM_KINDS.setdefault(_name, PlatformKind(_name))

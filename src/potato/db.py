@@ -233,6 +233,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN labelled_items INTEGER;
     ALTER TABLE runs ADD COLUMN annotators INTEGER;
     """,
+    # A run's predictions are saved and it waits on the copy-back of its model files: only then may
+    # the copy-back start (copying also covers the writeback itself).
+    """
+    ALTER TABLE runs ADD COLUMN awaiting_copy INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 

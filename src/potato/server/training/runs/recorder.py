@@ -309,8 +309,8 @@ class RunRecorder:
                 log.exception("run %s: results could not be saved", self.run.id)
                 state, reason, message = RunState.FAILED, Reason.ERROR, f"Saving the results failed: {exc}"
         if state is RunState.SUCCEEDED and hold_copying:
-            self.store.update(self.run.id, metrics=metrics, device=device, message=message,
-                              step="copying the model files")
+            self.store.await_copy(self.run.id, metrics=metrics, device=device, message=message,
+                                  step="copying the model files")
             self.log.write("Predictions saved; copying the model files.")
             return RunState.COPYING
         return self._end(state, reason, message, metrics=metrics, device=device)

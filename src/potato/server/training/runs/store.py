@@ -94,6 +94,9 @@ class Run:
     artifact_uri: str | None = None
     """Where the model files are, as the page shows it (``model`` holds the same as fields)."""
     model: ModelPlace | None = None
+    awaiting_copy: bool = False
+    """The run's predictions are saved and it waits on its model files' copy-back (ssh, slurm): the
+    copy-back starts now, not at the move to ``copying`` (the writeback still runs then)."""
     device: str | None = None
     trigger: Trigger = Trigger.MANUAL
     agent_id: str | None = None
@@ -173,6 +176,7 @@ def _row_to_run(row: Any) -> Run:
         annotators=row["annotators"],
         artifact_uri=row["artifact_uri"],
         model=ModelPlace.from_json(json.loads(row["model"] or "null")),
+        awaiting_copy=bool(row["awaiting_copy"]),
         device=row["device"],
         trigger=row["trigger"],
         agent_id=row["agent_id"],
@@ -264,6 +268,12 @@ class RunStore:
             conn.execute(f"UPDATE runs SET {sets} WHERE id = ?", [*values.values(), run_id])
         Wakeup.of(self.runs_dir.parent, run_id).ring()  # whoever follows this run hears it moved
         return True
+
+    def await_copy(self, run_id: str, **fields: Any) -> None:
+        """Mark a ``copying`` run's predictions saved (with ``fields``): its follower hears it, and
+        the model files' copy-back starts."""
+        self.update(run_id, awaiting_copy=True, **fields)
+        Wakeup.of(self.runs_dir.parent, run_id).ring()
 
     def update(self, run_id: str, **fields: Any) -> None:
         """Set non-state fields (step line, progress, metrics)."""
@@ -370,7 +380,7 @@ def _encode(fields: Mapping[str, Any]) -> dict[str, Any]:
 _COLUMNS = {
     "trainer", "schemas", "backend", "state", "params", "reason", "message", "step", "progress", "metrics",
     "started_at", "finished_at", "cancel_requested", "bundle_sha256", "labelled_items", "annotators",
-    "artifact_uri", "model", "device", "trigger",
+    "artifact_uri", "model", "awaiting_copy", "device", "trigger",
     "token_hash", "agent_id", "agent_host", "agent_pid", "last_seen", "events_seen", "cancel_at", "stop_reason",
     "events_bytes", "write_allowance", "write_at", "issued_at", "confirmed",
 }

@@ -22,3 +22,31 @@ def test_a_run_reported_on_by_an_older_server_keeps_its_events(app: Any) -> None
     RunRecorder(project, store, store.get(run.id)).report(3, [{"type": "log", "text": "after"}], [], time.time())
     lines = (store.run_dir(run.id) / "events.jsonl").read_text().splitlines()
     assert [json.loads(x)["text"] for x in lines] == [e["text"] for e in old] + ["after"]
+
+
+def test_a_held_run_is_awaiting_its_copy_only_once_its_writeback_is_done(app: Any, monkeypatch: Any) -> None:
+    """Issue 44 (the regression CI found after issue 43): a run is ``copying`` while its predictions
+    are written back too; the copy-back of its model files must wait until they are, or a backend with
+    fetch_artifacts off copied them anyway (and one with it on could end the run mid-writeback)."""
+    from potato.server.training.runs import recorder as recorder_module
+
+    project, store = app.extensions["potato"], app.extensions["potato.runs"]
+    seen: list[tuple[RunState, bool]] = []
+    real = recorder_module.write_back
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        during = store.get(run.id)
+        seen.append((during.state, during.awaiting_copy))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(recorder_module, "write_back", watched)
+    for hold in (True, False):
+        run = store.create("noop", ["sentiment"], "lab", {})
+        store.move(run.id, RunState.PREPARING)
+        store.move(run.id, RunState.RUNNING)
+        state = RunRecorder(project, store, store.get(run.id)).finish(0, {"status": "succeeded"}, None, None, None,
+                                                                      hold_copying=hold)
+        after = store.get(run.id)
+        assert seen.pop() == (RunState.COPYING, False)
+        assert (state, after.state, after.awaiting_copy) == (
+            (RunState.COPYING, RunState.COPYING, True) if hold else (RunState.SUCCEEDED, RunState.SUCCEEDED, False))

@@ -308,12 +308,13 @@ class RemoteRun(Generic[Host]):
             run = self.store.get(self.run.id)
             if run is None or run.state.terminal:
                 return False
-            if run.state is RunState.COPYING:
-                return True
+            if run.state is RunState.COPYING and run.awaiting_copy:
+                return True  # (copying before it: the writeback runs; the files must wait for it)
             session = self.session
             if session is not None and session.ended():
                 after = self.store.get(self.run.id)  # the agent may have reported and exited just now
                 if after is not None and (after.state.terminal or after.state is RunState.COPYING):
+                    bell.wait(WATCH_S)  # its report's moves ring (one that came meanwhile, at once)
                     continue
                 self.recorder.fail(Reason.AGENT_LOST,
                                    f"The ssh session to {self.backend.host} ended during the run "

@@ -7,6 +7,7 @@ with ``--no-deps``), read offline with transformers' ``gguf_file=``: nothing is 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -24,6 +25,7 @@ from potato.training.trainers.llm_zero_shot import (
     softmax,
     user_turns,
 )
+from tests.harness import plain_data
 from tests.harness.llm import N_ITEMS, example_reviews, smollm2_folder, smollm2_gguf
 
 from tests.harness.jobdirs import job_json, read_jsonl, read_result, write_bundle
@@ -73,8 +75,10 @@ def test_calibration_removes_a_bias_towards_one_answer() -> None:
 def test_params_are_checked_with_the_fix_named() -> None:
     cls = get_trainer("llm-zero-shot")
     params = cls.validate_params({})
-    assert params == {"base_model": "Qwen/Qwen2.5-0.5B-Instruct", "prompt": None, "calibrate": True, "batch_size": 8,
-                      "max_length": 512, "quantize": "none"}
+    assert params == {"base_model": "Qwen/Qwen2.5-0.5B-Instruct", "prompt": None, "calibrate": True,
+                      "calibration_items": 200, "batch_size": 8, "max_length": 512, "quantize": "none"}
+    with pytest.raises(BadJob, match="calibration_items"):  # issue 44: a fit needs at least 8
+        cls.validate_params({"calibration_items": 3})
     with pytest.raises(BadJob, match=r"parameter prompt must contain \{text\}, where each item's text goes"):
         cls.validate_params({"prompt": "Is this positive?"})
     assert cls.validate_params({"quantize": "4bit"})["quantize"] == "4bit"
@@ -238,3 +242,67 @@ def test_zero_shot_on_4_bit_weights(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     predictions = read_jsonl(job_dir / "predictions.jsonl")
     assert result["predictions"] == len(predictions) == 24
     assert all(sum(row["probabilities"].values()) == pytest.approx(1.0) for row in predictions)
+
+
+# --- issue 44: plain data of several shapes ------------------------------------------------------------
+
+
+def _zero_shot_run(job_dir: Path, data: plain_data.DataSet, with_labels: bool) -> tuple[dict, list[str], int]:
+    """llm-zero-shot (SmolLM2-135M-Instruct) through the worker on ``data``, half of it the holdout (by a
+    hash of the id); the other half labelled too when ``with_labels``. (metrics, run.log's calibration
+    lines, training items)."""
+    from potato.training.worker.program import run_job
+
+    scheme, rows = data
+    holdout = {i for i, _, _ in rows if hashlib.sha256(i.encode()).digest()[0] % 2}
+    items = [{"id": i, "text": t} for i, t, _ in rows]
+    labels = [{"item_id": i, "schema": scheme["name"], "label": label, "user": "ann"} for i, _, label in rows
+              if with_labels or i in holdout]
+    job = job_json("llm-zero-shot", (scheme,), {"base_model": str(smollm2_folder()), "batch_size": 8},
+                   num_threads=2)
+    write_bundle(job_dir, job, items, labels, sorted(holdout))
+    assert run_job(job_dir) == 0, read_result(job_dir)["message"]
+    lines = [e["text"] for e in read_jsonl(job_dir / "events.jsonl")
+             if e["type"] == "log" and e["text"].startswith(f"{scheme['name']}: ")
+             and "calibrat" in e["text"]]
+    return read_result(job_dir)["metrics"], lines, len(rows) - len(holdout)
+
+
+@pytest.mark.slow
+def test_zero_shot_on_plain_reviews_with_labels_and_without(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 44: on 120 plainly worded reviews ("The service was great and the food fantastic.") the
+    content-free correction alone left SmolLM2 near "positive" for all; a run with labelled training
+    items fits the bias and temperature on them (never the holdout) and scores at least 0.9, a run
+    without scores well above chance, and run.log says which calibration each got."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    data = plain_data.plain_reviews()
+    helped, said, n_train = _zero_shot_run(tmp_path / "labels", data, with_labels=True)
+    alone, said_alone, _ = _zero_shot_run(tmp_path / "none", data, with_labels=False)
+    print(f"llm-zero-shot on {helped['n_holdout']} plain reviews: accuracy {helped['holdout_accuracy']:.3f}, "
+          f"macro-F1 {helped['holdout_macro_f1']:.3f} fitted on {n_train} labelled items; "
+          f"{alone['holdout_accuracy']:.3f} / {alone['holdout_macro_f1']:.3f} without; {said + said_alone}")
+    assert helped["holdout_accuracy"] >= 0.9 and helped["holdout_macro_f1"] >= 0.9
+    assert alone["holdout_accuracy"] >= 0.7 and alone["holdout_macro_f1"] >= 0.65  # chance: 0.5
+    assert said == [f"sentiment: calibrated on {n_train} labelled training items (the holdout is not used): "
+                    + said[0].split("(the holdout is not used): ", 1)[1]] and "fitted (temperature" in said[0]
+    assert said_alone == ["sentiment: calibrated on content-free texts (N/A, empty, [MASK]): 0 labelled training "
+                          "item(s), fewer than the 8 a fit needs"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", ["topics", "skewed_tickets", "mentions"])
+def test_zero_shot_with_labels_is_never_worse_than_without(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           shape: str) -> None:
+    """Issue 44: on data of other shapes (three topics, one label in four, two labels that may both
+    apply) the labelled run is at least as accurate on the holdout as the run without labels: where a fit
+    does no better on items it was not fitted on, the content-free correction is kept, and run.log says
+    so with both held-out accuracies."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    data = getattr(plain_data, shape)()
+    helped, said, n_train = _zero_shot_run(tmp_path / "labels", data, with_labels=True)
+    alone, _, _ = _zero_shot_run(tmp_path / "none", data, with_labels=False)
+    print(f"llm-zero-shot on {shape}: holdout accuracy {helped['holdout_accuracy']:.3f} with labels, "
+          f"{alone['holdout_accuracy']:.3f} without; {said}")
+    assert helped["holdout_accuracy"] >= alone["holdout_accuracy"]
+    assert len(said) == 1 and f"calibrated on {n_train} labelled training items" in said[0]
+    assert "held-out accuracy" in said[0] or "every item had the same answer" in said[0]

@@ -1,9 +1,11 @@
-"""The calibration maths of ``decision-calibrate``: Platt / temperature scaling, its scores, folds.
+"""Calibration maths: ``decision-calibrate``'s Platt / temperature scaling, its scores and folds, and
+``llm-zero-shot``'s answer scaling (a temperature and a bias per answer, fitted on labelled items).
 
-Separate from the trainer because it is pure: numbers in, numbers out, no files, no run context.
-The trainer (:mod:`potato.training.trainers.decision_calibrate`) decides what to fit on and reports;
-this module fits the map (Newton's method on the smoothed log loss), applies it, scores confidences
-(expected calibration error, log loss) and deals items into stratified folds, each testable alone.
+Separate from the trainers because it is pure: numbers in, numbers out, no files, no run context.
+The trainers (:mod:`~potato.training.trainers.decision_calibrate`, :mod:`~potato.training.trainers.
+llm_zero_shot`) decide what to fit on and report; this module fits the maps (Newton's method on the log
+loss), applies them, scores confidences (expected calibration error, log loss) and deals items into
+stratified folds, each testable alone.
 
 Remote-safe: standard library only, Python 3.8.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass
 from typing import Sequence
 
 EPS = 1e-6
@@ -83,6 +86,173 @@ def fit_scaling(confidences: Sequence[float], correct: Sequence[bool], with_bias
         if converged:
             break
     return a, b
+
+
+ANSWER_PRIOR = 1.0
+"""The answer scaling's pull towards where it starts, as if one item said so: a handful of labelled
+items moves it a little, dozens as far as they agree."""
+CV_FOLDS = 5
+
+
+@dataclass(frozen=True)
+class AnswerScaling:
+    """``scale * score + bias`` per answer: a language model's log-likelihoods of the answers to one
+    question, as logits whose softmax is calibrated (the scale is one over a temperature)."""
+
+    scale: float
+    biases: tuple[float, ...]
+
+    @classmethod
+    def shift(cls, biases: Sequence[float]) -> AnswerScaling:
+        """Biases alone, at the model's own temperature (the content-free correction; zeros: none)."""
+        return cls(1.0, tuple(biases))
+
+    def logits(self, scores: Sequence[float]) -> list[float]:
+        return [self.scale * s + b for s, b in zip(scores, self.biases)]
+
+    def hits(self, scores: Sequence[Sequence[float]], correct: Sequence[int]) -> int:
+        """The items whose right answer has the largest logit."""
+        hits = 0
+        for row, right in zip(scores, correct):
+            logits = self.logits(row)
+            hits += max(range(len(logits)), key=lambda k: logits[k]) == right
+        return hits
+
+    def log_loss(self, scores: Sequence[Sequence[float]], correct: Sequence[int]) -> float:
+        """The mean log loss of the right answers."""
+        return -sum(_log_softmax(self.logits(row))[right] for row, right in zip(scores, correct)) / len(correct)
+
+
+def fit_answer_scaling(scores: Sequence[Sequence[float]], correct: Sequence[int], start: AnswerScaling | None = None,
+                       prior: float = ANSWER_PRIOR, iterations: int = 100) -> AnswerScaling:
+    """The scale and per-answer biases that minimise the log loss of the right answers (pure):
+    ``scores[i]`` are item i's answers' log-likelihoods, ``correct[i]`` the index of its right one.
+    The loss is convex in (scale, biases); ``prior`` (a ridge towards ``start``, by default scale 1 and
+    biases 0) keeps an answer no item gave, or items the model already separates, from sending a bias to
+    infinity, and lets few items move the fit only a little."""
+    if not scores or len(scores) != len(correct):
+        raise ValueError("answer scaling needs one right answer per item, and at least one item")
+    k = len(scores[0])
+    centre = [1.0] + [0.0] * k if start is None else [start.scale, *start.biases]
+    theta = list(centre)
+    loss = _answer_loss(scores, correct, theta, centre, prior)
+    for _ in range(iterations):
+        grad, hess = _answer_newton_terms(scores, correct, theta, centre, prior)
+        step_dir = _solve(hess, grad)
+        if step_dir is None:
+            break
+        step = 1.0
+        while step > 1e-8:  # backtracking: Newton can overshoot where the model separates the items
+            trial = [t - step * d for t, d in zip(theta, step_dir)]
+            trial[0] = max(trial[0], 1e-3)  # a scale at or below 0 would turn the model's ranking round
+            new_loss = _answer_loss(scores, correct, trial, centre, prior)
+            if new_loss <= loss:
+                break
+            step /= 2
+        else:
+            break
+        converged = abs(loss - new_loss) < 1e-10
+        theta, loss = trial, new_loss
+        if converged:
+            break
+    return AnswerScaling(theta[0], tuple(theta[1:]))
+
+
+@dataclass(frozen=True)
+class AnswerChoice:
+    """Whether fitting beats where the fit starts, each scored on the items it was not fitted on."""
+
+    scaling: AnswerScaling
+    """The fit on every item when it won, else the start."""
+    fitted: bool
+    fitted_accuracy: float
+    start_accuracy: float
+
+
+def choose_answer_scaling(scores: Sequence[Sequence[float]], correct: Sequence[int], start: AnswerScaling,
+                          folds: int = CV_FOLDS) -> AnswerChoice:
+    """Fit on the items, or keep ``start``, by cross-validation (pure; fold = position modulo
+    ``folds``, so give the items in a random order): the fit is kept when its held-out accuracy is at
+    least the start's and its held-out log loss lower, or its accuracy higher. A model whose answers
+    say little about these labels keeps the correction that needs none (a fit there learns the
+    majority label)."""
+    folds = max(2, min(folds, len(correct)))
+    fitted_hits = start_hits = 0
+    fitted_loss = start_loss = 0.0
+    for fold in range(folds):
+        train = [k for k in range(len(correct)) if k % folds != fold]
+        test = [k for k in range(len(correct)) if k % folds == fold]
+        if not test:
+            continue
+        fit = fit_answer_scaling([scores[k] for k in train], [correct[k] for k in train], start)
+        rows, rights = [scores[k] for k in test], [correct[k] for k in test]
+        fitted_hits += fit.hits(rows, rights)
+        start_hits += start.hits(rows, rights)
+        fitted_loss += fit.log_loss(rows, rights) * len(test)
+        start_loss += start.log_loss(rows, rights) * len(test)
+    better = fitted_hits > start_hits or (fitted_hits == start_hits and fitted_loss < start_loss)
+    n = len(correct)
+    return AnswerChoice(fit_answer_scaling(scores, correct, start) if better else start, better,
+                        fitted_hits / n, start_hits / n)
+
+
+def _log_softmax(logits: Sequence[float]) -> list[float]:
+    top = max(logits)
+    total = math.log(sum(math.exp(z - top) for z in logits)) + top
+    return [z - total for z in logits]
+
+
+def _answer_loss(scores: Sequence[Sequence[float]], correct: Sequence[int], theta: Sequence[float],
+                 centre: Sequence[float], prior: float) -> float:
+    scale, biases = theta[0], theta[1:]
+    total = 0.0
+    for row, right in zip(scores, correct):
+        total -= _log_softmax([scale * s + b for s, b in zip(row, biases)])[right]
+    return total + 0.5 * prior * sum((t - c) ** 2 for t, c in zip(theta, centre))
+
+
+def _answer_newton_terms(scores: Sequence[Sequence[float]], correct: Sequence[int], theta: Sequence[float],
+                         centre: Sequence[float], prior: float) -> tuple[list[float], list[list[float]]]:
+    """The loss's gradient and Hessian in (scale, biases): per item the softmax's, with the scores as
+    the scale's feature."""
+    k = len(theta) - 1
+    grad = [0.0] * (k + 1)
+    hess = [[0.0] * (k + 1) for _ in range(k + 1)]
+    for row, right in zip(scores, correct):
+        p = [math.exp(v) for v in _log_softmax([theta[0] * s + b for s, b in zip(row, theta[1:])])]
+        mean = sum(pj * sj for pj, sj in zip(p, row))
+        grad[0] += mean - row[right]
+        hess[0][0] += sum(pj * sj * sj for pj, sj in zip(p, row)) - mean * mean
+        for j in range(k):
+            grad[1 + j] += p[j] - (1.0 if j == right else 0.0)
+            cross = p[j] * (row[j] - mean)
+            hess[0][1 + j] += cross
+            hess[1 + j][0] += cross
+            for m in range(k):
+                hess[1 + j][1 + m] += (p[j] if j == m else 0.0) - p[j] * p[m]
+    for j in range(k + 1):
+        grad[j] += prior * (theta[j] - centre[j])
+        hess[j][j] += prior
+    return grad, hess
+
+
+def _solve(matrix: Sequence[Sequence[float]], vector: Sequence[float]) -> list[float] | None:
+    """x with matrix @ x = vector (Gaussian elimination, partial pivoting); None if singular."""
+    n = len(vector)
+    rows = [list(matrix[i]) + [vector[i]] for i in range(n)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(rows[r][col]))
+        if abs(rows[pivot][col]) < 1e-12:
+            return None
+        rows[col], rows[pivot] = rows[pivot], rows[col]
+        for r in range(col + 1, n):
+            factor = rows[r][col] / rows[col][col]
+            for c in range(col, n + 1):
+                rows[r][c] -= factor * rows[col][c]
+    out = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        out[r] = (rows[r][n] - sum(rows[r][c] * out[c] for c in range(r + 1, n))) / rows[r][r]
+    return out
 
 
 def apply_scaling(confidence: float, scaling: tuple[float, float]) -> float:

@@ -18,9 +18,18 @@ Nothing is generated and no text is parsed: a label is never unreadable.
   trainer. A softmax across labels would make them compete, and at most one could pass 0.5.
 
 Small models lean towards some answers whatever the text (SmolLM2-135M-Instruct says "positive" to
-77 of 80 of the example's reviews, half of them negative); with ``calibrate`` (the default) each
-answer's log-likelihood is corrected by the model's answer to content-free texts
-(:func:`bias_corrections`, "Calibrate Before Use", Zhao et al. 2021), which needs no labels.
+77 of 80 of the example's reviews, half of them negative), and the lean differs from data to data.
+With ``calibrate`` (the default) each question's answers are rescaled before they are compared:
+
+- when the run has labelled training items (never the holdout), a temperature and a bias per answer
+  are fitted on up to ``calibration_items`` of them (:func:`~potato.training.trainers.
+  calibration_maths.fit_answer_scaling`): the model's ranking of the texts stays, its threshold and
+  its confidence are the labels'. On 120 plainly worded restaurant reviews the content-free
+  correction left SmolLM2 at 0.58 accuracy, although its margins ranked every review right;
+- without them, each answer's log-likelihood is corrected by the model's answer to content-free
+  texts (:func:`bias_corrections`, "Calibrate Before Use", Zhao et al. 2021), which needs no labels.
+
+run.log says which each schema got.
 
 The user turn is :func:`default_prompt` (the scheme's description and its labels), or the
 ``prompt`` parameter with ``{text}`` (required), ``{labels}`` and ``{description}`` filled in;
@@ -41,6 +50,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from potato.training.job.failures import BadJob, ModelNotFound
+from potato.training.job.results import Label
 from potato.training.job.schemes import Scheme
 from potato.training.trainers.base import (
     Example,
@@ -49,10 +59,12 @@ from potato.training.trainers.base import (
     Prediction,
     TrainContext,
     Trainer,
+    labelled,
     multiselect_prediction,
     radio_prediction,
     write_labels_json,
 )
+from potato.training.trainers.calibration_maths import AnswerScaling, choose_answer_scaling
 from potato.training.trainers.hub_download import download_shown
 from potato.training.trainers.llm_memory import check_fits
 
@@ -62,6 +74,9 @@ TEXT = "{text}"
 CONTENT_FREE = ("N/A", "", "[MASK]")
 """Texts that say nothing: what the model answers to them is its bias, not the item (calibration)."""
 YES, NO = "yes", "no"
+MIN_FIT_ITEMS = 8
+"""Labelled training items a question needs, two different right answers among them, before its
+temperature and biases are fitted on them; with fewer the content-free correction serves."""
 QUANTIZE = ("none", "8bit", "4bit")
 LOCAL_PREFIXES = ("/", ".", "~")
 
@@ -121,6 +136,23 @@ def bias_corrections(per_text: Sequence[Sequence[Sequence[float]]]) -> list[list
         mean = [sum(p[k] for p in probs) / len(probs) for k in range(len(probs[0]))]
         corrections.append([-math.log(max(m, 1e-12)) for m in mean])
     return corrections
+
+
+def right_answers(spec: Scheme, labels: Sequence[str], target: Label) -> list[int] | None:
+    """Per user turn (:func:`user_turns`), the index of the right answer for an item labelled
+    ``target``; None for a radio label the question does not offer."""
+    if not spec.multiselect:
+        return [list(labels).index(target)] if isinstance(target, str) and target in labels else None
+    chosen = set(target) if isinstance(target, (list, tuple)) else set()
+    return [0 if label in chosen else 1 for label in labels]  # the answers are (yes, no)
+
+
+def sample_for_calibration(examples: Sequence[tuple[str, Any]], limit: int) -> list[tuple[str, Any]]:
+    """At most ``limit`` of (item id, anything) pairs, chosen at random but the same on every rank and
+    in every rerun (ordered by a hash of the id)."""
+    import hashlib
+
+    return sorted(examples, key=lambda pair: hashlib.sha256(pair[0].encode("utf-8")).hexdigest())[:limit]
 
 
 def check_prompt(prompt: str | None) -> None:
@@ -241,8 +273,12 @@ class LlmZeroShotTrainer(Trainer):
         "prompt": Param(None, (str,), "the question the model reads, with {text} where the item's text goes "
                         "({labels}, {description} and, for multiselect, {label} are filled in too; default: "
                         "the scheme's description and labels)"),
-        "calibrate": Param(True, (bool,), "correct the model's bias towards some answers, measured on "
-                           "content-free texts (N/A, empty, [MASK]), before comparing labels"),
+        "calibrate": Param(True, (bool,), "correct the model's lean towards some answers before comparing "
+                           "labels: a temperature and a bias per answer fitted on the run's labelled training "
+                           "items (never the holdout) when it has at least "
+                           f"{MIN_FIT_ITEMS}, else measured on content-free texts (N/A, empty, [MASK])"),
+        "calibration_items": Param(200, (int,), "labelled training items, at most, that the calibration is "
+                                   "fitted on (a stable random sample)", minimum=MIN_FIT_ITEMS),
         "batch_size": Param(8, (int,), "items per forward pass (each with every label's answer)", minimum=1),
         "max_length": Param(512, (int,), "tokens of an item's text the model reads; longer texts are cut",
                             minimum=8),
@@ -254,6 +290,7 @@ class LlmZeroShotTrainer(Trainer):
         super().__init__(ctx)
         self.tokenizer: Any = None
         self.model: Any = None
+        self.examples: Sequence[Example] = ()
 
     @classmethod
     def validate_params(cls, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -302,8 +339,9 @@ class LlmZeroShotTrainer(Trainer):
             self.ctx.log("the tokenizer has no chat template: the model reads the plain prompt and 'Answer:'")
 
     def fit(self, examples: Sequence[Example]) -> None:
-        """Nothing to learn: the model answers as it is. It is loaded here, so that a model that cannot
-        be read fails the run before any item is asked."""
+        """No weights change: the model is loaded here (a model that cannot be read fails the run before
+        any item is asked), and the labelled training items are kept for the calibration."""
+        self.examples = examples
         self._load()
 
     def _render(self, turn: str, answer: str | None) -> str:
@@ -373,11 +411,56 @@ class LlmZeroShotTrainer(Trainer):
         flat = iter(self._log_likelihoods(sequences))
         return [[[next(flat) for _ in answers] for _, answers in turns] for turns in per_text]
 
-    def _corrections(self, template: str, spec: Scheme, labels: Sequence[str]) -> list[list[float]]:
-        """What :func:`bias_corrections` adds per turn and answer; zeros with ``calibrate: false``."""
+    def _scores_batched(self, template: str, texts: Sequence[str], spec: Scheme,
+                        labels: Sequence[str]) -> list[list[list[float]]]:
+        """:meth:`_scores` in ``batch_size`` chunks, each text cut to ``max_length``."""
+        size = int(self.ctx.params["batch_size"])
+        out: list[list[list[float]]] = []
+        for start in range(0, len(texts), size):
+            self.ctx.check_stop()
+            out += self._scores(template, [self._cut(t) for t in texts[start:start + size]], spec, labels)
+        return out
+
+    def _calibration(self, template: str, spec: Scheme, labels: Sequence[str]) -> list[AnswerScaling]:
+        """Per user turn, how its answers' log-likelihoods become logits (see the module's docstring);
+        run.log says which calibration each question got, and why."""
+        turns = user_turns(template, "", spec, labels)
         if not self.ctx.params["calibrate"]:
-            return [[0.0] * len(answers) for _, answers in user_turns(template, "", spec, labels)]
-        return bias_corrections(self._scores(template, CONTENT_FREE, spec, labels))
+            self.ctx.log(f"{spec.name}: no calibration (calibrate: false)")
+            return [AnswerScaling.shift([0.0] * len(answers)) for _, answers in turns]
+        content_free = [AnswerScaling.shift(fix)
+                        for fix in bias_corrections(self._scores(template, CONTENT_FREE, spec, labels))]
+        known = [(ex.id, (ex.text, rights)) for ex, target in labelled(self.examples, spec.name)
+                 for rights in [right_answers(spec, labels, target)] if rights is not None]
+        chosen = [pair for _, pair in sample_for_calibration(known, int(self.ctx.params["calibration_items"]))]
+        if len(chosen) < MIN_FIT_ITEMS:
+            self.ctx.log(f"{spec.name}: calibrated on content-free texts (N/A, empty, [MASK]): "
+                         f"{len(chosen)} labelled training item(s), fewer than the {MIN_FIT_ITEMS} a fit needs")
+            return content_free
+        self.ctx.step(f"calibrating {spec.name} on {len(chosen)} labelled training items")
+        scores = self._scores_batched(template, [text for text, _ in chosen], spec, labels)
+        out, said = [], []
+        for turn, (_, answers) in enumerate(turns):
+            rights = [r[turn] for _, r in chosen]
+            about = f"{labels[turn]}: " if spec.multiselect else ""
+            if len(set(rights)) < 2:  # one answer only: nothing says where the threshold lies
+                out.append(content_free[turn])
+                said.append(f"{about}content-free texts (every item had the same answer)")
+                continue
+            choice = choose_answer_scaling([s[turn] for s in scores], rights, content_free[turn])
+            out.append(choice.scaling)
+            scores_said = (f"held-out accuracy {choice.fitted_accuracy:.2f} fitted, "
+                           f"{choice.start_accuracy:.2f} content-free")
+            if choice.fitted:
+                scaling = choice.scaling
+                said.append(f"{about}fitted (temperature {1 / scaling.scale:.2f}; biases "
+                            + ", ".join(f"{a} {b:+.2f}" for a, b in zip(answers, scaling.biases))
+                            + f"; {scores_said})")
+            else:
+                said.append(f"{about}content-free texts: a fit did no better ({scores_said})")
+        self.ctx.log(f"{spec.name}: calibrated on {len(chosen)} labelled training items (the holdout is not "
+                     "used): " + "; ".join(said))
+        return out
 
     def predict(self, items: Sequence[JobItem]) -> list[dict[str, Prediction | None]]:
         ctx = self.ctx
@@ -397,13 +480,13 @@ class LlmZeroShotTrainer(Trainer):
                 continue
             template = ctx.params["prompt"] or default_prompt(spec.description, labels, spec.multiselect)
             ctx.step(f"asking {ctx.params['base_model']} about {spec.name}")
-            corrections = self._corrections(template, spec, labels)
+            scalings = self._calibration(template, spec, labels)
             for start in range(0, len(items), batch_size):
                 ctx.check_stop()
                 chunk = items[start:start + batch_size]
                 scores = self._scores(template, [self._cut(item.text) for item in chunk], spec, labels)
                 for offset, turns in enumerate(scores):
-                    chances = [softmax([s + c for s, c in zip(answers, fix)]) for answers, fix in zip(turns, corrections)]
+                    chances = [softmax(scaling.logits(answers)) for answers, scaling in zip(turns, scalings)]
                     if spec.multiselect:  # one yes/no turn per label: p(yes)
                         pred = multiselect_prediction({label: p[0] for label, p in zip(labels, chances)})
                     else:

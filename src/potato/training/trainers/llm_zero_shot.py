@@ -24,8 +24,9 @@ With ``calibrate`` (the default) each question's answers are rescaled before the
 - when the run has labelled training items (never the holdout), a temperature and a bias per answer
   are fitted on up to ``calibration_items`` of them (:func:`~potato.training.trainers.
   calibration_maths.fit_answer_scaling`): the model's ranking of the texts stays, its threshold and
-  its confidence are the labels'. On 120 plainly worded restaurant reviews the content-free
-  correction left SmolLM2 at 0.58 accuracy, although its margins ranked every review right;
+  its confidence are the labels'. Where the content-free correction misses the model's threshold
+  (it left SmolLM2 at 0.58 on one set of plain reviews whose margins ranked every review right) the
+  labels find it: 0.95 on the tests' 120 plain reviews, 0.85 content-free;
 - without them, each answer's log-likelihood is corrected by the model's answer to content-free
   texts (:func:`bias_corrections`, "Calibrate Before Use", Zhao et al. 2021), which needs no labels.
 
@@ -45,6 +46,7 @@ items the worker scores its predictions on them like any run's.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
@@ -150,8 +152,6 @@ def right_answers(spec: Scheme, labels: Sequence[str], target: Label) -> list[in
 def sample_for_calibration(examples: Sequence[tuple[str, Any]], limit: int) -> list[tuple[str, Any]]:
     """At most ``limit`` of (item id, anything) pairs, chosen at random but the same on every rank and
     in every rerun (ordered by a hash of the id)."""
-    import hashlib
-
     return sorted(examples, key=lambda pair: hashlib.sha256(pair[0].encode("utf-8")).hexdigest())[:limit]
 
 

@@ -238,6 +238,10 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN awaiting_copy INTEGER NOT NULL DEFAULT 0;
     """,
+    # Each suggestion's probability per option (radio, multiselect): option highlighting ranks by them.
+    """
+    ALTER TABLE suggestions ADD COLUMN probabilities TEXT;
+    """,
 ]
 
 

@@ -154,14 +154,18 @@ def test_text_scheme_layout_keys_and_required() -> None:
 
 
 def test_features_this_server_lacks_are_named_errors_or_warnings() -> None:
-    report = report_of(upstream(ai_support={"enabled": True}, base_css="x.css"))
+    report = report_of(upstream(chat_support={"enabled": True}, base_css="x.css"))
     assert messages(report.errors) == [
-        "ai_support: " + unsupported_message("ai_support", TOP_LEVEL["ai_support"].what),
+        "chat_support: " + unsupported_message("chat_support", TOP_LEVEL["chat_support"].what),
     ]
     assert "base_css: " + unsupported_message("base_css", TOP_LEVEL["base_css"].what) in messages(report.warnings)
     assert messages(report.errors)[0] == (
-        "ai_support: 'ai_support' is a Potato feature this server does not support: AI assistance for annotators "
-        "(LLM hints, highlighted options); remove it or run that project on upstream Potato")
+        "chat_support: 'chat_support' is a Potato feature this server does not support: an LLM chat panel beside "
+        "the item; remove it or run that project on upstream Potato")
+    # issue 44: ai_support is served (from the project's runs): what it lacks is named, with the fix
+    assert messages(report_of(upstream(ai_support={"enabled": True})).errors) == [
+        "ai_support.endpoint_type: missing; set endpoint_type: runs to help annotators with the project's own "
+        "trained models (nothing leaves this machine)"]
     assert messages(report_of(upstream(assignment_strategy="diversity_clustering")).errors) == [
         "assignment_strategy: 'assignment_strategy: diversity_clustering' is a Potato feature this server does not "
         "support: items ordered by models, surveys or groups; remove it or run that project on upstream Potato "

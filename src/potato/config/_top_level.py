@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from potato.config.study import assist as assist_keys
 from potato.config.study import crowdsourcing as crowd_keys
 from potato.config import _page as page_keys
 from potato.config.study import phases as phase_keys
@@ -48,6 +49,7 @@ TOP_LEVEL_KEYS = (
     *page_keys.KEYS,
     *crowd_keys.KEYS,
     *phase_keys.KEYS,
+    *assist_keys.KEYS,
 )
 """Top-level keys Potato reads; others only warn, as released configs carry many more."""
 

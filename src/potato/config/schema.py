@@ -94,6 +94,28 @@ class ActiveLearning:
     """That run's llm-zero-shot parameters (``base_model`` from upstream's ``llm.model_name``)."""
 
 
+@dataclass(frozen=True)
+class OptionHighlighting:
+    """Upstream's ``ai_support.option_highlighting``: a question's ``top_k`` most likely options stay
+    as they are, the others are dimmed to ``dim_opacity`` (still clickable)."""
+
+    schemas: tuple[str, ...] = ()
+    """The highlighted schemes (as read: empty for upstream's default, every radio and multiselect
+    scheme that is written back; the loaded config names them)."""
+    top_k: int = 3
+    dim_opacity: float = 0.4
+
+
+@dataclass(frozen=True)
+class AiSupport:
+    """AI help for annotators (upstream Potato's ``ai_support``), from ``source``: ``runs``, the
+    project's own trained models (the shown run's predictions)."""
+
+    enabled: bool = False
+    source: str | None = None
+    option_highlighting: OptionHighlighting | None = None
+
+
 Container = ContainerSpec
 """A backend's ``container``: the same type the agent takes and slurm.json carries."""
 
@@ -348,6 +370,7 @@ class Config:
     upstream Potato does for ``output_annotation_format`` / ``export_annotation_format``."""
     auto_export_interval: int = defaults.AUTO_EXPORT_INTERVAL_S
     active_learning: ActiveLearning = field(default_factory=ActiveLearning)
+    ai_support: AiSupport = field(default_factory=AiSupport)
     phases: Phases | None = None
     """The study's pages around the items (consent, surveys, training); None: the items alone."""
     codebook_mode: str | None = None

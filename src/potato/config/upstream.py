@@ -48,7 +48,6 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "gold_standards_file": _e("the file of gold items with known answers"),
     "pre_annotation": _e("showing model pre-annotations from a file (model suggestions here come from model_training)"),
     "quality_control": _e("quality-control rules that change an annotator's queue"),
-    "ai_support": _e("AI assistance for annotators (LLM hints, highlighted options)"),
     "chat_support": _e("an LLM chat panel beside the item"),
     "qda_mode": _e("qualitative coding mode (codes created while annotating)"),
     "codebook": _e("an interactive codebook that annotators edit"),

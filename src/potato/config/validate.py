@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from potato import defaults
+from potato.config.study import assist as assist_keys
 from potato.config.study import crowdsourcing as crowd_keys
 from potato.config import _page as page_keys
 from potato.config.study import phases as phase_keys
@@ -30,7 +31,7 @@ from potato.config._schemes import check_schemes, training_types
 from potato.config._top_level import check_top_level, warn_debug
 from potato.config.training.model_training import check_model_training
 from potato.config.acknowledge import apply_acknowledge
-from potato.config.schema import ActiveLearning, Config, ModelTraining, Report
+from potato.config.schema import ActiveLearning, AiSupport, Config, ModelTraining, Report
 from potato.training.job.schemes import Scheme
 
 
@@ -73,8 +74,11 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
     training, backend_types = check_model_training(raw.get("model_training"), scheme_types, findings, path.parent)
     stated = None if raw.get("model_training") is None else training is not None and training.enabled
     active = check_active_learning(raw.get("active_learning"), scheme_types, stated, findings)
+    assist = assist_keys.check_ai_support(raw.get("ai_support"), scheme_types, findings)
     if active is not None and active.enabled and training is not None:
         training = _with_active_learning(training, active, backend_types, findings)
+    if assist is not None and assist.enabled and training is not None:
+        training, assist = _with_ai_support(training, assist, stated, scheme_types, findings)
     if values.get("debug") is True:
         warn_debug(backend_types, findings)
     names = list(backend_types)
@@ -92,7 +96,7 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
                                                                              "of a study page (phases), not to items; "
                                                                              "use required: true")
     if findings.errors or schemes is None or item_properties is None or training is None or page is None \
-            or active is None or not phases_ok:
+            or active is None or assist is None or not phases_ok:
         return None, names
     config = Config(
         path=Path(os.path.abspath(path)),
@@ -108,6 +112,7 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
         model_training=training,
         acknowledge=tuple(_acknowledge_list(raw.get("validation"))),
         active_learning=active,
+        ai_support=assist,
         phases=phases,
         codebook_mode=codebook,
         export_phase_data=raw.get("export_include_phase_data") is True,
@@ -190,6 +195,44 @@ def _with_active_learning(training: ModelTraining, active: ActiveLearning, backe
                                                   f"{', '.join([defaults.LOCAL_BACKEND, *backend_types])}")
         return None
     return replace(training, enabled=True, auto_retrain=as_auto_retrain(active, training.backend))
+
+
+def _with_ai_support(training: ModelTraining, assist: AiSupport, stated: bool | None,
+                     scheme_types: Mapping[str, str | None],
+                     findings: Findings) -> tuple[ModelTraining | None, AiSupport | None]:
+    """The project's runs are the help's source: training is on, and each highlighted scheme's
+    predictions are written back with their probabilities. An upstream config has no model_training:
+    training turns on, writing back every item's ranking (upstream highlights items nobody labelled).
+    Upstream's default (no ``schemas``) is every radio and multiselect scheme that is written back."""
+    highlighting = assist.option_highlighting
+    if stated is False:
+        findings.error("ai_support.endpoint_type", "runs needs the project's trained models, and model_training says "
+                                                   "enabled: false; set it to true")
+        return None, None
+    if highlighting is None:
+        return replace(training, enabled=True), assist
+    named = highlighting.schemas
+    if stated is None:
+        schemas = named or assist_keys.highlightable(scheme_types)
+        wb = replace(training.writeback, schemas=tuple(dict.fromkeys((*training.writeback.schemas, *schemas))),
+                     include_unlabeled=True)
+        training = replace(training, enabled=True, writeback=wb)
+    else:
+        missing = [name for name in named if name not in training.writeback.schemas]
+        if missing:
+            one = len(missing) == 1
+            findings.error("ai_support.option_highlighting.schemas",
+                           f"{', '.join(missing)} {'is' if one else 'are'} not written back, so no run's ranking of "
+                           f"{'its' if one else 'their'} options reaches the page; add {'it' if one else 'them'} to "
+                           "model_training.writeback.schemas")
+            return None, None
+        schemas = named or assist_keys.highlightable(scheme_types, training.writeback.schemas)
+        if not schemas:
+            findings.error("ai_support.option_highlighting", "no radio or multiselect scheme is written back, so no "
+                                                             "run's ranking reaches the page; add one to "
+                                                             "model_training.writeback.schemas")
+            return None, None
+    return training, replace(assist, option_highlighting=replace(highlighting, schemas=schemas))
 
 
 # --- validation -----------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
 from potato.display.fields import field_payload, media_path, span_text
 from potato.display.media import MediaFileError
+from potato.study.assist import option_highlights
 from potato.training.job.schemes import SchemeType
 from potato.training.job.spans import Texts
 from potato.label_import import stored_spans
@@ -103,6 +104,7 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
     item = queue.at(user, position)
     saved = project.labels.for_item(user, item.id)
     done, total = queue.labelled(user), queue.total(user)
+    suggestions = project.suggestions_for(item.id) if project.suggestions_for is not None else {}
     return {
         "position": position,
         "number": position + 1,
@@ -114,8 +116,8 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "done": done,
         # Every item labelled, or (items assigned) none left to assign to this annotator.
         "finished": items_done(done, total, queue.size(user), queue.can_extend(user)),
-        "suggestions": _with_model_dates(project, project.suggestions_for(item.id))
-        if project.suggestions_for is not None else {},
+        "suggestions": _with_model_dates(project, suggestions),
+        "highlights": option_highlights(project.config.ai_support, suggestions),
         "fields": [shown_field(project, f, item.data.get(f.key)) for f in project.config.page.display_fields],
         **({"codebook": codebook_payload(project)} if project.config.codebook_mode else {}),
     }
@@ -309,6 +311,7 @@ def annotate() -> Any:
         # A label's key wins over the page's letter of the same name (upstream configs may use a, g, d).
         label_keys={o.key for s in project.config.annotation_schemes for o in s.options if o.key},
         suggests=project.suggestions_for is not None,  # a study that trains no model has no suggestion to accept
+        highlighting=project.config.ai_support.option_highlighting if project.config.ai_support.enabled else None,
         first=first,
     )
 

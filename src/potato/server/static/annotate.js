@@ -99,6 +99,7 @@
       if (type === "span") SP[name].rejected = {};
       setValue(fs, type, value);
       if (type === "span") return;  // its suggestion box is drawn with its spans (showSpanState)
+      highlightOptions(fs, (item.highlights || {})[name]);
       var box = fs.querySelector(".suggestion"), s = (item.suggestions || {})[name];
       if (s) {
         box.hidden = false;
@@ -114,6 +115,20 @@
     setStatus(note || "");
     keepInAddress(item);
     window.scrollTo(0, 0);
+  }
+
+  // Option highlighting (ai_support): the model's most likely options stay as they are, the others
+  // are dimmed, every one still a click away; an item the model has no ranking for is left plain.
+  var dim = $("annotate").dataset.aiDim;  // the page's CSP allows no inline style: the opacity is set here
+  if (dim) $("annotate").style.setProperty("--ai-dim", dim);
+  function highlightOptions(fs, bright) {
+    fs.querySelectorAll("label.option").forEach(function (option) {
+      var input = option.querySelector("input"), on = !!bright && bright.indexOf(input.value) >= 0;
+      option.classList.toggle("ai-highlighted", on);
+      option.classList.toggle("ai-dimmed", !!bright && !on);
+      if (on) option.title = "One of the model's most likely answers";
+      else if (option.title === "One of the model's most likely answers") option.removeAttribute("title");
+    });
   }
 
   // The item shown is in the address (?item=<id>), so a reload shows it again, a skipped one too.

@@ -80,7 +80,8 @@ def learns_from_labels(trainer: str) -> bool:
 
 def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str], texts: Mapping[str, str | Texts],
            labelled: set[tuple[str, str]], stats: WritebackStats,
-           schemes: Mapping[str, Scheme] | None = None, every_item: bool = False) -> Iterator[tuple[str, str, str, float]]:
+           schemes: Mapping[str, Scheme] | None = None,
+           every_item: bool = False) -> Iterator[tuple[str, str, str, float, str | None]]:
     """The predictions that become suggestions, by the writeback rules (pure). A label the scheme does not
     have, or a confidence outside [0, 1], is counted invalid: an annotator could not accept it.
 
@@ -123,7 +124,20 @@ def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str],
             stats.skipped_unlabelled += 1
             continue
         stats.written += 1
-        yield item_id, schema, json.dumps(label, ensure_ascii=False), conf
+        ranked = option_probabilities(row.get("probabilities"), scheme)
+        yield item_id, schema, json.dumps(label, ensure_ascii=False), conf, ranked
+
+
+def option_probabilities(raw: object, scheme: Scheme | None) -> str | None:
+    """A radio or multiselect prediction's probability per option, as stored JSON (pure), or None:
+    option highlighting ranks the options by them. Only the scheme's own labels, each a number in
+    [0, 1]; anything else in the line is left out, never shown."""
+    if scheme is None or scheme.annotation_type not in (SchemeType.RADIO, SchemeType.MULTISELECT) \
+            or not isinstance(raw, dict):
+        return None
+    kept = {label: float(p) for label, p in raw.items()
+            if label in scheme.labels and _is_confidence(p)}
+    return json.dumps(kept, ensure_ascii=False) if kept else None
 
 
 def schema_score(metrics: Mapping[str, Any], scheme: Scheme | None) -> float | None:
@@ -161,7 +175,8 @@ def write_back(project: Project, run: Run, predictions: Path | None, metrics: Ma
             stats.stopped = True  # an admin's cancel is final: nothing of this run is shown
             return stats
         tx.executemany(
-            "INSERT OR REPLACE INTO suggestions (run_id, item_id, schema, label, confidence) VALUES (?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO suggestions (run_id, item_id, schema, label, confidence, probabilities) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             ((run.id, *row) for row in rows),
         )
         for schema in stats.schemas:
@@ -232,11 +247,13 @@ def suggestions_for(project: Project, item_id: str) -> dict[str, dict[str, Any]]
     out: dict[str, dict[str, Any]] = {}
     for schema, info in shown_runs(project).items():
         row = project.db.conn.execute(
-            "SELECT label, confidence FROM suggestions WHERE run_id = ? AND item_id = ? AND schema = ?",
+            "SELECT label, confidence, probabilities FROM suggestions WHERE run_id = ? AND item_id = ? AND schema = ?",
             (info["run_id"], item_id, schema),
         ).fetchone()
         if row is not None:
             out[schema] = {"label": json.loads(row[0]), "confidence": row[1], **info}
+            if row[2] is not None:
+                out[schema]["probabilities"] = json.loads(row[2])
     return out
 
 

@@ -94,6 +94,15 @@ def requested_stop(run: Run, max_wall_seconds: int | None) -> Stop:
     return Stop(Reason.CANCELLED, "Cancelled by an admin.", 0.0)
 
 
+def _save_cut_short(current: Run, hold_copying: bool) -> bool:
+    """Whether a run's results were being saved when its server stopped (kill -9, a crash): it is
+    ``copying``, not yet waiting on its model files, and nobody asked it to stop. The agent sends its
+    report again; saving it then (the writeback is one transaction and replaces what it wrote) is
+    what lets the copy-back start, where the restarted server follows the run."""
+    return (hold_copying and current.state is RunState.COPYING and not current.awaiting_copy
+            and not current.cancel_requested)
+
+
 class RunStopped(Exception):
     """The run was asked to stop while its results were being saved: they were not kept."""
 
@@ -294,8 +303,11 @@ class RunRecorder:
         device = (result or {}).get("device")
         device = device[:200] if isinstance(device, str) else None
         if state is RunState.SUCCEEDED:
-            if not self.store.move(self.run.id, RunState.COPYING, step="saving predictions and model files"):
-                current = self.store.get(self.run.id)
+            moved = self.store.move(self.run.id, RunState.COPYING, step="saving predictions and model files")
+            current = None if moved else self.store.get(self.run.id)
+            if current is not None and _save_cut_short(current, hold_copying):
+                moved = True  # the report again, after a server that stopped mid-save: save it now
+            if not moved:
                 if current is not None and not current.state.terminal and current.cancel_requested:
                     return self.finish(exit_code, result, requested_stop(
                         current, self.project.config.model_training.max_wall_seconds), None, None)

@@ -271,8 +271,11 @@ class RunStore:
 
     def await_copy(self, run_id: str, **fields: Any) -> None:
         """Mark a ``copying`` run's predictions saved (with ``fields``): its follower hears it, and
-        the model files' copy-back starts."""
-        self.update(run_id, awaiting_copy=True, **fields)
+        the model files' copy-back starts. A run that has ended meanwhile keeps its fields."""
+        values = _encode({"awaiting_copy": True, **fields})
+        sets = ", ".join(f"{key} = ?" for key in values)
+        self.db.write([(f"UPDATE runs SET {sets} WHERE id = ? AND state = ?",
+                        (*values.values(), run_id, RunState.COPYING.value))])
         Wakeup.of(self.runs_dir.parent, run_id).ring()
 
     def update(self, run_id: str, **fields: Any) -> None:

@@ -50,3 +50,20 @@ def test_a_held_run_is_awaiting_its_copy_only_once_its_writeback_is_done(app: An
         assert seen.pop() == (RunState.COPYING, False)
         assert (state, after.state, after.awaiting_copy) == (
             (RunState.COPYING, RunState.COPYING, True) if hold else (RunState.SUCCEEDED, RunState.SUCCEEDED, False))
+
+
+def test_a_report_sent_again_after_a_server_stopped_mid_save_is_saved(app: Any) -> None:
+    """Issue 44: the server was killed between the move to copying and the end of the writeback; the
+    agent sends its report again, and that one is saved, so the restarted server's copy-back (which
+    waits for awaiting_copy) starts instead of waiting for ever. A run that has ended keeps its fields."""
+    project, store = app.extensions["potato"], app.extensions["potato.runs"]
+    run = store.create("noop", ["sentiment"], "lab", {})
+    for state in (RunState.PREPARING, RunState.RUNNING, RunState.COPYING):
+        store.move(run.id, state)
+    assert not store.get(run.id).awaiting_copy  # as the killed server left it
+    state = RunRecorder(project, store, store.get(run.id)).finish(0, {"status": "succeeded"}, None, None, None,
+                                                                  hold_copying=True)
+    assert state is RunState.COPYING and store.get(run.id).awaiting_copy
+    store.move(run.id, RunState.SUCCEEDED, step="done")
+    store.await_copy(run.id, step="copying the model files")  # a late second save
+    assert store.get(run.id).step == "done"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 EPS = 1e-6
 ECE_BINS = 10
@@ -72,20 +72,32 @@ def fit_scaling(confidences: Sequence[float], correct: Sequence[bool], with_bias
             db = (haa * gb - hab * ga) / det
         else:
             da, db = ga / haa, 0.0
-        step = 1.0
-        while step > 1e-8:  # backtracking: Newton can overshoot on separable data
-            new_a, new_b = a - step * da, b - step * db
-            new_loss = log_loss(pairs, new_a, new_b)
-            if new_loss <= loss:
-                break
-            step /= 2
-        else:
+        moved = _damped_step(lambda ab: log_loss(pairs, ab[0], ab[1]), [a, b], [da, db], loss)
+        if moved is None:
             break
+        (a, b), new_loss = moved
         converged = abs(loss - new_loss) < 1e-10
-        a, b, loss = new_a, new_b, new_loss
+        loss = new_loss
         if converged:
             break
     return a, b
+
+
+def _damped_step(loss_at: Callable[[list[float]], float], point: Sequence[float], direction: Sequence[float],
+                 loss: float, keep: Callable[[list[float]], list[float]] | None = None) -> tuple[list[float], float] | None:
+    """A Newton step ``point - step * direction``, halved until the loss does not rise (Newton can
+    overshoot where the data are separable); None when no step as short as 1e-8 helps. ``keep``
+    brings a trial point back into the allowed region."""
+    step = 1.0
+    while step > 1e-8:
+        trial = [x - step * d for x, d in zip(point, direction)]
+        if keep is not None:
+            trial = keep(trial)
+        new_loss = loss_at(trial)
+        if new_loss <= loss:
+            return trial, new_loss
+        step /= 2
+    return None
 
 
 ANSWER_PRIOR = 1.0
@@ -141,21 +153,21 @@ def fit_answer_scaling(scores: Sequence[Sequence[float]], correct: Sequence[int]
         step_dir = _solve(hess, grad)
         if step_dir is None:
             break
-        step = 1.0
-        while step > 1e-8:  # backtracking: Newton can overshoot where the model separates the items
-            trial = [t - step * d for t, d in zip(theta, step_dir)]
-            trial[0] = max(trial[0], 1e-3)  # a scale at or below 0 would turn the model's ranking round
-            new_loss = _answer_loss(scores, correct, trial, centre, prior)
-            if new_loss <= loss:
-                break
-            step /= 2
-        else:
+        moved = _damped_step(lambda trial: _answer_loss(scores, correct, trial, centre, prior), theta, step_dir,
+                             loss, keep=_positive_scale)
+        if moved is None:
             break
+        theta, new_loss = moved
         converged = abs(loss - new_loss) < 1e-10
-        theta, loss = trial, new_loss
+        loss = new_loss
         if converged:
             break
     return AnswerScaling(theta[0], tuple(theta[1:]))
+
+
+def _positive_scale(theta: list[float]) -> list[float]:
+    """A scale at or below 0 would turn the model's ranking round: it stays at 1e-3 or more."""
+    return [max(theta[0], 1e-3), *theta[1:]]
 
 
 @dataclass(frozen=True)

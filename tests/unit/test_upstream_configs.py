@@ -165,7 +165,8 @@ def test_features_this_server_lacks_are_named_errors_or_warnings() -> None:
     # issue 44: ai_support is served (from the project's runs): what it lacks is named, with the fix
     assert messages(report_of(upstream(ai_support={"enabled": True})).errors) == [
         "ai_support.endpoint_type: missing; set endpoint_type: runs to help annotators with the project's own "
-        "trained models (nothing leaves this machine)"]
+        "trained models (nothing leaves this machine), or openai_compatible with ai_config.base_url to ask an LLM "
+        "server"]
     assert messages(report_of(upstream(assignment_strategy="diversity_clustering")).errors) == [
         "assignment_strategy: 'assignment_strategy: diversity_clustering' is a Potato feature this server does not "
         "support: items ordered by models, surveys or groups; remove it or run that project on upstream Potato "

@@ -107,13 +107,41 @@ class OptionHighlighting:
 
 
 @dataclass(frozen=True)
+class LlmService:
+    """An OpenAI-compatible chat server the admin names (``endpoint_type`` ollama, vllm, openai or
+    openai_compatible): the server asks it which options fit an item, in the background.
+
+    The key is never held here: only where to read it when a call is made (an environment variable
+    or a file), so a config printed or logged carries no secret."""
+
+    kind: str
+    base_url: str
+    """Up to and including ``/v1``: ``{base_url}/chat/completions`` is called."""
+    model: str
+    temperature: float = 0.1
+    max_tokens: int = 100
+    timeout: float = 30.0
+    key_env: str | None = None
+    key_file: Path | None = None
+    calls_per_minute: int = 60
+    """The project's calls to the server in any 60 s, all annotators and server processes together."""
+    max_calls: int | None = None
+    """No call after this many (None: no cap): a paid service's bill has a ceiling."""
+    ahead: int = 5
+    """Items asked about ahead of each annotator, so the next page's answer is ready."""
+    warm_up: int = 0
+    """The first items asked about when the server starts (in the background)."""
+
+
+@dataclass(frozen=True)
 class AiSupport:
     """AI help for annotators (upstream Potato's ``ai_support``), from ``source``: ``runs``, the
-    project's own trained models (the shown run's predictions)."""
+    project's own trained models (the shown run's predictions), or an LLM server (``service``)."""
 
     enabled: bool = False
     source: str | None = None
     option_highlighting: OptionHighlighting | None = None
+    service: LlmService | None = None
 
 
 Container = ContainerSpec

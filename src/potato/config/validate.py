@@ -1,7 +1,8 @@
 """The one place a project config is checked and turned into :class:`Config`.
 
 Pure: takes the already-parsed YAML value and the config's path (only to resolve relative paths),
-reads no file and never raises, whatever the YAML held. Every problem is reported at once, each
+reads no file (but ``ai_support.ai_config_file``, which upstream reads as part of its config) and
+never raises, whatever the YAML held. Every problem is reported at once, each
 message starting with its dotted key path and ending with the fix, so one ``potato validate`` run
 shows the whole list. Item data files are not opened here; the item loader reports those.
 
@@ -74,10 +75,10 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
     training, backend_types = check_model_training(raw.get("model_training"), scheme_types, findings, path.parent)
     stated = None if raw.get("model_training") is None else training is not None and training.enabled
     active = check_active_learning(raw.get("active_learning"), scheme_types, stated, findings)
-    assist = assist_keys.check_ai_support(raw.get("ai_support"), scheme_types, findings)
+    assist = assist_keys.check_ai_support(raw.get("ai_support"), scheme_types, findings, path.parent)
     if active is not None and active.enabled and training is not None:
         training = _with_active_learning(training, active, backend_types, findings)
-    if assist is not None and assist.enabled and training is not None:
+    if assist is not None and assist.enabled and assist.source == assist_keys.RUNS and training is not None:
         training, assist = _with_ai_support(training, assist, stated, scheme_types, findings)
     if values.get("debug") is True:
         warn_debug(backend_types, findings)

@@ -1,16 +1,23 @@
-"""``ai_support``: upstream Potato's AI help for annotators, served by the study's own models.
+"""``ai_support``: upstream Potato's AI help for annotators, served by the study's own models or by
+an LLM server the admin names.
 
-Upstream asks an outside LLM service (Ollama, vLLM, OpenAI, ...) for hints, keyword boxes,
-rationales and highlighted options. Here the first source is the project's own runs
-(``endpoint_type: runs``): option highlighting from the shown run's predictions, zero-shot or
-fine-tuned, with nothing sent anywhere. An OpenAI-compatible server as the source, and the help that
-needs an LLM to write text (hints, keywords, rationales), are refused by name until this server
-serves them; every other key of upstream's is honoured or refused by name.
+Two sources. ``endpoint_type: runs``: option highlighting from the shown run's predictions,
+zero-shot or fine-tuned, with nothing sent anywhere. ``endpoint_type`` ollama, vllm, openai or
+openai_compatible: an OpenAI-compatible chat server is asked, in the background, which options fit
+each item (``ai_config``: model, base_url, the key from the environment or a file). The help that
+needs an LLM to write text for the annotator (hints, keywords, rationales) is refused by name until
+this server serves it; every other key of upstream's is honoured or refused by name.
 """
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
 from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+import yaml
 
 from potato.config._checks import (
     Check,
@@ -27,7 +34,8 @@ from potato.config._checks import (
     text,
     text_list,
 )
-from potato.config.schema import AiSupport, OptionHighlighting
+from potato.config._files import resolve
+from potato.config.schema import AiSupport, LlmService, OptionHighlighting
 from potato.config.upstream import unsupported_message
 
 KEYS = ("ai_support",)
@@ -35,10 +43,19 @@ KEYS = ("ai_support",)
 
 RUNS = "runs"
 """``endpoint_type`` for the project's own runs (this server's own value: nothing leaves the machine)."""
-SERVED_BY_AN_LLM = ("ollama", "vllm", "openai", "openai_compatible")
-"""Upstream's OpenAI-compatible sources."""
+DEFAULT_URLS: Mapping[str, str | None] = {
+    "ollama": "http://localhost:11434/v1",
+    "vllm": "http://localhost:8000/v1",
+    "openai": "https://api.openai.com/v1",
+    "openai_compatible": None,
+}
+"""Upstream's OpenAI-compatible sources and where each listens unless ``base_url`` says otherwise."""
+SERVED_BY_AN_LLM = tuple(DEFAULT_URLS)
 HIGHLIGHTED_TYPES = ("radio", "multiselect")
-"""Schemes whose options a run's predictions rank."""
+"""Schemes whose options a run's predictions (or an LLM) rank."""
+NEEDS_A_KEY = ("openai",)
+ENV_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+"""``${NAME}``: upstream's way to take a value (the key, above all) from the environment."""
 
 _HIGHLIGHTING: Mapping[str, Check] = {
     "enabled": boolean,
@@ -64,6 +81,31 @@ _KEYS: Mapping[str, Check] = {
     "annotation_path": anything,
 }
 
+_SERVICE: Mapping[str, Check] = {
+    "model": text(),
+    "base_url": text(),
+    "api_key": text(),
+    "api_key_file": text(),
+    "temperature": number(0, 2, open_low=False),
+    "max_tokens": integer(1, 100000),
+    "timeout": number(0, 600, open_low=True),
+    "calls_per_minute": integer(1, 100000),
+    "max_calls": integer(1),
+    "include": anything,
+    "think": boolean,
+    "hint_prompt": text(),
+    "keyword_prompt": text(),
+}
+"""``ai_config`` with an LLM server: upstream's keys, and the two limits this server adds."""
+
+_CACHE: Mapping[str, Check] = {
+    "disk_cache": section({"enabled": boolean, "path": text()}, "ai_support.cache_config.disk_cache",
+                          "{enabled: true, path: annotation_output/ai_cache.json}"),
+    "prefetch": section({"warm_up_page_count": integer(0, 10000), "on_next": integer(0, 10000),
+                         "on_prev": integer(0, 10000)}, "ai_support.cache_config.prefetch",
+                        "{warm_up_page_count: 0, on_next: 3, on_prev: 1}"),
+}
+
 _REFUSED: Mapping[str, str] = {
     "features": "AI tools for image and video annotation",
     "visual_endpoint_type": "a second AI service for images and video",
@@ -73,10 +115,14 @@ _REFUSED: Mapping[str, str] = {
 }
 """Upstream keys refused whenever given."""
 
+Problems = list[tuple[str, str]]
 
-def check_ai_support(raw: object, scheme_types: Mapping[str, str | None], findings: Findings) -> AiSupport | None:
+
+def check_ai_support(raw: object, scheme_types: Mapping[str, str | None], findings: Findings,
+                     config_dir: Path | None = None) -> AiSupport | None:
     """The section, or None when it is wrong (each problem reported); off when absent or ``enabled``
-    is not true (upstream reads nothing else then either)."""
+    is not true (upstream reads nothing else then either). ``ai_config_file`` is read relative to
+    ``config_dir``, as upstream reads it: the one file this check opens."""
     if raw is None:
         return AiSupport()
     try:
@@ -93,42 +139,191 @@ def check_ai_support(raw: object, scheme_types: Mapping[str, str | None], findin
     for key, what in _REFUSED.items():
         if values.pop(key, None) not in (None, False, {}, []):
             problems.append((f".{key}", unsupported_message(key, what)))
-    _check_source(values, problems)
-    if problems:  # what follows is said of the project's runs as the source
+    if "ai_config_file" in values and not problems:
+        if not _merge_ai_config_file(values, config_dir or Path("."), problems, findings):
+            return AiSupport()  # upstream's examples ship only the file's .example: AI help is off
+    kind = _check_source(values, problems)
+    if problems:
         findings.errors_at("ai_support", problems)
         return None
-    _check_ai_config(values.pop("ai_config", None), problems, findings)
-    _check_cache(values.pop("cache_config", None), problems, findings)
-    highlighting = _option_highlighting(values.get("option_highlighting"), scheme_types, problems, findings)
+    service = None
+    if kind == RUNS:
+        _check_runs_ai_config(values.pop("ai_config", None), problems, findings)
+    else:
+        service = _check_service(str(kind), values.pop("ai_config", None), values.pop("cache_config", None),
+                                 values.get("option_highlighting"), config_dir or Path("."), problems, findings)
+    if kind == RUNS:
+        _check_runs_cache(values.pop("cache_config", None), problems, findings)
+    highlighting = _option_highlighting(values.get("option_highlighting"), scheme_types, str(kind), problems, findings)
     findings.errors_at("ai_support", problems)
     if problems:
         return None
-    return AiSupport(enabled=True, source=RUNS, option_highlighting=highlighting)
+    return AiSupport(enabled=True, source=str(kind), option_highlighting=highlighting, service=service)
 
 
-def _check_source(values: dict[str, Any], problems: list[tuple[str, str]]) -> None:
-    """``endpoint_type``: the project's runs; an outside service is refused with what to use now."""
-    if "ai_config_file" in values:
-        problems.append((".ai_config_file", unsupported_message(
-            "ai_config_file", "reading an outside AI service's settings from a file of their own (with "
-            f"endpoint_type: {RUNS} no settings are needed)")))
+def _merge_ai_config_file(values: dict[str, Any], config_dir: Path, problems: Problems, findings: Findings) -> bool:
+    """Upstream's ``ai_config_file``: a YAML file whose ``endpoint_type`` is ai_support's and whose other
+    keys join ``ai_config`` (the file's win). A missing file turns the help off with a warning, as
+    upstream does: its examples ship only ``ai-config.yaml.example``. False when the help is off."""
+    path = resolve(config_dir, values.pop("ai_config_file"))
+    if not path.is_file():
+        findings.warn("ai_support.ai_config_file", f"{path} does not exist, so AI help is off; write the service's "
+                                                   "settings there (endpoint_type, model, base_url) to turn it on")
+        return False
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError, RecursionError) as exc:
+        problems.append((".ai_config_file", f"{path} cannot be read as YAML ({str(exc).splitlines()[0]}); fix the "
+                                            "file or remove ai_config_file"))
+        return True
+    if not isinstance(loaded, dict):
+        problems.append((".ai_config_file", f"{path} must hold a mapping such as endpoint_type: ollama, model: "
+                                            f"qwen3:0.6b; got {show(loaded)}"))
+        return True
+    loaded = dict(loaded)
+    if "endpoint_type" in loaded:
+        values["endpoint_type"] = loaded.pop("endpoint_type")
+    inline = values.get("ai_config")
+    values["ai_config"] = {**(inline if isinstance(inline, dict) else {}), **loaded}
+    return True
+
+
+def _check_source(values: dict[str, Any], problems: Problems) -> str | None:
+    """``endpoint_type``: the project's runs or an OpenAI-compatible server; others are refused with
+    what to use."""
     kind = values.get("endpoint_type")
     if kind is None:
         problems.append((".endpoint_type", f"missing; set endpoint_type: {RUNS} to help annotators with the "
-                                           "project's own trained models (nothing leaves this machine)"))
-    elif kind in SERVED_BY_AN_LLM:
+                                           "project's own trained models (nothing leaves this machine), or "
+                                           "openai_compatible with ai_config.base_url to ask an LLM server"))
+    elif kind not in (RUNS, *SERVED_BY_AN_LLM):
         problems.append((".endpoint_type", unsupported_message(
-            f"endpoint_type: {kind}", "asking an outside LLM server for the help (not yet in this version); set "
-            f"endpoint_type: {RUNS} to highlight options from the project's own trained models, zero-shot "
-            "(llm-zero-shot) or fine-tuned")))
-    elif kind != RUNS:
-        problems.append((".endpoint_type", unsupported_message(
-            f"endpoint_type: {kind}", f"AI help from {show(kind)}; set endpoint_type: {RUNS} to highlight "
-            "options from the project's own trained models")))
+            f"endpoint_type: {kind}", f"AI help from {show(kind)}; set endpoint_type: {RUNS} to highlight options "
+            "from the project's own trained models, or openai_compatible with ai_config.base_url for any server "
+            "that speaks OpenAI's chat API (many gateways serve other vendors' models that way)")))
+    return kind
 
 
-def _check_ai_config(raw: object, problems: list[tuple[str, str]], findings: Findings) -> None:
-    """``ai_config``: an outside service's settings mean nothing with the project's runs (a warning);
+def _check_service(kind: str, raw: object, cache: object, highlighting: Mapping[str, Any] | None, config_dir: Path,
+                   problems: Problems, findings: Findings) -> LlmService | None:
+    """``ai_config`` (and ``cache_config``'s prefetch) for an OpenAI-compatible server."""
+    example = "{model: qwen3:0.6b, base_url: http://localhost:11434}"
+    try:
+        values, found = check_keys(mapping(raw if raw is not None else {}, example), _SERVICE, "ai_support.ai_config")
+    except Invalid as bad:
+        problems.extend((".ai_config" + at, detail) for at, detail in bad.problems)
+        return None
+    problems.extend((".ai_config" + at, detail) for at, detail in found)
+    include = values.get("include")
+    if isinstance(include, dict) and (include.get("all") or include.get("special_include")):
+        problems.append((".ai_config.include", unsupported_message(
+            "ai_config.include", "hints, keyword boxes and rationales written by the LLM beside each question "
+            "(not yet in this version); the LLM highlights each question's likely options instead: use "
+            "option_highlighting")))
+    for key in ("think", "hint_prompt", "keyword_prompt"):
+        if key in values:
+            findings.warn(f"ai_support.ai_config.{key}", "is for hints and keywords, which this server does not ask "
+                                                         "for; it is ignored")
+    model = values.get("model")
+    if not model:
+        problems.append((".ai_config.model", f"missing; name the model the server at {kind} serves, e.g. model: "
+                                             "qwen3:0.6b"))
+    base_url = _base_url(kind, values.get("base_url"), problems)
+    key_env, key_file = _key_source(kind, values, config_dir, problems)
+    if base_url and (key_env or key_file) and _plain_http_elsewhere(base_url):
+        findings.warn("ai_support.ai_config.base_url", f"{base_url} is plain http to another machine, so the key "
+                                                       "travels unencrypted; use https")
+    ahead, warm_up = _prefetch(cache, highlighting, problems, findings)
+    if problems or not model or not base_url:
+        return None
+    return LlmService(kind=kind, base_url=base_url, model=str(model), temperature=float(values.get("temperature", 0.1)),
+                      max_tokens=values.get("max_tokens", 100), timeout=float(values.get("timeout", 30)),
+                      key_env=key_env, key_file=key_file, calls_per_minute=values.get("calls_per_minute", 60),
+                      max_calls=values.get("max_calls"), ahead=ahead, warm_up=warm_up)
+
+
+def _base_url(kind: str, given: str | None, problems: Problems) -> str | None:
+    """Where ``/chat/completions`` is: ``base_url`` (a server's root gets ``/v1``, as Ollama's
+    native address does) or the source's usual address; ``${NAME}`` is read from the environment."""
+    url = given if given is not None else DEFAULT_URLS[kind]
+    if url is None:
+        problems.append((".ai_config.base_url", "missing; endpoint_type: openai_compatible needs the server's address, "
+                                                "e.g. base_url: http://127.0.0.1:8000/v1"))
+        return None
+    named = ENV_REFERENCE.match(url)
+    if named:
+        url = os.environ.get(named.group(1), "")
+        if not url:
+            problems.append((".ai_config.base_url", f"${{{named.group(1)}}} is not set in the server's environment; "
+                                                    "set it or write the address itself"))
+            return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment \
+            or parts.username or parts.password:
+        problems.append((".ai_config.base_url", f"{show(url)} is not a server address; write it as "
+                                                "http://host:port/v1 (no user, key or query in it: the key goes in "
+                                                "api_key)"))
+        return None
+    path = parts.path.rstrip("/")
+    return f"{parts.scheme}://{parts.netloc}{path or '/v1'}"
+
+
+def _key_source(kind: str, values: Mapping[str, Any], config_dir: Path,
+                problems: Problems) -> tuple[str | None, Path | None]:
+    """Where the key is read at each call: ``api_key: ${NAME}`` (the environment) or ``api_key_file``.
+    A key written into the config itself is refused: configs are shared, copied and committed."""
+    key, key_file = values.get("api_key"), values.get("api_key_file")
+    env = None
+    if key is not None:
+        named = ENV_REFERENCE.match(key)
+        if not named:
+            problems.append((".ai_config.api_key", "holds the key itself, and configs get shared and committed; put "
+                                                   "it in an environment variable and write api_key: ${OPENAI_API_KEY}, "
+                                                   "or in a file only the server's account reads and write "
+                                                   "api_key_file: /path/to/key"))
+        else:
+            env = named.group(1)
+            if not os.environ.get(env):
+                problems.append((".ai_config.api_key", f"${{{env}}} is not set in the server's environment; set it "
+                                                       "where the server starts (it is read at each call)"))
+    path = resolve(config_dir, key_file) if key_file is not None else None
+    if path is not None and not path.is_file():
+        problems.append((".ai_config.api_key_file", f"{path} does not exist; write the key there (one line, readable "
+                                                    "by the server's account only)"))
+    if kind in NEEDS_A_KEY and env is None and path is None and key is None:
+        problems.append((".ai_config.api_key", f"missing; {kind} needs a key: write api_key: ${{OPENAI_API_KEY}} and "
+                                               "set it in the server's environment"))
+    return env, path
+
+
+def _plain_http_elsewhere(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme == "http" and parts.hostname not in ("localhost", "127.0.0.1", "::1")
+
+
+def _prefetch(cache: object, highlighting: Mapping[str, Any] | None, problems: Problems,
+              findings: Findings) -> tuple[int, int]:
+    """How many items ahead of each annotator are asked about, and how many at start. Answers are
+    always kept (in the project's database): ``disk_cache`` changes nothing, its ``path`` is unused."""
+    values: dict[str, Any] = {}
+    if cache is not None:
+        try:
+            values, found = check_keys(mapping(cache, "{disk_cache: {enabled: true}, prefetch: {on_next: 3}}"), _CACHE,
+                                       "ai_support.cache_config")
+        except Invalid as bad:
+            found = bad.problems
+        problems.extend((".cache_config" + at, detail) for at, detail in found)
+    if (values.get("disk_cache") or {}).get("path"):
+        findings.warn("ai_support.cache_config.disk_cache.path", "is not used: the LLM's answers are always kept, in "
+                                                                 "the project's database (readable by the server's "
+                                                                 "account only)")
+    prefetch = values.get("prefetch") or {}
+    counts = [n for n in (prefetch.get("on_next"), (highlighting or {}).get("prefetch_count")) if n is not None]
+    return (max(counts) if counts else 5), prefetch.get("warm_up_page_count", 0)
+
+
+def _check_runs_ai_config(raw: object, problems: Problems, findings: Findings) -> None:
+    """``ai_config`` with the project's runs: an outside service's settings mean nothing (a warning);
     ``include`` asks for text an LLM writes (hints, keywords, rationales), which runs do not."""
     if raw is None:
         return
@@ -146,9 +341,9 @@ def _check_ai_config(raw: object, problems: list[tuple[str, str]], findings: Fin
                                    "they change nothing and are ignored")
 
 
-def _check_cache(raw: object, problems: list[tuple[str, str]], findings: Findings) -> None:
-    """``cache_config``: a run's predictions are stored when it ends, so there is nothing to cache or
-    fetch ahead; the block is checked for shape and otherwise ignored."""
+def _check_runs_cache(raw: object, problems: Problems, findings: Findings) -> None:
+    """``cache_config`` with the project's runs: a run's predictions are stored when it ends, so there
+    is nothing to cache or fetch ahead; the block is checked for shape and otherwise ignored."""
     if raw is None:
         return
     if not isinstance(raw, dict):
@@ -159,30 +354,35 @@ def _check_cache(raw: object, problems: list[tuple[str, str]], findings: Finding
                                   "it ends, so annotators never wait for them")
 
 
-def _option_highlighting(values: dict[str, Any] | None, scheme_types: Mapping[str, str | None],
-                         problems: list[tuple[str, str]], findings: Findings) -> OptionHighlighting | None:
+def _option_highlighting(values: dict[str, Any] | None, scheme_types: Mapping[str, str | None], kind: str,
+                         problems: Problems, findings: Findings) -> OptionHighlighting | None:
     """The highlighted schemes (default: every radio and multiselect scheme) and how."""
     if not values or not values.get("enabled", False):
-        findings.warn("ai_support.option_highlighting", f"is off, so ai_support with endpoint_type: {RUNS} shows nothing "
-                                             "beyond the model suggestions; set option_highlighting: {enabled: true}")
+        shows = "beyond the model suggestions" if kind == RUNS else "(it asks the LLM server nothing)"
+        findings.warn("ai_support.option_highlighting", f"is off, so ai_support with endpoint_type: {kind} shows "
+                                                        f"nothing {shows}; set option_highlighting: {{enabled: true}}")
         return None
     if values.get("auto_apply", True) is False:
         problems.append((".option_highlighting.auto_apply", unsupported_message(
             "auto_apply: false", "highlights shown only when a page script asks for them (upstream shows no "
             "button for it either); they are shown with each item: set auto_apply: true or leave it out")))
     named = values.get("schemas")
+    ranker = "the project's models rank" if kind == RUNS else "the LLM is asked about"
     for i, name in enumerate(named or ()):
-        kind = scheme_types.get(name)
+        scheme_type = scheme_types.get(name)
         if name not in scheme_types:
             problems.append((f".option_highlighting.schemas[{i}]", f"{show(name)} names no annotation scheme; "
                                                                    f"schemes: {', '.join(scheme_types) or 'none'}"))
-        elif kind not in HIGHLIGHTED_TYPES:
-            problems.append((f".option_highlighting.schemas[{i}]", f"{show(name)} is a {kind or 'broken'} scheme; "
-                                                                   "the project's models rank the options of radio "
-                                                                   "and multiselect schemes"))
-    if not any(kind in HIGHLIGHTED_TYPES for kind in scheme_types.values()):
+        elif scheme_type not in HIGHLIGHTED_TYPES:
+            problems.append((f".option_highlighting.schemas[{i}]", f"{show(name)} is a {scheme_type or 'broken'} "
+                                                                   f"scheme; {ranker} the options of radio and "
+                                                                   "multiselect schemes"))
+    if not any(t in HIGHLIGHTED_TYPES for t in scheme_types.values()):
         problems.append((".option_highlighting", "no radio or multiselect scheme to highlight options of"))
-    return OptionHighlighting(schemas=tuple(named or ()), top_k=values.get("top_k", 3),
+    schemas = tuple(named or ())
+    if kind != RUNS and not schemas:  # nothing to be written back: every such scheme is asked about
+        schemas = highlightable(scheme_types)
+    return OptionHighlighting(schemas=schemas, top_k=values.get("top_k", 3),
                               dim_opacity=float(values.get("dim_opacity", 0.4)))
 
 

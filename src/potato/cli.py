@@ -179,7 +179,7 @@ def start(config_path: Path, port: int | None, host: str | None, dev: bool, work
     app = create_app(config, {"POTATO_AGENT_URL": f"http://{loopback}:{port}",
                               "POTATO_LONG_POLL_SLOTS": max(1, threads // 4)})
     click.echo(f"Serving '{config.annotation_task_name}' on http://{host}:{port}/ (admin: /admin)")
-    from potato.server import autoexport
+    from potato.server import assist, autoexport
 
     def worker_started() -> None:
         start_dispatcher(app)
@@ -188,6 +188,7 @@ def start(config_path: Path, port: int | None, host: str | None, dev: bool, work
     def worker_exits() -> None:
         stop_dispatcher(app)
         autoexport.stop(app)
+        assist.stop(app)
 
     if dev:
         worker_started()

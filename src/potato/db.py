@@ -242,6 +242,29 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE suggestions ADD COLUMN probabilities TEXT;
     """,
+    # AI help from an LLM server: each answer kept under its item, scheme, model and prompt (pending
+    # while a process asks, ready with the options, failed with the problem), and every call made
+    # (the per-minute limit and the cap count them across the server's processes).
+    """
+    CREATE TABLE ai_answers (
+        item_id TEXT NOT NULL,
+        schema TEXT NOT NULL,
+        model TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        state TEXT NOT NULL,
+        options TEXT,
+        problem TEXT,
+        asked_at REAL NOT NULL,
+        PRIMARY KEY (item_id, schema, model, prompt)
+    );
+    CREATE TABLE ai_calls (
+        id INTEGER PRIMARY KEY,
+        at REAL NOT NULL,
+        seconds REAL,
+        problem TEXT
+    );
+    CREATE INDEX ai_calls_at ON ai_calls (at);
+    """,
 ]
 
 

@@ -12,6 +12,7 @@ from flask import Blueprint, Flask, Response, current_app, jsonify, redirect, re
 from potato.label_import import Entry, check_entries, compare, span_texts_by_id
 from potato.labels import LabelSource, export_lines
 from potato.study.participants import Participants, participant_ids
+from potato.server import assist
 from potato.server.study.roster import current_outcome
 from potato.server.auth import admin_required, clean_user_name, key_matches
 from potato.server.jsonio import why_not_json
@@ -66,11 +67,13 @@ def progress_summary() -> dict:
         row["outcome"] = current_outcome(project, row["user"], who.outcome if who else None)
         # Links with other ids than the first (a second browser): the first ids are the ones paid by.
         row["later_arrivals"] = [dict(a) for a in who.later_arrivals] if who else []
+    llm = assist.helper()
     return {
         "task": project.config.annotation_task_name,
         "items": total,
         "labels": project.labels.count(),
         "annotators": annotators,
+        **({"ai_help": llm.status()} if llm is not None else {}),
     }
 
 

@@ -22,6 +22,7 @@ from potato.training.job.schemes import SchemeType
 from potato.training.job.spans import Texts
 from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema
+from potato.server import assist
 from potato.server.study import crowd
 from potato.server.study import pages as study
 from potato.server.codebook import codebook_payload
@@ -105,6 +106,12 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
     saved = project.labels.for_item(user, item.id)
     done, total = queue.labelled(user), queue.total(user)
     suggestions = project.suggestions_for(item.id) if project.suggestions_for is not None else {}
+    highlights = option_highlights(project.config.ai_support, suggestions)
+    asking: list[str] = []
+    llm = assist.helper()
+    if llm is not None:  # an LLM server's answers so far; the page asks again for the rest
+        highlights, asking = llm.lookup(item)
+        llm.ask_ahead(user, position)
     return {
         "position": position,
         "number": position + 1,
@@ -117,7 +124,8 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         # Every item labelled, or (items assigned) none left to assign to this annotator.
         "finished": items_done(done, total, queue.size(user), queue.can_extend(user)),
         "suggestions": _with_model_dates(project, suggestions),
-        "highlights": option_highlights(project.config.ai_support, suggestions),
+        "highlights": highlights,
+        "ai_pending": asking,
         "fields": [shown_field(project, f, item.data.get(f.key)) for f in project.config.page.display_fields],
         **({"codebook": codebook_payload(project)} if project.config.codebook_mode else {}),
     }
@@ -312,6 +320,7 @@ def annotate() -> Any:
         label_keys={o.key for s in project.config.annotation_schemes for o in s.options if o.key},
         suggests=project.suggestions_for is not None,  # a study that trains no model has no suggestion to accept
         highlighting=project.config.ai_support.option_highlighting if project.config.ai_support.enabled else None,
+        ai_asks=project.config.ai_support.service if assist.helper() is not None else None,
         first=first,
     )
 

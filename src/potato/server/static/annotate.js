@@ -100,6 +100,7 @@
       setValue(fs, type, value);
       if (type === "span") return;  // its suggestion box is drawn with its spans (showSpanState)
       highlightOptions(fs, (item.highlights || {})[name]);
+      helpNote(fs, (item.ai_pending || []).indexOf(name) >= 0 ? "Asking the AI\u2026" : "");
       var box = fs.querySelector(".suggestion"), s = (item.suggestions || {})[name];
       if (s) {
         box.hidden = false;
@@ -113,6 +114,7 @@
     state.saved = answers();
     state.failed = false;
     setStatus(note || "");
+    if ((item.ai_pending || []).length) askForHelp(item, Date.now());
     keepInAddress(item);
     window.scrollTo(0, 0);
   }
@@ -129,6 +131,44 @@
       if (on) option.title = "One of the model's most likely answers";
       else if (option.title === "One of the model's most likely answers") option.removeAttribute("title");
     });
+  }
+
+  // Help from an LLM server (ai_support) comes after the item: the page asks again each second for
+  // the questions still pending, for as long as the server's calls may take, then says "no hint".
+  // It never holds the item back: the annotator can answer and move on meanwhile.
+  var aiWait = Number($("annotate").dataset.aiWait || 0) * 1000;
+  function helpNote(fs, text) {
+    var note = fs.querySelector(".ai-note");
+    if (!note) return;
+    note.textContent = text;
+    note.hidden = !text;
+  }
+  function askForHelp(item, started) {
+    window.setTimeout(function () {
+      if (state.item !== item) return;  // moved on: that item's help is asked for when it is shown again
+      var late = Date.now() - started > aiWait;
+      request("GET", "/api/ai-help/" + encodeURIComponent(item.id)).then(function (got) {
+        if (state.item !== item) return;
+        var pending = got.pending || [];
+        item.highlights = item.highlights || {};
+        item.ai_pending = late ? [] : pending;
+        schemes.forEach(function (fs) {
+          var name = fs.dataset.schema, bright = (got.highlights || {})[name];
+          if (!fs.querySelector(".ai-note")) return;
+          if (bright) {
+            item.highlights[name] = bright;
+            highlightOptions(fs, bright);
+            helpNote(fs, "");
+          } else if (late || pending.indexOf(name) < 0) {
+            helpNote(fs, "No hint for this question.");
+          }
+        });
+        if (pending.length && !late) askForHelp(item, started);
+      }, function () {
+        if (state.item !== item) return;
+        schemes.forEach(function (fs) { if (!(item.highlights || {})[fs.dataset.schema]) helpNote(fs, fs.querySelector(".ai-note") ? "No hint for this question." : ""); });
+      });
+    }, 1000);
   }
 
   // The item shown is in the address (?item=<id>), so a reload shows it again, a skipped one too.

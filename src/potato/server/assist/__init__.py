@@ -1,0 +1,57 @@
+"""AI help for annotators from an LLM server (``ai_support`` with endpoint_type ollama, vllm, openai
+or openai_compatible): the background :class:`~potato.server.assist.helper.Helper` and the one
+route the page polls while an item's answer is on its way.
+
+The help from the project's own runs needs none of this: the runs' probabilities are stored with
+their predictions (:mod:`potato.study.assist`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Flask, current_app, jsonify
+
+from potato.server.assist.helper import Helper
+from potato.server.auth import current_user, login_required
+from potato.server.context import Project, current_project
+
+bp = Blueprint("assist", __name__)
+EXTENSION = "potato.assist"
+
+
+def helper(app: Flask | None = None) -> Helper | None:
+    """This app's helper; None unless an LLM server is the help's source."""
+    found: Helper | None = (app or current_app).extensions.get(EXTENSION)
+    return found
+
+
+@bp.get("/api/ai-help/<path:item_id>")
+@login_required
+def ai_help(item_id: str) -> Any:
+    """The item's highlights so far and the schemes still asked about; the page stops asking once
+    none is pending, or after the call's timeout (then: "no hint")."""
+    found = helper()
+    project = current_project()
+    user = current_user()
+    if found is None or item_id not in project.items or user is None \
+            or project.queue.position(user, item_id) is None:
+        return jsonify(error="no AI help for this item"), 404
+    highlights, pending = found.lookup(project.items.get(item_id))
+    return jsonify(highlights=highlights, pending=pending)
+
+
+def init_app(app: Flask, project: Project) -> None:
+    assist = project.config.ai_support
+    if assist.enabled and assist.service is not None and assist.option_highlighting is not None:
+        made = Helper(project, assist)
+        app.extensions[EXTENSION] = made
+        if assist.service.warm_up:
+            app.before_request(made.warm_up)
+    app.register_blueprint(bp)
+
+
+def stop(app: Flask) -> None:
+    found = helper(app)
+    if found is not None:
+        found.stop()

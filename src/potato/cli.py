@@ -223,6 +223,33 @@ def _start_again(ctx: click.Context, port: int) -> str:
     return " ".join([ctx.command_path, shlex.join([*words, "-p", str(port)])])
 
 
+def _export_comparison(config: Config, output: Path | None) -> None:
+    """``potato export --assist-comparison``: the figures the Progress page shows, as JSON. The
+    options the help shows are those kept now: the shown runs' suggestions, the LLM's answers."""
+    from potato.project import Project
+    from potato.server.assist.comparison import assist_comparison
+
+    if config.ai_support.holdout is None:
+        raise PotatoError("This project has no control group: set ai_support.assist_holdout: {share: 0.2} to have "
+                          "one.")
+    project = Project.open(config)
+    if config.model_training.enabled and config.model_training.writeback.schemas:  # as the server does
+        from potato.server.training.runs.writeback import suggestions_for
+
+        project.suggestions_for = lambda item_id: suggestions_for(project, item_id)
+    llm = None
+    if config.ai_support.service is not None and config.ai_support.option_highlighting is not None:
+        from potato.server.assist.helper import Helper
+
+        llm = Helper(project, config.ai_support)
+    text = json.dumps(assist_comparison(project, llm), ensure_ascii=False, indent=2) + "\n"
+    if output:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"Exported the comparison to {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
 @cli.command(short_help="Write every label as JSON lines, or in upstream Potato's layout.")
 @click.argument("config_path", metavar="CONFIG", type=CONFIG)
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
@@ -237,16 +264,20 @@ def _start_again(ctx: click.Context, port: int) -> str:
 @click.option("--participants", "participants", is_flag=True,
               help="Write one line per participant: platform ids, outcome (completed, screened_out, failed, no_items, "
                    "in_progress), when each study page was done, every training answer.")
+@click.option("--assist-comparison", "assist_comparison", is_flag=True,
+              help="Write how the annotators who saw AI help and the control group (ai_support.assist_holdout) "
+                   "compare, as JSON.")
 def export(config_path: Path, output: Path | None, upstream_format: str | None, phase_answers: bool,
-           codebook: bool, participants: bool) -> None:
+           codebook: bool, participants: bool, assist_comparison: bool) -> None:
     """Write every label as JSON lines: user, id, schema, label, source. With --upstream-format, write
     upstream Potato's export instead, for scripts that read its output (with its phase_responses file
     when the config sets export_include_phase_data); with --phases, the study pages' answers; with
-    --participants, every participant and how their session ended (those who labelled nothing too)."""
+    --participants, every participant and how their session ended (those who labelled nothing too);
+    with --assist-comparison, the AI help's control group against the helped annotators."""
     config = _load(config_path)
-    if sum((phase_answers, codebook, participants, upstream_format is not None)) > 1:
-        raise PotatoError("Choose one of --phases, --codebook, --participants and --upstream-format: each writes a "
-                          "file of its own.")
+    if sum((phase_answers, codebook, participants, assist_comparison, upstream_format is not None)) > 1:
+        raise PotatoError("Choose one of --phases, --codebook, --participants, --assist-comparison and "
+                          "--upstream-format: each writes a file of its own.")
     from potato.db import Database
     from potato.labels import LabelStore, export_lines
     from potato.study.participants import participant_ids
@@ -265,6 +296,9 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None, 
             click.echo(f"Exported the codebook to {output}", err=True)
         else:
             click.echo(text, nl=False)
+        return
+    if assist_comparison:
+        _export_comparison(config, output)
         return
     if upstream_format:
         from potato import upstream_export
@@ -293,7 +327,10 @@ def export(config_path: Path, output: Path | None, upstream_format: str | None, 
         elif phase_answers:
             lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in PhaseStore(store.db).all_answers())
         else:
-            lines = export_lines(store.iter_labels(), participant_ids(store.db))
+            from potato.study.groups import AssistGroups
+
+            groups = AssistGroups(store.db).all() if config.ai_support.holdout is not None else None
+            lines = export_lines(store.iter_labels(), participant_ids(store.db), groups)
         for line in lines:
             out.write(line)
             count += 1

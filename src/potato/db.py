@@ -244,7 +244,8 @@ MIGRATIONS: list[str] = [
     """,
     # AI help from an LLM server: each answer kept under its item, scheme, model and prompt (pending
     # while a process asks, ready with the options, failed with the problem), and every call made
-    # (the per-minute limit and the cap count them across the server's processes).
+    # (the per-minute limit and the cap count them across the server's processes). And each
+    # annotator's group under ai_support.assist_holdout, drawn once (helped or control).
     """
     CREATE TABLE ai_answers (
         item_id TEXT NOT NULL,
@@ -264,6 +265,12 @@ MIGRATIONS: list[str] = [
         problem TEXT
     );
     CREATE INDEX ai_calls_at ON ai_calls (at);
+    CREATE TABLE assist_groups (
+        user TEXT PRIMARY KEY,
+        grp TEXT NOT NULL,
+        share REAL NOT NULL,
+        drawn_at REAL NOT NULL
+    );
     """,
 ]
 

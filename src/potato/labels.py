@@ -51,13 +51,17 @@ class Label:
         return out
 
 
-def export_lines(labels: Iterable[Label], participants: Mapping[str, Mapping[str, Any]]) -> Iterator[str]:
+def export_lines(labels: Iterable[Label], participants: Mapping[str, Mapping[str, Any]],
+                 groups: Mapping[str, str] | None = None) -> Iterator[str]:
     """Labels as JSON lines, each with its annotator's platform ids where they came from one
-    (``participant``: the ids the platform pays by), for ``potato export`` and the admin API alike."""
+    (``participant``: the ids the platform pays by) and, under ``ai_support.assist_holdout``, their
+    group (``assist_group``: helped or control), for ``potato export`` and the admin API alike."""
     for lab in labels:
         line = lab.to_json()
         if lab.user in participants:
             line["participant"] = participants[lab.user]
+        if groups is not None and lab.user in groups:
+            line["assist_group"] = groups[lab.user]
         yield json.dumps(line, ensure_ascii=False) + "\n"
 
 

@@ -10,7 +10,9 @@ from potato.assignment import Queue, queue_for
 from potato.config.schema import Config
 from potato.db import Database
 from potato.items import ItemSet, load_items
-from potato.labels import Label, LabelStore
+from potato.labels import Label, LabelSource, LabelStore
+from potato.study.groups import AssistGroups
+from potato.study.holdout import CONTROL, HELPED
 
 
 @dataclass
@@ -35,6 +37,23 @@ class Project:
         labels = LabelStore(db)
         return cls(config=config, items=items, db=db, labels=labels,
                    queue=queue_for(items, db, labels, config.assignment, config.active_learning.enabled))
+
+    def helped(self, user: str) -> bool:
+        """Whether the annotator sees AI help and model suggestions: everyone, unless
+        ``ai_support.assist_holdout`` drew them into the control group (drawn here, the first time)."""
+        return AssistGroups(self.db).group_of(user, self.config.ai_support.holdout) == HELPED
+
+    def training_labels(self) -> tuple[list[Label], int]:
+        """The labels a run trains on, and how many were left out: all of them, or under
+        ``assist_holdout.train_on: unhelped`` only the control group's and imported ones (a model
+        must not learn its own suggestions back from the annotators it helped)."""
+        labels = list(self.labels.iter_labels())
+        holdout = self.config.ai_support.holdout
+        if holdout is None or holdout.train_on != "unhelped":
+            return labels, 0
+        groups = AssistGroups(self.db).all()
+        kept = [lab for lab in labels if lab.source is LabelSource.IMPORT or groups.get(lab.user) == CONTROL]
+        return kept, len(labels) - len(kept)
 
     def save_labels(self, labels: Sequence[Label], delete: Iterable[tuple[str, str, str]] = ()) -> None:
         """Store labels (on disk before this returns) and tell training they arrived."""

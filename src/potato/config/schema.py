@@ -134,6 +134,17 @@ class LlmService:
 
 
 @dataclass(frozen=True)
+class AssistHoldout:
+    """``ai_support.assist_holdout``: a random share of annotators, drawn once each, sees no AI help and
+    no model suggestions, so that what the help does to the labels can be measured."""
+
+    share: float
+    train_on: str = "all"
+    """``unhelped``: runs train on the control group's labels only (a model never learns its own
+    suggestions back)."""
+
+
+@dataclass(frozen=True)
 class AiSupport:
     """AI help for annotators (upstream Potato's ``ai_support``), from ``source``: ``runs``, the
     project's own trained models (the shown run's predictions), or an LLM server (``service``)."""
@@ -142,6 +153,7 @@ class AiSupport:
     source: str | None = None
     option_highlighting: OptionHighlighting | None = None
     service: LlmService | None = None
+    holdout: AssistHoldout | None = None
 
 
 Container = ContainerSpec

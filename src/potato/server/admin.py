@@ -13,6 +13,8 @@ from potato.label_import import Entry, check_entries, compare, span_texts_by_id
 from potato.labels import LabelSource, export_lines
 from potato.study.participants import Participants, participant_ids
 from potato.server import assist
+from potato.server.assist.comparison import assist_comparison
+from potato.study.groups import AssistGroups
 from potato.server.study.roster import current_outcome
 from potato.server.auth import admin_required, clean_user_name, key_matches
 from potato.server.jsonio import why_not_json
@@ -68,12 +70,18 @@ def progress_summary() -> dict:
         # Links with other ids than the first (a second browser): the first ids are the ones paid by.
         row["later_arrivals"] = [dict(a) for a in who.later_arrivals] if who else []
     llm = assist.helper()
+    comparison = assist_comparison(project, llm)
+    if comparison is not None:
+        groups = AssistGroups(project.db).all()
+        for row in annotators:
+            row["assist_group"] = groups.get(row["user"])
     return {
         "task": project.config.annotation_task_name,
         "items": total,
         "labels": project.labels.count(),
         "annotators": annotators,
         **({"ai_help": llm.status()} if llm is not None else {}),
+        **({"assist_holdout": comparison} if comparison is not None else {}),
     }
 
 
@@ -93,8 +101,10 @@ def api_progress() -> Any:
 @bp.get("/api/export")
 @admin_required
 def api_export() -> Any:
+    project = current_project()
+    groups = AssistGroups(project.db).all() if project.config.ai_support.holdout is not None else None
     return Response(
-        export_lines(current_project().labels.iter_labels(), participant_ids(current_project().db)),
+        export_lines(project.labels.iter_labels(), participant_ids(project.db), groups),
         mimetype="application/x-ndjson",
         headers={"Content-Disposition": "attachment; filename=labels.jsonl"},
     )

@@ -105,11 +105,12 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
     item = queue.at(user, position)
     saved = project.labels.for_item(user, item.id)
     done, total = queue.labelled(user), queue.total(user)
-    suggestions = project.suggestions_for(item.id) if project.suggestions_for is not None else {}
+    helped = project.helped(user)  # the control group of ai_support.assist_holdout sees no AI and no model
+    suggestions = project.suggestions_for(item.id) if project.suggestions_for is not None and helped else {}
     highlights = option_highlights(project.config.ai_support, suggestions)
     asking: list[str] = []
     llm = assist.helper()
-    if llm is not None:  # an LLM server's answers so far; the page asks again for the rest
+    if llm is not None and helped:  # an LLM server's answers so far; the page asks again for the rest
         highlights, asking = llm.lookup(item)
         llm.ask_ahead(user, position)
     return {
@@ -307,6 +308,7 @@ def annotate() -> Any:
                                page=project.config.page, crowd=project.config.crowdsourcing,
                                pages_after=project.config.phases is not None)
     first = item_payload(project, user, start)
+    helped = project.helped(user)
     return render_template(
         "annotate.html",
         title=project.config.annotation_task_name,
@@ -318,9 +320,11 @@ def annotate() -> Any:
         codebook_mode=project.config.codebook_mode,
         # A label's key wins over the page's letter of the same name (upstream configs may use a, g, d).
         label_keys={o.key for s in project.config.annotation_schemes for o in s.options if o.key},
-        suggests=project.suggestions_for is not None,  # a study that trains no model has no suggestion to accept
-        highlighting=project.config.ai_support.option_highlighting if project.config.ai_support.enabled else None,
-        ai_asks=project.config.ai_support.service if assist.helper() is not None else None,
+        # A study that trains no model has no suggestion to accept; its control group is shown none.
+        suggests=project.suggestions_for is not None and helped,
+        highlighting=project.config.ai_support.option_highlighting if project.config.ai_support.enabled and helped
+        else None,
+        ai_asks=project.config.ai_support.service if assist.helper() is not None and helped else None,
         first=first,
     )
 
@@ -458,7 +462,8 @@ def label() -> Any:
         return jsonify(error="; ".join(problems)), 400
     accepted = body.get("accepted")
     claims: Mapping[str, Any] = accepted if isinstance(accepted, dict) else {}
-    shown = project.suggestions_for(item_id) if claims and project.suggestions_for is not None else {}
+    shown = project.suggestions_for(item_id) if claims and project.suggestions_for is not None \
+        and project.helped(user) else {}  # the control group was shown none to accept
     rows = []
     revision = Codebook(project.db).revision() if project.config.codebook_mode else None
     for schema, value in store.items():

@@ -26,6 +26,7 @@ from potato.config._checks import (
     anything,
     boolean,
     check_keys,
+    choice,
     integer,
     mapping,
     number,
@@ -35,7 +36,7 @@ from potato.config._checks import (
     text_list,
 )
 from potato.config._files import resolve
-from potato.config.schema import AiSupport, LlmService, OptionHighlighting
+from potato.config.schema import AiSupport, AssistHoldout, LlmService, OptionHighlighting
 from potato.config.upstream import unsupported_message
 
 KEYS = ("ai_support",)
@@ -51,6 +52,8 @@ DEFAULT_URLS: Mapping[str, str | None] = {
 }
 """Upstream's OpenAI-compatible sources and where each listens unless ``base_url`` says otherwise."""
 SERVED_BY_AN_LLM = tuple(DEFAULT_URLS)
+TRAIN_ON = ("all", "unhelped")
+"""``assist_holdout.train_on``: every annotator's labels, or only the control group's."""
 HIGHLIGHTED_TYPES = ("radio", "multiselect")
 """Schemes whose options a run's predictions (or an LLM) rank."""
 NEEDS_A_KEY = ("openai",)
@@ -79,6 +82,9 @@ _KEYS: Mapping[str, Check] = {
     "visual_ai_config": anything,
     "model_module": anything,
     "annotation_path": anything,
+    "assist_holdout": section({"share": number(0, 1, open_low=True, open_high=True),
+                               "train_on": choice(TRAIN_ON, "ai_support.assist_holdout.train_on")},
+                              "ai_support.assist_holdout", "{share: 0.2}"),
 }
 
 _SERVICE: Mapping[str, Check] = {
@@ -155,10 +161,23 @@ def check_ai_support(raw: object, scheme_types: Mapping[str, str | None], findin
     if kind == RUNS:
         _check_runs_cache(values.pop("cache_config", None), problems, findings)
     highlighting = _option_highlighting(values.get("option_highlighting"), scheme_types, str(kind), problems, findings)
+    holdout = _holdout(values.get("assist_holdout"), problems)
     findings.errors_at("ai_support", problems)
     if problems:
         return None
-    return AiSupport(enabled=True, source=str(kind), option_highlighting=highlighting, service=service)
+    return AiSupport(enabled=True, source=str(kind), option_highlighting=highlighting, service=service,
+                     holdout=holdout)
+
+
+def _holdout(values: Mapping[str, Any] | None, problems: Problems) -> AssistHoldout | None:
+    """``assist_holdout`` (this server's key): the control group's share; ``share`` is required."""
+    if values is None:
+        return None
+    if "share" not in values:
+        problems.append((".assist_holdout.share", "missing; say which share of annotators sees no AI help, e.g. "
+                                                  "share: 0.2"))
+        return None
+    return AssistHoldout(share=float(values["share"]), train_on=values.get("train_on", "all"))
 
 
 def _merge_ai_config_file(values: dict[str, Any], config_dir: Path, problems: Problems, findings: Findings) -> bool:

@@ -35,7 +35,7 @@ def ai_help(item_id: str) -> Any:
     project = current_project()
     user = current_user()
     if found is None or item_id not in project.items or user is None \
-            or project.queue.position(user, item_id) is None:
+            or project.queue.position(user, item_id) is None or not project.helped(user):
         return jsonify(error="no AI help for this item"), 404
     highlights, pending = found.lookup(project.items.get(item_id))
     return jsonify(highlights=highlights, pending=pending)

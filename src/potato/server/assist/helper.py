@@ -84,6 +84,17 @@ class Helper:
                 self._submit(question)
         return highlights, pending
 
+    def answered(self, item: Item) -> dict[str, list[str]]:
+        """The highlights kept for the item, asking nothing (the control group comparison)."""
+        questions = self.questions(item)
+        found = self.answers.get(q.key for q in questions)
+        out: dict[str, list[str]] = {}
+        for question in questions:
+            answer = found.get(question.key)
+            if answer is not None and answer.state == "ready" and answer.options:
+                out[question.key.schema] = answer.options[:question.top_k]
+        return out
+
     def ask_ahead(self, user: str, position: int) -> None:
         """Ask about the annotator's next items, so their answers are there when the items are."""
         queue = self.project.queue

@@ -183,7 +183,7 @@ def label_summary(project: Project) -> dict[str, dict[str, Any]]:
     :func:`potato.training.job.labels.aggregate`), ``disagree`` (items whose annotators gave different
     answers), ``none`` (multiselect items whose trained answer has no label, span items with nothing
     marked) and ``kind``. A span scheme's classes count the items with a span of each label."""
-    labels = list(project.labels.iter_labels())
+    labels, _ = project.training_labels()
     out: dict[str, dict[str, Any]] = {}
     for scheme in project.config.annotation_schemes:
         if scheme.training_type is None:

@@ -207,8 +207,11 @@ def prepare_bundle(project: Project, store: RunStore, run: Run, runlog: RunLog, 
                    local=local)
     # Items carry the other texts spans mark only where a trained scheme marks them.
     fields = any("fields" in scheme for scheme in job["schemes"])
-    info = build_bundle(store.run_dir(run.id) / "bundle.tar.gz", job, project.items,
-                        list(project.labels.iter_labels()), mt.holdout_fraction,
+    labels, left_out = project.training_labels()
+    if left_out:
+        runlog.write(f"Left out {left_out} label(s) of annotators who saw AI help (ai_support.assist_holdout."
+                     "train_on: unhelped): the run learns from the control group's labels and imported ones")
+    info = build_bundle(store.run_dir(run.id) / "bundle.tar.gz", job, project.items, labels, mt.holdout_fraction,
                         project.config.span_texts if fields else lambda item: {})
     runlog.write(f"Bundle: {info.n_items} items, {info.n_labels} labels, {info.n_holdout} holdout items, "
                  f"sha256 {info.sha256}")

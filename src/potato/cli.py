@@ -238,7 +238,7 @@ def _export_comparison(config: Config, output: Path | None) -> None:
 
         project.suggestions_for = lambda item_id: suggestions_for(project, item_id)
     llm = None
-    if config.ai_support.service is not None and config.ai_support.option_highlighting is not None:
+    if config.ai_support.service is not None:
         from potato.server.assist.helper import Helper
 
         llm = Helper(project, config.ai_support)

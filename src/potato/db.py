@@ -243,7 +243,7 @@ MIGRATIONS: list[str] = [
     ALTER TABLE suggestions ADD COLUMN probabilities TEXT;
     """,
     # AI help from an LLM server: each answer kept under its item, scheme, model and prompt (pending
-    # while a process asks, ready with the options, failed with the problem), and every call made
+    # while a process asks, ready with the answer as JSON, failed with the problem), and every call made
     # (the per-minute limit and the cap count them across the server's processes). And each
     # annotator's group under ai_support.assist_holdout, drawn once (helped or control).
     """
@@ -253,7 +253,7 @@ MIGRATIONS: list[str] = [
         model TEXT NOT NULL,
         prompt TEXT NOT NULL,
         state TEXT NOT NULL,
-        options TEXT,
+        answer TEXT,
         problem TEXT,
         asked_at REAL NOT NULL,
         PRIMARY KEY (item_id, schema, model, prompt)

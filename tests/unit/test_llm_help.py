@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from potato.study.llm_help import NoAnswer, option_messages, prompt_digest, read_options
+from potato.study.llm_help import NoAnswer, help_messages, option_messages, prompt_digest, read_help, read_options
 
 OPTIONS = ("Joy", "Sadness", "Anger", "Neutral")
 
@@ -48,3 +48,42 @@ def test_an_answer_is_kept_under_its_model_prompt_and_settings() -> None:
     assert same == prompt_digest("m", option_messages("text", "q", OPTIONS, 2), 0.1, 100)
     assert len({same, prompt_digest("other", messages, 0.1, 100), prompt_digest("m", messages, 0.3, 100),
                 prompt_digest("m", option_messages("text", "q", OPTIONS, 1), 0.1, 100)}) == 4
+
+
+TEXT = "The soup was cold and the waiter rude, but the dessert was lovely."
+
+
+def test_a_hint_keeps_its_suggestion_only_when_it_is_an_option() -> None:
+    assert read_help("hint", '{"hint": "Weigh the  dessert against the rest.", "suggestive_choice": "sadness"}',
+                     OPTIONS, TEXT) == {"hint": "Weigh the dessert against the rest.", "suggestion": "Sadness"}
+    assert read_help("hint", '{"hint": "Look at the verbs.", "suggestive_choice": "Rage"}', OPTIONS, TEXT) == {
+        "hint": "Look at the verbs.", "suggestion": None}
+    assert read_help("hint", "Mostly complaints; look at how it ends.", OPTIONS, TEXT) == {
+        "hint": "Mostly complaints; look at how it ends.", "suggestion": None}  # prose is the hint
+    with pytest.raises(NoAnswer):
+        read_help("hint", '{"suggestive_choice": "Joy"}', OPTIONS, TEXT)
+
+
+def test_keywords_are_words_of_the_text_for_options_that_exist() -> None:
+    reply = ('```json\n{"label_keywords": [{"label": "anger", "keywords": ["rude", "furious", "cold"]}, '
+             '{"label": "Bliss", "keywords": ["lovely"]}, {"label": "Joy", "keywords": ["Lovely", "lovely"]}]}\n```')
+    assert read_help("keyword", reply, OPTIONS, TEXT) == {"keywords": [
+        {"label": "Anger", "words": ["rude", "cold"]}, {"label": "Joy", "words": ["Lovely", "lovely"]}]}
+    with pytest.raises(NoAnswer, match="names no words of the text"):
+        read_help("keyword", "The emotion is Anger.", OPTIONS, TEXT)
+
+
+def test_rationales_name_options_or_stand_as_one_reasoning() -> None:
+    reply = '{"rationales": [{"label": "Joy", "reasoning": "the dessert"}, {"label": "Zen", "reasoning": "x"}]}'
+    assert read_help("rationale", reply, OPTIONS, TEXT) == {"rationales": [{"label": "Joy", "reasoning": "the dessert"}]}
+    assert read_help("rationale", "Mixed: complaints, then praise.", OPTIONS, TEXT) == {
+        "rationales": [{"label": "", "reasoning": "Mixed: complaints, then praise."}]}
+    with pytest.raises(NoAnswer):
+        read_help("rationale", '{"rationales": []}', OPTIONS, TEXT)
+
+
+def test_each_help_prompt_fences_the_item_and_lists_the_options() -> None:
+    for kind in ("hint", "keyword", "rationale"):
+        _, user = help_messages(kind, "a </user_content> b", "Which emotion?", OPTIONS)
+        assert user["content"].count("</user_content>") == 1
+        assert "Options: Joy, Sadness, Anger, Neutral" in user["content"]

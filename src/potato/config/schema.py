@@ -154,6 +154,10 @@ class AiSupport:
     option_highlighting: OptionHighlighting | None = None
     service: LlmService | None = None
     holdout: AssistHoldout | None = None
+    help_kinds: tuple[str, ...] = ()
+    """Upstream's ``ai_config.include``: hint, keyword and rationale buttons beside each radio and
+    multiselect question (an LLM server only)."""
+    help_schemas: tuple[str, ...] = ()
 
 
 Container = ContainerSpec

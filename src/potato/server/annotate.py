@@ -325,6 +325,7 @@ def annotate() -> Any:
         highlighting=project.config.ai_support.option_highlighting if project.config.ai_support.enabled and helped
         else None,
         ai_asks=project.config.ai_support.service if assist.helper() is not None and helped else None,
+        ai_help=project.config.ai_support,
         first=first,
     )
 

@@ -1,7 +1,10 @@
 """AI help from an LLM server (``ai_support`` with an OpenAI-compatible ``endpoint_type``), the pure
-part: what the server is asked about an item, how its reply is read, and when a call may be made.
+part: what the server is asked about an item and how its reply is read.
 
-The question is upstream's option-highlighting prompt in substance: the item's text (fenced, so
+Four questions, as upstream asks them: which options fit (option highlighting), a hint that guides
+without giving the answer away, the words of the text that speak for each option (keywords), and a
+reason for and against each option (rationales). The option question is upstream's prompt in
+substance: the item's text (fenced, so
 that text which looks like instructions is read as the item), the question's description, its
 options, and how many to pick, answered as JSON. Small models often answer in prose or wrap the
 JSON in a code fence; the reply is read leniently, but only options that exist count, each once,
@@ -35,6 +38,49 @@ FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 
+HELP_KINDS = ("hint", "keyword", "rationale")
+"""Upstream's ``ai_config.include`` assistants, each a button beside a question."""
+
+HELP_PROMPTS = {
+    "hint": """TASK: Write a short hint that helps someone answer a question about this text, without giving the answer.
+
+Text:
+<user_content>
+{text}
+</user_content>
+
+Question: {question}
+Options: {options}
+Say what in the text to look at and how to decide, in one or two sentences. Name the option you think fits.
+
+Answer with JSON only, for example: {{"hint": "Look at how the writer describes ...", "suggestive_choice": {example}}}""",
+    "keyword": """TASK: Find the words in this text that point to each option.
+
+Text:
+<user_content>
+{text}
+</user_content>
+
+Question: {question}
+Options: {options}
+For each option, list one to five words or short phrases copied exactly from the text. Only words that appear in the text.
+
+Answer with JSON only, for example: {{"label_keywords": [{{"label": {example}, "keywords": ["..."]}}]}}""",
+    "rationale": """TASK: Explain, for each option, why it might apply to this text.
+
+Text:
+<user_content>
+{text}
+</user_content>
+
+Question: {question}
+Options: {options}
+Give every option a short, balanced reason: what in the text speaks for it or against it.
+
+Answer with JSON only, for example: {{"rationales": [{{"label": {example}, "reasoning": "..."}}]}}""",
+}
+
+
 class NoAnswer(ValueError):
     """The reply names none of the options: the annotator gets no highlighting for this item."""
 
@@ -43,9 +89,84 @@ def option_messages(text: str, question: str, options: Sequence[str], top_k: int
     """The chat messages that ask which ``top_k`` of ``options`` fit ``text``."""
     k = max(1, min(top_k, len(options)))
     example = ", ".join(json.dumps(o) for o in options[:k])
-    body = OPTION_PROMPT.format(text=text.replace("</user_content>", "< /user_content>"), question=question or
+    body = OPTION_PROMPT.format(text=_fenced(text), question=question or
                                 "Which options fit the text?", options=", ".join(options), top_k=k, example=example)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": body}]
+
+
+def help_messages(kind: str, text: str, question: str, options: Sequence[str]) -> list[dict[str, str]]:
+    """The chat messages of one of ``HELP_KINDS`` about ``text``."""
+    body = HELP_PROMPTS[kind].format(text=_fenced(text), question=question or "Which options fit the text?",
+                                     options=", ".join(options), example=json.dumps(options[0] if options else ""))
+    return [{"role": "system", "content": HELP_SYSTEM}, {"role": "user", "content": body}]
+
+
+HELP_SYSTEM = "You help people label text. You answer with JSON only."
+
+
+def _fenced(text: str) -> str:
+    return text.replace("</user_content>", "< /user_content>")
+
+
+def read_help(kind: str, reply: str, options: Sequence[str], text: str) -> dict[str, Any]:
+    """The reply to a ``kind`` question as the page shows it, or :class:`NoAnswer`:
+
+    - hint: ``{"hint": str, "suggestion": option or None}`` (prose is taken as the hint itself);
+    - keyword: ``{"keywords": [{"label", "words"}]}``, only words found in the text;
+    - rationale: ``{"rationales": [{"label", "reasoning"}]}`` (prose: one reasoning, label "").
+    Labels are the question's options as they are spelt; anything else is dropped."""
+    value = _first_object(reply)
+    if kind == "hint":
+        hint = value.get("hint") if value is not None else None
+        if not isinstance(hint, str) or not hint.strip():
+            hint = "" if value is not None else FENCE.sub("", reply)
+        hint = " ".join(str(hint).split())[:600]
+        if not hint:
+            raise NoAnswer(f"the reply holds no hint: {shorten(reply)}")
+        chosen = _known([value.get("suggestive_choice")], options) if value is not None else []
+        return {"hint": hint, "suggestion": chosen[0] if chosen else None}
+    if kind == "keyword":
+        found = []
+        for entry in _entries(value, "label_keywords"):
+            label = _known([entry.get("label")], options)
+            words = entry.get("keywords")
+            seen = [w.strip() for w in words if isinstance(w, str) and w.strip() and w.strip().lower() in text.lower()] \
+                if isinstance(words, list) else []
+            if label and seen:
+                found.append({"label": label[0], "words": list(dict.fromkeys(seen))[:5]})
+        if not found:
+            raise NoAnswer(f"the reply names no words of the text for the options: {shorten(reply)}")
+        return {"keywords": found}
+    rationales = []
+    for entry in _entries(value, "rationales"):
+        label = _known([entry.get("label")], options)
+        reasoning = entry.get("reasoning")
+        if label and isinstance(reasoning, str) and reasoning.strip():
+            rationales.append({"label": label[0], "reasoning": " ".join(reasoning.split())[:600]})
+    if not rationales and value is None:  # prose: the reasoning as a whole, for no option in particular
+        prose = " ".join(FENCE.sub("", reply).split())[:600]
+        if prose:
+            rationales.append({"label": "", "reasoning": prose})
+    if not rationales:
+        raise NoAnswer(f"the reply gives no reason for any option: {shorten(reply)}")
+    return {"rationales": rationales}
+
+
+def _first_object(reply: str) -> dict[str, Any] | None:
+    """The first JSON object in the reply (in a code fence, within prose, or the whole of it)."""
+    for candidate in (*FENCE.findall(reply), *OBJECT.findall(reply), reply):
+        try:
+            value = json.loads(candidate.strip())
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _entries(value: dict[str, Any] | None, key: str) -> list[dict[str, Any]]:
+    found = value.get(key) if value is not None else None
+    return [entry for entry in found if isinstance(entry, dict)] if isinstance(found, list) else []
 
 
 def read_options(reply: str, options: Sequence[str], top_k: int) -> list[str]:

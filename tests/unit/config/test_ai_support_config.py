@@ -86,6 +86,15 @@ def test_an_llm_servers_address_limits_and_prefetch_are_read() -> None:
         "ai_support.ai_config.base_url: 'ftp://x' is not a server address")
 
 
+def test_include_all_puts_hints_keywords_and_rationales_beside_each_choice_question() -> None:
+    report = report_of(upstream(ai_support={**LLM, "ai_config": {"model": "m", "include": {"all": True}},
+                                            "option_highlighting": {"enabled": False}}))
+    assert report.errors == [] and not [w for w in messages(report.warnings) if w.startswith("ai_support")]
+    assist = report.config.ai_support
+    assert (assist.help_kinds, assist.help_schemas, assist.option_highlighting) == (
+        ("hint", "keyword", "rationale"), ("sentiment",), None)
+
+
 def test_the_key_comes_from_the_environment_or_a_file_never_the_config(tmp_path: Any, monkeypatch: Any) -> None:
     openai = {**LLM, "endpoint_type": "openai", "ai_config": {"model": "gpt-4o-mini"}}
     assert _errors(openai) == [
@@ -136,16 +145,17 @@ def test_ai_config_file_is_read_beside_the_config_and_a_missing_one_turns_the_he
 
 
 def test_what_needs_an_llm_that_writes_text_is_refused_by_name() -> None:
-    [include] = _errors({**RUNS, "ai_config": {"include": {"all": True}}})
-    assert include.startswith("ai_support.ai_config.include: 'ai_config.include' is a Potato feature this server "
-                              "does not support: hints, keyword boxes and rationales")
-    assert "use option_highlighting" in include
+    assert _errors({**RUNS, "ai_config": {"include": {"all": True}}}) == [
+        "ai_support.ai_config.include: hints, keywords and rationales are written by an LLM, and endpoint_type: runs "
+        "has none; name an LLM server (endpoint_type: ollama, vllm, openai or openai_compatible) or use "
+        "option_highlighting alone"]
     [auto] = _errors({**RUNS, "option_highlighting": {"enabled": True, "auto_apply": False}})
     assert "set auto_apply: true or leave it out" in auto
     assert _errors({**RUNS, "features": {"keyword_highlight": True}})[0].startswith(
         "ai_support.features: 'features' is a Potato feature this server does not support")
-    [llm_include] = _errors({**LLM, "ai_config": {"model": "m", "include": {"all": True}}})
-    assert "not yet in this version" in llm_include and "use option_highlighting" in llm_include
+    [special] = _errors({**LLM, "ai_config": {"model": "m", "include": {"special_include": {"0": {"0": ["hint"]}}}}})
+    assert special.startswith("ai_support.ai_config.include.special_include: 'special_include' is a Potato feature "
+                              "this server does not support") and "use include: {all: true}" in special
 
 
 def test_settings_for_an_outside_service_are_ignored_with_a_warning() -> None:

@@ -30,7 +30,7 @@ def test_one_asker_per_question_and_the_answer_is_kept(answers: Answers) -> None
     answers.finish(KEY, call, 0.4, ["positive"], None)
     assert answers.claim(KEY, 10, None, 5, now=9999.0) == (Claim.READY, None)
     [(key, found)] = answers.get([KEY, AnswerKey("r2", "sentiment", "m", "digest")]).items()
-    assert key == KEY and (found.state, found.options, found.problem) == ("ready", ["positive"], None)
+    assert key == KEY and (found.state, found.value, found.problem) == ("ready", ["positive"], None)
 
 
 def test_a_dead_askers_claim_expires(answers: Answers) -> None:

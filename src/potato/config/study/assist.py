@@ -5,8 +5,8 @@ Two sources. ``endpoint_type: runs``: option highlighting from the shown run's p
 zero-shot or fine-tuned, with nothing sent anywhere. ``endpoint_type`` ollama, vllm, openai or
 openai_compatible: an OpenAI-compatible chat server is asked, in the background, which options fit
 each item (``ai_config``: model, base_url, the key from the environment or a file). The help that
-needs an LLM to write text for the annotator (hints, keywords, rationales) is refused by name until
-this server serves it; every other key of upstream's is honoured or refused by name.
+an LLM writes for the annotator (hints, keywords, rationales: ``ai_config.include``) comes from the
+server only; every other key of upstream's is honoured or refused by name.
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ TRAIN_ON = ("all", "unhelped")
 HIGHLIGHTED_TYPES = ("radio", "multiselect")
 """Schemes whose options a run's predictions (or an LLM) rank."""
 NEEDS_A_KEY = ("openai",)
+HELP_KINDS = ("hint", "keyword", "rationale")
+"""What ``ai_config.include.all`` turns on (:data:`potato.study.llm_help.HELP_KINDS`)."""
 ENV_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 """``${NAME}``: upstream's way to take a value (the key, above all) from the environment."""
 
@@ -153,20 +155,26 @@ def check_ai_support(raw: object, scheme_types: Mapping[str, str | None], findin
         findings.errors_at("ai_support", problems)
         return None
     service = None
+    help_kinds: tuple[str, ...] = ()
     if kind == RUNS:
         _check_runs_ai_config(values.pop("ai_config", None), problems, findings)
     else:
-        service = _check_service(str(kind), values.pop("ai_config", None), values.pop("cache_config", None),
+        raw_ai = values.pop("ai_config", None)
+        service = _check_service(str(kind), raw_ai, values.pop("cache_config", None),
                                  values.get("option_highlighting"), config_dir or Path("."), problems, findings)
+        include = raw_ai.get("include") if isinstance(raw_ai, dict) else None
+        help_kinds = HELP_KINDS if isinstance(include, dict) and include.get("all") is True else ()
     if kind == RUNS:
         _check_runs_cache(values.pop("cache_config", None), problems, findings)
-    highlighting = _option_highlighting(values.get("option_highlighting"), scheme_types, str(kind), problems, findings)
+    highlighting = _option_highlighting(values.get("option_highlighting"), scheme_types, str(kind), problems, findings,
+                                        quiet=bool(help_kinds))
     holdout = _holdout(values.get("assist_holdout"), problems)
     findings.errors_at("ai_support", problems)
     if problems:
         return None
     return AiSupport(enabled=True, source=str(kind), option_highlighting=highlighting, service=service,
-                     holdout=holdout)
+                     holdout=holdout, help_kinds=help_kinds,
+                     help_schemas=highlightable(scheme_types) if help_kinds else ())
 
 
 def _holdout(values: Mapping[str, Any] | None, problems: Problems) -> AssistHoldout | None:
@@ -234,15 +242,19 @@ def _check_service(kind: str, raw: object, cache: object, highlighting: Mapping[
         return None
     problems.extend((".ai_config" + at, detail) for at, detail in found)
     include = values.get("include")
-    if isinstance(include, dict) and (include.get("all") or include.get("special_include")):
-        problems.append((".ai_config.include", unsupported_message(
-            "ai_config.include", "hints, keyword boxes and rationales written by the LLM beside each question "
-            "(not yet in this version); the LLM highlights each question's likely options instead: use "
-            "option_highlighting")))
+    if include is not None and not isinstance(include, dict):
+        problems.append((".ai_config.include", f"must be a mapping, e.g. include: {{all: true}}, got {show(include)}"))
+    elif isinstance(include, dict):
+        if include.get("special_include"):
+            problems.append((".ai_config.include.special_include", unsupported_message(
+                "special_include", "choosing the assistants per item position and question; use include: {all: "
+                "true} for hints, keywords and rationales beside every radio and multiselect question")))
+        if not isinstance(include.get("all", False), bool):
+            problems.append((".ai_config.include.all", f"must be true or false, got {show(include.get('all'))}"))
     for key in ("think", "hint_prompt", "keyword_prompt"):
         if key in values:
-            findings.warn(f"ai_support.ai_config.{key}", "is for hints and keywords, which this server does not ask "
-                                                         "for; it is ignored")
+            findings.warn(f"ai_support.ai_config.{key}", "is not used: this server writes its own prompts (Ollama's "
+                                                         "thinking stays as the model has it); it is ignored")
     model = values.get("model")
     if not model:
         problems.append((".ai_config.model", f"missing; name the model the server at {kind} serves, e.g. model: "
@@ -351,9 +363,10 @@ def _check_runs_ai_config(raw: object, problems: Problems, findings: Findings) -
         return
     include = raw.get("include")
     if isinstance(include, dict) and (include.get("all") or include.get("special_include")):
-        problems.append((".ai_config.include", unsupported_message(
-            "ai_config.include", "hints, keyword boxes and rationales, which an LLM writes as text; the project's "
-            "runs rank a question's options instead: use option_highlighting")))
+        problems.append((".ai_config.include", "hints, keywords and rationales are written by an LLM, and "
+                                               f"endpoint_type: {RUNS} has none; name an LLM server (endpoint_type: "
+                                               "ollama, vllm, openai or openai_compatible) or use "
+                                               "option_highlighting alone"))
     ignored = sorted(str(key) for key in raw if key != "include")
     if ignored:
         findings.warn("ai_support.ai_config", f"{', '.join(ignored)} set an outside AI service; with endpoint_type: {RUNS} "
@@ -374,9 +387,12 @@ def _check_runs_cache(raw: object, problems: Problems, findings: Findings) -> No
 
 
 def _option_highlighting(values: dict[str, Any] | None, scheme_types: Mapping[str, str | None], kind: str,
-                         problems: Problems, findings: Findings) -> OptionHighlighting | None:
-    """The highlighted schemes (default: every radio and multiselect scheme) and how."""
+                         problems: Problems, findings: Findings, quiet: bool = False) -> OptionHighlighting | None:
+    """The highlighted schemes (default: every radio and multiselect scheme) and how; ``quiet``: other
+    help is on, so no highlighting is no warning."""
     if not values or not values.get("enabled", False):
+        if quiet:
+            return None
         shows = "beyond the model suggestions" if kind == RUNS else "(it asks the LLM server nothing)"
         findings.warn("ai_support.option_highlighting", f"is off, so ai_support with endpoint_type: {kind} shows "
                                                         f"nothing {shows}; set option_highlighting: {{enabled: true}}")

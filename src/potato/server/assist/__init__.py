@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Flask, current_app, jsonify
+from flask import Blueprint, Flask, current_app, jsonify, request
 
 from potato.server.assist.helper import Helper
 from potato.server.auth import current_user, login_required
@@ -29,21 +29,27 @@ def helper(app: Flask | None = None) -> Helper | None:
 @bp.get("/api/ai-help/<path:item_id>")
 @login_required
 def ai_help(item_id: str) -> Any:
-    """The item's highlights so far and the schemes still asked about; the page stops asking once
-    none is pending, or after the call's timeout (then: "no hint")."""
+    """The item's highlights so far and the schemes still asked about, or (``?kind=hint&schema=...``)
+    one button's answer; the page stops asking once nothing is pending, or after the call's timeout
+    (then: "no hint"). The problem behind a missing answer is the admin's to read, not the page's."""
     found = helper()
     project = current_project()
     user = current_user()
     if found is None or item_id not in project.items or user is None \
             or project.queue.position(user, item_id) is None or not project.helped(user):
         return jsonify(error="no AI help for this item"), 404
-    highlights, pending = found.lookup(project.items.get(item_id))
+    item = project.items.get(item_id)
+    kind = request.args.get("kind")
+    if kind is not None:  # a hint, keyword or rationale button
+        state, value = found.help_for(item, request.args.get("schema", ""), kind)
+        return jsonify(state=state, **({"answer": value} if state == "ready" else {}))
+    highlights, pending = found.lookup(item)
     return jsonify(highlights=highlights, pending=pending)
 
 
 def init_app(app: Flask, project: Project) -> None:
     assist = project.config.ai_support
-    if assist.enabled and assist.service is not None and assist.option_highlighting is not None:
+    if assist.enabled and assist.service is not None and (assist.option_highlighting is not None or assist.help_kinds):
         made = Helper(project, assist)
         app.extensions[EXTENSION] = made
         if assist.service.warm_up:

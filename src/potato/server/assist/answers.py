@@ -43,7 +43,8 @@ class Claim(Enum):
 @dataclass(frozen=True)
 class Answer:
     state: str
-    options: list[str] | None
+    value: Any
+    """The answer as the page shows it (the picked options, a hint, ...); None unless ready."""
     problem: str | None
     asked_at: float
 
@@ -66,10 +67,10 @@ class Answers:
         out: dict[AnswerKey, Answer] = {}
         for key in keys:
             row = self.db.conn.execute(
-                "SELECT state, options, problem, asked_at FROM ai_answers WHERE item_id = ? AND schema = ? AND model = ? "
+                "SELECT state, answer, problem, asked_at FROM ai_answers WHERE item_id = ? AND schema = ? AND model = ? "
                 "AND prompt = ?", (key.item_id, key.schema, key.model, key.prompt)).fetchone()
             if row is not None:
-                out[key] = Answer(row["state"], json.loads(row["options"]) if row["options"] else None, row["problem"],
+                out[key] = Answer(row["state"], json.loads(row["answer"]) if row["answer"] else None, row["problem"],
                                       row["asked_at"])
         return out
 
@@ -90,7 +91,7 @@ class Answers:
             call = tx.execute("INSERT INTO ai_calls (at) VALUES (?)", (now,)).lastrowid
             tx.execute("INSERT INTO ai_answers (item_id, schema, model, prompt, state, asked_at) "
                        "VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT (item_id, schema, model, prompt) DO UPDATE "
-                       "SET state = 'pending', options = NULL, problem = NULL, asked_at = excluded.asked_at",
+                       "SET state = 'pending', answer = NULL, problem = NULL, asked_at = excluded.asked_at",
                        (key.item_id, key.schema, key.model, key.prompt, now))
             return Claim.ASK, call
 
@@ -98,14 +99,13 @@ class Answers:
         """The cap on calls is reached: nothing more is asked until the admin raises it."""
         return max_calls is not None and self.db.conn.execute("SELECT COUNT(*) FROM ai_calls").fetchone()[0] >= max_calls
 
-    def finish(self, key: AnswerKey, call: int, seconds: float, options: list[str] | None,
-               problem: str | None) -> None:
-        """The call's outcome: the options it picked, or why there are none."""
+    def finish(self, key: AnswerKey, call: int, seconds: float, value: Any, problem: str | None) -> None:
+        """The call's outcome: the answer (JSON), or why there is none."""
         with self.db.transaction() as tx:
             tx.execute("UPDATE ai_calls SET seconds = ?, problem = ? WHERE id = ?", (seconds, problem, call))
-            tx.execute("UPDATE ai_answers SET state = ?, options = ?, problem = ? WHERE item_id = ? AND schema = ? "
+            tx.execute("UPDATE ai_answers SET state = ?, answer = ?, problem = ? WHERE item_id = ? AND schema = ? "
                        "AND model = ? AND prompt = ?",
-                       ("ready" if options else "failed", json.dumps(options) if options else None, problem,
+                       ("ready" if value else "failed", json.dumps(value) if value else None, problem,
                         key.item_id, key.schema, key.model, key.prompt))
 
     def status(self, model: str, now: float | None = None) -> dict[str, Any]:

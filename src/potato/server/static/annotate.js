@@ -101,6 +101,7 @@
       if (type === "span") return;  // its suggestion box is drawn with its spans (showSpanState)
       highlightOptions(fs, (item.highlights || {})[name]);
       helpNote(fs, (item.ai_pending || []).indexOf(name) >= 0 ? "Asking the AI\u2026" : "");
+      clearHelp(fs);
       var box = fs.querySelector(".suggestion"), s = (item.suggestions || {})[name];
       if (s) {
         box.hidden = false;
@@ -169,6 +170,58 @@
         schemes.forEach(function (fs) { if (!(item.highlights || {})[fs.dataset.schema]) helpNote(fs, fs.querySelector(".ai-note") ? "No hint for this question." : ""); });
       });
     }, 1000);
+  }
+
+  // Hints, keywords and rationales (ai_support's include): asked for with a button, answered by the
+  // LLM server in the background; the page asks again each second until the answer is there.
+  function showHelp(fs, kind, answer) {
+    var box = fs.querySelector(".ai-answer");
+    box.textContent = "";
+    function line(head, text) {
+      var p = document.createElement("p");
+      if (head) { var b = document.createElement("strong"); b.textContent = head; p.appendChild(b); p.appendChild(document.createTextNode(" ")); }
+      p.appendChild(document.createTextNode(text));
+      box.appendChild(p);
+    }
+    if (!answer) line("", "No hint for this question.");
+    else if (kind === "hint") {
+      line("Hint:", answer.hint);
+      if (answer.suggestion) {
+        line("Suggestion:", answer.suggestion);
+        fs.querySelectorAll("label.option").forEach(function (option) {
+          option.classList.toggle("ai-suggested", option.querySelector("input").value === answer.suggestion);
+        });
+      }
+    } else if (kind === "keyword") {
+      answer.keywords.forEach(function (k) { line(k.label + ":", k.words.join(", ")); });
+    } else {
+      answer.rationales.forEach(function (r) { line(r.label ? r.label + ":" : "Reasoning:", r.reasoning); });
+    }
+    box.hidden = false;
+  }
+  function askTool(fs, button, item, started) {
+    var kind = button.dataset.kind, box = fs.querySelector(".ai-answer");
+    request("GET", "/api/ai-help/" + encodeURIComponent(item.id) + "?schema=" + encodeURIComponent(fs.dataset.schema)
+            + "&kind=" + encodeURIComponent(kind)).then(function (got) {
+      if (state.item !== item) return;
+      if (got.state === "ready") return showHelp(fs, kind, got.answer);
+      if (got.state === "pending" && Date.now() - started < aiWait) {
+        box.textContent = "Asking the AI\u2026";
+        box.hidden = false;
+        return window.setTimeout(function () { askTool(fs, button, item, started); }, 1000);
+      }
+      showHelp(fs, kind, null);
+    }, function () { if (state.item === item) showHelp(fs, kind, null); });
+  }
+  schemes.forEach(function (fs) {
+    fs.querySelectorAll(".ai-tool").forEach(function (button) {
+      button.addEventListener("click", function () { askTool(fs, button, state.item, Date.now()); });
+    });
+  });
+  function clearHelp(fs) {
+    var box = fs.querySelector(".ai-answer");
+    if (box) { box.textContent = ""; box.hidden = true; }
+    fs.querySelectorAll(".ai-suggested").forEach(function (o) { o.classList.remove("ai-suggested"); });
   }
 
   // The item shown is in the address (?item=<id>), so a reload shows it again, a skipped one too.

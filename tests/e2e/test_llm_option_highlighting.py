@@ -204,3 +204,45 @@ def test_a_dead_server_leaves_no_hint_and_a_line_for_the_admin(tmp_path: Path, p
             assert "no answer within 2 s (ai_config.timeout)" in page.inner_text("#ai-problem")
         finally:
             srv.stop()
+
+
+def test_upstreams_ollama_demo_shape_reads_its_ai_config_file(llm: ChatServer, tmp_path: Path, page: Any) -> None:
+    """Upstream's ``ai-assisted/ollama-ai-demo`` in shape: the service named in ai-config.yaml beside the
+    config (the example ships only its .example; the admin writes the real one), hints on a radio
+    question whose labels have tooltips and keys, items as JSON lines in a .json file."""
+    root = tmp_path / "project"
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "reviews.json").write_text("\n".join(json.dumps({"id": str(i + 1), "text": t})
+                                                          for i, t in enumerate(TEXTS)) + "\n", encoding="utf-8")
+    (root / "ai-config.yaml").write_text(f"endpoint_type: ollama\nmodel: {llm.model}\n"
+                                         f"base_url: {llm.base_url[:-len('/v1')]}\n", encoding="utf-8")
+    raw = {
+        "annotation_task_name": "AI-Assisted Sentiment Annotation", "task_dir": ".", "site_dir": "default",
+        "user_config": {"allow_all_users": True}, "output_annotation_format": "json", "admin_api_key": ADMIN_KEY,
+        "data_files": ["data/reviews.json"], "item_properties": {"id_key": "id", "text_key": "text"},
+        "annotation_schemes": [{"annotation_type": "radio", "name": "sentiment", "annotation_id": 0,
+                                "description": "What is the sentiment of this review?",
+                                "labels": [{"name": n, "tooltip": f"{n} sentiment", "key_value": k}
+                                           for n, k in (("positive", "p"), ("negative", "n"), ("neutral", "u"),
+                                                        ("mixed", "m"))]}],
+        "ai_support": {"enabled": True, "ai_config_file": "ai-config.yaml",
+                       "ai_config": {"temperature": 0, "max_tokens": 60, "include": {"all": True}},
+                       "cache_config": {"disk_cache": {"enabled": True, "path": "annotation_output/ai_cache.json"},
+                                        "prefetch": {"warm_up_page_count": 0, "on_next": 0, "on_prev": 0}}},
+        "max_annotations_per_item": -1, "max_annotations_per_user": 20,
+    }
+    config = root / "config.yaml"
+    config.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    config.chmod(0o600)
+    srv = ServerProcess(config).start()
+    try:
+        _sign_in(page, srv, "ana")
+        assert page.eval_on_selector_all(".ai-dimmed, .ai-note", "l => l.length") == 0  # no highlighting asked for
+        page.click("fieldset[data-schema=sentiment] .ai-tool[data-kind=hint]")
+        page.wait_for_selector("fieldset[data-schema=sentiment] .ai-answer strong:text('Hint:')", timeout=90_000)
+        page.keyboard.press("p")  # the label's own key still answers
+        page.click("#save-next")
+        page.wait_for_selector("#item-number:text('2 of 6')")
+        assert [(r["id"], r["label"]) for r in stored_labels(srv.url, "ana")] == [("1", "positive")]
+    finally:
+        srv.stop()

@@ -99,7 +99,8 @@ _SERVICE: Mapping[str, Check] = {
     "timeout": number(0, 600, open_low=True),
     "calls_per_minute": integer(1, 100000),
     "max_calls": integer(1),
-    "include": anything,
+    "include": section({"all": boolean, "special_include": anything}, "ai_support.ai_config.include",
+                       "{all: true}"),
     "think": boolean,
     "hint_prompt": text(),
     "keyword_prompt": text(),
@@ -149,6 +150,10 @@ def check_ai_support(raw: object, scheme_types: Mapping[str, str | None], findin
             problems.append((f".{key}", unsupported_message(key, what)))
     if "ai_config_file" in values and not problems:
         if not _merge_ai_config_file(values, config_dir or Path("."), problems, findings):
+            _check_shapes(values, problems)  # off, but a mistake in what is there is still said now
+            if problems:
+                findings.errors_at("ai_support", problems)
+                return None
             return AiSupport()  # upstream's examples ship only the file's .example: AI help is off
     kind = _check_source(values, problems)
     if problems:
@@ -215,6 +220,20 @@ def _merge_ai_config_file(values: dict[str, Any], config_dir: Path, problems: Pr
     return True
 
 
+def _check_shapes(values: Mapping[str, Any], problems: Problems) -> None:
+    """``ai_config`` and ``cache_config`` checked for their keys and values alone (no source to judge
+    them by)."""
+    for key, table in (("ai_config", _SERVICE), ("cache_config", _CACHE)):
+        raw = values.get(key)
+        if raw is None:
+            continue
+        try:
+            _, found = check_keys(mapping(raw, "{...}"), table, f"ai_support.{key}")
+        except Invalid as bad:
+            found = bad.problems
+        problems.extend((f".{key}" + at, detail) for at, detail in found)
+
+
 def _check_source(values: dict[str, Any], problems: Problems) -> str | None:
     """``endpoint_type``: the project's runs or an OpenAI-compatible server; others are refused with
     what to use."""
@@ -241,16 +260,11 @@ def _check_service(kind: str, raw: object, cache: object, highlighting: Mapping[
         problems.extend((".ai_config" + at, detail) for at, detail in bad.problems)
         return None
     problems.extend((".ai_config" + at, detail) for at, detail in found)
-    include = values.get("include")
-    if include is not None and not isinstance(include, dict):
-        problems.append((".ai_config.include", f"must be a mapping, e.g. include: {{all: true}}, got {show(include)}"))
-    elif isinstance(include, dict):
-        if include.get("special_include"):
-            problems.append((".ai_config.include.special_include", unsupported_message(
-                "special_include", "choosing the assistants per item position and question; use include: {all: "
-                "true} for hints, keywords and rationales beside every radio and multiselect question")))
-        if not isinstance(include.get("all", False), bool):
-            problems.append((".ai_config.include.all", f"must be true or false, got {show(include.get('all'))}"))
+    include = values.get("include") or {}
+    if include.get("special_include"):
+        problems.append((".ai_config.include.special_include", unsupported_message(
+            "special_include", "choosing the assistants per item position and question; use include: {all: "
+            "true} for hints, keywords and rationales beside every radio and multiselect question")))
     for key in ("think", "hint_prompt", "keyword_prompt"):
         if key in values:
             findings.warn(f"ai_support.ai_config.{key}", "is not used: this server writes its own prompts (Ollama's "

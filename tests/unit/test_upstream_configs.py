@@ -161,7 +161,8 @@ def test_features_this_server_lacks_are_named_errors_or_warnings() -> None:
     assert "base_css: " + unsupported_message("base_css", TOP_LEVEL["base_css"].what) in messages(report.warnings)
     assert messages(report.errors)[0] == (
         "chat_support: 'chat_support' is a Potato feature this server does not support: an LLM chat panel beside "
-        "the item; remove it or run that project on upstream Potato")
+        "the item; for an LLM server's help beside each question use ai_support with ai_config.include: {all: true} "
+        "(a hint, keywords, reasons per option); remove it or run that project on upstream Potato")
     # issue 44: ai_support is served (from the project's runs): what it lacks is named, with the fix
     assert messages(report_of(upstream(ai_support={"enabled": True})).errors) == [
         "ai_support.endpoint_type: missing; set endpoint_type: runs to help annotators with the project's own "

@@ -48,7 +48,8 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "gold_standards_file": _e("the file of gold items with known answers"),
     "pre_annotation": _e("showing model pre-annotations from a file (model suggestions here come from model_training)"),
     "quality_control": _e("quality-control rules that change an annotator's queue"),
-    "chat_support": _e("an LLM chat panel beside the item"),
+    "chat_support": _e("an LLM chat panel beside the item; for an LLM server's help beside each question use "
+                       "ai_support with ai_config.include: {all: true} (a hint, keywords, reasons per option)"),
     "qda_mode": _e("qualitative coding mode (codes created while annotating)"),
     "codebook": _e("an interactive codebook that annotators edit"),
     "codebook_invivo_key": _e("in-vivo codes taken from the text"),
@@ -56,14 +57,18 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "cases": _e("case-based qualitative coding"),
     "search": _e("item search for annotators"),
     "category_assignment": _e("assigning items to annotators by category"),
-    "diversity_ordering": _e("ordering items for diversity"),
+    "diversity_ordering": _e("ordering items by clusters of their embeddings; assignment_strategy: random gives each "
+                             "annotator a shuffled order, and active_learning puts the items a model is least sure "
+                             "of first"),
     "diversity_config": _e("settings of diversity ordering"),
     "embedding_visualization": _e("an embedding map of the items"),
     "adjudication": _e("an adjudication workflow for disagreements"),
     "bws_config": _e("best-worst scaling tuples"),
     "ibws_config": _e("iterative best-worst scaling"),
     "mace": _e("MACE competence estimates that change what is exported"),
-    "icl_labeling": _e("in-context-learning LLM labelling"),
+    "icl_labeling": _e("an LLM labelling items with agreed labels as in-context examples; model_training with "
+                       "trainer: llm-zero-shot labels every item with an LLM fitted to the labelled items "
+                       "(writeback.include_unlabeled: true shows its labels as suggestions)"),
     "llm_labeling": _e("LLM labelling of items"),
     "psychometrics": _e("psychometric instruments shown to annotators"),
     "boundary_probing": _e("boundary-probing item generation"),
@@ -87,7 +92,9 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "curation": _e("dataset curation"),
     "arena": _e("a model arena"),
     "judge_alignment": _e("aligning an LLM judge with annotators"),
-    "judge_calibration": _e("calibrating an LLM judge"),
+    "judge_calibration": _e("calibrating an LLM judge against the annotators; a run of the llm-zero-shot trainer "
+                            "scores an LLM's answers against the annotators' labels on the holdout (accuracy, "
+                            "macro-F1, per label) without training it"),
     "cot_segmentation": _e("chain-of-thought segmentation"),
     "audio_annotation": _e("audio annotation settings"),
     "spectrogram": _e("audio spectrograms"),

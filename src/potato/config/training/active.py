@@ -38,7 +38,8 @@ _TRAINER_OF = {("LogisticRegression", "TfidfVectorizer"): "sklearn-text-classifi
 """Upstream's classifier and vectorizer (class names, module paths dropped) -> the trainer that is them."""
 
 _REFUSED: Mapping[str, str] = {
-    "use_icl_ensemble": "blending in-context-learning predictions into active learning",
+    "use_icl_ensemble": "blending in-context-learning predictions into active learning (trainer: llm-zero-shot "
+                        "orders the items by an LLM's own uncertainty)",
     "annotation_routing": "LLM-based annotation routing",
     "model_persistence_enabled": "saving active learning's models in a folder of their own (every run keeps "
                                  "its model in its run folder here)",
@@ -48,7 +49,8 @@ _REFUSED: Mapping[str, str] = {
     "database_config": "keeping active learning's state in an external database",
     "database": "keeping active learning's state in an external database",
     "schema_configs": "different active learning settings per schema",
-    "hybrid_weights": "the hybrid query strategy",
+    "hybrid_weights": "the hybrid query strategy (uncertainty sampling is what this server does; random_sample_percent "
+                      "mixes in items drawn at random)",
     "bald_params": "the BALD query strategy",
 }
 """Upstream keys refused when switched on (given and not false, empty or random)."""

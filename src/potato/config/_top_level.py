@@ -29,6 +29,7 @@ from potato.config._checks import (
     text,
     text_list,
 )
+from potato.config import _keywords as keyword_keys
 from potato.config.upstream import TOP_LEVEL as UPSTREAM_KEYS
 from potato.config.upstream import OUR_OWN, unsupported_message
 from potato.errors import did_you_mean
@@ -50,6 +51,7 @@ TOP_LEVEL_KEYS = (
     *crowd_keys.KEYS,
     *phase_keys.KEYS,
     *assist_keys.KEYS,
+    *keyword_keys.KEYS,
 )
 """Top-level keys Potato reads; others only warn, as released configs carry many more."""
 

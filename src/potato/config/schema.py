@@ -15,6 +15,7 @@ from potato import defaults
 from potato.study.platforms import Crowdsourcing
 from potato.study.phases import Phases
 from potato.display.fields import span_texts
+from potato.display.keywords import Keyword, KeywordSettings
 from potato.training.launch.containers import ContainerSpec
 from potato.training.job.schemes import Scheme
 
@@ -425,6 +426,9 @@ class Config:
     """...and one annotator (``codebook_max_codes_per_annotator``)."""
     media_directory: Path | None = None
     """Where the image and PDF files items name are (``media_directory``), served at /media/."""
+    keywords: tuple[Keyword, ...] = ()
+    """``keyword_highlights_file``'s rows: words marked in each item's text for the label they speak for."""
+    keyword_settings: KeywordSettings = field(default_factory=KeywordSettings)
     export_phase_data: bool = False
     """``export_include_phase_data``: exports carry the study pages' answers too."""
     crowdsourcing: Crowdsourcing | None = None

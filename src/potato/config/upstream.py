@@ -103,8 +103,6 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "list_as_text": _w("other layouts of an item text that is a list (this server shows its entries as "
                        "lines A., B., C., upstream's default)"),
     "highlight_linebreaks": _w("marking line breaks in the item text"),
-    "keyword_highlights_file": _e("highlighting keywords in the item text"),
-    "keyword_highlight_settings": _e("highlighting keywords in the item text"),
     "horizontal_key_bindings": _w("keyboard shortcuts laid out along a row"),
     "allow_phase_back_navigation": _e("going back between study phases"),
     "require_fully_annotated": _e("refusing to move on until every scheme is answered "

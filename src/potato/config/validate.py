@@ -1,7 +1,8 @@
 """The one place a project config is checked and turned into :class:`Config`.
 
 Pure: takes the already-parsed YAML value and the config's path (only to resolve relative paths),
-reads no file (but ``ai_support.ai_config_file``, which upstream reads as part of its config) and
+reads no file (but ``ai_support.ai_config_file`` and ``keyword_highlights_file``, which upstream reads
+as part of its config) and
 never raises, whatever the YAML held. Every problem is reported at once, each
 message starting with its dotted key path and ending with the fix, so one ``potato validate`` run
 shows the whole list. Item data files are not opened here; the item loader reports those.
@@ -27,6 +28,7 @@ from potato.config.study import phases as phase_keys
 from potato.config.training.active import as_auto_retrain, check_active_learning
 from potato.config._checks import Findings, Invalid, section, show
 from potato.config._files import resolve, warn_open_folder
+from potato.config._keywords import check_keywords
 from potato.config._items import check_item_properties, span_target
 from potato.config._schemes import check_schemes, training_types
 from potato.config._top_level import check_top_level, warn_debug
@@ -138,9 +140,11 @@ def _page_and_platform(raw: Mapping[Any, object], task_dir: Path, findings: Find
             return None
         page["access"] = replace(page["access"], url_argument=crowd.id_param)
     media = _media_directory(raw.get("media_directory"), task_dir, findings)
-    if media is False:
+    marked = check_keywords(raw, task_dir, findings)
+    if media is False or marked is None:
         return None
-    return {**page, "crowdsourcing": crowd, "media_directory": media}
+    return {**page, "crowdsourcing": crowd, "media_directory": media, "keywords": marked[0],
+            "keyword_settings": marked[1]}
 
 
 def _codebook_mode(value: object, schemes: Sequence[Scheme], page: Mapping[str, Any] | None,

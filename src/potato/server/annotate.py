@@ -16,6 +16,7 @@ from potato.assignment import items_done
 from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
 from potato.display.fields import field_payload, media_path, span_text
+from potato.display.keywords import find_keywords
 from potato.display.media import MediaFileError
 from potato.study.assist import option_highlights
 from potato.training.job.schemes import SchemeType
@@ -127,6 +128,8 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "suggestions": _with_model_dates(project, suggestions),
         "highlights": highlights,
         "ai_pending": asking,
+        "keywords": find_keywords(item.text, project.config.keywords, project.config.keyword_settings, user, item.id)
+        if project.config.keywords else [],
         "fields": [shown_field(project, f, item.data.get(f.key)) for f in project.config.page.display_fields],
         **({"codebook": codebook_payload(project)} if project.config.codebook_mode else {}),
     }

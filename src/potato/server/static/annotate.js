@@ -34,6 +34,7 @@
     if (focused >= 0 && document.activeElement !== tgt.el) focused = -1;
     if (!item.fields || !item.fields.length) {
       box.textContent = item.text;
+      if (!spanSets.length && (item.keywords || []).length) markKeywords(box, item.text, item.keywords);
       marked.push({ el: box, text: item.text, field: "", name: "the text" });
     } else {
       box.textContent = "";
@@ -52,6 +53,32 @@
       });
     }
     if (spanSets.length) setTargets(marked, focused);
+  }
+
+  // Keyword highlights (upstream's keyword_highlights_file): the admin's words, boxed in the text in
+  // their label's colour. On a page with span questions they are drawn with the spans (collectDrawn),
+  // under them and never clicked away; here, on a plain text, they are the only marks.
+  function keywordColor(k) {
+    var fs = spanSets.filter(function (f) { return f.dataset.schema === k.schema; })[0];
+    return fs ? labelColor(fs, k.label) : "var(--accent)";
+  }
+  function keywordTitle(k) { return k.keyword ? "Keyword: " + k.keyword + " \u2192 " + k.label : k.label; }
+  function markKeywords(box, text, keywords) {
+    var cps = Array.from(text), at = 0, frag = document.createDocumentFragment();
+    keywords.forEach(function (k) {
+      if (k.start < at) return;
+      frag.appendChild(document.createTextNode(cps.slice(at, k.start).join("")));
+      var mark = document.createElement("mark");
+      mark.className = "hl keyword";
+      mark.dataset.label = k.label;
+      mark.style.setProperty("--c", keywordColor(k));
+      mark.title = keywordTitle(k);
+      mark.textContent = cps.slice(k.start, k.end).join("");
+      frag.appendChild(mark);
+      at = k.end;
+    });
+    frag.appendChild(document.createTextNode(cps.slice(at).join("")));
+    box.replaceChildren(frag);
   }
 
   // A dialogue's text to mark is its lines, "Speaker: text": where each line starts, how long its
@@ -720,6 +747,11 @@
                    conf: x.confidence });
       });
     });
+    if (t.field === "" && state.item) {
+      (state.item.keywords || []).forEach(function (k) {
+        out.push({ s: { start: k.start, end: k.end, label: k.label }, keyword: k, own: false, color: keywordColor(k) });
+      });
+    }
     out.forEach(function (d, i) { d.id = i; });
     return out;
   }
@@ -745,7 +777,7 @@
     return el;
   }
 
-  function kindOf(d) { return d.own ? "own" : d.rejected ? "rejected" : "model"; }
+  function kindOf(d) { return d.keyword ? "keyword" : d.own ? "own" : d.rejected ? "rejected" : "model"; }
 
   function modelTitle(d) {
     var what = d.s.label + " " + quoted(d.s) + (d.conf !== undefined ? " (" + sure(d.conf) + ")" : "");
@@ -787,7 +819,8 @@
     var frag = document.createDocumentFragment(), starts = new WeakMap();
     // The innermost span on top; of equal ones the annotator's, then the model's, then a rejected one.
     var rank = function (d) { return d.own ? 0 : d.rejected ? 2 : 1; };
-    var inner = function (a, b) { return (a.s.end - a.s.start) - (b.s.end - b.s.start) || rank(a) - rank(b) || a.id - b.id; };
+    var kw = function (d) { return d.keyword ? 1 : 0; };  // a keyword box is drawn under every span
+    var inner = function (a, b) { return kw(a) - kw(b) || (a.s.end - a.s.start) - (b.s.end - b.s.start) || rank(a) - rank(b) || a.id - b.id; };
     for (var i = 0; i < points.length; i++) {
       var p = points[i];
       var box = boxAt(p);
@@ -814,7 +847,8 @@
         wrap.dataset.ids = cover.map(function (d) { return d.id; }).join(" ");
         wrap.style.setProperty("--c", top.color);
         wrap.style.boxShadow = cover.map(function (d, k) { return "inset 0 -" + (3 * (k + 1)) + "px 0 0 " + d.color; }).join(", ");
-        wrap.title = top.own ? "Remove: " + top.s.label + " " + quoted(top.s) + (cover.length > 1 ? " (each span's \u00d7 tag removes that one)" : "")
+        wrap.title = top.keyword ? keywordTitle(top.keyword)
+          : top.own ? "Remove: " + top.s.label + " " + quoted(top.s) + (cover.length > 1 ? " (each span's \u00d7 tag removes that one)" : "")
           : modelTitle(top);
       } else if (selected) {
         wrap = document.createElement("span");
@@ -826,7 +860,7 @@
       } else {
         box.appendChild(leaf);
       }
-      (endsAt[q] || []).sort(inner).forEach(function (d) { box.appendChild(tagFor(d)); });
+      (endsAt[q] || []).sort(inner).forEach(function (d) { if (!d.keyword) box.appendChild(tagFor(d)); });
     }
     boxes.forEach(function (li) { frag.appendChild(li); });
     t.drawn = drawn;
@@ -1226,8 +1260,8 @@
       if (sel && !sel.isCollapsed) return;
       if (downAt && ev.detail > 0 && Math.abs(ev.clientX - downAt.x) + Math.abs(ev.clientY - downAt.y) > 6) return;
       var tag = ev.target.closest(".hl-end"), mark = ev.target.closest("mark.hl");
-      var id = tag ? tag.dataset.id : mark ? mark.dataset.ids.split(" ")[0] : null;
-      var d = id === null ? null : t.drawn[Number(id)];
+      var ids = tag ? [tag.dataset.id] : mark ? mark.dataset.ids.split(" ") : [];
+      var d = ids.map(function (id) { return t.drawn[Number(id)]; }).filter(function (x) { return x && !x.keyword; })[0];
       if (d && !repeatedClick(ev, !d.own)) removeDrawn(d);
     });
     document.addEventListener("focusin", function (ev) {

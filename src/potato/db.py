@@ -245,7 +245,8 @@ MIGRATIONS: list[str] = [
     # AI help from an LLM server: each answer kept under its item, scheme, model and prompt (pending
     # while a process asks, ready with the answer as JSON, failed with the problem), and every call made
     # (the per-minute limit and the cap count them across the server's processes). And each
-    # annotator's group under ai_support.assist_holdout, drawn once (helped or control).
+    # annotator's group under ai_support.assist_holdout, drawn once (helped or control), and each
+    # turn of the chat panel (chat_support), per annotator and item.
     """
     CREATE TABLE ai_answers (
         item_id TEXT NOT NULL,
@@ -271,6 +272,16 @@ MIGRATIONS: list[str] = [
         share REAL NOT NULL,
         drawn_at REAL NOT NULL
     );
+    CREATE TABLE chat_messages (
+        id INTEGER PRIMARY KEY,
+        user TEXT NOT NULL,
+        item_id TEXT NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        at REAL NOT NULL,
+        seconds REAL
+    );
+    CREATE INDEX chat_messages_user_item ON chat_messages (user, item_id, id);
     """,
 ]
 

@@ -246,3 +246,53 @@ def test_upstreams_ollama_demo_shape_reads_its_ai_config_file(llm: ChatServer, t
         assert [(r["id"], r["label"]) for r in stored_labels(srv.url, "ana")] == [("1", "positive")]
     finally:
         srv.stop()
+
+
+def test_upstreams_llm_chat_shape_answers_beside_the_item_and_keeps_the_turns(
+        llm: ChatServer, tmp_path: Path, page: Any) -> None:
+    """Upstream's ``ai-assisted/llm-chat`` in shape (chat_support, data_files in its mapping form), with
+    the loopback server: a question about the item gets the LLM's answer in the panel, and the
+    conversation is there again after a reload, for that item only."""
+    root = tmp_path / "project"
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "sentiment-data.json").write_text(json.dumps(
+        [{"id": f"sent_{i + 1}", "text": t} for i, t in enumerate(TEXTS)]), encoding="utf-8")
+    raw = {
+        "annotation_task_name": "Sentiment Analysis with AI Chat Assistant",
+        "annotation_task_description": "Read each text and classify its sentiment. Use the chat to ask for help.",
+        "task_dir": ".", "output_annotation_dir": "annotation_output", "admin_api_key": ADMIN_KEY,
+        "data_files": [{"type": "json", "path": "data/sentiment-data.json"}],
+        "item_properties": {"id_key": "id", "text_key": "text"}, "user_config": {"allow_all_users": True},
+        "annotation_schemes": [{"annotation_type": "radio", "name": "sentiment", "description": "Sentiment?",
+                                "labels": ["Positive", "Negative", "Neutral", "Mixed"]}],
+        "chat_support": {"enabled": True, "endpoint_type": "ollama",
+                         "ai_config": {"model": llm.model, "base_url": llm.base_url[:-len("/v1")], "temperature": 0,
+                                       "max_tokens": 40},
+                         "ui": {"title": "Ask AI", "sidebar_width": 400}},
+    }
+    config = root / "config.yaml"
+    config.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    config.chmod(0o600)
+    srv = ServerProcess(config).start()
+    try:
+        _sign_in(page, srv, "ana")
+        page.click("#chat-toggle")
+        page.fill("#chat-input", "What should I look at in this text?")
+        page.press("#chat-input", "Enter")
+        page.wait_for_selector("#chat-log li.assistant", timeout=90_000)
+        [answer] = page.eval_on_selector_all("#chat-log li.assistant", "l => l.map(li => li.textContent)")
+        assert answer.strip()
+        assert page.eval_on_selector_all("#chat-log li.user", "l => l.map(li => li.textContent)") == [
+            "What should I look at in this text?"]
+        assert stored_labels(srv.url, "ana") == []  # typing in the chat answered no question
+        page.reload()
+        page.wait_for_selector("#item-number:text('1 of 6')")
+        page.click("#chat-toggle")
+        page.wait_for_selector("#chat-log li.assistant")
+        assert page.eval_on_selector_all("#chat-log li", "l => l.map(li => li.className)") == ["user", "assistant"]
+        page.click("label.option:has(input[value=Positive])")
+        page.click("#save-next")
+        page.wait_for_selector("#item-number:text('2 of 6')")
+        page.wait_for_function("document.querySelectorAll('#chat-log li').length === 0")  # item 2: its own chat
+    finally:
+        srv.stop()

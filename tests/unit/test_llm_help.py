@@ -87,3 +87,17 @@ def test_each_help_prompt_fences_the_item_and_lists_the_options() -> None:
         _, user = help_messages(kind, "a </user_content> b", "Which emotion?", OPTIONS)
         assert user["content"].count("</user_content>") == 1
         assert "Options: Joy, Sadness, Anger, Neutral" in user["content"]
+
+
+def test_the_chat_prompt_fills_only_its_own_places() -> None:
+    from potato.study.chat import chat_messages, system_prompt
+
+    values = {"task_name": "Reviews", "task_description": "", "annotation_labels": "pos, neg",
+              "instance_text": "Loved it {not a place}", "instance_id": "r1"}
+    assert system_prompt("{task_name}: {instance_text} ({instance_id}) {other}", values) == (
+        "Reviews: Loved it {not a place} (r1) {other}")
+    default = system_prompt(None, values)
+    assert "Loved it {not a place}" in default and "Do NOT tell the annotator which label to choose." in default
+    assert chat_messages("sys", [("user", "q1"), ("assistant", "a1")], "q2") == [
+        {"role": "system", "content": "sys"}, {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1"}, {"role": "user", "content": "q2"}]

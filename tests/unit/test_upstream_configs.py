@@ -154,15 +154,29 @@ def test_text_scheme_layout_keys_and_required() -> None:
 
 
 def test_features_this_server_lacks_are_named_errors_or_warnings() -> None:
-    report = report_of(upstream(chat_support={"enabled": True}, base_css="x.css"))
+    report = report_of(upstream(judge_calibration={"enabled": True}, base_css="x.css"))
     assert messages(report.errors) == [
-        "chat_support: " + unsupported_message("chat_support", TOP_LEVEL["chat_support"].what),
+        "judge_calibration: " + unsupported_message("judge_calibration", TOP_LEVEL["judge_calibration"].what),
     ]
     assert "base_css: " + unsupported_message("base_css", TOP_LEVEL["base_css"].what) in messages(report.warnings)
-    assert messages(report.errors)[0] == (
-        "chat_support: 'chat_support' is a Potato feature this server does not support: an LLM chat panel beside "
-        "the item; for an LLM server's help beside each question use ai_support with ai_config.include: {all: true} "
-        "(a hint, keywords, reasons per option); remove it or run that project on upstream Potato")
+    assert messages(report.errors)[0].startswith(
+        "judge_calibration: 'judge_calibration' is a Potato feature this server does not support: calibrating an LLM "
+        "judge against the annotators; a run of the llm-zero-shot trainer scores")
+    # issue 44: chat_support is served by an LLM server named as ai_support names it
+    assert messages(report_of(upstream(chat_support={"enabled": True})).errors) == [
+        "chat_support.endpoint_type: missing; name the LLM server: endpoint_type: ollama, vllm, openai or "
+        "openai_compatible (with ai_config.base_url)"]
+    chat = report_of(upstream(chat_support={"enabled": True, "endpoint_type": "ollama",
+                                            "ai_config": {"model": "llama3.2", "temperature": 0.7, "max_tokens": 500},
+                                            "ui": {"title": "Helper", "max_history_per_instance": 10},
+                                            "system_prompt": {"template": "Help with {instance_text}"}}))
+    assert chat.errors == []
+    found = chat.config.chat_support
+    assert (found.service.base_url, found.service.model, found.title, found.max_history, found.template) == (
+        "http://localhost:11434/v1", "llama3.2", "Helper", 10, "Help with {instance_text}")
+    assert messages(report_of(upstream(chat_support={"enabled": True, "endpoint_type": "openai",
+                                                     "ai_config": {"model": "m", "api_key": "sk-x"}})).errors)[0] \
+        .startswith("chat_support.ai_config.api_key: holds the key itself")
     # issue 44: ai_support is served (from the project's runs): what it lacks is named, with the fix
     assert messages(report_of(upstream(ai_support={"enabled": True})).errors) == [
         "ai_support.endpoint_type: missing; set endpoint_type: runs to help annotators with the project's own "

@@ -30,6 +30,7 @@ from potato.config._checks import (
     text_list,
 )
 from potato.config import _keywords as keyword_keys
+from potato.config.study import chat as chat_keys
 from potato.config.upstream import TOP_LEVEL as UPSTREAM_KEYS
 from potato.config.upstream import OUR_OWN, unsupported_message
 from potato.errors import did_you_mean
@@ -52,6 +53,7 @@ TOP_LEVEL_KEYS = (
     *phase_keys.KEYS,
     *assist_keys.KEYS,
     *keyword_keys.KEYS,
+    *chat_keys.KEYS,
 )
 """Top-level keys Potato reads; others only warn, as released configs carry many more."""
 
@@ -100,11 +102,14 @@ def _data_files(value: object) -> tuple[str, ...]:
         for i, entry in enumerate(value):
             if isinstance(entry, dict) and "path" in entry:
                 encoding = str(entry.get("encoding", "utf-8")).lower().replace("_", "-")
-                named, suffix = entry.get("format"), Path(str(entry["path"])).suffix.lstrip(".").lower()
-                if named is not None and str(named).lower() != suffix:
-                    problems.append((f"[{i}].format", f"is {show(named)}, but this server reads a file by its "
+                # upstream names the format as format or type; a .json file may hold JSON lines here too
+                key = "format" if "format" in entry else "type"
+                named, suffix = entry.get(key), Path(str(entry["path"])).suffix.lstrip(".").lower()
+                family = {"jsonl": "json"}
+                if named is not None and family.get(str(named).lower(), str(named).lower()) != family.get(suffix, suffix):
+                    problems.append((f"[{i}].{key}", f"is {show(named)}, but this server reads a file by its "
                                                      f"extension (.{suffix}); give the file the extension of its "
-                                                     "format (.json, .jsonl, .csv or .tsv) and remove format"))
+                                                     "format (.json, .jsonl, .csv or .tsv) and remove " + key))
                 elif encoding in ("utf-8", "utf8", "utf-8-sig"):
                     value = [*value[:i], entry["path"], *value[i + 1:]]
                 else:

@@ -135,6 +135,22 @@ class LlmService:
 
 
 @dataclass(frozen=True)
+class ChatSupport:
+    """Upstream's ``chat_support``: a panel beside the item where the annotator asks an LLM server
+    about it; each turn is kept per annotator and item."""
+
+    service: LlmService
+    title: str = "Ask AI"
+    placeholder: str = "Ask about this annotation..."
+    sidebar_width: int = 380
+    max_history: int = 50
+    """Turns kept (and sent back to the LLM) per annotator and item."""
+    template: str | None = None
+    """``system_prompt.template`` with {task_name}, {task_description}, {annotation_labels},
+    {instance_text}, {instance_id}; None: this server's own."""
+
+
+@dataclass(frozen=True)
 class AssistHoldout:
     """``ai_support.assist_holdout``: a random share of annotators, drawn once each, sees no AI help and
     no model suggestions, so that what the help does to the labels can be measured."""
@@ -416,6 +432,7 @@ class Config:
     auto_export_interval: int = defaults.AUTO_EXPORT_INTERVAL_S
     active_learning: ActiveLearning = field(default_factory=ActiveLearning)
     ai_support: AiSupport = field(default_factory=AiSupport)
+    chat_support: ChatSupport | None = None
     phases: Phases | None = None
     """The study's pages around the items (consent, surveys, training); None: the items alone."""
     codebook_mode: str | None = None

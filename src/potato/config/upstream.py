@@ -48,8 +48,6 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "gold_standards_file": _e("the file of gold items with known answers"),
     "pre_annotation": _e("showing model pre-annotations from a file (model suggestions here come from model_training)"),
     "quality_control": _e("quality-control rules that change an annotator's queue"),
-    "chat_support": _e("an LLM chat panel beside the item; for an LLM server's help beside each question use "
-                       "ai_support with ai_config.include: {all: true} (a hint, keywords, reasons per option)"),
     "qda_mode": _e("qualitative coding mode (codes created while annotating)"),
     "codebook": _e("an interactive codebook that annotators edit"),
     "codebook_invivo_key": _e("in-vivo codes taken from the text"),

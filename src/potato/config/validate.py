@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from potato import defaults
 from potato.config.study import assist as assist_keys
+from potato.config.study import chat as chat_keys
 from potato.config.study import crowdsourcing as crowd_keys
 from potato.config import _page as page_keys
 from potato.config.study import phases as phase_keys
@@ -34,7 +35,7 @@ from potato.config._schemes import check_schemes, training_types
 from potato.config._top_level import check_top_level, warn_debug
 from potato.config.training.model_training import check_model_training
 from potato.config.acknowledge import apply_acknowledge
-from potato.config.schema import ActiveLearning, AiSupport, Config, ModelTraining, Report
+from potato.config.schema import ActiveLearning, AiSupport, ChatSupport, Config, ModelTraining, Report
 from potato.training.job.schemes import Scheme
 
 
@@ -78,6 +79,7 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
     stated = None if raw.get("model_training") is None else training is not None and training.enabled
     active = check_active_learning(raw.get("active_learning"), scheme_types, stated, findings)
     assist = assist_keys.check_ai_support(raw.get("ai_support"), scheme_types, findings, path.parent)
+    chat = chat_keys.check_chat(raw.get("chat_support"), findings, path.parent)
     if active is not None and active.enabled and training is not None:
         training = _with_active_learning(training, active, backend_types, findings)
     if assist is not None and assist.enabled and assist.source == assist_keys.RUNS and training is not None:
@@ -99,7 +101,7 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
                                                                              "of a study page (phases), not to items; "
                                                                              "use required: true")
     if findings.errors or schemes is None or item_properties is None or training is None or page is None \
-            or active is None or assist is None or not phases_ok:
+            or active is None or assist is None or chat is False or not phases_ok:
         return None, names
     config = Config(
         path=Path(os.path.abspath(path)),
@@ -116,6 +118,7 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
         acknowledge=tuple(_acknowledge_list(raw.get("validation"))),
         active_learning=active,
         ai_support=assist,
+        chat_support=chat if isinstance(chat, ChatSupport) else None,
         phases=phases,
         codebook_mode=codebook,
         export_phase_data=raw.get("export_include_phase_data") is True,

@@ -329,6 +329,7 @@ def annotate() -> Any:
         else None,
         ai_asks=project.config.ai_support.service if assist.helper() is not None and helped else None,
         ai_help=project.config.ai_support,
+        chat=project.config.chat_support if helped else None,
         first=first,
     )
 

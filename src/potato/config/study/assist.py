@@ -165,7 +165,7 @@ def check_ai_support(raw: object, scheme_types: Mapping[str, str | None], findin
         _check_runs_ai_config(values.pop("ai_config", None), problems, findings)
     else:
         raw_ai = values.pop("ai_config", None)
-        service = _check_service(str(kind), raw_ai, values.pop("cache_config", None),
+        service = check_service(str(kind), raw_ai, values.pop("cache_config", None),
                                  values.get("option_highlighting"), config_dir or Path("."), problems, findings)
         include = raw_ai.get("include") if isinstance(raw_ai, dict) else None
         help_kinds = HELP_KINDS if isinstance(include, dict) and include.get("all") is True else ()
@@ -250,12 +250,13 @@ def _check_source(values: dict[str, Any], problems: Problems) -> str | None:
     return kind
 
 
-def _check_service(kind: str, raw: object, cache: object, highlighting: Mapping[str, Any] | None, config_dir: Path,
-                   problems: Problems, findings: Findings) -> LlmService | None:
-    """``ai_config`` (and ``cache_config``'s prefetch) for an OpenAI-compatible server."""
+def check_service(kind: str, raw: object, cache: object, highlighting: Mapping[str, Any] | None, config_dir: Path,
+                  problems: Problems, findings: Findings, at: str = "ai_support") -> LlmService | None:
+    """``ai_config`` (and ``cache_config``'s prefetch) for an OpenAI-compatible server, under ``at``
+    (``ai_support``, or ``chat_support``, which names its server the same way)."""
     example = "{model: qwen3:0.6b, base_url: http://localhost:11434}"
     try:
-        values, found = check_keys(mapping(raw if raw is not None else {}, example), _SERVICE, "ai_support.ai_config")
+        values, found = check_keys(mapping(raw if raw is not None else {}, example), _SERVICE, f"{at}.ai_config")
     except Invalid as bad:
         problems.extend((".ai_config" + at, detail) for at, detail in bad.problems)
         return None
@@ -267,7 +268,7 @@ def _check_service(kind: str, raw: object, cache: object, highlighting: Mapping[
             "true} for hints, keywords and rationales beside every radio and multiselect question")))
     for key in ("think", "hint_prompt", "keyword_prompt"):
         if key in values:
-            findings.warn(f"ai_support.ai_config.{key}", "is not used: this server writes its own prompts (Ollama's "
+            findings.warn(f"{at}.ai_config.{key}", "is not used: this server writes its own prompts (Ollama's "
                                                          "thinking stays as the model has it); it is ignored")
     model = values.get("model")
     if not model:
@@ -276,7 +277,7 @@ def _check_service(kind: str, raw: object, cache: object, highlighting: Mapping[
     base_url = _base_url(kind, values.get("base_url"), problems)
     key_env, key_file = _key_source(kind, values, config_dir, problems)
     if base_url and (key_env or key_file) and _plain_http_elsewhere(base_url):
-        findings.warn("ai_support.ai_config.base_url", f"{base_url} is plain http to another machine, so the key "
+        findings.warn(f"{at}.ai_config.base_url", f"{base_url} is plain http to another machine, so the key "
                                                        "travels unencrypted; use https")
     ahead, warm_up = _prefetch(cache, highlighting, problems, findings)
     if problems or not model or not base_url:

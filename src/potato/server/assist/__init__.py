@@ -12,6 +12,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, current_app, jsonify, request
 
+from potato.server.assist import chat
 from potato.server.assist.helper import Helper
 from potato.server.auth import current_user, login_required
 from potato.server.context import Project, current_project
@@ -55,6 +56,7 @@ def init_app(app: Flask, project: Project) -> None:
         if assist.service.warm_up:
             app.before_request(made.warm_up)
     app.register_blueprint(bp)
+    chat.init_app(app)
 
 
 def stop(app: Flask) -> None:

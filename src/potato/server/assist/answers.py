@@ -83,17 +83,30 @@ class Answers:
                              "AND prompt = ?", (key.item_id, key.schema, key.model, key.prompt)).fetchone()
             if row is not None and Answer(row["state"], None, None, row["asked_at"]).settled(now, timeout):
                 return {"ready": Claim.READY, "pending": Claim.PENDING}.get(row["state"], Claim.FAILED), None
-            if self.capped(max_calls):
-                return Claim.CAPPED, None
-            recent = tx.execute("SELECT COUNT(*) FROM ai_calls WHERE at > ?", (now - 60.0,)).fetchone()[0]
-            if recent >= per_minute:
-                return Claim.WAITING, None
-            call = tx.execute("INSERT INTO ai_calls (at) VALUES (?)", (now,)).lastrowid
+            claim, call = self._take_call(tx, per_minute, max_calls, now)
+            if claim is not Claim.ASK:
+                return claim, None
             tx.execute("INSERT INTO ai_answers (item_id, schema, model, prompt, state, asked_at) "
                        "VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT (item_id, schema, model, prompt) DO UPDATE "
                        "SET state = 'pending', answer = NULL, problem = NULL, asked_at = excluded.asked_at",
                        (key.item_id, key.schema, key.model, key.prompt, now))
             return Claim.ASK, call
+
+    def take_call(self, per_minute: int, max_calls: int | None, now: float | None = None) -> tuple[Claim, int | None]:
+        """A call of one's own (the chat's), counted under the same limits as the help's."""
+        with self.db.transaction() as tx:
+            return self._take_call(tx, per_minute, max_calls, time.time() if now is None else now)
+
+    def _take_call(self, tx: Any, per_minute: int, max_calls: int | None, now: float) -> tuple[Claim, int | None]:
+        if max_calls is not None and tx.execute("SELECT COUNT(*) FROM ai_calls").fetchone()[0] >= max_calls:
+            return Claim.CAPPED, None
+        if tx.execute("SELECT COUNT(*) FROM ai_calls WHERE at > ?", (now - 60.0,)).fetchone()[0] >= per_minute:
+            return Claim.WAITING, None
+        return Claim.ASK, int(tx.execute("INSERT INTO ai_calls (at) VALUES (?)", (now,)).lastrowid)
+
+    def end_call(self, call: int, seconds: float, problem: str | None) -> None:
+        with self.db.transaction() as tx:
+            tx.execute("UPDATE ai_calls SET seconds = ?, problem = ? WHERE id = ?", (seconds, problem, call))
 
     def capped(self, max_calls: int | None) -> bool:
         """The cap on calls is reached: nothing more is asked until the admin raises it."""

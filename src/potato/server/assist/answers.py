@@ -71,7 +71,7 @@ class Answers:
                 "AND prompt = ?", (key.item_id, key.schema, key.model, key.prompt)).fetchone()
             if row is not None:
                 out[key] = Answer(row["state"], json.loads(row["answer"]) if row["answer"] else None, row["problem"],
-                                      row["asked_at"])
+                                  row["asked_at"])
         return out
 
     def claim(self, key: AnswerKey, per_minute: int, max_calls: int | None, timeout: float,

@@ -136,15 +136,16 @@ class Helper:
         return out
 
     def ask_ahead(self, user: str, position: int) -> None:
-        """Ask about the item shown (its hints, keywords, rationales) and the annotator's next items,
-        so that the answers are there when the annotator is."""
+        """Ask which options fit the annotator's next items, so their highlights are there when the
+        annotator is. Hints, keywords and rationales are asked when their button is clicked: asked
+        ahead for every item, they would queue before the highlight an annotator is waiting for."""
         queue = self.project.queue
-        for step in range(0, self.service.ahead + 1):
+        for step in range(1, self.service.ahead + 1):
             try:
                 item = queue.at(user, position + step)
             except IndexError:
                 break
-            self._ask_unsettled(self.questions(item, helps=True))
+            self._ask_unsettled(self.questions(item))
 
     def warm_up(self) -> None:
         """The first ``warm_up`` items, once per process (claims keep processes from asking twice)."""

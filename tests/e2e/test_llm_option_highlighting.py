@@ -50,6 +50,14 @@ def llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatServer]:
     yield from chat_server(tmp_path_factory.mktemp("chat-server"))
 
 
+def write_config(root: Path, raw: dict[str, Any]) -> Path:
+    """The project's config.yaml, the server's account's alone (it holds the admin key)."""
+    path = root / "config.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
 def emotion_project(root: Path, base_url: str, model: str, **ai_config: Any) -> Path:
     """Upstream's option-highlight example in shape (its keys, label mappings, a JSON array of items),
     with the items and the address its test needs."""
@@ -77,10 +85,7 @@ def emotion_project(root: Path, base_url: str, model: str, **ai_config: Any) -> 
         },
         "ui_config": {"enable_keyboard_shortcuts": True, "show_task_counter": True},
     }
-    path = root / "config.yaml"
-    path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
-    path.chmod(0o600)
-    return path
+    return write_config(root, raw)
 
 
 def _sign_in(page: Any, srv: ServerProcess, name: str) -> None:
@@ -233,9 +238,7 @@ def test_upstreams_ollama_demo_shape_reads_its_ai_config_file(llm: ChatServer, t
                                         "prefetch": {"warm_up_page_count": 0, "on_next": 0, "on_prev": 0}}},
         "max_annotations_per_item": -1, "max_annotations_per_user": 20,
     }
-    config = root / "config.yaml"
-    config.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
-    config.chmod(0o600)
+    config = write_config(root, raw)
     srv = ServerProcess(config).start()
     try:
         _sign_in(page, srv, "ana")
@@ -272,9 +275,7 @@ def test_upstreams_llm_chat_shape_answers_beside_the_item_and_keeps_the_turns(
                                        "max_tokens": 40, "timeout": 150},
                          "ui": {"title": "Ask AI", "sidebar_width": 400}},
     }
-    config = root / "config.yaml"
-    config.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
-    config.chmod(0o600)
+    config = write_config(root, raw)
     srv = ServerProcess(config).start()
     try:
         _sign_in(page, srv, "ana")

@@ -11,6 +11,7 @@ every time that annotator sees that item.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import re
@@ -29,11 +30,16 @@ class Keyword:
 
     @property
     def pattern(self) -> re.Pattern[str]:
-        parts = [re.escape(piece) for piece in self.word.split("*")]
-        body = r"\w*".join(parts)
-        start = "" if self.word.startswith("*") else r"\b"
-        end = "" if self.word.endswith("*") else r"\b"
-        return re.compile(start + body + end, re.IGNORECASE)
+        return _pattern(self.word)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern(word: str) -> re.Pattern[str]:
+    """Compiled once per word: every page an annotator sees looks for every keyword."""
+    body = r"\w*".join(re.escape(piece) for piece in word.split("*"))
+    start = "" if word.startswith("*") else r"\b"
+    end = "" if word.endswith("*") else r"\b"
+    return re.compile(start + body + end, re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -21,18 +21,25 @@ from typing import Any, Iterable, Sequence
 SYSTEM = ("You help people label text. You pick the options that most likely fit a text, and answer with "
           "JSON only.")
 
-OPTION_PROMPT = """TASK: Pick the options most likely to be right for this text.
+FRAME = """TASK: {task}
 
 Text:
 <user_content>
-{text}
+{{text}}
 </user_content>
 
-Question: {question}
-Options: {options}
-Pick exactly {top_k} of the options (fewer if there are fewer). Use the option names exactly as listed.
+Question: {{question}}
+Options: {{options}}
+{steps}
 
-Answer with JSON only, for example: {{"highlighted_options": [{example}], "confidence": 0.7}}"""
+Answer with JSON only, for example: {answer}"""
+"""Every question's shape: the task, the item fenced, the question and its options, what to do, and
+an example of the JSON wanted (filled in per question with the item's own values)."""
+
+OPTION_PROMPT = FRAME.format(
+    task="Pick the options most likely to be right for this text.",
+    steps="Pick exactly {top_k} of the options (fewer if there are fewer). Use the option names exactly as listed.",
+    answer='{{"highlighted_options": [{example}], "confidence": 0.7}}')
 
 FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 OBJECT = re.compile(r"\{.*\}", re.DOTALL)
@@ -42,42 +49,20 @@ HELP_KINDS = ("hint", "keyword", "rationale")
 """Upstream's ``ai_config.include`` assistants, each a button beside a question."""
 
 HELP_PROMPTS = {
-    "hint": """TASK: Write a short hint that helps someone answer a question about this text, without giving the answer.
-
-Text:
-<user_content>
-{text}
-</user_content>
-
-Question: {question}
-Options: {options}
-Say what in the text to look at and how to decide, in one or two sentences. Name the option you think fits.
-
-Answer with JSON only, for example: {{"hint": "Look at how the writer describes ...", "suggestive_choice": {example}}}""",
-    "keyword": """TASK: Find the words in this text that point to each option.
-
-Text:
-<user_content>
-{text}
-</user_content>
-
-Question: {question}
-Options: {options}
-For each option, list one to five words or short phrases copied exactly from the text. Only words that appear in the text.
-
-Answer with JSON only, for example: {{"label_keywords": [{{"label": {example}, "keywords": ["..."]}}]}}""",
-    "rationale": """TASK: Explain, for each option, why it might apply to this text.
-
-Text:
-<user_content>
-{text}
-</user_content>
-
-Question: {question}
-Options: {options}
-Give every option a short, balanced reason: what in the text speaks for it or against it.
-
-Answer with JSON only, for example: {{"rationales": [{{"label": {example}, "reasoning": "..."}}]}}""",
+    "hint": FRAME.format(
+        task="Write a short hint that helps someone answer a question about this text, without giving the answer.",
+        steps="Say what in the text to look at and how to decide, in one or two sentences. Name the option you think "
+              "fits.",
+        answer='{{"hint": "Look at how the writer describes ...", "suggestive_choice": {example}}}'),
+    "keyword": FRAME.format(
+        task="Find the words in this text that point to each option.",
+        steps="For each option, list one to five words or short phrases copied exactly from the text. Only words "
+              "that appear in the text.",
+        answer='{{"label_keywords": [{{"label": {example}, "keywords": ["..."]}}]}}'),
+    "rationale": FRAME.format(
+        task="Explain, for each option, why it might apply to this text.",
+        steps="Give every option a short, balanced reason: what in the text speaks for it or against it.",
+        answer='{{"rationales": [{{"label": {example}, "reasoning": "..."}}]}}'),
 }
 
 

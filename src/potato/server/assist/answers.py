@@ -20,6 +20,8 @@ STALE_AFTER_S = 30.0
 """Beyond the call's timeout, a pending answer whose process died is asked again after this long."""
 RETRY_AFTER_S = 300.0
 """A failed answer (the server was down, the reply named no option) is asked again after this long."""
+_END_CALL = "UPDATE ai_calls SET seconds = ?, problem = ? WHERE id = ?"
+"""A call's end: how long it took and what went wrong (NULL: nothing)."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ class Answers:
 
     def end_call(self, call: int, seconds: float, problem: str | None) -> None:
         with self.db.transaction() as tx:
-            tx.execute("UPDATE ai_calls SET seconds = ?, problem = ? WHERE id = ?", (seconds, problem, call))
+            tx.execute(_END_CALL, (seconds, problem, call))
 
     def capped(self, max_calls: int | None) -> bool:
         """The cap on calls is reached: nothing more is asked until the admin raises it."""
@@ -115,7 +117,7 @@ class Answers:
     def finish(self, key: AnswerKey, call: int, seconds: float, value: Any, problem: str | None) -> None:
         """The call's outcome: the answer (JSON), or why there is none."""
         with self.db.transaction() as tx:
-            tx.execute("UPDATE ai_calls SET seconds = ?, problem = ? WHERE id = ?", (seconds, problem, call))
+            tx.execute(_END_CALL, (seconds, problem, call))
             tx.execute("UPDATE ai_answers SET state = ?, answer = ?, problem = ? WHERE item_id = ? AND schema = ? "
                        "AND model = ? AND prompt = ?",
                        ("ready" if value else "failed", json.dumps(value) if value else None, problem,

@@ -114,6 +114,11 @@ def _settled_status(srv: ServerProcess) -> dict[str, Any]:
         time.sleep(0.5)
 
 
+def _problem(srv: ServerProcess) -> str:
+    """The admin page's latest problem line, to say why a test saw no answer."""
+    return str(_settled_status(srv)["last_problem"])
+
+
 def test_an_llm_servers_picks_reach_the_page_in_the_background_and_are_kept(
         llm: ChatServer, tmp_path: Path, page: Any) -> None:
     # ollama's way of naming a server (its root, without /v1), pointed at the loopback server
@@ -128,13 +133,18 @@ def test_an_llm_servers_picks_reach_the_page_in_the_background_and_are_kept(
         opacity = page.eval_on_selector(f"label.option:has(input[value={dimmed[0]}])", "o => getComputedStyle(o).opacity")
         assert float(opacity) == pytest.approx(0.4)
         # The buttons beside the question: the LLM's hint (prose or JSON), its keywords, its reasons.
+        # Asked once the next items' highlights are in: the loopback server answers one call at a time,
+        # and a click queued behind them could outwait its timeout on a busy machine.
+        _settled_status(srv)
         page.click("fieldset[data-schema=emotion] .ai-tool[data-kind=hint]")
-        page.wait_for_selector("fieldset[data-schema=emotion] .ai-answer strong:text('Hint:')", timeout=200_000)
+        page.wait_for_selector("fieldset[data-schema=emotion] .ai-answer p:not(:text('Asking'))", timeout=200_000)
+        assert page.is_visible("fieldset[data-schema=emotion] .ai-answer strong:text('Hint:')"), _problem(srv)
         assert len(page.inner_text("fieldset[data-schema=emotion] .ai-answer")) > len("Hint: ")
         page.click("fieldset[data-schema=emotion] .ai-tool[data-kind=rationale]")
         page.wait_for_selector("fieldset[data-schema=emotion] .ai-answer p:not(:text('Asking'))", timeout=200_000)
         heads = page.eval_on_selector_all("fieldset[data-schema=emotion] .ai-answer p strong", "l => l.map(b => b.textContent)")
-        assert heads and all(h in ("Reasoning:", *[n + ":" for n in NAMES]) for h in heads)
+        assert heads, _problem(srv)
+        assert all(h in ("Reasoning:", *[n + ":" for n in NAMES]) for h in heads)
         page.click("fieldset[data-schema=emotion] .ai-tool[data-kind=keyword]")
         page.wait_for_selector("fieldset[data-schema=emotion] .ai-answer p:not(:text('Asking'))", timeout=200_000)
         for line in page.eval_on_selector_all("fieldset[data-schema=emotion] .ai-answer p", "l => l.map(p => p.textContent)"):

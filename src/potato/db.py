@@ -283,6 +283,34 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX chat_messages_user_item ON chat_messages (user, item_id, id);
     """,
+    # judge_calibration: each judge's k answers per item and question (under the prompt's digest, so a
+    # changed prompt asks again), and the one calibration run's state and the sample drawn for it.
+    """
+    CREATE TABLE judge_draws (
+        model TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        item_id TEXT NOT NULL,
+        schema TEXT NOT NULL,
+        draw INTEGER NOT NULL,
+        label TEXT,
+        reply TEXT,
+        problem TEXT,
+        seconds REAL,
+        at REAL NOT NULL,
+        PRIMARY KEY (model, prompt, item_id, schema, draw)
+    );
+    CREATE TABLE judge_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        state TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        beat_at REAL NOT NULL,
+        owner TEXT NOT NULL,
+        problem TEXT,
+        sample TEXT,
+        finished_at REAL
+    );
+    """,
 ]
 
 

@@ -154,14 +154,13 @@ def test_text_scheme_layout_keys_and_required() -> None:
 
 
 def test_features_this_server_lacks_are_named_errors_or_warnings() -> None:
-    report = report_of(upstream(judge_calibration={"enabled": True}, base_css="x.css"))
+    report = report_of(upstream(judge_alignment={"enabled": True}, base_css="x.css"))
     assert messages(report.errors) == [
-        "judge_calibration: " + unsupported_message("judge_calibration", TOP_LEVEL["judge_calibration"].what),
+        "judge_alignment: " + unsupported_message("judge_alignment", TOP_LEVEL["judge_alignment"].what),
     ]
     assert "base_css: " + unsupported_message("base_css", TOP_LEVEL["base_css"].what) in messages(report.warnings)
     assert messages(report.errors)[0].startswith(
-        "judge_calibration: 'judge_calibration' is a Potato feature this server does not support: calibrating an LLM "
-        "judge against the annotators; a run of the llm-zero-shot trainer scores")
+        "judge_alignment: 'judge_alignment' is a Potato feature this server does not support: aligning an LLM judge")
     # issue 44: chat_support is served by an LLM server named as ai_support names it
     assert messages(report_of(upstream(chat_support={"enabled": True})).errors) == [
         "chat_support.endpoint_type: missing; name the LLM server: endpoint_type: ollama, vllm, openai or "

@@ -31,6 +31,7 @@ from potato.config._checks import (
 )
 from potato.config import _keywords as keyword_keys
 from potato.config.study import chat as chat_keys
+from potato.config.study import judging as judge_keys
 from potato.config.upstream import TOP_LEVEL as UPSTREAM_KEYS
 from potato.config.upstream import OUR_OWN, unsupported_message
 from potato.errors import did_you_mean
@@ -54,6 +55,7 @@ TOP_LEVEL_KEYS = (
     *assist_keys.KEYS,
     *keyword_keys.KEYS,
     *chat_keys.KEYS,
+    *judge_keys.KEYS,
 )
 """Top-level keys Potato reads; others only warn, as released configs carry many more."""
 

@@ -151,6 +151,40 @@ class ChatSupport:
 
 
 @dataclass(frozen=True)
+class JudgeCalibration:
+    """Upstream's ``judge_calibration``: each judge (an LLM server) answers every item's single-choice
+    questions ``k_samples`` times; the modal answer is its label and the share of answers that agree
+    is its confidence. A sample of the items, drawn when the judges are done, is what the annotators'
+    labels (blind: the judges' answers are never shown) are compared with."""
+
+    judges: tuple[LlmService, ...]
+    out_dir: Path
+    """``output.dir``: llm_labels.jsonl, report.json and report.html are written there."""
+    prompt: str = ""
+    """The judge's instructions; {text}, {labels} and {description} are filled in where written."""
+    k_samples: int = 5
+    max_items: int | None = None
+    fraction: float | None = None
+    """Items judged: the first ``max_items`` (it wins), or this share of them; both None: all."""
+    strategy: str = "stratified"
+    stratify_by: str | None = None
+    """An item field to stratify the sample by; None: the first judge's label."""
+    sample_size: int = 200
+    seed: int = 42
+    num_raters: int = 1
+    """Annotators wanted per sample item (shown on the admin page as how far the sample is)."""
+    gold: str = "single"
+    """``single``: the first annotator's label is the reference; ``majority``: the most common one."""
+    schemas: tuple[str, ...] = ()
+    ordinal: tuple[str, ...] = ()
+    """The likert questions among ``schemas``: their report adds the mean distance from the reference."""
+    n_bins: int = 10
+    labels_file: str = "llm_labels.jsonl"
+    report_json: str = "report.json"
+    report_html: str = "report.html"
+
+
+@dataclass(frozen=True)
 class AssistHoldout:
     """``ai_support.assist_holdout``: a random share of annotators, drawn once each, sees no AI help and
     no model suggestions, so that what the help does to the labels can be measured."""
@@ -433,6 +467,7 @@ class Config:
     active_learning: ActiveLearning = field(default_factory=ActiveLearning)
     ai_support: AiSupport = field(default_factory=AiSupport)
     chat_support: ChatSupport | None = None
+    judge_calibration: JudgeCalibration | None = None
     phases: Phases | None = None
     """The study's pages around the items (consent, surveys, training); None: the items alone."""
     codebook_mode: str | None = None

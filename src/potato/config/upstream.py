@@ -90,9 +90,6 @@ TOP_LEVEL: Mapping[str, Feature] = {
     "curation": _e("dataset curation"),
     "arena": _e("a model arena"),
     "judge_alignment": _e("aligning an LLM judge with annotators"),
-    "judge_calibration": _e("calibrating an LLM judge against the annotators; a run of the llm-zero-shot trainer "
-                            "scores an LLM's answers against the annotators' labels on the holdout (accuracy, "
-                            "macro-F1, per label) without training it"),
     "cot_segmentation": _e("chain-of-thought segmentation"),
     "audio_annotation": _e("audio annotation settings"),
     "spectrogram": _e("audio spectrograms"),

@@ -24,6 +24,7 @@ from potato import defaults
 from potato.config.study import assist as assist_keys
 from potato.config.study import chat as chat_keys
 from potato.config.study import crowdsourcing as crowd_keys
+from potato.config.study import judging as judge_keys
 from potato.config import _page as page_keys
 from potato.config.study import phases as phase_keys
 from potato.config.training.active import as_auto_retrain, check_active_learning
@@ -31,11 +32,11 @@ from potato.config._checks import Findings, Invalid, section, show
 from potato.config._files import resolve, warn_open_folder
 from potato.config._keywords import check_keywords
 from potato.config._items import check_item_properties, span_target
-from potato.config._schemes import check_schemes, training_types
+from potato.config._schemes import check_schemes, scheme_types as declared_types, training_types
 from potato.config._top_level import check_top_level, warn_debug
 from potato.config.training.model_training import check_model_training
 from potato.config.acknowledge import apply_acknowledge
-from potato.config.schema import ActiveLearning, AiSupport, ChatSupport, Config, ModelTraining, Report
+from potato.config.schema import ActiveLearning, AiSupport, ChatSupport, Config, JudgeCalibration, ModelTraining, Report
 from potato.training.job.schemes import Scheme
 
 
@@ -80,6 +81,9 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
     active = check_active_learning(raw.get("active_learning"), scheme_types, stated, findings)
     assist = assist_keys.check_ai_support(raw.get("ai_support"), scheme_types, findings, path.parent)
     chat = chat_keys.check_chat(raw.get("chat_support"), findings, path.parent)
+    task_dir = resolve(path.parent, values.get("task_dir", "."))
+    judges = judge_keys.check_judge_calibration(raw.get("judge_calibration"), declared_types(raw.get("annotation_schemes")),
+                                                task_dir, path.parent, findings)
     if active is not None and active.enabled and training is not None:
         training = _with_active_learning(training, active, backend_types, findings)
     if assist is not None and assist.enabled and assist.source == assist_keys.RUNS and training is not None:
@@ -90,7 +94,6 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
     if schemes is not None and item_properties is not None and page is not None:
         marked = span_target(raw.get("annotation_schemes"), schemes, item_properties, page, findings)
         schemes, page = marked if marked is not None else (schemes, None)
-    task_dir = resolve(path.parent, values.get("task_dir", "."))
     phases_ok, phases = phase_keys.check(raw, schemes, task_dir, findings)
     codebook = _codebook_mode(raw.get("codebook_mode"), schemes or (), page, findings)
     if page is not None:
@@ -101,7 +104,7 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
                                                                              "of a study page (phases), not to items; "
                                                                              "use required: true")
     if findings.errors or schemes is None or item_properties is None or training is None or page is None \
-            or active is None or assist is None or chat is False or not phases_ok:
+            or active is None or assist is None or chat is False or judges is False or not phases_ok:
         return None, names
     config = Config(
         path=Path(os.path.abspath(path)),
@@ -119,6 +122,7 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
         active_learning=active,
         ai_support=assist,
         chat_support=chat if isinstance(chat, ChatSupport) else None,
+        judge_calibration=judges if isinstance(judges, JudgeCalibration) else None,
         phases=phases,
         codebook_mode=codebook,
         export_phase_data=raw.get("export_include_phase_data") is True,

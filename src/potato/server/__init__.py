@@ -13,7 +13,7 @@ from werkzeug.exceptions import HTTPException
 from potato.config.schema import Config
 from potato.db import disk_full
 from potato.project import Project
-from potato.server import admin, annotate, assist, autoexport, codebook, context, health, media, security
+from potato.server import admin, annotate, assist, autoexport, codebook, context, health, judging, media, security
 from potato.server.study import crowd
 from potato.server.study import pages as study
 from potato.server.jsonio import StrictJSONProvider
@@ -49,6 +49,7 @@ def create_app(config: Config, overrides: Mapping[str, Any] | None = None) -> Fl
     admin.init_app(app)
     training_server.init_app(app)
     assist.init_app(app, proj)
+    judging.init_app(app, proj)
 
     @app.errorhandler(sqlite3.OperationalError)
     @app.errorhandler(OSError)
@@ -116,4 +117,5 @@ def close_app(app: Flask) -> None:
         dispatcher.stop()
     autoexport.stop(app)
     assist.stop(app)
+    judging.stop(app)
     app.extensions["potato"].db.close()

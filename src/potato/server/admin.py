@@ -12,7 +12,7 @@ from flask import Blueprint, Flask, Response, current_app, jsonify, redirect, re
 from potato.label_import import Entry, check_entries, compare, span_texts_by_id
 from potato.labels import LabelSource, export_lines
 from potato.study.participants import Participants, participant_ids
-from potato.server import assist
+from potato.server import assist, judging
 from potato.server.assist.comparison import assist_comparison
 from potato.study.groups import AssistGroups
 from potato.server.study.roster import current_outcome
@@ -27,6 +27,10 @@ bp = Blueprint("admin", __name__, url_prefix="/admin")
 OUTCOMES = {"in_progress": "in progress", "completed": "completed", "screened_out": "screened out",
             "failed": "failed the training", "no_items": "no items left for them"}
 """How the Progress page names each outcome (the API and the exports give the keys)."""
+JUDGE_NOTES = {"started": "The judges are at work; this page shows how far they are when reloaded.",
+               "running": "The judges were already at work; nothing new was started.",
+               "written": "The report and the judges' labels are written (the files are named below)."}
+"""What the judge calibration card says after its buttons."""
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -75,6 +79,7 @@ def progress_summary() -> dict:
         groups = AssistGroups(project.db).all()
         for row in annotators:
             row["assist_group"] = groups.get(row["user"])
+    judges = judging.summary()
     return {
         "task": project.config.annotation_task_name,
         "items": total,
@@ -82,6 +87,7 @@ def progress_summary() -> dict:
         "annotators": annotators,
         **({"ai_help": llm.status()} if llm is not None else {}),
         **({"assist_holdout": comparison} if comparison is not None else {}),
+        **({"judge_calibration": judges} if judges is not None else {}),
     }
 
 
@@ -89,7 +95,8 @@ def progress_summary() -> dict:
 @admin_required
 def dashboard() -> Any:
     summary = progress_summary()
-    return render_template("admin.html", title=summary["task"], summary=summary, outcomes=OUTCOMES)
+    return render_template("admin.html", title=summary["task"], summary=summary, outcomes=OUTCOMES,
+                           judges_note=JUDGE_NOTES.get(request.args.get("judges", "")))
 
 
 @bp.get("/api/progress")

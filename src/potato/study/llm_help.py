@@ -216,3 +216,35 @@ def shorten(text: str, limit: int = 120) -> str:
     """A reply or an error body quoted on the admin page, one line and cut short."""
     line = " ".join(text.split())
     return line if len(line) <= limit else line[:limit] + "..."
+
+
+JUDGE_SYSTEM = "You are an impartial expert annotator. You answer with JSON only."
+JUDGE_HEAD = "You are an impartial expert annotator. Read the text and pick the one label that fits it best."
+
+
+def judge_messages(prompt: str, text: str, description: str, options: Sequence[str]) -> list[dict[str, str]]:
+    """What a judge (``judge_calibration``) is asked about one item and question: the admin's prompt,
+    with {text}, {labels} and {description} filled in where it writes them (upstream's placeholders;
+    other braces are left as written), then the item fenced, the question, its options and the JSON
+    wanted. A prompt that places {text} itself still gets the fenced copy, which is the one to read."""
+    labels = ", ".join(options)
+    head = (prompt or JUDGE_HEAD).strip()
+    for name, value in (("{labels}", labels), ("{description}", description), ("{text}", text)):
+        head = head.replace(name, value)
+    body = FRAME.format(task=head.replace("{", "{{").replace("}", "}}"), steps="Pick exactly one option. Use its name exactly as listed.",
+                        answer='{{"label": {example}, "reasoning": "one sentence"}}')
+    return [{"role": "system", "content": JUDGE_SYSTEM},
+            {"role": "user", "content": body.format(text=_fenced(text), question=description or "Which label fits?",
+                                                    options=labels,
+                                                    example=json.dumps(options[0] if options else ""))}]
+
+
+def read_judge_label(reply: str, options: Sequence[str]) -> str:
+    """The one option a judge's reply picks: its JSON ``label`` (any case), else the first option its
+    JSON or prose names; :class:`NoAnswer` when none does (a failed draw, counted as no agreement)."""
+    value = _first_object(reply)
+    if value is not None:
+        named = _known([value.get("label")], options)
+        if named:
+            return named[0]
+    return read_options(reply, options, 1)[0]

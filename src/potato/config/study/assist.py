@@ -251,33 +251,34 @@ def _check_source(values: dict[str, Any], problems: Problems) -> str | None:
 
 
 def check_service(kind: str, raw: object, cache: object, highlighting: Mapping[str, Any] | None, config_dir: Path,
-                  problems: Problems, findings: Findings, at: str = "ai_support") -> LlmService | None:
+                  problems: Problems, findings: Findings, at: str = "ai_support",
+                  inner: str = ".ai_config") -> LlmService | None:
     """``ai_config`` (and ``cache_config``'s prefetch) for an OpenAI-compatible server, under ``at``
     (``ai_support``, or ``chat_support``, which names its server the same way)."""
     example = "{model: qwen3:0.6b, base_url: http://localhost:11434}"
     try:
-        values, found = check_keys(mapping(raw if raw is not None else {}, example), _SERVICE, f"{at}.ai_config")
+        values, found = check_keys(mapping(raw if raw is not None else {}, example), _SERVICE, f"{at}{inner}")
     except Invalid as bad:
-        problems.extend((".ai_config" + at, detail) for at, detail in bad.problems)
+        problems.extend((inner + at, detail) for at, detail in bad.problems)
         return None
-    problems.extend((".ai_config" + at, detail) for at, detail in found)
+    problems.extend((inner + at, detail) for at, detail in found)
     include = values.get("include") or {}
     if include.get("special_include"):
-        problems.append((".ai_config.include.special_include", unsupported_message(
+        problems.append((inner + ".include.special_include", unsupported_message(
             "special_include", "choosing the assistants per item position and question; use include: {all: "
             "true} for hints, keywords and rationales beside every radio and multiselect question")))
     for key in ("think", "hint_prompt", "keyword_prompt"):
         if key in values:
-            findings.warn(f"{at}.ai_config.{key}", "is not used: this server writes its own prompts (Ollama's "
+            findings.warn(f"{at}{inner}.{key}", "is not used: this server writes its own prompts (Ollama's "
                                                          "thinking stays as the model has it); it is ignored")
     model = values.get("model")
     if not model:
-        problems.append((".ai_config.model", f"missing; name the model the server at {kind} serves, e.g. model: "
+        problems.append((inner + ".model", f"missing; name the model the server at {kind} serves, e.g. model: "
                                              "qwen3:0.6b"))
-    base_url = _base_url(kind, values.get("base_url"), problems)
-    key_env, key_file = _key_source(kind, values, config_dir, problems)
+    base_url = _base_url(kind, values.get("base_url"), problems, inner)
+    key_env, key_file = _key_source(kind, values, config_dir, problems, inner)
     if base_url and (key_env or key_file) and _plain_http_elsewhere(base_url):
-        findings.warn(f"{at}.ai_config.base_url", f"{base_url} is plain http to another machine, so the key "
+        findings.warn(f"{at}{inner}.base_url", f"{base_url} is plain http to another machine, so the key "
                                                        "travels unencrypted; use https")
     ahead, warm_up = _prefetch(cache, highlighting, problems, findings)
     if problems or not model or not base_url:
@@ -288,25 +289,25 @@ def check_service(kind: str, raw: object, cache: object, highlighting: Mapping[s
                       max_calls=values.get("max_calls"), ahead=ahead, warm_up=warm_up)
 
 
-def _base_url(kind: str, given: str | None, problems: Problems) -> str | None:
+def _base_url(kind: str, given: str | None, problems: Problems, inner: str = ".ai_config") -> str | None:
     """Where ``/chat/completions`` is: ``base_url`` (a server's root gets ``/v1``, as Ollama's
     native address does) or the source's usual address; ``${NAME}`` is read from the environment."""
     url = given if given is not None else DEFAULT_URLS[kind]
     if url is None:
-        problems.append((".ai_config.base_url", "missing; endpoint_type: openai_compatible needs the server's address, "
+        problems.append((inner + ".base_url", "missing; endpoint_type: openai_compatible needs the server's address, "
                                                 "e.g. base_url: http://127.0.0.1:8000/v1"))
         return None
     named = ENV_REFERENCE.match(url)
     if named:
         url = os.environ.get(named.group(1), "")
         if not url:
-            problems.append((".ai_config.base_url", f"${{{named.group(1)}}} is not set in the server's environment; "
+            problems.append((inner + ".base_url", f"${{{named.group(1)}}} is not set in the server's environment; "
                                                     "set it or write the address itself"))
             return None
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment \
             or parts.username or parts.password:
-        problems.append((".ai_config.base_url", f"{show(url)} is not a server address; write it as "
+        problems.append((inner + ".base_url", f"{show(url)} is not a server address; write it as "
                                                 "http://host:port/v1 (no user, key or query in it: the key goes in "
                                                 "api_key)"))
         return None
@@ -315,7 +316,7 @@ def _base_url(kind: str, given: str | None, problems: Problems) -> str | None:
 
 
 def _key_source(kind: str, values: Mapping[str, Any], config_dir: Path,
-                problems: Problems) -> tuple[str | None, Path | None]:
+                problems: Problems, inner: str = ".ai_config") -> tuple[str | None, Path | None]:
     """Where the key is read at each call: ``api_key: ${NAME}`` (the environment) or ``api_key_file``.
     A key written into the config itself is refused: configs are shared, copied and committed."""
     key, key_file = values.get("api_key"), values.get("api_key_file")
@@ -323,21 +324,21 @@ def _key_source(kind: str, values: Mapping[str, Any], config_dir: Path,
     if key is not None:
         named = ENV_REFERENCE.match(key)
         if not named:
-            problems.append((".ai_config.api_key", "holds the key itself, and configs get shared and committed; put "
+            problems.append((inner + ".api_key", "holds the key itself, and configs get shared and committed; put "
                                                    "it in an environment variable and write api_key: ${OPENAI_API_KEY}, "
                                                    "or in a file only the server's account reads and write "
                                                    "api_key_file: /path/to/key"))
         else:
             env = named.group(1)
             if not os.environ.get(env):
-                problems.append((".ai_config.api_key", f"${{{env}}} is not set in the server's environment; set it "
+                problems.append((inner + ".api_key", f"${{{env}}} is not set in the server's environment; set it "
                                                        "where the server starts (it is read at each call)"))
     path = resolve(config_dir, key_file) if key_file is not None else None
     if path is not None and not path.is_file():
-        problems.append((".ai_config.api_key_file", f"{path} does not exist; write the key there (one line, readable "
+        problems.append((inner + ".api_key_file", f"{path} does not exist; write the key there (one line, readable "
                                                     "by the server's account only)"))
     if kind in NEEDS_A_KEY and env is None and path is None and key is None:
-        problems.append((".ai_config.api_key", f"missing; {kind} needs a key: write api_key: ${{OPENAI_API_KEY}} and "
+        problems.append((inner + ".api_key", f"missing; {kind} needs a key: write api_key: ${{OPENAI_API_KEY}} and "
                                                "set it in the server's environment"))
     return env, path
 

@@ -27,6 +27,7 @@ from potato.config._checks import (
     number,
     section,
     show,
+    subset,
     text,
     text_list,
 )
@@ -130,8 +131,8 @@ def _judges(raw: object, config_dir: Path, problems: list[Problem], findings: Fi
             problems.append((at, f"must be a mapping such as {{endpoint_type: ollama, model: llama3.2:3b}}, got "
                                  f"{show(entry)}"))
             continue
-        entry = dict(entry)
-        kind = entry.pop("endpoint_type", None)
+        kind = entry.get("endpoint_type")
+        entry = subset(entry, lambda key: key != "endpoint_type")  # a copy that still notes what is read
         if kind not in SERVED_BY_AN_LLM:
             problems.append((at + ".endpoint_type", "missing; name the judge's server: endpoint_type: ollama, vllm, "
                                                     "openai or openai_compatible (with base_url)" if kind is None else

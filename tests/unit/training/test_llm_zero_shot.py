@@ -12,6 +12,7 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -306,3 +307,36 @@ def test_zero_shot_with_labels_is_never_worse_than_without(tmp_path: Path, monke
     assert helped["holdout_accuracy"] >= alone["holdout_accuracy"]
     assert len(said) == 1 and f"calibrated on {n_train} labelled training items" in said[0]
     assert "held-out accuracy" in said[0] or "every item had the same answer" in said[0]
+
+
+def test_an_item_the_calibration_read_is_not_scored_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 44: a run with labelled items scores each of them once for the fit, and its prediction
+    reuses that score (the same number either way): the run asks the model about each text once, a
+    third less work on a run whose training half is labelled."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from potato.training.trainers.llm_zero_shot import LlmZeroShotTrainer
+    from potato.training.worker.program import run_job
+
+    from tests.unit.training.test_hf_llm import DATA, build_tiny_llama
+
+    rows = [(f"i{i}", text, label) for i, (text, label) in enumerate(DATA[:40])]
+    model = build_tiny_llama(tmp_path / "llama", [text for _, text, _ in rows])
+    scored: list[str] = []
+    real = LlmZeroShotTrainer._scores
+
+    def counting(self: Any, template: str, texts: Any, spec: Any, labels: Any) -> Any:
+        scored.extend(texts)
+        return real(self, template, texts, spec, labels)
+
+    monkeypatch.setattr(LlmZeroShotTrainer, "_scores", counting)
+    holdout = [i for i, _, _ in rows[::2]]
+    job = job_json("llm-zero-shot", ({"name": "sentiment", "annotation_type": "radio",
+                                      "labels": ["positive", "negative"], "description": "Positive or negative?"},),
+                   {"base_model": str(model), "batch_size": 8}, num_threads=1)
+    write_bundle(tmp_path / "job", job, [{"id": i, "text": t} for i, t, _ in rows],
+                 [{"item_id": i, "schema": "sentiment", "label": s, "user": "u"} for i, _, s in rows], holdout)
+    assert run_job(tmp_path / "job") == 0, read_result(tmp_path / "job")["message"]
+    texts = [t for _, t, _ in rows]
+    assert sorted(t for t in scored if t in texts) == sorted(set(texts))  # each item's text once, none twice
+    assert len(read_jsonl(tmp_path / "job" / "predictions.jsonl")) == len(rows)

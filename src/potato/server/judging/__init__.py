@@ -31,11 +31,8 @@ def summary() -> dict[str, Any] | None:
     return None if found is None else calibration_report(current_project(), found)
 
 
-def _found() -> JudgeRunner:
-    found = runner()
-    if found is None:
-        raise LookupError
-    return found
+NOT_CONFIGURED = ("This project has no judge_calibration; add judge_calibration: {enabled: true, models: [...]} to its "
+                  "config and restart the server.")
 
 
 @bp.get("/api/judge-calibration")
@@ -43,7 +40,7 @@ def _found() -> JudgeRunner:
 def api_status() -> Any:
     found = summary()
     if found is None:
-        return jsonify(error="judge_calibration is not configured for this project"), 404
+        return jsonify(error=NOT_CONFIGURED), 404
     return jsonify(found)
 
 
@@ -52,11 +49,11 @@ def api_status() -> Any:
 def api_run() -> Any:
     found = runner()
     if found is None:
-        return jsonify(error="judge_calibration is not configured for this project"), 404
+        return jsonify(error=NOT_CONFIGURED), 404
     try:
         found.start()
     except AlreadyRunning as exc:
-        return jsonify(error=str(exc).capitalize() + "."), 409
+        return jsonify(error=f"{str(exc)[:1].upper()}{str(exc)[1:]}."), 409
     body = found.status()
     body.pop("sample", None)  # drawn only at the end; GET names it as sample_items
     return jsonify(body), 202
@@ -67,7 +64,7 @@ def api_run() -> Any:
 def api_report() -> Any:
     found = runner()
     if found is None:
-        return jsonify(error="judge_calibration is not configured for this project"), 404
+        return jsonify(error=NOT_CONFIGURED), 404
     built, written = write_report(current_project(), found)
     return jsonify(report=built, files=[str(path) for path in written])
 

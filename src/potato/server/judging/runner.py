@@ -36,8 +36,9 @@ THREADS = 4
 """Calls in flight at once, all judges together (a local server answers them one by one anyway)."""
 FAILURES_TO_STOP = 5
 """Calls in a row that got no reply at all before the run stops and says why."""
-STALE_AFTER_S = 60.0
-"""Beyond the longest call's timeout, a run whose process stopped beating may be started again."""
+STALE_AFTER_S = 120.0
+"""Beyond the longest call's timeout, a run whose process stopped beating may be started again (a run
+beats after each answer; waiting for its per-minute limit takes at most 60 s of this)."""
 
 
 class AlreadyRunning(Exception):
@@ -123,10 +124,6 @@ class JudgeRunner:
 
     def stop(self) -> None:
         self._stopping.set()
-
-    def wait(self, timeout: float | None = None) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
 
     def _run(self, owner: str) -> None:
         try:

@@ -208,7 +208,7 @@ def test_a_pick_made_after_the_session_ended_is_saved_once_the_annotator_signs_i
     page.press("#name", "Enter")
     page.wait_for_selector("#item-id:text('r001')")
     labels_become(server, "mo", [("r000", "positive"), ("r001", "negative")])
-    assert page.is_checked("input[name=sentiment][value=negative]")
+    page.wait_for_selector("input[name=sentiment][value=negative]:checked")  # drawn once the save is answered
     assert "saved" in page.inner_text("#status").lower()
 
     page.context.clear_cookies()

@@ -63,6 +63,7 @@ PROGRESS = "/admin/api/progress"
 EXPORT = "/admin/api/export"
 LABELS = "/admin/api/labels"
 CODEBOOK = "/admin/api/codebook"
+JUDGES = "/admin/api/judge-calibration"
 TRAINING = "/admin/training/api"
 BACKENDS = f"{TRAINING}/backends"
 CHECK = f"{TRAINING}/backends/{{name}}/check"
@@ -85,7 +86,10 @@ RUN_ROUTES = [(RUN, "GET"), (CANCEL, "POST"), (LOG, "GET"), (EVENTS, "GET"), (SU
 PUSH_ROUTES = [(PUSH, "GET"), (PUSH, "POST")]
 """Pushing to the Hugging Face Hub: no run of the test project can be pushed (its model stayed on the
 agent's machine, or it has not succeeded), so a push is refused (409) whatever the request."""
-ROUTES = PLAIN_ROUTES + RUN_ROUTES + PUSH_ROUTES
+JUDGE_ROUTES = [(JUDGES, "GET"), (f"{JUDGES}/run", "POST"), (f"{JUDGES}/report", "POST")]
+"""judge_calibration's: the test project has none, so each answers its documented 404 whatever the request
+(tests/e2e/test_judge_calibration.py runs them on a project that has judges)."""
+ROUTES = PLAIN_ROUTES + RUN_ROUTES + PUSH_ROUTES + JUDGE_ROUTES
 STRICT_BODIES = [(LABELS, "POST"), (RUNS, "POST")]
 """The routes that take a body; the server checks it, so invalid bodies (negative generation) must be refused."""
 
@@ -426,6 +430,9 @@ def test_every_route_answers_as_documented(live: Live) -> None:
     for path, method in ROUTES:
         if (path, method) in PUSH_ROUTES:
             continue  # fuzz_pushes below
+        if (path, method) in JUDGE_ROUTES:
+            fuzz(live, path, method, GenerationMode.POSITIVE, ADMIN_KEY, examples=REFUSED_EXAMPLES, expect={404})
+            continue
         if (path, method) in STRICT_BODIES:
             fuzz(live, path, method, GenerationMode.NEGATIVE, ADMIN_KEY, expect={400, 409})
         if (path, method) in RUN_ROUTES:

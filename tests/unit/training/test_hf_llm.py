@@ -265,13 +265,13 @@ def test_bitsandbytes_without_a_backend_here_says_what_to_do(tmp_path: Path, tin
 # --- a real LLM: SmolLM2-135M-Instruct --------------------------------------------------------------
 
 @pytest.mark.slow
-def test_lora_on_smollm2_beats_zero_shot_on_the_example_reviews_whatever_the_seed(
+def test_lora_on_smollm2_beats_zero_shot_on_the_example_reviews_from_the_labels_words(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issues 34 and 44: hf-llm-classification (LoRA, full-precision weights, CPU) on SmolLM2-135M-Instruct,
-    scored on the same 60 holdout reviews as llm-zero-shot, beats llm-zero-shot's accuracy there with each
-    of three seeds. The head starts from the labels' words: from a random head one seed in three ended
-    with every review one label (0.50), and the model folder, whose weights file then lacked the input
-    embeddings, trained on random ones (0.52 where the GGUF file gave 0.93)."""
+    scored on the same 60 holdout reviews as llm-zero-shot, beats llm-zero-shot's accuracy there with
+    seed 0 (every run's default) and seed 2, with which a random head ended with every review one label
+    (0.50; seeds 0-4 from the labels' words: 1.00, 1.00, 0.90, 1.00, 1.00). The model folder, whose weights
+    file then lacked the input embeddings, trained on random ones (0.52 where the GGUF file gave 0.93)."""
     pytest.importorskip("peft")
     from potato.training.worker.program import run_job
 
@@ -287,7 +287,7 @@ def test_lora_on_smollm2_beats_zero_shot_on_the_example_reviews_whatever_the_see
               "description": "Is this product review positive or negative?"}
     params = {"base_model": str(smollm2_folder()), **QUALITY_PARAMS}
     accuracies = []
-    for seed in (0, 1, 2):
+    for seed in (0, 2):
         job_dir = write_bundle(tmp_path / f"seed-{seed}", job_json("hf-llm-classification", (scheme,), params,
                                                                    num_threads=2, seed=seed), items, labels, holdout)
         started = time.monotonic()

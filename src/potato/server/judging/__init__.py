@@ -35,13 +35,15 @@ NOT_CONFIGURED = ("This project has no judge_calibration; add judge_calibration:
                   "config and restart the server.")
 
 
+def _not_configured() -> Any:
+    return jsonify(error=NOT_CONFIGURED), 404
+
+
 @bp.get("/api/judge-calibration")
 @admin_required
 def api_status() -> Any:
     found = summary()
-    if found is None:
-        return jsonify(error=NOT_CONFIGURED), 404
-    return jsonify(found)
+    return _not_configured() if found is None else jsonify(found)
 
 
 @bp.post("/api/judge-calibration/run")
@@ -49,7 +51,7 @@ def api_status() -> Any:
 def api_run() -> Any:
     found = runner()
     if found is None:
-        return jsonify(error=NOT_CONFIGURED), 404
+        return _not_configured()
     try:
         found.start()
     except AlreadyRunning as exc:
@@ -64,7 +66,7 @@ def api_run() -> Any:
 def api_report() -> Any:
     found = runner()
     if found is None:
-        return jsonify(error=NOT_CONFIGURED), 404
+        return _not_configured()
     built, written = write_report(current_project(), found)
     return jsonify(report=built, files=[str(path) for path in written])
 

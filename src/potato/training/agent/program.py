@@ -193,7 +193,7 @@ class Agent(JobRunner):
         self.run_job(job, self.client)
         return 0
 
-    def watch_session(self, interval_s: float = 1.0, stdout: int = 1) -> None:
+    def watch_session(self, host: str = "", interval_s: float = 1.0, stdout: int = 1) -> None:
         """``--session``: the agent was started by an ssh session (``exec``: sshd holds the other end
         of its stdout). When the session ends (its ssh client killed, the connection broken), sshd
         closes that end, and when the whole connection goes the agent is handed to another parent:
@@ -201,8 +201,12 @@ class Agent(JobRunner):
         report, and give up reporting (the server was reachable only through the session's
         forward). The closed stdout is what tells a session multiplexed over a connection that
         stays open (sshd's process then lives on). A server restart ends neither: the ssh client
-        runs apart from the server, and the run goes on."""
+        runs apart from the server, and the run goes on. ``host`` is the session's host as the
+        server names it: when the session's forward lasts long enough to carry this report, the run
+        fails in the same words the server would have used."""
         parent = os.getppid()
+        message = (f"The ssh session to {host} ended during the run (the agent on {self.host} saw it end)."
+                   if host else f"The session to {self.host} that started the agent ended during the run.")
 
         def watch() -> None:
             while os.getppid() == parent and not reader_gone(stdout):
@@ -212,8 +216,7 @@ class Agent(JobRunner):
             reporter = self.reporter
             if reporter is not None:
                 reporter.give_up_after_s = 0.0
-                reporter.request_stop(StopRequest(
-                    Reason.AGENT_LOST, f"The session to {self.host} that started the agent ended during the run."))
+                reporter.request_stop(StopRequest(Reason.AGENT_LOST, message))
             self.console.say("the session that started this agent ended; stopping the run")
 
         threading.Thread(target=watch, name="potato-session-watch", daemon=True).start()
@@ -280,8 +283,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         workdir.mkdir(mode=0o700, parents=True, exist_ok=True)  # jobs hold the project's texts
         agent = Agent(client, args.backend, workdir, python, args.keep, args.give_up_after, args.poll_wait, console,
                       slurm=slurm, container=container, pass_env=args.pass_env)
-        if args.session:
-            agent.watch_session()
+        if args.session is not None:
+            agent.watch_session(args.session)
         signal.signal(signal.SIGINT, agent.on_signal)
         signal.signal(signal.SIGTERM, agent.on_signal)
         signal.signal(signal.SIGHUP, agent.on_signal)  # a hung-up terminal or session: a warm stop too

@@ -178,6 +178,6 @@ def parser() -> argparse.ArgumentParser:
                         "it sees PATH, HOME, locale, CUDA and cache variables only otherwise)")
     p.add_argument("--run", help=argparse.SUPPRESS)
     p.add_argument("--token-stdin", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--session", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--session", nargs="?", const="", default=None, metavar="HOST", help=argparse.SUPPRESS)
     p.add_argument("--poll-wait", type=float, default=POLL_WAIT_S, help=argparse.SUPPRESS)
     return p

@@ -41,16 +41,18 @@ def build_venv(remote_dir: str, venv: str, env_prefix: str, python_path: str, pa
 
 
 def agent_line(remote_dir: str, digest: str, python: str, env: Mapping[str, str], socket: str, backend: str,
-                run_id: str, pass_env: Sequence[str], agent_args: Sequence[str] = ()) -> str:
+                run_id: str, pass_env: Sequence[str], agent_args: Sequence[str] = (), host: str = "") -> str:
     """The agent for one run, with this server behind the forwarded ``socket`` and the run's token on
     stdin. ``python`` is a shell word (the backend's interpreter, or its packages venv's);
-    ``agent_args`` are shell text already (the container options, ``--slurm-config``)."""
+    ``agent_args`` are shell text already (the container options, ``--slurm-config``); ``host`` is
+    the host as the config names it, so that an agent which outlives its session's end long enough
+    to report it says so in the server's words."""
     assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     code = f"{remote_dir}/code/{digest}"
     return (f"mkdir -p {remote_dir}/jobs && cd {remote_dir} && exec env {assignments} "
             f"PYTHONPATH={code} {python} -m potato.training.agent "
             f"--server {shlex.quote('unix:' + socket)} --backend {shlex.quote(backend)} "
-            f"--run {shlex.quote(run_id)} --token-stdin --session --workdir {remote_dir}"
+            f"--run {shlex.quote(run_id)} --token-stdin --session {shlex.quote(host)} --workdir {remote_dir}"
             + "".join(f" --pass-env={shlex.quote(name)}" for name in pass_env)  # the admin's env: the worker's too
             + "".join(f" {arg}" for arg in agent_args))
 

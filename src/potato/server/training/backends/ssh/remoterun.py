@@ -268,7 +268,7 @@ class RemoteRun(Generic[Host]):
         env = {**b.env, **run_env}
         apply_thread_limit(b.num_threads, env)  # over what a login shell sets
         command = lines.agent_line(self.remote_dir, digest, self.python, env, socket, b.name, self.run.id,
-                                    list(b.env), agent_args)
+                                    list(b.env), agent_args, host=b.host)
         server = urlsplit(self.agent_url)
         self.forward = forward = f"{socket}:{server.hostname}:{server.port}"
         out = open_private(self.run_dir / "agent.out", "ab")

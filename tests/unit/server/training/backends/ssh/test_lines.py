@@ -45,11 +45,12 @@ def test_the_agent_line_keeps_every_config_value_one_word(tmp_path: Path) -> Non
     """The config refuses such env names and backend names already; the line does not rely on it."""
     line = lines.agent_line(
         remote_path("~/potato x"), "d1g", shlex.quote("/usr/bin/python3"), {"EXAMPLE": HOSTILE}, f"/tmp/{HOSTILE}/s",
-        HOSTILE, "run-1", [HOSTILE], lines.container_args(Container("docker", HOSTILE, (HOSTILE,))))
+        HOSTILE, "run-1", [HOSTILE], lines.container_args(Container("docker", HOSTILE, (HOSTILE,))), host=HOSTILE)
     words = shlex.split(line.split(" && exec env ", 1)[1])
     assert words[0] == f"EXAMPLE={HOSTILE}"
     assert words[words.index("--backend") + 1] == HOSTILE and words[words.index("--run") + 1] == "run-1"
     assert words[words.index("--server") + 1] == f"unix:/tmp/{HOSTILE}/s"
+    assert words[words.index("--session") + 1] == HOSTILE  # the host as the server names it, for its messages
     assert f"--pass-env={HOSTILE}" in words and words[words.index("--container-image") + 1] == HOSTILE
     assert f"--container-option={HOSTILE}" in words
 

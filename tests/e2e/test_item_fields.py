@@ -69,7 +69,7 @@ def test_every_field_type_shows_and_nothing_in_an_item_runs(server: ServerProces
     page.wait_for_selector(".field-image img")
     page.wait_for_function("document.querySelector('.field-image img').naturalWidth > 0")
 
-    for _ in range(2):
+    for shown in ("r000", "r001"):
         assert page.evaluate("window.__pwned") is None
         assert page.evaluate("document.querySelectorAll('#item-text script, #item-text iframe[srcdoc]').length") == 0
         assert page.evaluate("""[...document.querySelectorAll('#item-text *')].some(
@@ -86,8 +86,9 @@ def test_every_field_type_shows_and_nothing_in_an_item_runs(server: ServerProces
         assert page.eval_on_selector_all("table.spreadsheet th", "els => els.map(e => e.textContent)") == ["name", "score"]
         assert page.inner_text("table.spreadsheet tbody tr:first-child td") == HOSTILE
         assert page.evaluate("document.documentElement.scrollWidth") <= width
-        page.keyboard.press("ArrowRight")  # on to the second item, as hostile as the first
-        page.wait_for_selector("#item-id:text('r001')")
+        if shown == "r000":  # on to the second item, as hostile as the first (and the last: the PDF is read there)
+            page.keyboard.press("ArrowRight")
+            page.wait_for_selector("#item-id:text('r001')")
 
     # The PDF: a paged viewer over the media file.
     assert page.inner_text(".pdf-where") == "Page 1 of 2"

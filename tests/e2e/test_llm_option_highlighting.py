@@ -143,7 +143,7 @@ def test_an_llm_servers_picks_reach_the_page_in_the_background_and_are_kept(
         page.click("fieldset[data-schema=emotion] .ai-tool[data-kind=rationale]")
         page.wait_for_selector("fieldset[data-schema=emotion] .ai-answer p:not(:text('Asking'))", timeout=200_000)
         heads = page.eval_on_selector_all("fieldset[data-schema=emotion] .ai-answer p strong", "l => l.map(b => b.textContent)")
-        assert heads, _problem(srv)
+        assert heads, (page.inner_text("fieldset[data-schema=emotion] .ai-answer"), _problem(srv))
         assert all(h in ("Reasoning:", *[n + ":" for n in NAMES]) for h in heads)
         page.click("fieldset[data-schema=emotion] .ai-tool[data-kind=keyword]")
         page.wait_for_selector("fieldset[data-schema=emotion] .ai-answer p:not(:text('Asking'))", timeout=200_000)

@@ -226,6 +226,7 @@
       showAiKeywords(answer.marks || []);
     } else {
       answer.rationales.forEach(function (r) { line(r.label ? r.label + ":" : "Reasoning:", r.reasoning); });
+      if (!answer.rationales.length) line("", "No hint for this question.");
     }
     box.hidden = false;
   }
@@ -254,7 +255,13 @@
   }
   schemes.forEach(function (fs) {
     fs.querySelectorAll(".ai-tool").forEach(function (button) {
-      button.addEventListener("click", function () { askTool(fs, button, state.item, Date.now()); });
+      button.addEventListener("click", function () {
+        // The last answer goes at once: one left up while the next is asked for reads as its answer.
+        var box = fs.querySelector(".ai-answer");
+        box.textContent = "Asking the AI\u2026";
+        box.hidden = false;
+        askTool(fs, button, state.item, Date.now());
+      });
     });
   });
   function clearHelp(fs) {

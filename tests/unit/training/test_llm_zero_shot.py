@@ -340,3 +340,61 @@ def test_an_item_the_calibration_read_is_not_scored_again(tmp_path: Path, monkey
     texts = [t for _, t, _ in rows]
     assert sorted(t for t in scored if t in texts) == sorted(set(texts))  # each item's text once, none twice
     assert len(read_jsonl(tmp_path / "job" / "predictions.jsonl")) == len(rows)
+
+
+@pytest.mark.parametrize("model", ["tiny-llama", "smollm2"])
+def test_replies_read_after_a_shared_prompt_score_as_whole_conversations_do(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, model: str) -> None:
+    """Each prompt is read once and its replies continue from its keys and values (prompts of
+    different lengths in one batch, padded on the right): every reply's log-likelihood is the one the
+    whole conversation, read alone, gives it; on a radio question with six labels the prompt is read
+    once rather than six times."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import torch
+
+    from potato.training.job.events import EventWriter
+    from potato.training.job.spec import parse_job
+    from potato.training.trainers.base import TrainContext
+    from potato.training.trainers.llm_zero_shot import LlmZeroShotTrainer
+
+    from tests.unit.training.test_hf_llm import DATA, build_tiny_llama
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    texts = [text for text, _ in DATA[:5]] + ["ok", DATA[0][0] + " " + DATA[1][0] + " " + DATA[2][0]]
+    base = build_tiny_llama(tmp_path / "llama", [t for t, _ in DATA]) if model == "tiny-llama" else smollm2_folder()
+    six = Scheme(name="feeling", annotation_type=SchemeType.RADIO, description="How does it feel?",
+                 labels=("joy", "anger", "sadness", "fear", "surprise", "neutral"))
+    job = parse_job(job_json("llm-zero-shot", ({"name": "feeling", "annotation_type": "radio", "labels": list(six.labels),
+                                                "description": six.description},), {}))
+    events = EventWriter(tmp_path / "events.jsonl")
+    request.addfinalizer(events.close)
+    params = LlmZeroShotTrainer.validate_params({"base_model": str(base)})
+    trainer = LlmZeroShotTrainer(TrainContext(job, params, "cpu", tmp_path / "artifacts", tmp_path, events,
+                                              lambda: False))
+    trainer._load()
+    calls: list[int] = []
+    real_forward = trainer.model.forward
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(int(kwargs["input_ids"].numel()))
+        return real_forward(*args, **kwargs)
+
+    trainer.model.forward = counting
+    for spec, labels in ((six, six.labels), (ASPECTS, ASPECTS.labels)):
+        turns = [trainer._turn_ids(turn, answers) for text in texts
+                 for turn, answers in user_turns(default_prompt(spec.description, labels, spec.multiselect),
+                                                 text, spec, labels)]
+        calls.clear()
+        shared = trainer._log_likelihoods(turns)
+        read = sum(calls)
+        whole = [[trainer._whole_log_likelihoods([(prompt, [reply])])[0][0] for reply in replies]
+                 for prompt, replies in turns]
+        assert [len(s) for s in shared] == [len(r) for _, r in turns]
+        for got, want in zip(shared, whole):
+            assert got == pytest.approx(want, abs=2e-3)
+            assert torch.tensor(got).argmax() == torch.tensor(want).argmax()
+        whole_tokens = sum(len(prompt) + len(reply) for prompt, replies in turns for reply in replies)
+        # padding included: yes and no share a prompt, six labels share one
+        assert read < whole_tokens * (0.3 if spec is six else 0.85), (read, whole_tokens)
+    assert trainer._shared_prompts

@@ -258,6 +258,39 @@ def model_source(base_model: str) -> tuple[str, str | None]:
     return str(path), None
 
 
+def _right_padded(rows: Sequence[Sequence[int]], pad: int) -> tuple[Any, Any]:
+    """Token rows as one tensor, padded on the right (each row's positions as in its unpadded run),
+    and the attention mask that hides the padding."""
+    import torch
+
+    ids = torch.full((len(rows), max(len(row) for row in rows)), pad, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for n, row in enumerate(rows):
+        ids[n, :len(row)] = torch.tensor(row, dtype=torch.long)
+        mask[n, :len(row)] = 1
+    return ids, mask
+
+
+def _cache_argument(model: Any) -> str:
+    """The name the model's forward takes a cache by: ``cache`` from transformers 5.x, where
+    ``past_key_values`` warns that it goes; ``past_key_values`` before."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
+
+
+def _shareable(cache: Any) -> bool:
+    """Whether a prompt's cache can serve its replies as rows of their own: a growing cache of keys
+    and values, each position its own, so the padding after a shorter prompt stays masked out. A
+    recurrent or linear-attention state has read the padding, and a static cache cannot grow."""
+    if cache is None or not hasattr(cache, "batch_select_indices"):
+        return False
+    if type(cache).__name__ != "DynamicCache":
+        return False
+    layers = getattr(cache, "layers", None)  # transformers 5: one object per layer
+    return layers is None or all(type(layer).__name__ == "DynamicLayer" for layer in layers)
+
+
 class LlmZeroShotTrainer(Trainer):
     name = "llm-zero-shot"
     description = ("An instruct LLM suggests labels with no training: each label scored by the model's "
@@ -292,6 +325,8 @@ class LlmZeroShotTrainer(Trainer):
         self.model: Any = None
         self.examples: Sequence[Example] = ()
         self._kept: dict[tuple[str, str, str], list[list[float]]] = {}
+        self._shared_prompts = True
+        """False once the model's cache proved unshareable: its conversations are then read whole."""
 
     @classmethod
     def validate_params(cls, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -357,19 +392,18 @@ class LlmZeroShotTrainer(Trainer):
         messages.append({"role": "assistant", "content": answer})
         return str(tok.apply_chat_template(messages, tokenize=False))
 
-    def _sequences(self, turn: str, answers: Sequence[str]) -> list[tuple[list[int], int]]:
-        """Per answer: the token ids of the conversation with that reply, and where the reply starts."""
+    def _turn_ids(self, turn: str, answers: Sequence[str]) -> tuple[list[int], list[list[int]]]:
+        """The token ids of the conversation up to the reply, and of each answer as the reply."""
         tok = self.tokenizer
         prompt = self._render(turn, None)
-        prompt_ids = list(tok(prompt, add_special_tokens=False)["input_ids"])
-        out = []
+        replies = []
         for answer in answers:
             full = self._render(turn, answer)
             # the reply as the template writes it (end of turn included); a template that rewrites the
             # earlier turns once a reply follows gets the bare answer
             reply = full[len(prompt):] if full.startswith(prompt) and len(full) > len(prompt) else answer
-            out.append((prompt_ids + list(tok(reply, add_special_tokens=False)["input_ids"]), len(prompt_ids)))
-        return out
+            replies.append(list(tok(reply, add_special_tokens=False)["input_ids"]))
+        return list(tok(prompt, add_special_tokens=False)["input_ids"]), replies
 
     def _cut(self, text: str) -> str:
         """The item's text, cut to ``max_length`` tokens."""
@@ -377,18 +411,62 @@ class LlmZeroShotTrainer(Trainer):
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         return text if len(ids) <= limit else str(self.tokenizer.decode(ids[:limit]))
 
-    def _log_likelihoods(self, sequences: Sequence[tuple[list[int], int]]) -> list[float]:
-        """Each sequence's summed log-probability of its tokens from its reply's start on, in one pass."""
+    def _log_likelihoods(self, turns: Sequence[tuple[list[int], list[list[int]]]]) -> list[list[float]]:
+        """Per turn, each reply's summed log-probability after the turn's prompt. The prompts are read
+        once and their keys and values shared by their replies: on CPU the prompt is nearly all of
+        the work, and a radio question with six labels read it six times. A model whose cache cannot
+        be shared that way (recurrent or static layers) reads each conversation whole instead."""
+        import torch
+
+        if not self._shared_prompts:
+            return self._whole_log_likelihoods(turns)
+        device = torch.device(self.ctx.device)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        lengths = [len(prompt) for prompt, _ in turns]
+        ids, mask = _right_padded([prompt for prompt, _ in turns], pad)
+        first = min(lengths) - 1
+        with torch.inference_mode():
+            out = self.model(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=True,
+                             logits_to_keep=ids.shape[1] - first)
+            cache = out.cache if hasattr(out, "cache") else getattr(out, "past_key_values", None)
+            if not _shareable(cache):
+                self._shared_prompts = False
+                self.ctx.log(f"the model's cache ({type(cache).__name__}) cannot be shared between answers: "
+                             "each answer is read with its prompt")
+                return self._whole_log_likelihoods(turns)
+            # the logits at a prompt's last token predict its replies' first tokens
+            ends = torch.tensor(lengths, device=out.logits.device) - 1 - first
+            firsts = torch.log_softmax(out.logits[torch.arange(len(turns), device=ends.device), ends].float(), dim=-1)
+            del out
+            rows = [row for row, (_, replies) in enumerate(turns) for _ in replies]
+            replies = [reply for _, replies_ in turns for reply in replies_]
+            reply_ids, reply_mask = _right_padded(replies, pad)
+            cache.batch_select_indices(torch.tensor(rows, device=device))
+            positions = torch.tensor([lengths[row] for row in rows]).unsqueeze(1) + torch.arange(reply_ids.shape[1])
+            logits = self.model(input_ids=reply_ids.to(device),
+                                attention_mask=torch.cat([mask[rows], reply_mask], dim=1).to(device),
+                                position_ids=positions.to(device), use_cache=True,
+                                **{_cache_argument(self.model): cache}).logits
+            scores = []
+            for n, (row, reply) in enumerate(zip(rows, replies)):
+                score = float(firsts[row, reply[0]])
+                if len(reply) > 1:
+                    targets = torch.tensor(reply[1:], dtype=torch.long, device=logits.device)
+                    logp = torch.log_softmax(logits[n, :len(reply) - 1].float(), dim=-1).gather(1, targets.unsqueeze(1))
+                    score += float(logp.sum())
+                scores.append(score)
+        flat = iter(scores)
+        return [[next(flat) for _ in replies_] for _, replies_ in turns]
+
+    def _whole_log_likelihoods(self, turns: Sequence[tuple[list[int], list[list[int]]]]) -> list[list[float]]:
+        """:meth:`_log_likelihoods` with each conversation read whole (prompt and reply, one row each)."""
         import torch
 
         device = torch.device(self.ctx.device)
-        width = max(len(ids) for ids, _ in sequences)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        input_ids = torch.full((len(sequences), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(sequences), width), dtype=torch.long)
-        for row, (ids, _) in enumerate(sequences):  # right padding: positions match the unpadded run
-            input_ids[row, :len(ids)] = torch.tensor(ids, dtype=torch.long)
-            mask[row, :len(ids)] = 1
+        sequences = [(prompt + reply, len(prompt)) for prompt, replies in turns for reply in replies]
+        input_ids, mask = _right_padded([seq for seq, _ in sequences], pad)  # positions as in the unpadded run
+        width = input_ids.shape[1]
         # Only the positions that predict a reply's tokens need the vocabulary-wide logits: a 7B model's
         # for every prompt token would be batch x length x 152k floats (GBs); the rest are never made.
         first = min(start for _, start in sequences) - 1
@@ -402,15 +480,16 @@ class LlmZeroShotTrainer(Trainer):
                 targets = torch.tensor(ids[start:], dtype=torch.long, device=step_logits.device)
                 logp = torch.log_softmax(step_logits, dim=-1).gather(1, targets.unsqueeze(1))
                 scores.append(float(logp.sum()))
-        return scores
+        flat = iter(scores)
+        return [[next(flat) for _ in replies] for _, replies in turns]
 
     def _scores(self, template: str, texts: Sequence[str], spec: Scheme,
                 labels: Sequence[str]) -> list[list[list[float]]]:
         """Per text, per user turn, its answers' log-likelihoods (every text's answers in one pass)."""
         per_text = [user_turns(template, text, spec, labels) for text in texts]
-        sequences = [seq for turns in per_text for turn, answers in turns for seq in self._sequences(turn, answers)]
-        flat = iter(self._log_likelihoods(sequences))
-        return [[[next(flat) for _ in answers] for _, answers in turns] for turns in per_text]
+        flat = iter(self._log_likelihoods([self._turn_ids(turn, answers) for turns in per_text
+                                           for turn, answers in turns]))
+        return [[next(flat) for _ in turns] for turns in per_text]
 
     def _scores_batched(self, template: str, texts: Sequence[str], spec: Scheme,
                         labels: Sequence[str]) -> list[list[list[float]]]:

@@ -28,12 +28,20 @@ UPSTREAM_DISPLAY_OPTIONS = {
     "spreadsheet": ["annotation_mode", "show_headers", "max_height", "max_width", "striped", "hoverable", "sortable",
                     "filterable", "selectable", "compact", "border_style", "header_style", "custom_class",
                     "custom_css"],
+    "agent_trace": ["speaker_key", "text_key", "show_step_numbers", "show_summary", "show_timestamps",
+                    "collapse_observations", "step_type_colors", "show_screenshots", "compact", "show_run_tree"],
+    "eval_trace": ["pane_labels", "show_step_numbers", "collapse_long_outputs", "max_output_lines", "link_steps",
+                   "compact", "speaker_key", "text_key"],
+    "coding_trace": ["show_file_tree", "collapse_long_outputs", "max_output_lines", "show_step_numbers",
+                     "show_reasoning", "diff_view", "terminal_theme", "show_tool_badges", "compact"],
 }
 """Upstream Potato's documented display options per field type (the names are facts of its
 interface: each display's optional_fields), as a study moving over may carry them."""
 VALUES = {"annotation_mode": "link", "anchor_labels": ["claim"], "link_types": [{"name": "supports"}],
           "per_turn_ratings": {"schema": "quality"}, "speaker_key": "who", "text_key": "said", "max_width": 600,
-          "timestamp_format": "absolute", "view_mode": "paginated", "turn_meta_fields": ["tokens"]}
+          "timestamp_format": "absolute", "view_mode": "paginated", "turn_meta_fields": ["tokens"],
+          "pane_labels": ["Thinking", "Tools", "Answer"], "max_output_lines": 10, "diff_view": "side_by_side",
+          "terminal_theme": "light", "step_type_colors": {"thought": "#eef"}}
 
 
 def findings_for(kind: str, option: str, tmp_path: Path) -> tuple[list[str], list[str]]:

@@ -45,9 +45,9 @@ class FieldType:
     """
 
     name: str
-    draw: Callable[[Any, Mapping[str, Any], str], dict[str, Any]]
+    draw: Callable[[Any, Mapping[str, Any], str, str], dict[str, Any]]
     """What the page needs beyond the label and type, from (the item's value, the field's display
-    options, its label); a media type's ``src`` is added before."""
+    options, its label, where media files are served); a media type's ``src`` is added before."""
     honoured: frozenset[str] = frozenset()
     looks: frozenset[str] = frozenset()
     refused: Mapping[str, str] = field(default_factory=dict)
@@ -136,7 +136,7 @@ def field_payload(kind: str, label: str, value: Any, options: Mapping[str, Any],
             return {**out, "type": "text", "text": f"[{kind} not shown: {problem}]"}
         path = media_path(value)
         out["src"] = media_url + quote(path) if path else value
-    return {**out, **found.draw(value, options, label)}
+    return {**out, **found.draw(value, options, label, media_url)}
 
 
 def span_text(kind: str, value: Any, options: Mapping[str, Any]) -> str:
@@ -413,7 +413,7 @@ def display_problems(fields: Sequence[tuple[int, str, str]], items: Iterable[tup
 
 # -- the built-in types ---------------------------------------------------------------------------
 
-def _image(value: Any, options: Mapping[str, Any], label: str) -> dict[str, Any]:
+def _image(value: Any, options: Mapping[str, Any], label: str, media_url: str) -> dict[str, Any]:
     out: dict[str, Any] = {"alt": str(options.get("alt_text") or label or "image"),
                            "zoomable": options.get("zoomable", True) is not False}
     if options.get("max_width"):
@@ -426,12 +426,12 @@ def _dialogue_text(value: Any, options: Mapping[str, Any]) -> str:
     return "\n".join(f"{t['speaker']}: {t['text']}" if t["speaker"] else t["text"] for t in _turns(value, options))
 
 
-def _spreadsheet(value: Any, options: Mapping[str, Any], label: str) -> dict[str, Any]:
+def _spreadsheet(value: Any, options: Mapping[str, Any], label: str, media_url: str) -> dict[str, Any]:
     header, rows, more = table(value)
     return {"header": header, "rows": rows, "more": more}
 
 
-def _document(value: Any, options: Mapping[str, Any], label: str) -> dict[str, Any]:
+def _document(value: Any, options: Mapping[str, Any], label: str, media_url: str) -> dict[str, Any]:
     source = value if isinstance(value, str) else _plain(value)
     fmt = str(options.get("format") or ("html" if source.lstrip().startswith("<") else "markdown"))
     return {"blocks": sanitise_html(source) if fmt == "html" else markdown(source)}
@@ -441,19 +441,19 @@ _BOXES = "drawing bounding boxes on it"
 _LINKS = "anchors and links across a PDF's pages (annotation_mode: link)"
 
 for _kind in (
-        FieldType("text", lambda value, options, label: {"text": _plain(value)},
+        FieldType("text", lambda value, options, label, media_url: {"text": _plain(value)},
                   looks=frozenset({"collapsible", "max_height", "preserve_whitespace"}),
                   span_text=lambda value, options: _plain(value)),
         FieldType("image", _image, honoured=frozenset({"max_width", "zoomable", "alt_text"}),
                   looks=frozenset({"max_height", "object_fit"}), media=True),
-        FieldType("dialogue", lambda value, options, label: {"turns": _turns(value, options),
+        FieldType("dialogue", lambda value, options, label, media_url: {"turns": _turns(value, options),
                                                              "numbered": options.get("show_turn_numbers") is True},
                   honoured=frozenset({"speaker_extraction", "show_turn_numbers", "speaker_key", "text_key"}),
                   looks=frozenset({"alternating_shading", "indent_replies", "max_indent_depth", "show_reply_lines",
                                    "show_timestamps", "timestamp_format", "turn_meta_fields", "meta_key", "depth_key",
                                    "reply_to_key"}),
                   refused={"per_turn_ratings": "rating each turn of a dialogue"}, span_text=_dialogue_text),
-        FieldType("code", lambda value, options, label: {"code": value if isinstance(value, str) else _plain(value),
+        FieldType("code", lambda value, options, label, media_url: {"code": value if isinstance(value, str) else _plain(value),
                                                          "language": str(options.get("language") or "")},
                   honoured=frozenset({"language"}),
                   looks=frozenset({"show_line_numbers", "max_height", "max_width", "wrap_lines", "highlight_lines",
@@ -467,7 +467,7 @@ for _kind in (
                   looks=frozenset({"collapsible", "max_height", "show_outline", "preserve_structure", "style_theme"}),
                   refused={"annotation_mode": "spans or bounding boxes on a document field", "bbox_min_size": _BOXES,
                            "show_bbox_labels": _BOXES}),
-        FieldType("pdf", lambda value, options, label: {},
+        FieldType("pdf", lambda value, options, label, media_url: {},
                   looks=frozenset({"view_mode", "max_height", "max_width", "text_layer", "show_page_controls",
                                    "initial_page", "zoom", "thumbnail_sidebar"}),
                   refused={"annotation_mode": "spans, bounding boxes or links on a PDF",
@@ -478,3 +478,6 @@ for _kind in (
                            "ocr": "reading scanned PDFs (OCR) to mark them"},
                   media=True)):
     register_field_type(_kind)
+
+
+from potato.display import traces  # noqa: E402,F401  (registers the trace types, which use the above)

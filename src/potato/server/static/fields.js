@@ -152,5 +152,6 @@
     return el("div", null, f.text || "");
   }
 
-  window.PotatoFields = { draw: draw };
+  // add: another script's types (traces.js), drawn the same way.
+  window.PotatoFields = { draw: draw, add: function (type, make) { DRAW[type] = make; } };
 }());

@@ -20,7 +20,9 @@ FIELDS = [{"key": "text", "type": "text", "label": "Task"},
           {"key": "steps", "type": "agent_trace", "label": "Agents",
            "display_options": {"speaker_key": "agent", "collapse_observations": True}},
           {"key": "trace", "type": "eval_trace", "label": "Evaluation", "display_options": {"max_output_lines": 5}},
-          {"key": "turns", "type": "coding_trace", "label": "Coding agent", "display_options": {"max_output_lines": 10}}]
+          {"key": "turns", "type": "coding_trace", "label": "Coding agent", "display_options": {"max_output_lines": 10}},
+          {"key": "talk", "type": "multi_agent_discussion", "label": "Debate", "display_options": {"show_turn_numbers": True}},
+          {"key": "cot", "type": "cot_trace", "label": "Reasoning", "display_options": {"clamp_lines": 3}}]
 LONG = "\n".join(f"row {n} {HOSTILE}" for n in range(30))
 
 
@@ -41,6 +43,12 @@ def item(n: int) -> dict[str, Any]:
                                   {"tool": "Edit", "input": {"file_path": "src/config.py", "old_string": "PORT = 80",
                                                              "new_string": f"PORT = 8080 # {HOSTILE}"}, "output": "ok"},
                                   {"tool": "Bash", "input": {"command": "pytest -q"}, "output": f"3 passed {HOSTILE}"}]}],
+        "talk": [{"speaker": "moderator", "text": f"Pro opens {HOSTILE}", "addressee": "pro", "turn_id": "a"},
+                 {"speaker": "pro", "text": "Artifacts make science.", "role": "debater", "reply_to": "a"},
+                 {"speaker": "con", "text": f"They cost too much {HOSTILE}"},
+                 {"speaker": "pro", "text": "Not really."}],
+        "cot": [{"index": 0, "text": f"Step 1: add {HOSTILE}", "type": "calculation"},
+                {"index": 1, "text": LONG, "type": "verification"}],
     }
 
 
@@ -126,6 +134,24 @@ def test_traces_show_what_the_agent_did_and_nothing_in_them_runs(server: ServerP
         "- PORT = 80\n", f"+ PORT = 8080 # {HOSTILE}\n"]
     assert page.inner_text(f"{coding} .terminal-command") == "$ pytest -q"
     assert page.inner_text(f"{coding} pre.terminal") == f"3 passed {HOSTILE}"
+
+    # The debate: numbered turns, each agent's colour kept, replies set in, an agent's turns hidden and back.
+    talk = ".discussion"
+    assert page.eval_on_selector_all(f"{talk} .step-kind", "l => l.map(e => e.textContent)") == [
+        "moderator", "pro", "con", "pro"]
+    classes = page.eval_on_selector_all(f"{talk} .trace-step", "l => l.map(e => e.className)")
+    assert classes[1] == classes[3].replace(" reply", "") + " reply" and "speaker-1" in classes[3]
+    assert page.inner_text(f"{talk} .step-to") == "→ pro" and page.inner_text(f"{talk} .step-number") == "[1]"
+    page.click(f"{talk} .legend-chip:text('pro')")
+    assert page.eval_on_selector_all(f"{talk} .trace-step", "l => l.map(e => e.hidden)") == [False, True, False, True]
+    page.click(f"{talk} .legend-chip:text('pro')")
+    assert page.eval_on_selector_all(f"{talk} .trace-step", "l => l.map(e => e.hidden)") == [False] * 4
+    # The chain of thought: a long step shows its first lines and folds the rest.
+    cot = ".cot-trace"
+    assert page.eval_on_selector_all(f"{cot} .step-kind", "l => l.map(e => e.textContent)") == [
+        "Calculation", "Verification"]
+    assert page.inner_text(f"{cot} details summary") == "Show 27 more lines"
+    assert page.inner_text(f"{cot} .trace-step >> nth=1").startswith("Step 2")
 
     page.keyboard.press("ArrowRight")  # from a step, the page's own keys still go to the next item
     page.wait_for_selector("#item-id:text('t1')")

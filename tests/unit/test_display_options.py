@@ -34,6 +34,10 @@ UPSTREAM_DISPLAY_OPTIONS = {
                    "compact", "speaker_key", "text_key"],
     "coding_trace": ["show_file_tree", "collapse_long_outputs", "max_output_lines", "show_step_numbers",
                      "show_reasoning", "diff_view", "terminal_theme", "show_tool_badges", "compact"],
+    "multi_agent_discussion": ["speaker_key", "text_key", "show_turn_numbers", "show_legend", "show_addressees",
+                               "thread_replies", "collapse_environment"],
+    "cot_trace": ["show_step_numbers", "show_types", "show_rail", "collapse_long_steps", "clamp_lines", "compact",
+                  "step_type_colors", "speaker_key", "text_key"],
 }
 """Upstream Potato's documented display options per field type (the names are facts of its
 interface: each display's optional_fields), as a study moving over may carry them."""
@@ -41,7 +45,7 @@ VALUES = {"annotation_mode": "link", "anchor_labels": ["claim"], "link_types": [
           "per_turn_ratings": {"schema": "quality"}, "speaker_key": "who", "text_key": "said", "max_width": 600,
           "timestamp_format": "absolute", "view_mode": "paginated", "turn_meta_fields": ["tokens"],
           "pane_labels": ["Thinking", "Tools", "Answer"], "max_output_lines": 10, "diff_view": "side_by_side",
-          "terminal_theme": "light", "step_type_colors": {"thought": "#eef"}}
+          "terminal_theme": "light", "step_type_colors": {"thought": "#eef"}, "clamp_lines": 4}
 
 
 def findings_for(kind: str, option: str, tmp_path: Path) -> tuple[list[str], list[str]]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from potato.config import validate
 from potato.display.fields import field_payload, field_types
-from potato.display.traces import coding_trace, eval_trace, trace_steps, trace_text
+from potato.display.traces import coding_trace, cot_trace, discussion, eval_trace, trace_steps, trace_text
 from tests.harness.upstream import upstream
 
 REACT = [{"agent": "Researcher", "thought": "I need to find recent studies.",
@@ -126,3 +126,27 @@ def test_trace_fields_validate_and_a_sub_agent_tree_is_refused_by_name(tmp_path:
         "instance_display.fields[1].display_options.show_run_tree: 'show_run_tree' is a Potato feature this server "
         "does not support: a tree of an agent's sub-agent runs beside its trace; remove it or run that project on "
         "upstream Potato"]
+
+
+def test_a_discussion_keeps_each_agents_colour_and_sets_replies_in() -> None:
+    turns = [{"speaker": "moderator", "text": "Pro opens.", "addressee": "pro", "turn_id": "t1"},
+             {"speaker": "pro", "text": "Yes.", "agent_id": "pro", "role": "debater", "reply_to": "t1"},
+             {"speaker": "con", "text": "No."}, {"speaker": "pro", "text": "Still yes.", "agent_id": "pro"},
+             {"speaker": "Environment", "text": "Timer: 1 minute."}]
+    out = discussion(turns, {"show_turn_numbers": True, "collapse_environment": True}, "", "")
+    assert out["legend"] == ["moderator", "pro", "con", "Environment"]
+    assert [t["colour"] for t in out["turns"]] == [0, 1, 2, 1, 3]
+    assert out["turns"][0]["addressee"] == "pro" and out["turns"][1]["role"] == "debater" and out["turns"][1]["reply"]
+    assert [t["number"] for t in out["turns"]] == [1, 2, 3, 4, 5] and [t["fold"] for t in out["turns"]][-1] is True
+    quiet = discussion(turns, {"show_legend": False, "show_addressees": False, "thread_replies": False}, "", "")
+    assert quiet["legend"] == [] and "addressee" not in quiet["turns"][0] and "reply" not in quiet["turns"][1]
+    assert [t["speaker"] for t in discussion("a: hi\nb: yo", {}, "", "")["turns"]] == ["a", "b"]
+
+
+def test_a_chain_of_thought_reads_upstreams_segments_or_any_trace_and_folds_long_steps() -> None:
+    segments = [{"index": 0, "text": "First I add.", "type": "calculation"}, {"index": 1, "text": "l\n" * 20}]
+    out = cot_trace(segments, {"clamp_lines": 4}, "", "")
+    assert [(s["label"], s["text"][:12]) for s in out["steps"]] == [("Calculation", "First I add."), ("Thought", "l\nl\nl\nl\nl\nl\n")]
+    assert out["max_lines"] == 4 and out["numbered"]
+    assert cot_trace(segments, {"collapse_long_steps": False, "show_types": False}, "", "")["max_lines"] == 0
+    assert [s["label"] for s in cot_trace(SPEAKERS[:2], {}, "", "")["steps"]] == ["Assistant", "Agent (Action)"]

@@ -1,5 +1,6 @@
-"""Agent traces as item fields: upstream Potato's ``agent_trace``, ``eval_trace`` and ``coding_trace``
-display types, read from the item as upstream's examples write them (pure).
+"""Agent traces as item fields: upstream Potato's ``agent_trace``, ``eval_trace``, ``coding_trace``,
+``multi_agent_discussion`` and ``cot_trace`` display types, read from the item as upstream's examples
+write them (pure).
 
 A trace is a list of steps. Upstream's examples write them in several shapes, all read here:
 
@@ -333,6 +334,60 @@ def coding_trace(value: Any, options: Mapping[str, Any], label: str, media_url: 
     return {"turns": turns, "files": files, "max_lines": _lines_limit(options, MAX_OUTPUT_LINES)}
 
 
+def discussion(value: Any, options: Mapping[str, Any], label: str, media_url: str) -> dict[str, Any]:
+    """Several agents talking: each turn with its agent (its colour kept from turn to turn), its role
+    and whom it addresses; a reply (``reply_to``) set in under the turn it answers; a legend whose
+    agents can be hidden and shown again (``show_legend``); the environment's turns folded away
+    (``collapse_environment``)."""
+    speaker_key, text_key = str(options.get("speaker_key") or "speaker"), str(options.get("text_key") or "text")
+    raw_turns = value if isinstance(value, list) else (
+        [line for line in value.split("\n") if line.strip()] if isinstance(value, str) else [])
+    turns: list[dict[str, Any]] = []
+    agents: list[str] = []
+    for n, raw in enumerate(raw_turns):
+        if isinstance(raw, dict):
+            speaker, text = _text(raw.get(speaker_key, "")), _text(raw.get(text_key, raw.get("content", "")))
+            agent = _text(raw.get("agent_id") or speaker)
+        else:
+            speaker, _, text = _text(raw).partition(": ") if ": " in _text(raw) else ("", "", _text(raw))
+            agent, raw = speaker, {}
+        if agent and agent not in agents:
+            agents.append(agent)
+        turn: dict[str, Any] = {"speaker": speaker, "text": text, "agent": agent,
+                                "colour": agents.index(agent) % 6 if agent else None}
+        for key in ("role", "addressee"):
+            if raw.get(key) not in (None, "") and (key != "addressee" or options.get("show_addressees", True) is not False):
+                turn[key] = _text(raw[key])
+        if raw.get("reply_to") not in (None, "") and options.get("thread_replies", True) is not False:
+            turn["reply"] = True
+        if options.get("show_turn_numbers") is True:
+            turn["number"] = n + 1
+        turn["fold"] = (options.get("collapse_environment") is True and not raw.get("agent_id")
+                        and speaker.strip().lower() in ("environment", "system"))
+        turns.append(turn)
+    legend = agents if options.get("show_legend", True) is not False and len(agents) > 1 else []
+    return {"turns": turns, "legend": legend}
+
+
+def cot_trace(value: Any, options: Mapping[str, Any], label: str, media_url: str) -> dict[str, Any]:
+    """A chain of thought as numbered steps: upstream's segmented form (``{"index", "text",
+    "type"}``) or any trace; a step longer than ``clamp_lines`` lines folds after them
+    (``collapse_long_steps``)."""
+    text_key = str(options.get("text_key") or "text")
+    segmented = (isinstance(value, list) and value and all(isinstance(s, dict) and text_key in s for s in value)
+                 and not any("speaker" in s or "step_type" in s for s in value))
+    if segmented:
+        steps = [{"kind": str(s.get("type") or "thought"), "speaker": "", "text": _text(s[text_key])} for s in value]
+    else:
+        steps = _options_steps(value, options)
+    clamp = options.get("clamp_lines", 12)
+    limit = 0 if options.get("collapse_long_steps", True) is False else (
+        clamp if isinstance(clamp, int) and not isinstance(clamp, bool) and clamp > 0 else 12)
+    return {"steps": [{"kind": s["kind"], "label": (s["speaker"] or s["kind"].capitalize())
+                       if options.get("show_types", True) is not False else "", "text": s["text"]} for s in steps],
+            "numbered": options.get("show_step_numbers", True) is not False, "max_lines": limit}
+
+
 def trace_text(value: Any, options: Mapping[str, Any]) -> str:
     """A trace as plain text, one step per line (what an export or a model reads of it)."""
     return "\n".join(f"{s['speaker']}: {s['text']}" if s["speaker"] else s["text"] for s in _options_steps(value, options))
@@ -354,6 +409,12 @@ for _kind in (
         FieldType("coding_trace", coding_trace,
                   honoured=frozenset({"show_file_tree", "collapse_long_outputs", "max_output_lines",
                                       "show_step_numbers", "show_reasoning"}),
-                  looks=frozenset({"diff_view", "terminal_theme", "show_tool_badges", "compact"}))):
+                  looks=frozenset({"diff_view", "terminal_theme", "show_tool_badges", "compact"})),
+        FieldType("multi_agent_discussion", discussion,
+                  honoured=_SPEAKERS | {"show_turn_numbers", "show_legend", "show_addressees", "thread_replies",
+                                        "collapse_environment"}),
+        FieldType("cot_trace", cot_trace,
+                  honoured=_SPEAKERS | {"show_step_numbers", "show_types", "collapse_long_steps", "clamp_lines"},
+                  looks=_LOOKS | {"show_rail"})):
     register_field_type(_kind)
 

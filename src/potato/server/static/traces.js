@@ -227,7 +227,81 @@
     return walkable(box);
   }
 
+  // Several agents talking: a legend whose chips hide and show an agent's turns.
+  function discussion(f) {
+    var box = el("div", "trace discussion"), list = el("ol", "trace-steps");
+    if (f.legend.length) {
+      var legend = el("div", "trace-legend");
+      f.legend.forEach(function (agent, n) {
+        var chip = el("button", "ghost legend-chip speaker-" + (n % 6), agent);
+        chip.type = "button";
+        chip.setAttribute("aria-pressed", "true");
+        chip.title = "Hide or show " + agent + "'s turns";
+        chip.addEventListener("click", function () {
+          var shown = chip.getAttribute("aria-pressed") !== "true";
+          chip.setAttribute("aria-pressed", String(shown));
+          list.querySelectorAll(".trace-step").forEach(function (t) {
+            if (t.dataset.agent === agent) { t.hidden = !shown; }
+          });
+        });
+        legend.appendChild(chip);
+      });
+      box.appendChild(legend);
+    }
+    f.turns.forEach(function (t, i) {
+      var item = step("li", (t.colour !== null ? "speaker-" + t.colour : "") + (t.reply ? " reply" : ""),
+                      "Turn " + (i + 1) + " of " + f.turns.length);
+      item.dataset.agent = t.agent;
+      var head = el("div", "step-head");
+      if (t.number) { head.appendChild(el("span", "step-number", "[" + t.number + "]")); }
+      head.appendChild(el("span", "step-kind", t.speaker || "…"));
+      if (t.role) { head.appendChild(el("span", "step-role muted", t.role)); }
+      if (t.addressee) { head.appendChild(el("span", "step-to muted", "→ " + t.addressee)); }
+      item.appendChild(head);
+      if (t.fold) {
+        var fold = el("details", "trace-fold");
+        fold.appendChild(el("summary", null, "What the " + (t.speaker || "environment").toLowerCase() + " said"));
+        fold.appendChild(el("div", "step-text", t.text));
+        item.appendChild(fold);
+      } else {
+        item.appendChild(el("div", "step-text", t.text));
+      }
+      list.appendChild(item);
+    });
+    box.appendChild(list);
+    return walkable(box);
+  }
+
+  // A chain of thought, step by step; a long step folds after its first lines.
+  function cotTrace(f) {
+    var box = el("div", "trace cot-trace"), list = el("ol", "trace-steps");
+    box.appendChild(el("p", "trace-summary muted", "Reasoning: " + f.steps.length + (f.steps.length === 1 ? " step" : " steps")));
+    f.steps.forEach(function (s, i) {
+      var item = step("li", "step-" + s.kind, "Step " + (i + 1) + " of " + f.steps.length);
+      item.dataset.stepIndex = String(i);
+      var head = el("div", "step-head");
+      if (f.numbered) { head.appendChild(el("span", "step-number", "Step " + (i + 1))); }
+      if (s.label) { head.appendChild(el("span", "step-kind", s.label)); }
+      item.appendChild(head);
+      var lines = s.text.split("\n");
+      if (f.max_lines && lines.length > f.max_lines) {
+        item.appendChild(el("div", "step-text", lines.slice(0, f.max_lines).join("\n")));
+        var more = el("details", "trace-fold");
+        more.appendChild(el("summary", null, "Show " + (lines.length - f.max_lines) + " more lines"));
+        more.appendChild(el("div", "step-text", lines.slice(f.max_lines).join("\n")));
+        item.appendChild(more);
+      } else {
+        item.appendChild(el("div", "step-text", s.text));
+      }
+      list.appendChild(item);
+    });
+    box.appendChild(list);
+    return walkable(box);
+  }
+
   window.PotatoFields.add("agent_trace", agentTrace);
   window.PotatoFields.add("eval_trace", evalTrace);
   window.PotatoFields.add("coding_trace", codingTrace);
+  window.PotatoFields.add("multi_agent_discussion", discussion);
+  window.PotatoFields.add("cot_trace", cotTrace);
 }());

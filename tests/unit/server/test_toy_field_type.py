@@ -15,7 +15,7 @@ from potato.display import fields
 from potato.display.fields import FieldType, register_field_type
 
 
-def stars(value: Any, options: Mapping[str, Any], label: str) -> dict[str, Any]:
+def stars(value: Any, options: Mapping[str, Any], label: str, media_url: str) -> dict[str, Any]:
     return {"stars": int(value or 0), "of": int(options.get("max", 5))}
 
 
@@ -61,4 +61,4 @@ def test_the_page_gets_what_the_toy_type_draws(toy_type: None, make_client: Call
 
 def test_a_type_name_is_registered_once(toy_type: None) -> None:
     with pytest.raises(ValueError, match="exists already"):
-        register_field_type(FieldType("stars", lambda value, options, label: {}))
+        register_field_type(FieldType("stars", lambda value, options, label, media_url: {}))

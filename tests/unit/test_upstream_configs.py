@@ -453,7 +453,8 @@ def test_instance_display_text_fields_are_shown_and_others_refused() -> None:
     display["fields"].append({"key": "clip", "type": "video", "label": "Clip"})
     assert messages(report_of(upstream(instance_display=display)).errors) == [
         "instance_display.fields[3].type: 'type: video' is a Potato feature this server does not support: video "
-        "fields in instance_display (this server shows text, image, dialogue, code, spreadsheet, document, pdf); "
+        "fields in instance_display (this server shows text, image, dialogue, code, spreadsheet, document, pdf, "
+        "agent_trace, eval_trace, coding_trace, multi_agent_discussion, cot_trace); "
         "remove it or run that project on upstream Potato"]
 
 

@@ -361,7 +361,8 @@ def import_labels(config_path: Path, labels_path: Path, user: str, skip_invalid:
     if name is None:
         raise click.BadParameter("must be 1 to 64 printable characters", param_hint="--user")
     project = Project.open(config)
-    batch = check_entries(config, span_texts_by_id(config, project.items), read_entries(labels_path), name)
+    batch = check_entries(config, span_texts_by_id(config, project.items), read_entries(labels_path), name,
+                          items=project.items)
     if batch.problems and not skip_invalid:
         raise LabelImportError(batch.problems)
     changes = compare(project.labels.iter_labels(user=name), batch.labels)

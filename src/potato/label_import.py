@@ -25,6 +25,7 @@ from potato.errors import DataError, LabelImportError
 from potato.items import ItemSet, csv_rows, read_utf8
 from potato.labels import Label, LabelSource
 from potato.training.job.spans import Texts, texts_of
+from potato.training.job.turns import BadTurns, stored_turns
 
 
 @dataclass(frozen=True)
@@ -131,10 +132,11 @@ def _span_problem(where: str, item_id: str, scheme: Scheme, value: Any, problem:
 
 
 def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
-                entry: Entry) -> tuple[tuple[str, str, Any] | None, str | None]:
+                entry: Entry, items: ItemSet | None = None) -> tuple[tuple[str, str, Any] | None, str | None]:
     """(item id, schema, value) for a good entry, else a problem text that says what is valid.
     ``texts``: each known item's id and its text (or texts by field, as ``Config.span_texts`` gives
-    them), which spans are checked against (None where only the ids are known; spans are then refused)."""
+    them), which spans are checked against (None where only the ids are known; spans are then refused);
+    ``items``: the items themselves, whose turns a turn-level answer is checked against (None: refused)."""
     data = entry.data
     if isinstance(data, _Unparsable):
         return None, f"{entry.where}: not valid JSON ({data.reason}); each line must be one JSON object"
@@ -154,6 +156,8 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
         near = did_you_mean(str(data["schema"]), [s.name for s in config.annotation_schemes])
         return None, f"{entry.where}: unknown schema {data['schema']!r}{near}; valid schemas: {valid}"
     value = data["label"]
+    if scheme.turns is not None:
+        return _turn_entry(config, entry.where, item_id, scheme, value, items)
     if entry.from_csv and isinstance(value, str):
         value = _csv_value(scheme.annotation_type, value)
     if scheme.annotation_type is SchemeType.SPAN:
@@ -175,6 +179,29 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
             want = "a string"
         return None, f"{entry.where}: {value!r} is not a valid label for '{scheme.name}'; expected {want}"
     return (item_id, scheme.name, value), None
+
+
+def _turn_entry(config: Config, where: str, item_id: str, scheme: Scheme, value: Any,
+                items: ItemSet | None) -> tuple[tuple[str, str, Any] | None, str | None]:
+    """A turn-level answer checked against the item's turns and stored with each turn's place and text."""
+    if items is None or item_id not in items:
+        return None, f"{where}: the turns of item {item_id!r} are unknown here, so its answers to '{scheme.name}' cannot be checked"
+    assert scheme.turns is not None
+    if isinstance(value, str):  # a csv cell holds the answers as JSON text
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            pass
+    try:
+        if not isinstance(value, dict):
+            raise BadTurns(f"{value!r} is not answers by turn id (valid: {scheme.valid_answers()})")
+        turns = config.item_turns(items.get(item_id)).get(scheme.turns.field, [])
+        kept = stored_turns(value, turns, scheme.turns, scheme.accepts_one, scheme.valid_answer())
+    except BadTurns as bad:
+        return None, f"{where}: '{scheme.name}' on item {item_id!r}: {bad}"
+    if not kept:
+        return None, f"{where}: '{scheme.name}' on item {item_id!r} answers no turn; leave the entry out"
+    return (item_id, scheme.name, kept), None
 
 
 @dataclass(frozen=True)
@@ -218,7 +245,7 @@ def expand(config: Config, entry: Entry) -> tuple[list[Entry], list[str]]:
 
 
 def check_entries(config: Config, texts: Mapping[str, str | Texts | None], entries: Iterable[Entry], user: str,
-                  source: LabelSource = LabelSource.IMPORT) -> CheckedBatch:
+                  source: LabelSource = LabelSource.IMPORT, items: ItemSet | None = None) -> CheckedBatch:
     """Check every entry against the items in ``texts`` (id -> texts by field, as ``span_texts_by_id``
     gives);
     later entries for the same (item, schema) win, as if clicked in order."""
@@ -228,7 +255,7 @@ def check_entries(config: Config, texts: Mapping[str, str | Texts | None], entri
         ours, problems = expand(config, raw)
         batch.problems.extend(problems)
         for entry in ours:
-            good, problem = check_entry(config, texts, entry)
+            good, problem = check_entry(config, texts, entry, items)
             if problem is not None:
                 if problem not in batch.problems:  # an upstream record's unknown item, said once for its line
                     batch.problems.append(problem)

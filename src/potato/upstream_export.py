@@ -27,6 +27,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from potato.config.schema import FREE_RESPONSE, Config, free_response_name
 from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.job.private import write_atomic
+from potato.training.job.turns import KEPT
 from potato.labels import Label
 
 FIXED_NAMES = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeType.NUMBER: "number",
@@ -54,6 +55,72 @@ def upstream_labels(scheme: Scheme | None, value: Any) -> dict[str, str]:
     if isinstance(value, list):
         return {str(v): str(v) for v in value}
     return {_text(value): _text(value)}
+
+
+TURN_DATA = "_data"
+"""Upstream's label name for a turn-level answer: one JSON text holding every turn's answer."""
+
+
+def _upstream_turn_value(scheme: Scheme, answer: Any) -> Any:
+    """One turn's answer as upstream's page stores it: a likert point as its number (1 = the first),
+    a slider's as a float, a number's and a text's as text."""
+    kind = scheme.annotation_type
+    if kind is SchemeType.LIKERT and answer in scheme.labels:
+        return scheme.labels.index(answer) + 1
+    if kind is SchemeType.SLIDER:
+        return float(answer)
+    if kind is SchemeType.NUMBER:
+        return _text(answer)
+    return answer
+
+
+def upstream_turns(scheme: Scheme, value: Any) -> dict[str, str]:
+    """A turn-level answer as upstream's ``{"_data": JSON text}`` (``{"v": 1, "schema_type", "turns":
+    {turn id: {"value" or, for a multiselect, "values", "speaker", "step_type", "agent_id"}}}``) (pure)."""
+    turns: dict[str, Any] = {}
+    for turn_id, entry in (value or {}).items():
+        if not isinstance(entry, dict):
+            continue
+        answer = entry.get("value")
+        one: dict[str, Any] = ({"values": list(answer)} if scheme.multiselect
+                               else {"value": _upstream_turn_value(scheme, answer)})
+        one.update({key: entry[key] for key in KEPT if entry.get(key)})
+        turns[turn_id] = one
+    return {TURN_DATA: json.dumps({"v": 1, "schema_type": scheme.annotation_type.value, "turns": turns},
+                                  ensure_ascii=False)}
+
+
+def our_turns(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
+    """Upstream's ``{"_data": JSON text}`` as this server's ``{turn id: answer}`` (pure; the inverse of
+    :func:`upstream_turns`, the turns' place and text filled in again by the import's check). What does
+    not read that way is handed back as it is, for the check to refuse with what is valid."""
+    raw = answer.get(TURN_DATA) if set(answer) == {TURN_DATA} else None
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        return dict(answer)
+    turns = data.get("turns") if isinstance(data, dict) else None
+    if not isinstance(turns, dict):
+        return dict(answer)
+    out: dict[str, Any] = {}
+    for turn_id, one in turns.items():
+        if not isinstance(one, dict):
+            out[turn_id] = one
+            continue
+        got = one.get("values", one.get("value"))
+        kind = scheme.annotation_type
+        if kind is SchemeType.LIKERT and isinstance(got, int) and not isinstance(got, bool) \
+                and 1 <= got <= len(scheme.labels):
+            got = scheme.labels[got - 1]
+        elif kind in (SchemeType.NUMBER, SchemeType.SLIDER) and isinstance(got, str):
+            try:
+                got = float(got) if any(c in got for c in ".eE") else int(got)
+            except ValueError:
+                pass
+        if kind is SchemeType.SLIDER and isinstance(got, float) and got.is_integer():
+            got = int(got)
+        out[str(turn_id)] = got
+    return out
 
 
 def upstream_spans(schema: str, value: Any) -> list[dict[str, Any]]:
@@ -93,6 +160,8 @@ def records(config: Config, labels: Iterable[Label],
         if scheme is not None and scheme.annotation_type is SchemeType.SPAN:
             if spans := upstream_spans(lab.schema, lab.value):
                 current["spans"][lab.schema] = spans
+        elif scheme is not None and scheme.turns is not None:
+            current["labels"][lab.schema] = upstream_turns(scheme, lab.value)
         elif scheme is not None and scheme.free_response_of:
             current["labels"].setdefault(scheme.free_response_of, {})[FREE_RESPONSE] = _text(lab.value)
         else:
@@ -266,6 +335,9 @@ def answers_from_record(config: Config, record: Mapping[str, Any]) -> tuple[list
         scheme = config.scheme(schema)
         if scheme is None:
             answers.append((schema, answer))
+            continue
+        if scheme.turns is not None:
+            answers.append((schema, our_turns(scheme, answer)))
             continue
         rest = dict(answer)
         if FREE_RESPONSE in rest and config.scheme(free_response_name(schema)) is not None:

@@ -100,6 +100,8 @@ def assign_keys(built: list[dict[str, Any]], page_keys: Mapping[str, str],
     keys: dict[tuple[int, str], str] = {}
     ok = True
     for index, values in enumerate(built):
+        if values.get("turns") is not None:  # asked on many turns at once: a key could not say which
+            continue
         for option in values.get("options", ()):
             if option.key:
                 where = f"annotation_schemes[{index}] label {show(option.name)}"
@@ -116,7 +118,8 @@ def assign_keys(built: list[dict[str, Any]], page_keys: Mapping[str, str],
                                   f"{page_keys[option.key]}; on this project the key chooses the label")
     number = 1
     for index, values in enumerate(built):
-        if not values.get("sequential_key_binding", True) or values["annotation_type"] in ("select", "text"):
+        if (not values.get("sequential_key_binding", True) or values["annotation_type"] in ("select", "text")
+                or values.get("turns") is not None):
             continue
         for option in values.get("options", ()):
             if (index, option.name) in keys:

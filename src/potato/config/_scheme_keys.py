@@ -24,6 +24,8 @@ from potato.config._checks import (
     text_list,
 )
 from potato.config._labels import label_options
+from potato.config._turns import check_binding
+from potato.training.job.turns import TURN_TYPES
 from potato.config.schema import FREE_RESPONSE_INSTRUCTION
 from potato.training.job.schemes import LabelOption
 from potato.config.upstream import unsupported_message
@@ -64,6 +66,9 @@ KEY_CHECKS: Mapping[str, Check] = {
     "allow_discontinuous": boolean,
     "entity_linking": anything,
     "target_field": text(),
+    "turn_level": boolean,
+    "turn_binding": anything,
+    "turn_label": text(allow_empty=True),
 }
 
 
@@ -83,12 +88,14 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
 
 
 _NO_LABELS = ("slider", "number")
+_TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
+"""Read by :func:`check_binding`, which names the types that take them."""
 
 
 def scheme_keys(kind: str) -> list[str]:
     """The keys a scheme of type ``kind`` takes, in the table's order (pure)."""
     return [key for key in KEY_CHECKS if kind in _ONLY_FOR.get(key, (kind,))
-            and not (key == "labels" and kind in _NO_LABELS)]
+            and not (key == "labels" and kind in _NO_LABELS) and not (key in _TURN_KEYS and kind not in TURN_TYPES)]
 
 
 def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
@@ -131,6 +138,7 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
                                     "or use annotation_type: radio or likert"))
     if kind == "span":
         problems += _span_features(values)
+    problems += check_binding(kind, values)
     if kind == "text":
         problems += _text_layout(values)
     if kind in ("slider", "number"):

@@ -116,9 +116,13 @@ def scheme_types(raw: object) -> dict[str, str | None]:
 
 
 def training_types(raw: object) -> dict[str, str | None]:
-    """Like :func:`scheme_types`, with likert and select read as the radio answers they are to a trainer."""
+    """Like :func:`scheme_types`, with likert and select read as the radio answers they are to a trainer,
+    and a question asked on each turn as ``turn_level`` (no trainer learns those yet)."""
     radio_like = {"likert": "radio", "select": "radio"}
-    return {name: radio_like.get(kind or "", kind) for name, kind in scheme_types(raw).items()}
+    per_turn = {str(item["name"]) for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)
+                and item.get("turn_level") is True} if isinstance(raw, list) else set()
+    return {name: "turn_level" if name in per_turn else radio_like.get(kind or "", kind)
+            for name, kind in scheme_types(raw).items()}
 
 
 def _scheme_values(item: object, at: str, findings: Findings,
@@ -192,4 +196,5 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         display_logic=values.get("display_logic_checked"),
         allow_overlapping=values.get("allow_overlapping", False),
         show_span_labels=values.get("show_span_labels", True),
+        turns=values.get("turns"),
     )

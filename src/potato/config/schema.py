@@ -15,6 +15,8 @@ from potato import defaults
 from potato.study.platforms import Crowdsourcing
 from potato.study.phases import Phases
 from potato.display.fields import span_texts
+from potato.display.turns import turns_of
+from potato.training.job.turns import Turn
 from potato.display.keywords import Keyword, KeywordSettings
 from potato.training.launch.containers import ContainerSpec
 from potato.training.job.schemes import Scheme
@@ -506,6 +508,12 @@ class Config:
     def span_texts(self, item: Any) -> dict[str, str]:
         """An item's texts that spans mark, by the field a span names (``""``: the item's own text)."""
         return span_texts(item.text, item.data, self.span_fields)
+
+    def item_turns(self, item: Any) -> dict[str, list[Turn]]:
+        """An item's turns in each field a turn-level question is asked on, by the field's key."""
+        fields = {s.turns.field for s in self.annotation_schemes if s.turns is not None}
+        return {f.key: turns_of(f.type, item.data.get(f.key), f.options)
+                for f in self.page.display_fields if f.key in fields}
 
     def scheme(self, name: str) -> Scheme | None:
         for s in self.annotation_schemes:

@@ -157,8 +157,6 @@ TOP_LEVEL: Mapping[str, Feature] = {
 """Top-level keys of upstream Potato this server does not honour."""
 
 SCHEME_KEYS: Mapping[str, Feature] = {
-    "turn_level": _e("one answer per turn of a dialogue"),
-    "turn_binding": _e("one answer per turn of a dialogue"),
     "session_level": _e("one answer per session instead of per item"),
     "per_step": _e("one answer per step of an agent trace"),
     "video_as_label": _e("videos as labels"),
@@ -204,6 +202,27 @@ SCHEME_TYPES: Mapping[str, str] = {
     "card_sort": "sorting cards into groups",
     "conjoint": "conjoint choice sets",
     "triage": "accept/reject triage",
+    # Upstream's agent-evaluation types: each reads the item's steps or turns itself.
+    "process_reward": "marking an agent's steps right or wrong (a process reward)",
+    "trajectory_eval": "judging each step of an agent's trajectory with error types and severities",
+    "trajectory_edit": "correcting the steps of an agent's trajectory",
+    "failure_attribution": "naming the agent and step that caused a failure",
+    "tool_call_review": "judging each tool call of an agent",
+    "handoff_review": "judging the handoffs between agents",
+    "agent_scorecard": "scoring each agent of a team on several dimensions",
+    "emergent_behavior": "marking emergent behaviours across a trace's turns",
+    "agent_interaction_graph": "marking the critical path through agents' interactions",
+    "consensus_tracking": "tagging each turn of a discussion with its act and what it answers",
+    "context_attribution": "tagging how each turn used its context",
+    "gui_trajectory": "judging each step of a GUI agent on its screenshot",
+    "multimodal_reasoning": "judging each block of a multimodal reasoning trace",
+    "code_review": "reviewing a coding agent's diff with comments per line",
+    "tool_contention": "labelling agents' contention for shared tools",
+    "voice_interaction": "labelling overlaps between speakers of a voice call",
+    "speech_transcript": "marking errors in each segment of a transcript",
+    "table_grid": "labelling the cells of a table's image",
+    "temporal_grounding": "placing events on a video's timeline",
+    "rollout_evaluation": "finding where a world model's rollout breaks",
 }
 """Upstream annotation types other than the ones this server draws (radio, multiselect, text,
 likert, select, slider, number, span); types not listed get the generic message."""

@@ -147,7 +147,7 @@ def api_labels_post() -> Any:
     if not isinstance(skip_invalid, bool):  # "false" is a string, and a string is true
         return jsonify(error=f"'skip_invalid' must be true or false (JSON booleans), not {skip_invalid!r}."), 400
     batch = check_entries(project.config, span_texts_by_id(project.config, project.items), entries, user,
-                          LabelSource.IMPORT)
+                          LabelSource.IMPORT, items=project.items)
     if batch.problems and not skip_invalid:
         return jsonify(error="Nothing was stored: fix these entries or send skip_invalid: true.",
                        problems=batch.problems), 400

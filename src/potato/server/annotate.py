@@ -7,7 +7,7 @@ a client can also store and move in one request. The page never reloads; each sa
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from flask import Blueprint, Flask, current_app, jsonify, redirect, render_template, request, url_for
 
@@ -21,6 +21,7 @@ from potato.display.media import MediaFileError
 from potato.study.assist import option_highlights
 from potato.training.job.schemes import SchemeType
 from potato.training.job.spans import Texts
+from potato.training.job.turns import BadTurns, Turn, stored_turns
 from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server import assist
@@ -39,7 +40,8 @@ bp = Blueprint("annotate", __name__)
 # -- pure helpers -------------------------------------------------------------------------------
 
 def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | None = None,
-                  partial: bool = False, texts: str | Texts = "") -> tuple[dict[str, Any], list[str], list[str]]:
+                  partial: bool = False, texts: str | Texts = "",
+                  turns: Mapping[str, Sequence[Turn]] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
     """Split a submitted ``{schema: value}`` into values to store and schemas to clear.
 
     Returns (store, clear, problems); problems name the schema and the valid answers. A scheme
@@ -48,7 +50,8 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
     is an answer stored as it is picked: a required question may still be open (the page asks
     for it before it moves on). Spans are checked against the item's ``texts`` (by field, as
     ``Config.span_texts`` gives them) and stored by position, each with the text it covers; an empty
-    list of spans is an answer (nothing to mark).
+    list of spans is an answer (nothing to mark). A turn-level answer is checked against the item's
+    ``turns`` (by field, as ``Config.item_turns`` gives them) and stored with each turn's place and text.
     """
     store: dict[str, Any] = {}
     clear: list[str] = []
@@ -60,6 +63,22 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
         if scheme is None:
             valid = ", ".join(s.name for s in config.annotation_schemes)
             problems.append(f"unknown schema '{name}' (valid: {valid})")
+        elif scheme.turns is not None:
+            if value is None or value == {}:
+                clear.append(scheme.name)
+                continue
+            try:
+                if not isinstance(value, dict):
+                    raise BadTurns(f"{shorten(value)} is not answers by turn id (valid: {scheme.valid_answers()})")
+                kept = stored_turns(value, (turns or {}).get(scheme.turns.field, ()), scheme.turns,
+                                    scheme.accepts_one, scheme.valid_answer())
+            except BadTurns as bad:
+                problems.append(f"'{scheme.name}': {bad}")
+                continue
+            if kept:
+                store[scheme.name] = kept
+            else:
+                clear.append(scheme.name)
         elif scheme.annotation_type is SchemeType.SPAN and value is not None:
             problem = scheme.span_problem(value, texts)
             if problem:
@@ -131,8 +150,28 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "keywords": find_keywords(item.text, project.config.keywords, project.config.keyword_settings, user, item.id)
         if project.config.keywords else [],
         "fields": [shown_field(project, f, item.data.get(f.key)) for f in project.config.page.display_fields],
+        "turn_slots": turn_slots(project.config, project.config.item_turns(item)),
         **({"codebook": codebook_payload(project)} if project.config.codebook_mode else {}),
     }
+
+
+def turn_slots(config: Config, turns: Mapping[str, Sequence[Turn]]) -> dict[str, Any]:
+    """Where each turn-level question is asked on an item: its field (its key, and its place among the
+    fields the page draws) and the turns (their id, place and a line saying which turn it is, for a
+    page that cannot put the question beside it) (pure)."""
+    out: dict[str, Any] = {}
+    keys = [f.key for f in config.page.display_fields]
+    for scheme in config.annotation_schemes:
+        if scheme.turns is not None:
+            out[scheme.name] = {"field": scheme.turns.field, "at": keys.index(scheme.turns.field), "turns": [
+                {"id": t.id, "index": t.index, "caption": shorten_text(f"{t.speaker}: {t.text}" if t.speaker else t.text)}
+                for t in scheme.turns.bound(turns.get(scheme.turns.field, ()))]}
+    return out
+
+
+def shorten_text(text: str, limit: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
 def shown_field(project: Project, field: DisplayField, value: Any) -> dict[str, Any]:
@@ -462,7 +501,8 @@ def label() -> Any:
     partial = body.get("partial") is True
     config = current_config(project.config, project.db)  # with the codes annotators added
     store, clear, problems = check_answers(config, body.get("labels"), stored, partial=partial,
-                                           texts=config.span_texts(project.items.get(item_id)))
+                                           texts=config.span_texts(project.items.get(item_id)),
+                                           turns=config.item_turns(project.items.get(item_id)))
     if problems:
         return jsonify(error="; ".join(problems)), 400
     accepted = body.get("accepted")

@@ -42,6 +42,7 @@
         var part = document.createElement("section"), head = document.createElement("h3");
         var body = window.PotatoFields.draw(f);
         part.className = "field field-" + (f.type || "text");
+        if (f.span_target) part.dataset.spanTarget = "1";
         head.textContent = f.label;
         part.appendChild(head);
         part.appendChild(body);
@@ -123,6 +124,9 @@
     $("item-meta").dataset.item = item.id;  // the id is shown only where the study shows ids (#item-id)
     if ($("item-id")) $("item-id").textContent = item.id;
     showText(item);
+    schemes.forEach(function (fs) {
+      if (fs.dataset.type === "turns") window.PotatoTurns.place(fs, (item.turn_slots || {})[fs.dataset.schema]);
+    });
     schemes.forEach(function (fs) {
       var name = fs.dataset.schema, type = fs.dataset.type, value = item.labels[name];
       if (type === "span") SP[name].rejected = {};
@@ -319,7 +323,9 @@
   function field(fs) { return fs.querySelector("textarea, select, input[type=text], input[type=range], input[type=number]"); }
 
   function setValue(fs, type, value) {
-    if (type === "span") {
+    if (type === "turns") {
+      window.PotatoTurns.set(fs, value);
+    } else if (type === "span") {
       var st = SP[fs.dataset.schema];
       st.answered = Array.isArray(value);
       // A span in a field this question no longer marks (its span_target taken away) cannot be shown
@@ -352,6 +358,7 @@
 
   function getValue(fs) {
     var type = fs.dataset.type;
+    if (type === "turns") return window.PotatoTurns.get(fs);
     if (type === "span") {
       var st = SP[fs.dataset.schema];
       return st.answered ? canonSpans(st.spans) : null;  // [] is an answer: nothing to mark
@@ -386,6 +393,7 @@
       if (logic) {
         var results = logic.conditions.map(function (c) { return holds(c, current[c.schema]); });
         fs.hidden = !(logic.any ? results.some(Boolean) : results.every(Boolean));
+        if (fs.dataset.type === "turns") window.PotatoTurns.show(fs);
       }
       current[fs.dataset.schema] = fs.hidden ? null : getValue(fs);
     });
@@ -405,7 +413,11 @@
       .map(function (fs) { return fs.querySelector("legend").firstChild.textContent.trim(); });
   }
 
-  function isEmpty(value) { return value === null || value === "" || (Array.isArray(value) && value.length === 0); }
+  // An empty object is no answer either: a question asked per turn with no turn answered.
+  function isEmpty(value) {
+    return value === null || value === undefined || value === "" || (Array.isArray(value) && value.length === 0)
+      || (typeof value === "object" && !Array.isArray(value) && Object.keys(value).length === 0);
+  }
 
   // No spans is an answer to a span question ("Nothing to mark"); elsewhere an empty list is none.
   function unanswered(fs, value) { return fs.dataset.type === "span" ? value === null || value === undefined : isEmpty(value); }

@@ -37,8 +37,9 @@
   function dialogue(f) {
     // show_turn_numbers: the list's own markers, which are no part of the text (span offsets stay put).
     var list = el("ol", "dialogue" + (f.numbered ? " numbered" : "")), speakers = [];
-    f.turns.forEach(function (t) {
+    f.turns.forEach(function (t, i) {
       var li = el("li", "turn");
+      li.dataset.stepIndex = String(i);  // where a question asked on each turn goes (turns.js)
       if (t.speaker) {
         var n = speakers.indexOf(t.speaker);
         if (n < 0) { speakers.push(t.speaker); n = speakers.length - 1; }

@@ -252,6 +252,7 @@
       var item = step("li", (t.colour !== null ? "speaker-" + t.colour : "") + (t.reply ? " reply" : ""),
                       "Turn " + (i + 1) + " of " + f.turns.length);
       item.dataset.agent = t.agent;
+      item.dataset.stepIndex = String(i);
       var head = el("div", "step-head");
       if (t.number) { head.appendChild(el("span", "step-number", "[" + t.number + "]")); }
       head.appendChild(el("span", "step-kind", t.speaker || "…"));

@@ -15,6 +15,7 @@ from typing import Mapping, Optional, Protocol
 
 from potato import defaults
 from potato.training.job.spans import MAIN, BadSpan, Span, Texts, check_spans, texts_of
+from potato.training.job.turns import TurnBinding, well_formed
 
 
 class ShownWhen(Protocol):
@@ -104,6 +105,9 @@ class Scheme:
     name an ``instance_display`` field with ``span_target``."""
     text_key: str = ""
     """What the item's own text is called (``item_properties.text_key``): a span may name it as its field."""
+    turns: Optional[TurnBinding] = None
+    """Asked once per turn of a trace field (``turn_level``): its answer is one answer per turn, by
+    the turn's id (:mod:`potato.training.job.turns`); None: asked once per item."""
 
     @property
     def multiselect(self) -> bool:
@@ -119,6 +123,8 @@ class Scheme:
     @property
     def training_type(self) -> str | None:
         """The kind of answer a trainer learns ("radio" or "multiselect"), or None if none can."""
+        if self.turns is not None:  # one answer per step: no item-level trainer learns it
+            return None
         if self.annotation_type in CHOICE_TYPES:
             return SchemeType.RADIO.value
         if self.annotation_type is SchemeType.MULTISELECT:
@@ -145,7 +151,15 @@ class Scheme:
 
     def accepts(self, value: object, text: str | Texts | None = None) -> bool:
         """Whether ``value`` is a well-formed answer to this scheme (pure). Spans are an answer only
-        against the item's ``text`` (or texts by field): their offsets and text must fit it."""
+        against the item's ``text`` (or texts by field): their offsets and text must fit it. A
+        turn-level answer is answers by turn id, each one this scheme takes (which turns the item
+        has is checked with the item: :func:`potato.training.job.turns.stored_turns`)."""
+        if self.turns is not None:
+            return well_formed(value, self.accepts_one)
+        return self.accepts_one(value, text)
+
+    def accepts_one(self, value: object, text: str | Texts | None = None) -> bool:
+        """Whether ``value`` is one answer to this scheme's question (on one turn, for a turn-level one)."""
         if self.annotation_type is SchemeType.SPAN:
             return text is not None and self.span_problem(value, text) is None
         if self.annotation_type in CHOICE_TYPES:
@@ -165,6 +179,12 @@ class Scheme:
 
     def valid_answers(self) -> str:
         """What this scheme takes, for an error message (pure)."""
+        if self.turns is not None:
+            return "an object of answers by turn id, each " + self.valid_answer()
+        return self.valid_answer()
+
+    def valid_answer(self) -> str:
+        """What one answer to this scheme's question is (on one turn, for a turn-level one)."""
         if self.annotation_type is SchemeType.SPAN:
             return ('a list of spans {"start", "end", "label"} over the item\'s text, labels: '
                     + ", ".join(self.labels))

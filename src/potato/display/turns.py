@@ -1,0 +1,93 @@
+"""The turns of a trace or dialogue field, as a turn-level question is asked on them (pure).
+
+Each turn is one entry of what the page draws for the field (an agent trace's steps, a discussion's
+or a dialogue's turns, a chain of thought's steps), in the same order, read by the same readers
+(:mod:`potato.display.traces`, :func:`potato.display.fields.dialogue_turns`): the turn an answer
+names is the one the annotator saw. A turn's id is the trace's own (``turn_id``, ``step_id`` or
+``id``, as upstream reads it) where that names one turn only, else ``t<index>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from potato.display import traces
+from potato.display.fields import dialogue_turns
+from potato.training.job.turns import Turn
+
+TURN_FIELD_TYPES = ("agent_trace", "multi_agent_discussion", "cot_trace", "dialogue")
+"""The instance_display types a turn-level question can be asked on (upstream's, less audio and trees)."""
+ID_KEYS = ("turn_id", "step_id", "id")
+
+
+def _tool(step: Mapping[str, Any]) -> str:
+    """The tool a step called: its ``tool``, else the name before ``(`` of an action's text."""
+    if step.get("tool"):
+        return str(step["tool"])
+    if step.get("kind") == "action":
+        match = traces.CALL.match(str(step.get("text", "")))
+        if match:
+            return match.group(0).rstrip("( \t")
+    return ""
+
+
+def _raw_entries(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        for key in ("steps", "trace", "conversation", "turns", "messages"):
+            if isinstance(value.get(key), list):
+                return value[key]
+        return [value]
+    return value if isinstance(value, list) else []
+
+
+def turns_of(kind: str, value: Any, options: Mapping[str, Any]) -> list[Turn]:
+    """The turns of one field of ``kind`` holding ``value`` (none for a type that has no turns)."""
+    speaker_key = str(options.get("speaker_key") or "speaker")
+    text_key = str(options.get("text_key") or "text")
+    found: list[dict[str, Any]] = []
+    if kind in ("agent_trace", "cot_trace"):
+        if kind == "cot_trace":
+            drawn = traces.cot_trace(value, options, "", "")["steps"]
+            if len(drawn) != len(traces.trace_steps(value, speaker_key, text_key)):  # segmented: its own list
+                found = [{"kind": s["kind"], "text": s["text"], **_ids(raw)}
+                         for s, raw in zip(drawn, _raw_entries(value))]
+        if not found:
+            found = [{**step, "speaker": step.get("speaker", "")}
+                     for step in traces.trace_steps(value, speaker_key, text_key)]
+    elif kind == "multi_agent_discussion":
+        raw_turns = value if isinstance(value, list) else []
+        drawn = traces.discussion(value, options, "", "")["turns"]
+        for n, turn in enumerate(drawn):
+            raw = raw_turns[n] if n < len(raw_turns) and isinstance(raw_turns[n], dict) else {}
+            found.append({"speaker": turn["speaker"], "text": turn["text"], "agent_id": turn["agent"],
+                          "kind": str(raw.get("step_type") or ""), "tool": str(raw.get("tool") or ""),
+                          "run_id": str(raw.get("run_id") or ""), **_ids(raw)})
+    elif kind == "dialogue":
+        raw_turns = value if isinstance(value, list) else [value] if value is not None else []
+        drawn = dialogue_turns(value, options.get("speaker_extraction", True) is not False, speaker_key, text_key)
+        for n, turn in enumerate(drawn):
+            raw = raw_turns[n] if n < len(raw_turns) and isinstance(raw_turns[n], dict) else {}
+            found.append({"speaker": turn["speaker"], "text": turn["text"], "agent_id": str(raw.get("agent_id") or ""),
+                          "kind": str(raw.get("step_type") or ""), **_ids(raw)})
+    ids = [_own_id(step) for step in found]
+    out: list[Turn] = []
+    for n, step in enumerate(found):
+        own = ids[n]
+        turn_id = own if own and ids.count(own) == 1 else f"t{n}"
+        out.append(Turn(id=turn_id, index=n, text=str(step.get("text", "")), speaker=str(step.get("speaker", "")),
+                        step_type=str(step.get("kind", "")), agent_id=str(step.get("agent_id", "")),
+                        tool=_tool(step), run_id=str(step.get("run_id", ""))))
+    return out
+
+
+def _ids(raw: Any) -> dict[str, str]:
+    if not isinstance(raw, dict):
+        return {}
+    return {key: str(raw[key]) for key in ID_KEYS if raw.get(key) not in (None, "")}
+
+
+def _own_id(step: Mapping[str, Any]) -> str:
+    for key in ID_KEYS:
+        if step.get(key) not in (None, ""):
+            return str(step[key])
+    return ""

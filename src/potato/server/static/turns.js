@@ -1,0 +1,150 @@
+// Questions asked on each turn of a trace (upstream's turn_level): the question's own widget, from
+// its <template>, put under each turn the server says it is asked on (item.turn_slots: the field's place,
+// and each turn's id and place in the drawn list). A question in a drawer sits behind a button on
+// each turn. A turn the page cannot put it beside (a dialogue whose text spans mark is redrawn as
+// they change) gets its copy in the question's own box, under a line that says which turn it is.
+// annotate.js reads and fills the answers through get and set, as {turn id: answer}.
+(function () {
+  "use strict";
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) { e.className = cls; }
+    if (text !== undefined && text !== null) { e.textContent = text; }
+    return e;
+  }
+
+  function slotsOf(fs) {
+    return Array.prototype.slice.call(document.querySelectorAll(".turn-slot")).filter(function (s) {
+      return s.dataset.schema === fs.dataset.schema;
+    });
+  }
+
+  // Where turn `index` of the field drawn `at`th is, or null (not drawn, or redrawn as spans change).
+  function turnElement(at, index) {
+    var part = document.querySelectorAll("#item-text section.field")[at];
+    if (!part || part.dataset.spanTarget) { return null; }
+    return part.querySelector('[data-step-index="' + index + '"]');
+  }
+
+  function slider(slot) {
+    var out = slot.querySelector(".slider-value"), input = slot.querySelector("input[type=range]");
+    if (out && input) { out.textContent = slot.dataset.touched ? input.value : "not set"; }
+  }
+
+  function widget(fs, turn) {
+    var slot = el("div", "turn-slot"), tpl = fs.querySelector("template.turn-widget");
+    slot.dataset.schema = fs.dataset.schema;
+    slot.dataset.turn = turn.id;
+    var body = tpl.content.cloneNode(true);
+    // Each turn's radios are a group of their own.
+    body.querySelectorAll("[name]").forEach(function (input) { input.name = fs.dataset.schema + "@" + turn.id; });
+    var label = fs.dataset.turnLabel;
+    if (fs.dataset.placement === "drawer") {
+      var drawer = el("details", "turn-drawer"), summary = el("summary", null, "\u270e " + label);
+      drawer.appendChild(summary);
+      drawer.appendChild(body);
+      slot.appendChild(drawer);
+    } else {
+      slot.appendChild(el("span", "turn-label", label));
+      slot.appendChild(body);
+    }
+    slot.querySelectorAll("input, select, textarea").forEach(function (input) {
+      input.setAttribute("aria-label", label + " (turn " + (turn.index + 1) + ")" +
+        (input.value && (input.type === "radio" || input.type === "checkbox") ? ": " + input.value : ""));
+    });
+    slot.addEventListener("input", function (ev) {
+      if (ev.target.type === "range") { slot.dataset.touched = "1"; slider(slot); }
+    });
+    // The question's box hears every change: annotate.js saves it from there.
+    slot.addEventListener("change", function () { progress(fs); fs.dispatchEvent(new Event("change")); });
+    return slot;
+  }
+
+  // item.turn_slots' entry for this question: put a copy of its widget under each turn.
+  function place(fs, where) {
+    slotsOf(fs).forEach(function (s) { s.remove(); });
+    var rest = fs.querySelector(".turn-elsewhere");
+    rest.textContent = "";
+    ((where && where.turns) || []).forEach(function (turn) {
+      var slot = widget(fs, turn), host = turnElement(where.at, turn.index);
+      if (host) {
+        host.appendChild(slot);
+      } else {
+        var item = el("li");
+        item.appendChild(el("p", "turn-caption muted", "Turn " + (turn.index + 1) + ": " + turn.caption));
+        item.appendChild(slot);
+        rest.appendChild(item);
+      }
+    });
+    rest.hidden = !rest.children.length;
+    show(fs);
+  }
+
+  function answerOf(slot) {
+    var multi = slot.querySelector("[data-multi]");
+    if (multi) {
+      var boxes = {}, any = false;
+      multi.querySelectorAll("[data-label]").forEach(function (box) {
+        if (box.value) { boxes[box.dataset.label] = box.value; any = true; }
+      });
+      return any ? boxes : null;
+    }
+    var range = slot.querySelector("input[type=range]");
+    if (range) { return slot.dataset.touched ? Number(range.value) : null; }
+    var number = slot.querySelector("input[type=number]");
+    if (number) { return number.value === "" ? null : Number(number.value); }
+    var box = slot.querySelector("textarea, select, input[type=text]");
+    if (box) { return box.value || null; }
+    var checked = Array.prototype.map.call(slot.querySelectorAll("input:checked"), function (i) { return i.value; });
+    if (slot.querySelector("input[type=checkbox]")) { return checked.length ? checked : null; }
+    return checked.length ? checked[0] : null;
+  }
+
+  function get(fs) {
+    var out = {};
+    slotsOf(fs).forEach(function (slot) {
+      var answer = answerOf(slot);
+      if (answer !== null) { out[slot.dataset.turn] = answer; }
+    });
+    return out;
+  }
+
+  // The stored answers ({turn id: {value, index, text, ...}}) or the page's own ({turn id: answer}).
+  function set(fs, value) {
+    var by = value && typeof value === "object" ? value : {};
+    slotsOf(fs).forEach(function (slot) {
+      var entry = by[slot.dataset.turn];
+      var answer = entry && typeof entry === "object" && !Array.isArray(entry) && "value" in entry ? entry.value : entry;
+      var has = answer !== undefined && answer !== null;
+      slot.querySelectorAll("[data-label]").forEach(function (box) {
+        box.value = has && typeof answer === "object" && answer[box.dataset.label] || "";
+      });
+      slot.querySelectorAll("input[type=radio], input[type=checkbox]").forEach(function (input) {
+        input.checked = has && (Array.isArray(answer) ? answer.indexOf(input.value) >= 0 : input.value === answer);
+      });
+      slot.querySelectorAll("select, textarea:not([data-label]), input[type=text]:not([data-label]), input[type=number]")
+        .forEach(function (box) { box.value = has ? String(answer) : ""; });
+      var range = slot.querySelector("input[type=range]");
+      if (range) {
+        slot.dataset.touched = has ? "1" : "";
+        range.value = has ? String(answer) : (range.dataset.start || range.min || "0");
+        slider(slot);
+      }
+    });
+    progress(fs);
+  }
+
+  function progress(fs) {
+    var slots = slotsOf(fs), done = Object.keys(get(fs)).length, line = fs.querySelector(".turn-progress");
+    line.textContent = slots.length ? done + " of " + slots.length + (slots.length === 1 ? " turn" : " turns") + " answered"
+      : "No turn of this item is asked.";
+  }
+
+  // A question display_logic hides is hidden on every turn too.
+  function show(fs) {
+    slotsOf(fs).forEach(function (slot) { slot.hidden = fs.hidden; });
+  }
+
+  window.PotatoTurns = { place: place, get: get, set: set, show: show };
+}());

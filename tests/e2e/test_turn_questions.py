@@ -1,0 +1,144 @@
+"""Issue 45 (item 2) in a real browser, under gunicorn: questions asked on each step of an agent's
+trace (upstream's turn_level), walked with the keyboard at 390 and 1280 px. Each question sits under
+the steps it is asked on (a tool's verdict in a drawer); an answer is stored as it is picked, with
+the step's place and text; it is there again after a reload and after going to the next item and back.
+Every string of the trace is hostile markup, and nothing of it runs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from tests.harness.adminapi import stored_labels
+from tests.harness.servers import ServerProcess
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>'
+SCHEMES = [
+    {"annotation_type": "likert", "name": "action_quality", "description": "Action quality", "size": 5,
+     "min_label": "Poor", "max_label": "Excellent", "turn_level": True,
+     "turn_binding": {"field": "conversation", "step_types": ["action"]}},
+    {"annotation_type": "multiselect", "name": "turn_errors", "description": "Errors in this turn",
+     "labels": ["hallucination", "contradiction"], "turn_level": True,
+     "turn_binding": {"field": "conversation", "speakers": ["Assistant"]}},
+    {"annotation_type": "radio", "name": "tool_verdict", "description": "Tool call verdict",
+     "labels": ["correct", "wrong_tool"], "turn_level": True,
+     "turn_binding": {"field": "conversation", "tools": ["search"], "placement": "drawer"}},
+    {"annotation_type": "radio", "name": "task_success", "description": "Did the agent succeed?",
+     "labels": ["success", "failure"]},
+]
+
+
+def item(n: int) -> dict[str, Any]:
+    return {"id": f"tr{n}", "text": f"Task {n}", "conversation": [
+        {"speaker": "User", "text": f"How many people live in Reykjavik? {HOSTILE}"},
+        {"speaker": "Assistant", "text": f"I'll look it up. {HOSTILE}", "step_type": "thought"},
+        {"speaker": "Agent (Action)", "text": f"search(query=\"{HOSTILE}\")"},
+        {"speaker": "Environment", "text": f"About 139,000. {HOSTILE}"},
+        {"speaker": "Agent (Action)", "text": "calculator(expression=\"139000 / 387000\")"},
+        {"speaker": "Assistant", "text": f"About 36%. {HOSTILE}"}]}
+
+
+@pytest.fixture
+def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
+    path = make_project(n_items=2, annotation_schemes=SCHEMES, instance_display={"fields": [
+        {"key": "text", "type": "text", "label": "Task"},
+        {"key": "conversation", "type": "agent_trace", "label": "Trace"}]})
+    (path.parent / "data" / "reviews.json").write_text(json.dumps([item(0), item(1)]), encoding="utf-8")
+    srv = ServerProcess(path).start()
+    yield srv
+    srv.stop()
+
+
+def focused(page: Any) -> str:
+    return str(page.evaluate("document.activeElement.getAttribute('aria-label') || ''"))
+
+
+def stored(server: ServerProcess, expected: dict[tuple[str, str], Any], within: float = 15.0) -> None:
+    """The stored per-turn answers (turn id -> value) reach ``expected``: each is saved as it is picked."""
+    def now() -> dict[tuple[str, str], Any]:
+        return {(r["id"], r["schema"]): {t: e["value"] for t, e in r["label"].items()} if isinstance(r["label"], dict)
+                else r["label"] for r in stored_labels(server.url, "ana")}
+    deadline = time.monotonic() + within
+    while now() != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert now() == expected
+
+
+def checked(page: Any) -> list[list[str]]:
+    """Each turn slot's picks, in page order: [schema, turn, picks...]."""
+    return page.eval_on_selector_all(".turn-slot", """l => l.map(s => [s.dataset.schema, s.dataset.turn,
+        ...[...s.querySelectorAll('input:checked')].map(i => i.value)])""")
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_question_per_step_is_answered_by_keyboard_and_kept(server: ServerProcess, page: Any, width: int) -> None:
+    page.set_viewport_size({"width": width, "height": 900})
+    console: list[str] = []
+    page.on("console", lambda msg: console.append(msg.text))
+    page.goto(server.url + "/")
+    page.fill("#name", "ana")
+    page.press("#name", "Enter")
+    page.wait_for_selector("#item-id:text('tr0')")
+
+    # Each question sits under the steps it is asked on: actions, the assistant's turns, the search call.
+    slots = page.eval_on_selector_all(".agent-trace .trace-step", """l => l.map(s =>
+        [...s.querySelectorAll('.turn-slot')].map(t => t.dataset.schema))""")
+    assert slots == [[], ["turn_errors"], ["action_quality", "tool_verdict"], [], ["action_quality"], ["turn_errors"]]
+    assert page.inner_text("fieldset[data-schema=action_quality] .turn-progress") == "0 of 2 turns answered"
+    # The item-level question keeps its keys; the per-step ones have none (a key could not say which step).
+    assert page.eval_on_selector_all("input[data-key]", "l => l.map(i => i.value)") == ["success", "failure"]
+
+    # The keyboard: to the third step, into its question, down the scale to 4.
+    page.focus(".agent-trace .trace-step")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    assert focused(page) == "Step 3 of 6"
+    page.keyboard.press("Tab")
+    assert focused(page) == "Action quality (turn 3): 1"
+    page.keyboard.press("Space")
+    for _ in range(3):
+        page.keyboard.press("ArrowDown")
+    assert focused(page) == "Action quality (turn 3): 4"
+    stored(server, {("tr0", "action_quality"): {"t2": "4"}})
+    assert page.inner_text("fieldset[data-schema=action_quality] .turn-progress") == "1 of 2 turns answered"
+    # The search call's verdict is in a drawer: Tab to it, Enter opens it, Space picks.
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "\u270e Tool call verdict"
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    page.keyboard.press("ArrowDown")  # from correct to wrong_tool
+    assert focused(page) == "Tool call verdict (turn 3): wrong_tool"
+    # The last turn's errors, with the mouse; the item-level question by its key.
+    page.click(".trace-step[data-step-index='5'] .turn-slot label:has-text('hallucination')")
+    page.keyboard.press("2")
+    stored(server, {("tr0", "action_quality"): {"t2": "4"}, ("tr0", "tool_verdict"): {"t2": "wrong_tool"},
+                    ("tr0", "turn_errors"): {"t5": ["hallucination"]}, ("tr0", "task_success"): "failure"})
+    row = [r for r in stored_labels(server.url, "ana") if r["schema"] == "turn_errors"][0]
+    assert row["label"]["t5"]["text"] == f"About 36%. {HOSTILE}" and row["label"]["t5"]["index"] == 5
+    expected = [["action_quality", "t2", "4"], ["tool_verdict", "t2", "wrong_tool"], ["action_quality", "t4"],
+                ["turn_errors", "t1"], ["turn_errors", "t5", "hallucination"]]
+    assert sorted(checked(page)) == sorted(expected)
+
+    # The next item asks afresh; back, and after a reload, every answer is where it was given.
+    page.focus("#item-text")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_selector("#item-id:text('tr1')")
+    assert all(len(slot) == 2 for slot in checked(page))
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_selector("#item-id:text('tr0')")
+    assert sorted(checked(page)) == sorted(expected)
+    page.reload()
+    page.wait_for_selector("#item-id:text('tr0')")
+    assert sorted(checked(page)) == sorted(expected)
+    assert page.inner_text("fieldset[data-schema=turn_errors] .turn-progress") == "1 of 2 turns answered"
+
+    assert page.evaluate("window.__pwned") is None
+    assert page.evaluate("document.querySelectorAll('#item-text script, #item-text img').length") == 0
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    assert not [m for m in console if "Content Security Policy" in m or "Refused to" in m], console

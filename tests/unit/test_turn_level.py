@@ -106,6 +106,9 @@ def test_turns_are_the_drawn_steps_with_the_traces_own_ids_where_they_name_one_t
     talk = turns_of("multi_agent_discussion", TALK, {})
     assert [(t.id, t.agent_id, t.text) for t in talk] == [("n1-t0", "buyer", "We need 500 GPU-hours."),
                                                           ("n1-t1", "seller", "List price is $3.50.")]
+    cot = turns_of("cot_trace", [{"index": 0, "text": "Add.", "type": "calculation"},
+                                 {"index": 1, "text": "Check.", "type": "verification"}], {})
+    assert [(t.id, t.step_type, t.text) for t in cot] == [("t0", "calculation", "Add."), ("t1", "verification", "Check.")]
     said = turns_of("dialogue", ["Ann: Hi", "Bob: Hello"], {})
     assert [(t.id, t.speaker, t.text) for t in said] == [("t0", "Ann", "Hi"), ("t1", "Bob", "Hello")]
     assert turns_of("text", "plain", {}) == [] and turns_of("agent_trace", None, {}) == []

@@ -369,14 +369,19 @@ def discussion(value: Any, options: Mapping[str, Any], label: str, media_url: st
     return {"turns": turns, "legend": legend}
 
 
+def segmented(value: Any, text_key: str = "text") -> bool:
+    """Whether a chain of thought is upstream's segmented form (``{"index", "text", "type"}`` steps,
+    each step one entry) rather than a trace."""
+    return (isinstance(value, list) and bool(value) and all(isinstance(s, dict) and text_key in s for s in value)
+            and not any("speaker" in s or "step_type" in s for s in value))
+
+
 def cot_trace(value: Any, options: Mapping[str, Any], label: str, media_url: str) -> dict[str, Any]:
     """A chain of thought as numbered steps: upstream's segmented form (``{"index", "text",
     "type"}``) or any trace; a step longer than ``clamp_lines`` lines folds after them
     (``collapse_long_steps``)."""
     text_key = str(options.get("text_key") or "text")
-    segmented = (isinstance(value, list) and value and all(isinstance(s, dict) and text_key in s for s in value)
-                 and not any("speaker" in s or "step_type" in s for s in value))
-    if segmented:
+    if segmented(value, text_key):
         steps = [{"kind": str(s.get("type") or "thought"), "speaker": "", "text": _text(s[text_key])} for s in value]
     else:
         steps = _options_steps(value, options)

@@ -31,29 +31,16 @@ def _tool(step: Mapping[str, Any]) -> str:
     return ""
 
 
-def _raw_entries(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        for key in ("steps", "trace", "conversation", "turns", "messages"):
-            if isinstance(value.get(key), list):
-                return value[key]
-        return [value]
-    return value if isinstance(value, list) else []
-
-
 def turns_of(kind: str, value: Any, options: Mapping[str, Any]) -> list[Turn]:
     """The turns of one field of ``kind`` holding ``value`` (none for a type that has no turns)."""
     speaker_key = str(options.get("speaker_key") or "speaker")
     text_key = str(options.get("text_key") or "text")
     found: list[dict[str, Any]] = []
-    if kind in ("agent_trace", "cot_trace"):
-        if kind == "cot_trace":
-            drawn = traces.cot_trace(value, options, "", "")["steps"]
-            if len(drawn) != len(traces.trace_steps(value, speaker_key, text_key)):  # segmented: its own list
-                found = [{"kind": s["kind"], "text": s["text"], **_ids(raw)}
-                         for s, raw in zip(drawn, _raw_entries(value))]
-        if not found:
-            found = [{**step, "speaker": step.get("speaker", "")}
-                     for step in traces.trace_steps(value, speaker_key, text_key)]
+    if kind == "cot_trace" and traces.segmented(value, text_key):  # one step per entry
+        drawn = traces.cot_trace(value, options, "", "")["steps"]
+        found = [{"kind": s["kind"], "text": s["text"], **_ids(raw)} for s, raw in zip(drawn, value)]
+    elif kind in ("agent_trace", "cot_trace"):
+        found = [dict(step) for step in traces.trace_steps(value, speaker_key, text_key)]
     elif kind == "multi_agent_discussion":
         raw_turns = value if isinstance(value, list) else []
         drawn = traces.discussion(value, options, "", "")["turns"]

@@ -375,9 +375,10 @@ def test_scheme_unknown_key_is_an_error() -> None:
      "label_requirement, layout, display_logic, title, show_span_labels, allow_overlapping, allow_discontinuous, "
      "entity_linking, target_field"),
     ("slider", {"min_value": 0, "max_value": 5}, "annotation_type, name, description, label_requirement, layout, "
-     "min_value, max_value, starting_value, step, display_logic"),
+     "min_value, max_value, starting_value, step, display_logic, turn_level, turn_binding, turn_label"),
     ("text", {}, "annotation_type, name, description, labels, max_length, label_requirement, layout, textarea, "
-     "multiline, single_line, text_box_single_line, rows, placeholder, display_logic"),
+     "multiline, single_line, text_box_single_line, rows, placeholder, display_logic, turn_level, turn_binding, "
+     "turn_label"),
 ])
 def test_an_unknown_scheme_key_lists_only_the_keys_of_that_type(kind: str, extra: dict[str, Any],
                                                                   listed: str) -> None:

@@ -25,7 +25,7 @@ from potato.errors import DataError, LabelImportError
 from potato.items import ItemSet, csv_rows, read_utf8
 from potato.labels import Label, LabelSource
 from potato.training.job.spans import Texts, texts_of
-from potato.training.job.turns import BadTurns, stored_turns
+from potato.training.job.turns import BadTurns
 
 
 @dataclass(frozen=True)
@@ -193,10 +193,7 @@ def _turn_entry(config: Config, where: str, item_id: str, scheme: Scheme, value:
         except json.JSONDecodeError:
             pass
     try:
-        if not isinstance(value, dict):
-            raise BadTurns(f"{value!r} is not answers by turn id (valid: {scheme.valid_answers()})")
-        turns = config.item_turns(items.get(item_id)).get(scheme.turns.field, [])
-        kept = stored_turns(value, turns, scheme.turns, scheme.accepts_one, scheme.valid_answer())
+        kept = scheme.stored_turns(value, config.item_turns(items.get(item_id)).get(scheme.turns.field, []))
     except BadTurns as bad:
         return None, f"{where}: '{scheme.name}' on item {item_id!r}: {bad}"
     if not kept:

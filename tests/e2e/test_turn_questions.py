@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.harness.adminapi import stored_labels
+from tests.harness.pages import sign_in
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -78,13 +79,9 @@ def checked(page: Any) -> list[list[str]]:
 
 @pytest.mark.parametrize("width", [390, 1280])
 def test_a_question_per_step_is_answered_by_keyboard_and_kept(server: ServerProcess, page: Any, width: int) -> None:
-    page.set_viewport_size({"width": width, "height": 900})
     console: list[str] = []
     page.on("console", lambda msg: console.append(msg.text))
-    page.goto(server.url + "/")
-    page.fill("#name", "ana")
-    page.press("#name", "Enter")
-    page.wait_for_selector("#item-id:text('tr0')")
+    sign_in(page, server, "ana", width, first="tr0")
 
     # Each question sits under the steps it is asked on: actions, the assistant's turns, the search call.
     slots = page.eval_on_selector_all(".agent-trace .trace-step", """l => l.map(s =>

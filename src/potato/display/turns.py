@@ -9,6 +9,7 @@ names is the one the annotator saw. A turn's id is the trace's own (``turn_id``,
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Mapping
 
 from potato.display import traces
@@ -42,29 +43,36 @@ def turns_of(kind: str, value: Any, options: Mapping[str, Any]) -> list[Turn]:
     elif kind in ("agent_trace", "cot_trace"):
         found = [dict(step) for step in traces.trace_steps(value, speaker_key, text_key)]
     elif kind == "multi_agent_discussion":
-        raw_turns = value if isinstance(value, list) else []
         drawn = traces.discussion(value, options, "", "")["turns"]
-        for n, turn in enumerate(drawn):
-            raw = raw_turns[n] if n < len(raw_turns) and isinstance(raw_turns[n], dict) else {}
-            found.append({"speaker": turn["speaker"], "text": turn["text"], "agent_id": turn["agent"],
-                          "kind": str(raw.get("step_type") or ""), "tool": str(raw.get("tool") or ""),
-                          "run_id": str(raw.get("run_id") or ""), **_ids(raw)})
+        found = [{"speaker": turn["speaker"], "text": turn["text"], "agent_id": turn["agent"], **_from(raw)}
+                 for turn, raw in _beside(drawn, value)]
     elif kind == "dialogue":
-        raw_turns = value if isinstance(value, list) else [value] if value is not None else []
         drawn = dialogue_turns(value, options.get("speaker_extraction", True) is not False, speaker_key, text_key)
-        for n, turn in enumerate(drawn):
-            raw = raw_turns[n] if n < len(raw_turns) and isinstance(raw_turns[n], dict) else {}
-            found.append({"speaker": turn["speaker"], "text": turn["text"], "agent_id": str(raw.get("agent_id") or ""),
-                          "kind": str(raw.get("step_type") or ""), **_ids(raw)})
+        found = [{"speaker": turn["speaker"], "text": turn["text"], "agent_id": str(raw.get("agent_id") or ""),
+                  **_from(raw)} for turn, raw in _beside(drawn, value)]
     ids = [_own_id(step) for step in found]
+    seen = Counter(ids)
     out: list[Turn] = []
     for n, step in enumerate(found):
         own = ids[n]
-        turn_id = own if own and ids.count(own) == 1 else f"t{n}"
+        turn_id = own if own and seen[own] == 1 else f"t{n}"
         out.append(Turn(id=turn_id, index=n, text=str(step.get("text", "")), speaker=str(step.get("speaker", "")),
                         step_type=str(step.get("kind", "")), agent_id=str(step.get("agent_id", "")),
                         tool=_tool(step), run_id=str(step.get("run_id", ""))))
     return out
+
+
+def _beside(drawn: list[dict[str, Any]], value: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each drawn turn with the entry of the item it was read from ({} where that is no object): a
+    discussion or a dialogue draws one turn per entry."""
+    raw = value if isinstance(value, list) else []
+    return [(turn, raw[n] if n < len(raw) and isinstance(raw[n], dict) else {}) for n, turn in enumerate(drawn)]
+
+
+def _from(raw: Mapping[str, Any]) -> dict[str, str]:
+    """What a turn's own entry says of it besides its speaker and text: its kind, tool, run and ids."""
+    return {"kind": str(raw.get("step_type") or ""), "tool": str(raw.get("tool") or ""),
+            "run_id": str(raw.get("run_id") or ""), **_ids(raw)}
 
 
 def _ids(raw: Any) -> dict[str, str]:

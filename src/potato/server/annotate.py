@@ -21,7 +21,7 @@ from potato.display.media import MediaFileError
 from potato.study.assist import option_highlights
 from potato.training.job.schemes import SchemeType
 from potato.training.job.spans import Texts
-from potato.training.job.turns import BadTurns, Turn, stored_turns
+from potato.training.job.turns import BadTurns, Turn
 from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server import assist
@@ -68,10 +68,7 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
                 clear.append(scheme.name)
                 continue
             try:
-                if not isinstance(value, dict):
-                    raise BadTurns(f"{shorten(value)} is not answers by turn id (valid: {scheme.valid_answers()})")
-                kept = stored_turns(value, (turns or {}).get(scheme.turns.field, ()), scheme.turns,
-                                    scheme.accepts_one, scheme.valid_answer())
+                kept = scheme.stored_turns(value, (turns or {}).get(scheme.turns.field, ()))
             except BadTurns as bad:
                 problems.append(f"'{scheme.name}': {bad}")
                 continue

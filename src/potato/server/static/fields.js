@@ -153,6 +153,6 @@
     return el("div", null, f.text || "");
   }
 
-  // add: another script's types (traces.js), drawn the same way.
-  window.PotatoFields = { draw: draw, add: function (type, make) { DRAW[type] = make; } };
+  // add: another script's types (traces.js), drawn the same way; el: the one element maker they share.
+  window.PotatoFields = { draw: draw, add: function (type, make) { DRAW[type] = make; }, el: el };
 }());

@@ -6,12 +6,7 @@
 (function () {
   "use strict";
 
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) { e.className = cls; }
-    if (text !== undefined && text !== null) { e.textContent = text; }
-    return e;
-  }
+  var el = window.PotatoFields.el;  // fields.js: createElement with a class and text, never HTML
 
   // Arrow keys walk the steps of the trace that has the focus; the page's own keys stay as they are.
   function walkable(box) {

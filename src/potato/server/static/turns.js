@@ -7,12 +7,7 @@
 (function () {
   "use strict";
 
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) { e.className = cls; }
-    if (text !== undefined && text !== null) { e.textContent = text; }
-    return e;
-  }
+  var el = window.PotatoFields.el;  // fields.js: createElement with a class and text, never HTML
 
   function slotsOf(fs) {
     return Array.prototype.slice.call(document.querySelectorAll(".turn-slot")).filter(function (s) {

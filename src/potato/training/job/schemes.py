@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import Mapping, Optional, Protocol
+from typing import Any, Dict, Mapping, Optional, Protocol, Sequence
 
 from potato import defaults
 from potato.training.job.spans import MAIN, BadSpan, Span, Texts, check_spans, texts_of
-from potato.training.job.turns import TurnBinding, well_formed
+from potato.training.job.turns import BadTurns, Turn, TurnBinding, short, stored_turns, well_formed
 
 
 class ShownWhen(Protocol):
@@ -157,6 +157,13 @@ class Scheme:
         if self.turns is not None:
             return well_formed(value, self.accepts_one)
         return self.accepts_one(value, text)
+
+    def stored_turns(self, value: object, turns: Sequence[Turn]) -> Dict[str, Dict[str, Any]]:
+        """A turn-level answer checked against the item's ``turns`` of its field, as it is stored (each
+        turn's answer with its place and text); :class:`BadTurns` says what is wrong."""
+        if self.turns is None or not isinstance(value, dict):
+            raise BadTurns(f"{short(value)} is not answers by turn id (valid: {self.valid_answers()})")
+        return stored_turns(value, turns, self.turns, self.accepts_one, self.valid_answer())
 
     def accepts_one(self, value: object, text: str | Texts | None = None) -> bool:
         """Whether ``value`` is one answer to this scheme's question (on one turn, for a turn-level one)."""

@@ -119,11 +119,11 @@ def stored_turns(value: Mapping[str, Any], turns: Sequence[Turn], binding: TurnB
             raise BadTurns(f"turn {turn_id!r} is not one this question is asked on in field '{binding.field}' "
                            f"(its turns: {known or 'none on this item'})")
         if not accepts(answer):
-            raise BadTurns(f"{_short(answer)} is not an answer for turn {turn_id!r} (valid: {valid})")
+            raise BadTurns(f"{short(answer)} is not an answer for turn {turn_id!r} (valid: {valid})")
         out.append((turn.index, turn_id, {"value": answer, **turn.kept()}))
     return {turn_id: entry for _, turn_id, entry in sorted(out, key=lambda x: x[0])}
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."

@@ -20,6 +20,7 @@ class Annotators:
         self.url = url
         self.items = items
         self.acknowledged: dict[str, set[str]] = {f"ann{k:02d}": set() for k in range(count)}
+        self.answers: dict[str, int] = dict.fromkeys(self.acknowledged, 0)  # acknowledgements, repeats too
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._label, args=(name,), daemon=True) for name in self.acknowledged]
 
@@ -33,6 +34,16 @@ class Annotators:
         for thread in self._threads:
             if thread.is_alive():
                 thread.join(timeout=30)
+
+    def stalled(self, timeout: float = 120) -> list[str]:
+        """Waits until every annotator has had a label acknowledged after this call, and returns those
+        who had none within ``timeout`` seconds: a server that serves again serves all of them, however
+        slowly a busy machine lets it."""
+        before = dict(self.answers)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(self.answers[name] <= n for name, n in before.items()):
+            time.sleep(0.2)
+        return sorted(name for name, n in before.items() if self.answers[name] <= n)
 
     def total(self) -> int:
         return sum(len(items) for items in self.acknowledged.values())
@@ -59,6 +70,7 @@ class Annotators:
                                  timeout=10)
                 if r.status_code == 200:
                     mine.add(item)
+                    self.answers[name] += 1
                     i += 1
                 elif r.status_code in (401, 403):
                     signed_in = False

@@ -193,7 +193,7 @@ def _turn_entry(config: Config, where: str, item_id: str, scheme: Scheme, value:
         except json.JSONDecodeError:
             pass
     try:
-        kept = scheme.stored_turns(value, config.item_turns(items.get(item_id)).get(scheme.turns.field, []))
+        kept = scheme.stored_turns(value, config.item_turns(items.get(item_id)).get(scheme.turns.source, []))
     except BadTurns as bad:
         return None, f"{where}: '{scheme.name}' on item {item_id!r}: {bad}"
     if not kept:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from potato.config.schema import FREE_RESPONSE, Config, free_response_name
-from potato.training.job.schemes import Scheme, SchemeType
+from potato.training.job.schemes import NEUTRAL, RIGHT, WRONG, Scheme, SchemeType
 from potato.training.job.private import write_atomic
 from potato.training.job.turns import KEPT
 from potato.labels import Label
@@ -76,13 +76,21 @@ def _upstream_turn_value(scheme: Scheme, answer: Any) -> Any:
 
 def upstream_turns(scheme: Scheme, value: Any) -> dict[str, str]:
     """A turn-level answer as upstream's ``{"_data": JSON text}`` (``{"v": 1, "schema_type", "turns":
-    {turn id: {"value" or, for a multiselect, "values", "speaker", "step_type", "agent_id"}}}``) (pure)."""
+    {turn id: {"value" or, for a multiselect, "values", "speaker", "step_type", "agent_id"}}}``); a
+    dialogue's ``per_turn_ratings`` as ``{"_data": {turn's place: point}}``, a process reward as
+    upstream's (:func:`upstream_steps`) (pure)."""
+    if scheme.annotation_type is SchemeType.PROCESS_REWARD:
+        return upstream_steps(scheme, value)
+    if scheme.rated_turns:  # a dialogue's per_turn_ratings: each turn's point by the turn's place
+        points = {str(entry["index"]): _upstream_turn_value(scheme, entry.get("value"))
+                  for entry in (value or {}).values() if isinstance(entry, dict)}
+        return {TURN_DATA: json.dumps(points)}
     turns: dict[str, Any] = {}
     for turn_id, entry in (value or {}).items():
         if not isinstance(entry, dict):
             continue
         answer = entry.get("value")
-        one: dict[str, Any] = ({"values": list(answer)} if scheme.multiselect
+        one: dict[str, Any] = ({"values": list(answer or ())} if scheme.multiselect
                                else {"value": _upstream_turn_value(scheme, answer)})
         one.update({key: entry[key] for key in KEPT if entry.get(key)})
         turns[turn_id] = one
@@ -90,15 +98,59 @@ def upstream_turns(scheme: Scheme, value: Any) -> dict[str, str]:
                                   ensure_ascii=False)}
 
 
+REWARDS = {RIGHT: 1, NEUTRAL: 0, WRONG: -1}
+"""A process reward's answers as upstream's rewards."""
+
+
+def upstream_steps(scheme: Scheme, value: Any) -> dict[str, str]:
+    """A process reward as upstream's page stores it: under the scheme's own name, one JSON text
+    ``{"steps": [{"index", "reward", "source", "verified"}], "mode"}`` whose list is by the step's
+    place (a step not marked: reward 0, or null where neutral is an answer) (pure)."""
+    marked = {entry["index"]: REWARDS[entry["value"]] for entry in (value or {}).values()
+              if isinstance(entry, dict) and entry.get("value") in REWARDS}
+    unmarked = None if NEUTRAL in scheme.labels else 0
+    steps = [{"index": i, "reward": marked[i], "source": "human", "verified": True} if i in marked else
+             {"index": i, "reward": unmarked, "source": None, "verified": False}
+             for i in range(max(marked) + 1 if marked else 0)]
+    return {scheme.name: json.dumps({"steps": steps, "mode": "first_error" if scheme.first_error else "per_step"})}
+
+
+def our_steps(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
+    """Upstream's process reward (:func:`upstream_steps`) as this server's ``{turn id: answer}``;
+    a step upstream left unmarked is left out (pure). What does not read that way is handed back."""
+    raw = answer.get(scheme.name) if set(answer) == {scheme.name} else None
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        return dict(answer)
+    steps = data.get("steps") if isinstance(data, dict) else None
+    if not isinstance(steps, list):
+        return dict(answer)
+    by_reward = {reward: name for name, reward in REWARDS.items() if name in scheme.labels}
+    out: dict[str, Any] = {}
+    for place, step in enumerate(steps):
+        if not isinstance(step, dict):
+            continue
+        reward, index = step.get("reward"), step.get("index", place)
+        if reward is None or (reward == 0 and NEUTRAL not in scheme.labels):
+            continue
+        out[f"t{index}"] = by_reward.get(reward, reward) if not isinstance(reward, bool) else reward
+    return out
+
+
 def our_turns(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     """Upstream's ``{"_data": JSON text}`` as this server's ``{turn id: answer}`` (pure; the inverse of
     :func:`upstream_turns`, the turns' place and text filled in again by the import's check). What does
     not read that way is handed back as it is, for the check to refuse with what is valid."""
+    if scheme.annotation_type is SchemeType.PROCESS_REWARD:
+        return our_steps(scheme, answer)
     raw = answer.get(TURN_DATA) if set(answer) == {TURN_DATA} else None
     try:
         data = json.loads(raw) if isinstance(raw, str) else raw
     except json.JSONDecodeError:
         return dict(answer)
+    if scheme.rated_turns and isinstance(data, dict) and "turns" not in data:  # {turn's place: point}
+        data = {"turns": {f"t{place}": {"value": point} for place, point in data.items()}}
     turns = data.get("turns") if isinstance(data, dict) else None
     if not isinstance(turns, dict):
         return dict(answer)

@@ -139,3 +139,52 @@ def test_a_question_per_step_is_answered_by_keyboard_and_kept(server: ServerProc
     assert page.evaluate("document.querySelectorAll('#item-text script, #item-text img').length") == 0
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert not [m for m in console if "Content Security Policy" in m or "Refused to" in m], console
+
+
+RATED = [{"speaker": "User", "text": f"Book a table. {HOSTILE}"},
+         {"speaker": "Agent (Action)", "text": f"search_restaurants(q=\"{HOSTILE}\")"},
+         {"speaker": "Environment", "text": "3 found."},
+         {"speaker": "Agent (Action)", "text": "book(id=7)"}]
+
+
+@pytest.fixture
+def rated(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
+    """Upstream's agent-trace-evaluation shape: a dialogue whose text spans mark, and two scales rating
+    each action turn (per_turn_ratings)."""
+    ratings = {"speakers": ["Agent (Action)"], "schemes": [
+        {"schema_name": "action_correctness", "scheme": {"type": "likert", "size": 3, "labels": ["Wrong", "Right"]}},
+        {"schema_name": "reasoning_quality", "scheme": {"type": "likert", "size": 5, "labels": ["Poor", "Excellent"]}}]}
+    path = make_project(n_items=1, annotation_schemes=[
+        {"annotation_type": "span", "name": "errors", "labels": ["hallucination"]},
+        {"annotation_type": "radio", "name": "task_success", "labels": ["success", "failure"]}],
+        instance_display={"fields": [{"key": "conversation", "type": "dialogue", "label": "Agent Trace",
+                                      "span_target": True, "display_options": {"per_turn_ratings": ratings}}]})
+    (path.parent / "data" / "reviews.json").write_text(
+        json.dumps([{"id": "d0", "text": "Dinner", "conversation": RATED}]), encoding="utf-8")
+    srv = ServerProcess(path).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_dialogues_per_turn_ratings_are_scales_on_the_named_speakers_turns(rated: ServerProcess, page: Any,
+                                                                             width: int) -> None:
+    sign_in(page, rated, "ana", width, first="d0")
+    scale = "fieldset[data-schema=action_correctness]"
+    # Spans mark the dialogue's text, so the scales sit in their own boxes, each turn named there.
+    assert page.inner_text(f"{scale} legend") == "Action Correctness"
+    captions = page.eval_on_selector_all(f"{scale} .turn-caption", "l => l.map(e => e.textContent)")
+    assert captions[1] == "Turn 4: Agent (Action): book(id=7)"
+    assert captions[0].startswith('Turn 2: Agent (Action): search_restaurants(q="<img src=x') and captions[0].endswith("…")
+    assert page.inner_text(f"{scale} .turn-progress") == "0 of 2 turns answered"
+    page.focus(f"{scale} .turn-slot[data-turn=t3] input[value='1']")
+    assert focused(page) == "Action Correctness (turn 4): 1"
+    page.keyboard.press("Space")
+    page.keyboard.press("ArrowDown")
+    page.click("fieldset[data-schema=reasoning_quality] .turn-slot[data-turn=t1] label:has-text('5')")
+    stored(rated, {("d0", "action_correctness"): {"t3": "2"}, ("d0", "reasoning_quality"): {"t1": "5"}})
+    page.reload()
+    page.wait_for_selector("#item-id:text('d0')")
+    assert ["action_correctness", "t3", "2"] in checked(page) and ["reasoning_quality", "t1", "5"] in checked(page)
+    assert page.evaluate("window.__pwned") is None
+    assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -42,7 +42,7 @@ UPSTREAM_DISPLAY_OPTIONS = {
 """Upstream Potato's documented display options per field type (the names are facts of its
 interface: each display's optional_fields), as a study moving over may carry them."""
 VALUES = {"annotation_mode": "link", "anchor_labels": ["claim"], "link_types": [{"name": "supports"}],
-          "per_turn_ratings": {"schema": "quality"}, "speaker_key": "who", "text_key": "said", "max_width": 600,
+          "per_turn_ratings": {"speakers": ["Agent"], "schema_name": "turn_quality", "scheme": {"type": "likert", "size": 5}}, "speaker_key": "who", "text_key": "said", "max_width": 600,
           "timestamp_format": "absolute", "view_mode": "paginated", "turn_meta_fields": ["tokens"],
           "pane_labels": ["Thinking", "Tools", "Answer"], "max_output_lines": 10, "diff_view": "side_by_side",
           "terminal_theme": "light", "step_type_colors": {"thought": "#eef"}, "clamp_lines": 4}

@@ -16,21 +16,29 @@ from potato.config._checks import (
     anything,
     boolean,
     check_keys,
+    choice,
     integer,
     mapping,
     number,
+    section,
     show,
     text,
     text_list,
 )
 from potato.config._labels import label_options
 from potato.config._turns import check_binding
-from potato.training.job.turns import TURN_TYPES
+from potato.training.job.turns import TURN_TYPES, TurnBinding
 from potato.config.schema import FREE_RESPONSE_INSTRUCTION
-from potato.training.job.schemes import LabelOption
+from potato.training.job.schemes import NEUTRAL, RIGHT, WRONG, LabelOption
 from potato.config.upstream import unsupported_message
 
 MAX_LIKERT_SIZE = 20
+MODES = ("first_error", "per_step")
+"""A process reward's two ways of marking: the first wrong step (every later one wrong), or each step."""
+REWARD_WORDS = {RIGHT: "Correct", NEUTRAL: "Neutral", WRONG: "Wrong"}
+"""A process reward's buttons as upstream words them (``reward_labels`` renames them)."""
+_PROCESS_REWARD = ("steps_key", "step_text_key", "mode", "allow_neutral", "inline_with_trace", "reward_labels",
+                   "ai_prelabel", "require_verification")
 
 KEY_CHECKS: Mapping[str, Check] = {
     "annotation_type": anything,  # checked first, with the feature message for upstream's other types
@@ -69,6 +77,15 @@ KEY_CHECKS: Mapping[str, Check] = {
     "turn_level": boolean,
     "turn_binding": anything,
     "turn_label": text(allow_empty=True),
+    "steps_key": text(),
+    "step_text_key": text(),
+    "mode": choice(MODES, "mode"),
+    "allow_neutral": boolean,
+    "inline_with_trace": boolean,
+    "reward_labels": section({name: text() for name in REWARD_WORDS}, "reward_labels",
+                             "{correct: Valid, incorrect: Flawed}"),
+    "ai_prelabel": boolean,
+    "require_verification": boolean,
 }
 
 
@@ -84,10 +101,11 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "codebook": ("radio", "multiselect"),
     "title": ("span",), "show_span_labels": ("span",), "allow_overlapping": ("span",),
     "allow_discontinuous": ("span",), "entity_linking": ("span",), "target_field": ("span",),
+    **{key: ("process_reward",) for key in _PROCESS_REWARD},
 }
 
 
-_NO_LABELS = ("slider", "number")
+_NO_LABELS = ("slider", "number", "process_reward")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -129,6 +147,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
             values["options"] = tuple(LabelOption(str(i)) for i in range(1, values.get("size", 2) + 1))
     elif kind in ("radio", "multiselect", "select", "likert", "span"):
         problems += label_options(kind, raw.get("labels"), values, one_choice)
+    elif kind == "process_reward":
+        problems += _process_reward(raw, values)
     elif raw.get("labels") in ([""], [None]) and kind == "text":
         values.pop("labels", None)  # upstream's one box without a caption: the same as no labels
     elif raw.get("labels") not in (None, []) and kind == "text":
@@ -143,6 +163,35 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _text_layout(values)
     if kind in ("slider", "number"):
         problems += _bounds(kind, values)
+    return problems
+
+
+def _process_reward(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's process reward: each step of the item's list under ``steps_key`` marked correct or
+    wrong (and neutral, with ``allow_neutral`` in per_step mode), read as a question asked on each
+    step whose answers are those three."""
+    if raw.get("labels") not in (None, []):
+        return [(".labels", "a process_reward scheme's answers are correct and incorrect (and neutral with "
+                            "allow_neutral); remove labels, and rename the buttons with reward_labels")]
+    problems: list[Problem] = []
+    for key, what in (("ai_prelabel", "an outside LLM's suggested reward for each step"),
+                      ("require_verification", "confirming each of an outside LLM's suggested rewards")):
+        if values.pop(key, False):
+            problems.append((f".{key}", unsupported_message(key, what)))
+    mode = values.pop("mode", "first_error")
+    neutral = values.pop("allow_neutral", False)
+    if neutral and mode == "first_error":
+        problems.append((".allow_neutral", "applies only with mode: per_step (in first_error mode every step before "
+                                           "the first wrong one is correct and every later one wrong); remove it "
+                                           "or set mode: per_step"))
+    words = {**REWARD_WORDS, **values.pop("reward_labels", {})}
+    values["options"] = tuple(LabelOption(name, text=words[name]) for name in (RIGHT, NEUTRAL, WRONG)
+                              if name != NEUTRAL or neutral)
+    values["first_error"] = mode == "first_error"
+    values["turns"] = TurnBinding(
+        field=values.pop("steps_key", "steps"), steps_text=values.pop("step_text_key", "action"), agent_only=True,
+        placement="inline" if values.pop("inline_with_trace", False) else "list",
+        label=str(values.get("description") or values.get("name", "")))
     return problems
 
 

@@ -117,10 +117,11 @@ def scheme_types(raw: object) -> dict[str, str | None]:
 
 def training_types(raw: object) -> dict[str, str | None]:
     """Like :func:`scheme_types`, with likert and select read as the radio answers they are to a trainer,
-    and a question asked on each turn as ``turn_level`` (no trainer learns those yet)."""
+    and a question asked on each turn or step as ``turn_level`` (no trainer learns those yet)."""
     radio_like = {"likert": "radio", "select": "radio"}
     per_turn = {str(item["name"]) for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)
-                and item.get("turn_level") is True} if isinstance(raw, list) else set()
+                and (item.get("turn_level") is True or item.get("annotation_type") == "process_reward")} \
+        if isinstance(raw, list) else set()
     return {name: "turn_level" if name in per_turn else radio_like.get(kind or "", kind)
             for name, kind in scheme_types(raw).items()}
 
@@ -197,4 +198,5 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         allow_overlapping=values.get("allow_overlapping", False),
         show_span_labels=values.get("show_span_labels", True),
         turns=values.get("turns"),
+        first_error=values.get("first_error", False),
     )

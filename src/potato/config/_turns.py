@@ -13,9 +13,21 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from potato.config._checks import Findings, Invalid, Problem, check_keys, choice, mapping, show, text, text_list
+from potato.config._checks import (
+    Findings,
+    Invalid,
+    Problem,
+    anything,
+    check_keys,
+    choice,
+    integer,
+    mapping,
+    show,
+    text,
+    text_list,
+)
 from potato.display.turns import TURN_FIELD_TYPES
-from potato.training.job.schemes import Scheme
+from potato.training.job.schemes import LabelOption, Scheme, SchemeType
 from potato.training.job.turns import PLACEMENTS, TURN_TYPES, TurnBinding
 
 _EXAMPLE = "{field: conversation, speakers: [Assistant]}"
@@ -63,9 +75,12 @@ def check_binding(kind: str, values: dict[str, Any]) -> list[Problem]:
     checked, problems = check_keys(given, _BINDING_KEYS, "turn_binding")
     if problems:
         return [(".turn_binding" + at, detail) for at, detail in problems]
+    def names(key: str) -> tuple[str, ...]:
+        return tuple(str(v) for v in checked.get(key, ()))
+
     values["turns"] = TurnBinding(
-        field=str(checked.get("field", "")),
-        **{key: tuple(str(v) for v in checked.get(key, ())) for key in _FILTERS},
+        field=str(checked.get("field", "")), speakers=names("speakers"), agents=names("agents"),
+        step_types=names("step_types"), tools=names("tools"), runs=names("runs"),
         turn_range=checked.get("turn_range"),
         placement=str(checked.get("placement", "inline")),
         label=str(label or values.get("description") or values.get("name", "")),
@@ -86,6 +101,9 @@ def bind_fields(schemes: tuple[Scheme, ...], fields: tuple[Any, ...], findings: 
         binding = scheme.turns
         if binding is None:
             out.append(scheme)
+            continue
+        if binding.steps_text is not None:
+            out.append(replace(scheme, turns=_steps_placed(binding, types, f"annotation_schemes[{index}]", findings)))
             continue
         where = f"annotation_schemes[{index}].turn_binding"
         kinds = ", ".join(TURN_FIELD_TYPES)
@@ -111,3 +129,95 @@ def bind_fields(schemes: tuple[Scheme, ...], fields: tuple[Any, ...], findings: 
         out.append(replace(scheme, turns=binding))
     return tuple(out) if ok else None
 
+
+
+ENTRY_DRAWN = ("coding_trace", "cot_trace", "multi_agent_discussion", "dialogue")
+"""The field types that draw one turn per entry of their list, so that a step read entry by entry can
+be put beside the turn drawn for it."""
+
+
+def _steps_placed(binding: TurnBinding, types: dict[str, str], where: str, findings: Findings) -> TurnBinding:
+    """A process reward's steps put beside the field that draws them (``inline_with_trace``) where
+    the page draws one turn per step; else listed in the question's own box, with a warning."""
+    if binding.placement != "inline":
+        return binding
+    kind = types.get(binding.field)
+    if kind in ENTRY_DRAWN:
+        return binding
+    findings.warn(f"{where}.inline_with_trace",
+                  (f"no instance_display field shows {binding.field!r}" if kind is None else
+                   f"the {kind} field {binding.field!r} does not draw one turn per step") +
+                  f", so the steps are listed under the question instead; show {binding.field!r} in a field of "
+                  f"type {', '.join(ENTRY_DRAWN)}, or remove inline_with_trace")
+    return replace(binding, placement="list")
+
+
+_RATING_KEYS = {"speakers": text_list('["Agent"]'), "schema_name": text(), "scheme": anything, "schemes": anything}
+_SCALE_KEYS = {"type": choice(("likert",), "per_turn_ratings scale type"), "size": integer(2, 20),
+               "labels": text_list('["Poor", "Excellent"]')}
+_RATING_EXAMPLE = "{speakers: [Agent], schema_name: turn_quality, scheme: {type: likert, size: 5, labels: [Poor, Excellent]}}"
+
+
+def turn_ratings(schemes: tuple[Scheme, ...], fields: tuple[Any, ...], findings: Findings) -> tuple[Scheme, ...] | None:
+    """``schemes`` and, after them, a question for each scale of a dialogue field's ``per_turn_ratings``
+    (upstream's way of rating each turn of some speakers on a scale of points): a likert question asked
+    on those turns. None where one is wrong."""
+    names = {s.name for s in schemes}
+    added: list[Scheme] = []
+    ok = True
+    for index, field in enumerate(fields):
+        raw = field.options.get("per_turn_ratings") if field.type == "dialogue" else None
+        if raw in (None, False, {}, []):
+            continue
+        where = f"instance_display.fields[{index}].display_options.per_turn_ratings"
+        try:
+            checked, problems = check_keys(mapping(raw, _RATING_EXAMPLE), _RATING_KEYS, "per_turn_ratings")
+        except Invalid as bad:
+            checked, problems = {}, list(bad.problems)
+        if "scheme" in checked:
+            entries: Any = [{"schema_name": checked.get("schema_name", "per_turn_ratings"), "scheme": checked["scheme"]}]
+        elif isinstance(checked.get("schemes"), list) and checked["schemes"]:
+            entries = checked["schemes"]
+        else:
+            entries = []
+            if not problems:
+                problems.append(("", f"names no scale; give scheme (and schema_name) or schemes, e.g. {_RATING_EXAMPLE}"))
+        for n, entry in enumerate(entries):
+            at = "" if "scheme" in checked else f".schemes[{n}]"
+            scale, more = _scale(entry, names)
+            problems += [(at + sub, detail) for sub, detail in more]
+            if scale is not None:
+                names.add(scale.name)
+                added.append(replace(scale, turns=TurnBinding(field=field.key, speakers=tuple(checked.get("speakers", ())),
+                                                              label=scale.description)))
+        for sub, detail in problems:
+            findings.error(where + sub, detail)
+            ok = False
+    return schemes + tuple(added) if ok else None
+
+
+def _scale(entry: object, names: set[str]) -> tuple[Scheme | None, list[Problem]]:
+    """One scale of ``per_turn_ratings.schemes``: its name and its likert points (1 to ``size``, the
+    first and last named by ``labels``)."""
+    try:
+        checked, problems = check_keys(mapping(entry, "{schema_name: turn_quality, scheme: {type: likert, size: 5}}"),
+                                       {"schema_name": text(), "scheme": anything}, "a per-turn scale")
+        scale, more = check_keys(mapping(checked.get("scheme", {}), "{type: likert, size: 5, labels: [Poor, Excellent]}"),
+                                 _SCALE_KEYS, "a per-turn scale's scheme")
+    except Invalid as bad:
+        return None, list(bad.problems)
+    problems += [(".scheme" + sub, detail) for sub, detail in more]
+    name = str(checked.get("schema_name", "per_turn_ratings"))
+    if name in names:
+        problems.append((".schema_name", f"{show(name)} is already the name of a question; give each scale its own "
+                                         "schema_name"))
+    ends = list(scale.get("labels", ()))
+    if len(ends) > 2:
+        problems.append((".scheme.labels", f"names the two ends of the scale, e.g. [Poor, Excellent]; got {len(ends)} labels"))
+    if problems:
+        return None, problems
+    points = tuple(LabelOption(str(i)) for i in range(1, int(scale.get("size", 5)) + 1))
+    return Scheme(annotation_type=SchemeType.LIKERT, name=name, labels=tuple(o.name for o in points), options=points,
+                  description=name.replace("_", " ").title(),
+                  min_label=ends[0] if ends else "", max_label=ends[1] if len(ends) > 1 else "",
+                  sequential_key_binding=False, rated_turns=True), []

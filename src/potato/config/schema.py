@@ -15,7 +15,7 @@ from potato import defaults
 from potato.study.platforms import Crowdsourcing
 from potato.study.phases import Phases
 from potato.display.fields import span_texts
-from potato.display.turns import turns_of
+from potato.display.turns import step_turns, turns_of
 from potato.training.job.turns import Turn
 from potato.display.keywords import Keyword, KeywordSettings
 from potato.training.launch.containers import ContainerSpec
@@ -510,10 +510,16 @@ class Config:
         return span_texts(item.text, item.data, self.span_fields)
 
     def item_turns(self, item: Any) -> dict[str, list[Turn]]:
-        """An item's turns in each field a turn-level question is asked on, by the field's key."""
-        fields = {s.turns.field for s in self.annotation_schemes if s.turns is not None}
-        return {f.key: turns_of(f.type, item.data.get(f.key), f.options)
-                for f in self.page.display_fields if f.key in fields}
+        """An item's turns that a turn-level question is asked on, by their ``TurnBinding.source``:
+        a display field's turns as the page draws them, or a list of steps read entry by entry."""
+        bindings = [s.turns for s in self.annotation_schemes if s.turns is not None]
+        drawn = {b.field for b in bindings if b.steps_text is None}
+        out = {f.key: turns_of(f.type, item.data.get(f.key), f.options)
+               for f in self.page.display_fields if f.key in drawn}
+        for b in bindings:
+            if b.steps_text is not None:
+                out[b.source] = step_turns(item.data.get(b.field), b.steps_text)
+        return out
 
     def scheme(self, name: str) -> Scheme | None:
         for s in self.annotation_schemes:

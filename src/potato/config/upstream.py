@@ -203,7 +203,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "conjoint": "conjoint choice sets",
     "triage": "accept/reject triage",
     # Upstream's agent-evaluation types: each reads the item's steps or turns itself.
-    "process_reward": "marking an agent's steps right or wrong (a process reward)",
     "trajectory_eval": "judging each step of an agent's trajectory with error types and severities",
     "trajectory_edit": "correcting the steps of an agent's trajectory",
     "failure_attribution": "naming the agent and step that caused a failure",

@@ -32,7 +32,7 @@ from potato.config._checks import Findings, Invalid, section, show
 from potato.config._files import resolve, warn_open_folder
 from potato.config._keywords import check_keywords
 from potato.config._items import check_item_properties, span_target
-from potato.config._turns import bind_fields
+from potato.config._turns import bind_fields, turn_ratings
 from potato.config._schemes import check_schemes, scheme_types as declared_types, training_types
 from potato.config._top_level import check_top_level, warn_debug
 from potato.config.training.model_training import check_model_training
@@ -97,6 +97,8 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
         schemes, page = marked if marked is not None else (schemes, None)
     if schemes is not None and page is not None and any(s.turns for s in schemes):
         schemes = bind_fields(schemes, page["page"].display_fields, findings)
+    if schemes is not None and page is not None:
+        schemes = turn_ratings(schemes, page["page"].display_fields, findings)
     phases_ok, phases = phase_keys.check(raw, schemes, task_dir, findings)
     codebook = _codebook_mode(raw.get("codebook_mode"), schemes or (), page, findings)
     if page is not None:

@@ -56,7 +56,8 @@ TOOL_KINDS = (
 """How a coding agent's tool call is shown, by the tool's name (upstream's names, any case)."""
 
 
-def _text(value: Any) -> str:
+def text_of(value: Any) -> str:
+    """Any value of an item as text: a string as it is, an object or list as indented JSON."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -85,19 +86,19 @@ def _action_text(action: Any) -> str:
         if isinstance(params, dict):
             inner = ", ".join(f"{k}={v!r}" for k, v in params.items())
         else:
-            inner = "" if params is None else _text(params)
+            inner = "" if params is None else text_of(params)
         return f"{action.get('tool') or action.get('name')}({inner})"
-    return _text(action)
+    return text_of(action)
 
 
 def _step(kind: str, speaker: str, text: str, source: Mapping[str, Any] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": kind if kind in KINDS else "observation", "speaker": speaker, "text": text}
     for key in PASSED_ON:
         if source is not None and source.get(key) not in (None, ""):
-            out[key] = _text(source[key])
+            out[key] = text_of(source[key])
     if source is not None:
         if source.get("timestamp") not in (None, ""):
-            out["timestamp"] = _text(source["timestamp"])
+            out["timestamp"] = text_of(source["timestamp"])
         if isinstance(source.get("screenshot"), str) and source["screenshot"].strip():
             out["screenshot"] = source["screenshot"].strip()
     return out
@@ -121,36 +122,36 @@ def trace_steps(value: Any, speaker_key: str = "speaker", text_key: str = "text"
         if isinstance(raw, str):
             out.append(_step(kind_of_text(raw), "", raw))
         elif not isinstance(raw, dict):
-            out.append(_step("observation", "", _text(raw)))
+            out.append(_step("observation", "", text_of(raw)))
         elif speaker_key in raw and (text_key in raw or "content" in raw):
-            speaker = _text(raw[speaker_key])
+            speaker = text_of(raw[speaker_key])
             kind = str(raw.get("step_type") or raw.get("type") or "") or kind_of_speaker(speaker)
             if kind not in KINDS:
                 kind = kind_of_speaker(speaker)
-            out.append(_step(kind, speaker, _text(raw.get(text_key, raw.get("content"))), raw))
+            out.append(_step(kind, speaker, text_of(raw.get(text_key, raw.get("content"))), raw))
         elif any(k in raw for k in ("thought", "action", "observation", "result", "output")):
-            agent = _text(raw.get(speaker_key) or raw.get("agent") or "")
+            agent = text_of(raw.get(speaker_key) or raw.get("agent") or "")
             who = f"{agent} " if agent else "Agent "
             if raw.get("thought") not in (None, ""):
-                out.append(_step("thought", f"{who}(Thought)", _text(raw["thought"]), raw))
+                out.append(_step("thought", f"{who}(Thought)", text_of(raw["thought"]), raw))
             if raw.get("action") not in (None, ""):
                 action = raw["action"]
                 step = _step("action", f"{who}(Action)", _action_text(action), raw)
                 if isinstance(action, dict) and (action.get("tool") or action.get("name")):
-                    step["tool"] = _text(action.get("tool") or action.get("name"))
+                    step["tool"] = text_of(action.get("tool") or action.get("name"))
                 out.append(step)
             for key in ("observation", "result", "output"):
                 if raw.get(key) not in (None, ""):
-                    out.append(_step("observation", "Environment", _text(raw[key]), raw))
+                    out.append(_step("observation", "Environment", text_of(raw[key]), raw))
         elif raw.get("step_type") or raw.get("type"):
             kind = str(raw.get("step_type") or raw.get("type"))
-            out.append(_step(kind, _text(raw.get(speaker_key) or kind.capitalize()),
-                             _text(raw.get("content", raw.get(text_key, ""))), raw))
+            out.append(_step(kind, text_of(raw.get(speaker_key) or kind.capitalize()),
+                             text_of(raw.get("content", raw.get(text_key, ""))), raw))
         elif text_key in raw or "content" in raw:
-            text = _text(raw.get(text_key, raw.get("content")))
+            text = text_of(raw.get(text_key, raw.get("content")))
             out.append(_step(kind_of_text(text), "", text, raw))
         else:
-            out.append(_step("observation", "", _text(raw), raw))
+            out.append(_step("observation", "", text_of(raw), raw))
     return out
 
 
@@ -252,7 +253,7 @@ def _diff(old: str, new: str) -> list[list[str]]:
 
 
 def _call(raw: Mapping[str, Any]) -> dict[str, Any]:
-    name = _text(raw.get("tool") or raw.get("name") or "tool")
+    name = text_of(raw.get("tool") or raw.get("name") or "tool")
     given = raw.get("input", raw.get("args", raw.get("arguments", raw.get("params"))))
     if isinstance(given, str):
         try:
@@ -261,20 +262,20 @@ def _call(raw: Mapping[str, Any]) -> dict[str, Any]:
         except ValueError:
             pass
     args = given if isinstance(given, dict) else {}
-    output = _text(raw.get("output", raw.get("result", "")))
+    output = text_of(raw.get("output", raw.get("result", "")))
     kind = tool_kind(name)
-    path = _text(args.get("file_path") or args.get("path") or args.get("pattern") or "")
+    path = text_of(args.get("file_path") or args.get("path") or args.get("pattern") or "")
     out: dict[str, Any] = {"kind": kind, "tool": name, "file": path, "output": output}
     if kind == "edit" and ("old_string" in args or "new_string" in args):
-        out["diff"] = _diff(_text(args.get("old_string", "")), _text(args.get("new_string", "")))
+        out["diff"] = _diff(text_of(args.get("old_string", "")), text_of(args.get("new_string", "")))
     elif kind == "write":
-        out["content"] = _text(args.get("content", ""))
+        out["content"] = text_of(args.get("content", ""))
     elif kind == "bash":
-        out["command"] = _text(args.get("command", args.get("cmd", "")))
+        out["command"] = text_of(args.get("command", args.get("cmd", "")))
     elif kind == "generic" or not args:
-        out["input"] = _text(given)
+        out["input"] = text_of(given)
     if kind in ("edit", "write", "bash") and not (out.get("diff") or out.get("content") or out.get("command")):
-        out["input"] = _text(given)
+        out["input"] = text_of(given)
     return out
 
 
@@ -293,12 +294,12 @@ def coding_turns(value: Any) -> list[dict[str, Any]]:
         calls_raw = raw.get("tool_calls")
         if isinstance(content, list):
             blocks = [b for b in content if isinstance(b, dict)]
-            text = "\n".join(_text(b.get("text")) for b in blocks if b.get("type") == "text")
+            text = "\n".join(text_of(b.get("text")) for b in blocks if b.get("type") == "text")
             if not isinstance(calls_raw, list):
                 calls_raw = [{"tool": b.get("name"), "input": b.get("input")} for b in blocks
                              if b.get("type") == "tool_use"]
         else:
-            text = _text(content)
+            text = text_of(content)
         calls = [_call(c) for c in calls_raw if isinstance(c, dict)] if isinstance(calls_raw, list) else []
         out.append({"role": "user" if str(raw.get("role", "assistant")).lower() in ("user", "human") else "assistant",
                     "text": text, "calls": calls})
@@ -346,10 +347,10 @@ def discussion(value: Any, options: Mapping[str, Any], label: str, media_url: st
     agents: list[str] = []
     for n, raw in enumerate(raw_turns):
         if isinstance(raw, dict):
-            speaker, text = _text(raw.get(speaker_key, "")), _text(raw.get(text_key, raw.get("content", "")))
-            agent = _text(raw.get("agent_id") or speaker)
+            speaker, text = text_of(raw.get(speaker_key, "")), text_of(raw.get(text_key, raw.get("content", "")))
+            agent = text_of(raw.get("agent_id") or speaker)
         else:
-            speaker, _, text = _text(raw).partition(": ") if ": " in _text(raw) else ("", "", _text(raw))
+            speaker, _, text = text_of(raw).partition(": ") if ": " in text_of(raw) else ("", "", text_of(raw))
             agent, raw = speaker, {}
         if agent and agent not in agents:
             agents.append(agent)
@@ -357,7 +358,7 @@ def discussion(value: Any, options: Mapping[str, Any], label: str, media_url: st
                                 "colour": agents.index(agent) % 6 if agent else None}
         for key in ("role", "addressee"):
             if raw.get(key) not in (None, "") and (key != "addressee" or options.get("show_addressees", True) is not False):
-                turn[key] = _text(raw[key])
+                turn[key] = text_of(raw[key])
         if raw.get("reply_to") not in (None, "") and options.get("thread_replies", True) is not False:
             turn["reply"] = True
         if options.get("show_turn_numbers") is True:
@@ -382,7 +383,7 @@ def cot_trace(value: Any, options: Mapping[str, Any], label: str, media_url: str
     (``collapse_long_steps``)."""
     text_key = str(options.get("text_key") or "text")
     if segmented(value, text_key):
-        steps = [{"kind": str(s.get("type") or "thought"), "speaker": "", "text": _text(s[text_key])} for s in value]
+        steps = [{"kind": str(s.get("type") or "thought"), "speaker": "", "text": text_of(s[text_key])} for s in value]
     else:
         steps = _options_steps(value, options)
     clamp = options.get("clamp_lines", 12)

@@ -62,6 +62,34 @@ def turns_of(kind: str, value: Any, options: Mapping[str, Any]) -> list[Turn]:
     return out
 
 
+def step_turns(value: Any, text_key: str) -> list[Turn]:
+    """A list of steps read entry by entry (a process reward's ``steps_key``): each string or object is
+    one turn, named by its place (``t<index>``, as upstream names a step by its index); its text is
+    its ``text_key``, else its content (a coding agent's text blocks and the tools it called) or
+    reasoning. Entries that are neither are skipped, as the trace displays skip them."""
+    out: list[Turn] = []
+    for raw in value if isinstance(value, list) else []:
+        if isinstance(raw, str):
+            speaker, kind, text = "", "", raw
+        elif isinstance(raw, dict):
+            speaker = str(raw.get("role") or raw.get("speaker") or raw.get("agent") or "")
+            kind = str(raw.get("step_type") or raw.get("type") or raw.get("kind") or "")
+            text = traces.text_of(raw.get(text_key)) if raw.get(text_key) not in (None, "") else _content(raw)
+        else:
+            continue
+        n = len(out)
+        out.append(Turn(id=f"t{n}", index=n, text=text, speaker=speaker, step_type=kind,
+                        agent_id=str(raw.get("agent_id") or "") if isinstance(raw, dict) else ""))
+    return out
+
+
+def _content(raw: Mapping[str, Any]) -> str:
+    """A step's words and, for a coding agent's turn, the tools it called, one line each."""
+    turn = traces.coding_turns([raw])[0]
+    calls = [f"[{call['tool']}] {call['file'] or call.get('command') or ''}".rstrip() for call in turn["calls"]]
+    return "\n".join([turn["text"]] * bool(turn["text"]) + calls) or traces.text_of(raw)
+
+
 def _beside(drawn: list[dict[str, Any]], value: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Each drawn turn with the entry of the item it was read from ({} where that is no object): a
     discussion or a dialogue draws one turn per entry."""

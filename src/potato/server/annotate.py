@@ -68,7 +68,7 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
                 clear.append(scheme.name)
                 continue
             try:
-                kept = scheme.stored_turns(value, (turns or {}).get(scheme.turns.field, ()))
+                kept = scheme.stored_turns(value, (turns or {}).get(scheme.turns.source, ()))
             except BadTurns as bad:
                 problems.append(f"'{scheme.name}': {bad}")
                 continue
@@ -154,16 +154,30 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
 
 def turn_slots(config: Config, turns: Mapping[str, Sequence[Turn]]) -> dict[str, Any]:
     """Where each turn-level question is asked on an item: its field (its key, and its place among the
-    fields the page draws) and the turns (their id, place and a line saying which turn it is, for a
-    page that cannot put the question beside it) (pure)."""
+    fields the page draws; -1 for none) and the turns (their id, place and a line saying which turn it
+    is, for a page that cannot put the question beside it; a listed step's whole text, up to a
+    length a page can hold) (pure)."""
     out: dict[str, Any] = {}
     keys = [f.key for f in config.page.display_fields]
     for scheme in config.annotation_schemes:
         if scheme.turns is not None:
-            out[scheme.name] = {"field": scheme.turns.field, "at": keys.index(scheme.turns.field), "turns": [
-                {"id": t.id, "index": t.index, "caption": shorten_text(f"{t.speaker}: {t.text}" if t.speaker else t.text)}
-                for t in scheme.turns.bound(turns.get(scheme.turns.field, ()))]}
+            binding = scheme.turns
+            listed = binding.placement == "list"  # the step's whole text: it is read there, not beside it
+            out[scheme.name] = {
+                "field": binding.field, "at": keys.index(binding.field) if binding.field in keys else -1,
+                "turns": [{"id": t.id, "index": t.index,
+                           "caption": clip(t.text, STEP_TEXT_LIMIT) if listed else shorten_text(f"{t.speaker}: {t.text}" if t.speaker else t.text)}
+                          for t in binding.bound(turns.get(binding.source, ()))]}
     return out
+
+
+STEP_TEXT_LIMIT = 4000
+"""Characters of a step's text the page lists under a process reward's question (the trace field,
+when the page has one, shows it whole)."""
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def shorten_text(text: str, limit: int = 80) -> str:

@@ -211,6 +211,7 @@
     f.turns.forEach(function (t, i) {
       var item = step("li", "turn-" + t.role, (t.role === "user" ? "User" : "Step " + (t.number || "")) + ", turn " + (i + 1));
       item.dataset.turnIndex = String(i);
+      item.dataset.stepIndex = String(i);
       var head = el("div", "step-head");
       head.appendChild(el("span", "step-kind", t.role === "user" ? "User" : (t.number ? "Step " + t.number : "Agent")));
       item.appendChild(head);

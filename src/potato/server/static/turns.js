@@ -3,7 +3,9 @@
 // and each turn's id and place in the drawn list). A question in a drawer sits behind a button on
 // each turn. A turn the page cannot put it beside (a dialogue whose text spans mark is redrawn as
 // they change) gets its copy in the question's own box, under a line that says which turn it is.
-// annotate.js reads and fills the answers through get and set, as {turn id: answer}.
+// annotate.js reads and fills the answers through get and set, as {turn id: answer}. A process
+// reward's steps are listed in its own box with their whole text unless it is put beside the trace;
+// marked by their first wrong step, one mark sets the steps around it.
 (function () {
   "use strict";
 
@@ -27,10 +29,11 @@
     if (out && input) { out.textContent = slot.dataset.touched ? input.value : "not set"; }
   }
 
-  function widget(fs, turn) {
+  function widget(fs, turn, number) {
     var slot = el("div", "turn-slot"), tpl = fs.querySelector("template.turn-widget");
     slot.dataset.schema = fs.dataset.schema;
     slot.dataset.turn = turn.id;
+    slot.dataset.turnType = fs.dataset.turnType;
     var body = tpl.content.cloneNode(true);
     // Each turn's radios are a group of their own.
     body.querySelectorAll("[name]").forEach(function (input) { input.name = fs.dataset.schema + "@" + turn.id; });
@@ -45,15 +48,30 @@
       slot.appendChild(body);
     }
     slot.querySelectorAll("input, select, textarea").forEach(function (input) {
-      input.setAttribute("aria-label", label + " (turn " + (turn.index + 1) + ")" +
+      input.setAttribute("aria-label", label + " (" + fs.dataset.turnWord.toLowerCase() + " " + number + ")" +
         (input.value && (input.type === "radio" || input.type === "checkbox") ? ": " + input.value : ""));
     });
     slot.addEventListener("input", function (ev) {
       if (ev.target.type === "range") { slot.dataset.touched = "1"; slider(slot); }
     });
     // The question's box hears every change: annotate.js saves it from there.
-    slot.addEventListener("change", function () { progress(fs); fs.dispatchEvent(new Event("change")); });
+    slot.addEventListener("change", function (ev) {
+      if (fs.dataset.firstError) { cascade(fs, turn.index, ev.target.value); }
+      progress(fs);
+      fs.dispatchEvent(new Event("change"));
+    });
+    slot.dataset.index = String(turn.index);
     return slot;
+  }
+
+  // A process reward marked by its first wrong step: a step marked wrong makes every step before it
+  // correct and every later one wrong; a step marked correct makes every step before it correct too.
+  function cascade(fs, index, value) {
+    slotsOf(fs).forEach(function (slot) {
+      var at = Number(slot.dataset.index), want = at < index ? "correct" : (value === "incorrect" ? "incorrect" : null);
+      if (at === index || want === null) { return; }
+      slot.querySelectorAll("input[type=radio]").forEach(function (input) { input.checked = input.value === want; });
+    });
   }
 
   // item.turn_slots' entry for this question: put a copy of its widget under each turn.
@@ -61,13 +79,23 @@
     slotsOf(fs).forEach(function (s) { s.remove(); });
     var rest = fs.querySelector(".turn-elsewhere");
     rest.textContent = "";
-    ((where && where.turns) || []).forEach(function (turn) {
-      var slot = widget(fs, turn), host = turnElement(where.at, turn.index);
+    // A turn is numbered by its place in the trace, a step by its place among the steps asked (the
+    // user's task before them is no step, as the trace's own numbers say).
+    var steps = fs.dataset.turnWord === "Step";
+    ((where && where.turns) || []).forEach(function (turn, k) {
+      var listed = fs.dataset.placement === "list", number = steps ? k + 1 : turn.index + 1;
+      var slot = widget(fs, turn, number), host = listed ? null : turnElement(where.at, turn.index);
       if (host) {
         host.appendChild(slot);
+      } else if (listed) {  // a process reward's step, read here: its whole text
+        var step = el("li", "turn-step");
+        step.appendChild(el("p", "turn-caption", fs.dataset.turnWord + " " + number));
+        step.appendChild(el("div", "turn-step-text", turn.caption));
+        step.appendChild(slot);
+        rest.appendChild(step);
       } else {
         var item = el("li");
-        item.appendChild(el("p", "turn-caption muted", "Turn " + (turn.index + 1) + ": " + turn.caption));
+        item.appendChild(el("p", "turn-caption muted", fs.dataset.turnWord + " " + number + ": " + turn.caption));
         item.appendChild(slot);
         rest.appendChild(item);
       }
@@ -132,14 +160,27 @@
 
   function progress(fs) {
     var slots = slotsOf(fs), done = Object.keys(get(fs)).length, line = fs.querySelector(".turn-progress");
-    line.textContent = slots.length ? done + " of " + slots.length + (slots.length === 1 ? " turn" : " turns") + " answered"
-      : "No turn of this item is asked.";
+    var word = fs.dataset.turnWord.toLowerCase();
+    line.textContent = slots.length ? done + " of " + slots.length + " " + word + (slots.length === 1 ? "" : "s") + " answered"
+      : "No " + word + " of this item is asked.";
   }
 
   // A question display_logic hides is hidden on every turn too.
   function show(fs) {
     slotsOf(fs).forEach(function (slot) { slot.hidden = fs.hidden; });
   }
+
+  // A process reward's Reset all: every step's mark taken away, saved as no answer.
+  document.addEventListener("click", function (ev) {
+    var button = ev.target.closest && ev.target.closest(".turn-reset");
+    if (!button) { return; }
+    var fs = button.closest("fieldset");
+    slotsOf(fs).forEach(function (slot) {
+      slot.querySelectorAll("input:checked").forEach(function (input) { input.checked = false; });
+    });
+    progress(fs);
+    fs.dispatchEvent(new Event("change"));
+  });
 
   window.PotatoTurns = { place: place, get: get, set: set, show: show };
 }());

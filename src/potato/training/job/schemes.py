@@ -18,6 +18,10 @@ from potato.training.job.spans import MAIN, BadSpan, Span, Texts, check_spans, t
 from potato.training.job.turns import BadTurns, Turn, TurnBinding, short, stored_turns, well_formed
 
 
+RIGHT, NEUTRAL, WRONG = "correct", "neutral", "incorrect"
+"""A process reward's answers for one step (upstream's rewards 1, 0 and -1)."""
+
+
 class ShownWhen(Protocol):
     """A scheme's ``display_logic`` (:class:`potato.study.conditions.DisplayLogic`, which the config builds;
     a job's scheme has none)."""
@@ -34,9 +38,10 @@ class SchemeType(str, Enum):
     SLIDER = "slider"
     NUMBER = "number"
     SPAN = "span"
+    PROCESS_REWARD = "process_reward"
 
 
-CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT})
+CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD})
 """One label of a fixed list: what trainers learn as classes, whatever the page draws."""
 NUMERIC_TYPES = frozenset({SchemeType.SLIDER, SchemeType.NUMBER})
 TRAINABLE = frozenset({SchemeType.RADIO, SchemeType.MULTISELECT, SchemeType.SPAN})
@@ -108,6 +113,12 @@ class Scheme:
     turns: Optional[TurnBinding] = None
     """Asked once per turn of a trace field (``turn_level``): its answer is one answer per turn, by
     the turn's id (:mod:`potato.training.job.turns`); None: asked once per item."""
+    rated_turns: bool = False
+    """A dialogue field's ``per_turn_ratings`` scale (upstream stores its answers apart from a turn-level
+    question's: each turn's point by the turn's place)."""
+    first_error: bool = False
+    """A process reward marked by its first wrong step (upstream's ``mode: first_error``): every step
+    before it is correct and every one from it on is wrong, so no correct step follows a wrong one."""
 
     @property
     def multiselect(self) -> bool:
@@ -163,7 +174,15 @@ class Scheme:
         turn's answer with its place and text); :class:`BadTurns` says what is wrong."""
         if self.turns is None or not isinstance(value, dict):
             raise BadTurns(f"{short(value)} is not answers by turn id (valid: {self.valid_answers()})")
-        return stored_turns(value, turns, self.turns, self.accepts_one, self.valid_answer())
+        kept = stored_turns(value, turns, self.turns, self.accepts_one, self.valid_answer())
+        if self.first_error:
+            wrong = [turn_id for turn_id, entry in kept.items() if entry["value"] == WRONG]
+            later = [turn_id for turn_id, entry in kept.items()
+                     if wrong and entry["value"] == RIGHT and entry["index"] > kept[wrong[0]]["index"]]
+            if later:
+                raise BadTurns(f"step {later[0]!r} is marked {RIGHT} after step {wrong[0]!r}, the first wrong one; "
+                               f"in first_error mode every step from the first wrong one on is {WRONG}")
+        return kept
 
     def accepts_one(self, value: object, text: str | Texts | None = None) -> bool:
         """Whether ``value`` is one answer to this scheme's question (on one turn, for a turn-level one)."""

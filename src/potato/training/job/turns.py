@@ -18,6 +18,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 TURN_TYPES = ("radio", "multiselect", "likert", "slider", "select", "text", "number")
 """The scheme types a turn can be asked (upstream's ``TURN_LEVEL_SUPPORTED_TYPES``)."""
 PLACEMENTS = ("inline", "drawer")
+"""Where ``turn_binding`` may put a question; a process reward's steps may also be listed in the
+question's own box (``list``), as upstream draws them without ``inline_with_trace``."""
+USER_SPEAKERS = ("user", "human")
 KEPT = ("speaker", "step_type", "agent_id")
 """What a stored turn answer keeps of its turn besides its place and text (upstream keeps these three)."""
 
@@ -66,8 +69,22 @@ class TurnBinding:
     """``inline``: the question under each turn; ``drawer``: behind a button on each turn."""
     label: str = ""
     """What the question is called beside each turn (``turn_label``; else the scheme's description)."""
+    steps_text: Optional[str] = None
+    """None: the turns are what the page draws for the display field ``field``. Else ``field`` is the
+    item's key of a list of steps, each entry one turn, its text under this key (upstream's
+    ``steps_key`` and ``step_text_key``)."""
+    agent_only: bool = False
+    """A user's turn is not asked on (it is the task, not a step the agent took)."""
+
+    @property
+    def source(self) -> str:
+        """What an item's turns for this binding are filed under: the same field read two ways (drawn,
+        or entry by entry) gives two lists."""
+        return self.field if self.steps_text is None else f"{self.field} (steps, text: {self.steps_text})"
 
     def matches(self, turn: Turn) -> bool:
+        if self.agent_only and turn.speaker.lower() in USER_SPEAKERS:
+            return False
         if self.speakers and turn.speaker not in self.speakers:
             return False
         if self.agents and turn.agent_id not in self.agents:
@@ -105,18 +122,22 @@ def well_formed(value: Any, accepts: Callable[[Any], bool]) -> bool:
 def stored_turns(value: Mapping[str, Any], turns: Sequence[Turn], binding: TurnBinding,
                  accepts: Callable[[Any], bool], valid: str) -> Dict[str, Dict[str, Any]]:
     """``{turn id: answer}`` (or the stored shape) as it is stored: in the trace's order, each answer
-    under ``value`` with its turn's place and text; turns left empty are dropped. :class:`BadTurns`
+    under ``value`` with its turn's place and text; turns left empty are dropped. A turn may also be
+    named ``t<place>`` (as upstream names a rated dialogue turn), and is stored under its own id. :class:`BadTurns`
     names a turn the question is not asked on, or an answer it does not take (``valid``: what it takes)."""
     asked = {turn.id: turn for turn in binding.bound(turns)}
+    by_place = {f"t{turn.index}": turn for turn in asked.values()}
     out: List[Tuple[int, str, Dict[str, Any]]] = []
     for turn_id, entry in value.items():
         answer = answer_of(entry)
         if is_empty(answer):
             continue
-        turn = asked.get(turn_id)
+        turn = asked.get(turn_id) or by_place.get(turn_id)  # a turn with an id of its own, named by its place
+        turn_id = turn.id if turn is not None else turn_id
         if turn is None:
             known = ", ".join(list(asked)[:12]) + (", ..." if len(asked) > 12 else "")
-            raise BadTurns(f"turn {turn_id!r} is not one this question is asked on in field '{binding.field}' "
+            where = f"field '{binding.field}'" if binding.steps_text is None else f"the steps under '{binding.field}'"
+            raise BadTurns(f"turn {turn_id!r} is not one this question is asked on in {where} "
                            f"(its turns: {known or 'none on this item'})")
         if not accepts(answer):
             raise BadTurns(f"{short(answer)} is not an answer for turn {turn_id!r} (valid: {valid})")

@@ -429,7 +429,7 @@ class LlmZeroShotTrainer(Trainer):
             out = self.model(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=True,
                              logits_to_keep=ids.shape[1] - first)
             cache = out.cache if hasattr(out, "cache") else getattr(out, "past_key_values", None)
-            if not _shareable(cache):
+            if cache is None or not _shareable(cache):
                 self._shared_prompts = False
                 self.ctx.log(f"the model's cache ({type(cache).__name__}) cannot be shared between answers: "
                              "each answer is read with its prompt")

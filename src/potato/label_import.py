@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 from potato import upstream_export
 from potato.errors import did_you_mean
 from potato.config.schema import Config
-from potato.training.job.schemes import CHOICE_TYPES, NUMERIC_TYPES, Scheme, SchemeType
+from potato.training.job.schemes import CHOICE_TYPES, Scheme, SchemeType
 from potato.errors import DataError, LabelImportError
 from potato.items import ItemSet, csv_rows, read_utf8
 from potato.labels import Label, LabelSource
@@ -80,10 +80,16 @@ class _Unparsable:
     reason: str
 
 
-def _csv_value(kind: SchemeType, raw: str) -> Any:
-    """CSV cells are text: a multiselect cell holds a JSON list or labels separated by '|', a slider
-    or number cell a number."""
-    if kind in NUMERIC_TYPES:
+def _csv_value(scheme: Scheme, raw: str) -> Any:
+    """CSV cells are text: a multiselect cell holds a JSON list or labels separated by '|', a slider,
+    number or pairwise scale cell a number, a comparison on several dimensions a JSON object."""
+    kind = scheme.annotation_type
+    if scheme.pairwise_mode == "multi_dimension":
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    if scheme.numeric:
         try:
             number = float(raw)
         except ValueError:
@@ -159,7 +165,7 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
     if scheme.turns is not None:
         return _turn_entry(config, entry.where, item_id, scheme, value, items)
     if entry.from_csv and isinstance(value, str):
-        value = _csv_value(scheme.annotation_type, value)
+        value = _csv_value(scheme, value)
     if scheme.annotation_type is SchemeType.SPAN:
         text = texts[item_id]
         if text is None:
@@ -173,7 +179,7 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
             want = f"one of: {', '.join(scheme.labels)}"
         elif scheme.annotation_type is SchemeType.MULTISELECT:
             want = f"a list of distinct labels from: {', '.join(scheme.labels)}"
-        elif scheme.annotation_type in NUMERIC_TYPES:
+        elif scheme.numeric or scheme.pairwise_mode:
             want = scheme.valid_answers()
         else:
             want = "a string"

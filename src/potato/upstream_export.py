@@ -33,6 +33,8 @@ from potato.labels import Label
 FIXED_NAMES = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeType.NUMBER: "number",
                SchemeType.SELECT: "select-one"}
 """The one label name upstream gives the answer of these kinds of scheme (a text scheme without labels)."""
+PAIRWISE_NAMES = {"binary": "selection", "scale": "scale_value"}
+"""The label name of a pairwise comparison's answer in upstream's layout (by dimension for the third mode)."""
 SPANS_COLUMN = "_spans"
 """The csv/tsv column ``<schema>._spans`` holds a span scheme's spans as JSON text."""
 RECORD_KEYS = ("instance_id", "user_id")
@@ -48,7 +50,9 @@ def _text(value: Any) -> str:
 
 def upstream_labels(scheme: Scheme | None, value: Any) -> dict[str, str]:
     """One stored answer as upstream's ``{label_name: value}`` (pure)."""
-    if isinstance(value, dict):  # a text scheme's boxes, by label
+    if scheme is not None and scheme.pairwise_mode in PAIRWISE_NAMES:
+        return {PAIRWISE_NAMES[scheme.pairwise_mode]: _text(value)}
+    if isinstance(value, dict):  # a text scheme's boxes, or a comparison's choices, by label or dimension
         return {str(k): _text(v) for k, v in value.items()}
     if scheme is not None and scheme.annotation_type in FIXED_NAMES:
         return {FIXED_NAMES[scheme.annotation_type]: _text(value)}
@@ -309,7 +313,10 @@ def our_value(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     of :func:`upstream_labels`, numbers still as text (pure). An answer that fits no reading is handed
     back as it is, for the import's check to refuse with the scheme's valid answers."""
     kind = scheme.annotation_type
-    if kind is SchemeType.TEXT and scheme.labels:
+    if scheme.pairwise_mode in PAIRWISE_NAMES:
+        name = PAIRWISE_NAMES[scheme.pairwise_mode]
+        return answer[name] if set(answer) == {name} else dict(answer)
+    if (kind is SchemeType.TEXT and scheme.labels) or scheme.pairwise_mode:
         return dict(answer)
     if kind in FIXED_NAMES:
         return answer[FIXED_NAMES[kind]] if set(answer) == {FIXED_NAMES[kind]} else dict(answer)

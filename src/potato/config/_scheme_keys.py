@@ -29,7 +29,16 @@ from potato.config._labels import label_options
 from potato.config._turns import check_binding
 from potato.training.job.turns import TURN_TYPES, TurnBinding
 from potato.config.schema import FREE_RESPONSE_INSTRUCTION
-from potato.training.job.schemes import NEUTRAL, RIGHT, WRONG, LabelOption
+from potato.training.job.schemes import (
+    FIRST,
+    NEUTRAL,
+    PAIRWISE_MODES,
+    RIGHT,
+    SECOND,
+    TIE,
+    WRONG,
+    LabelOption,
+)
 from potato.config.upstream import unsupported_message
 
 MAX_LIKERT_SIZE = 20
@@ -37,8 +46,9 @@ MODES = ("first_error", "per_step")
 """A process reward's two ways of marking: the first wrong step (every later one wrong), or each step."""
 REWARD_WORDS = {RIGHT: "Correct", NEUTRAL: "Neutral", WRONG: "Wrong"}
 """A process reward's buttons as upstream words them (``reward_labels`` renames them)."""
-_PROCESS_REWARD = ("steps_key", "step_text_key", "mode", "allow_neutral", "inline_with_trace", "reward_labels",
+_PROCESS_REWARD = ("steps_key", "step_text_key", "allow_neutral", "inline_with_trace", "reward_labels",
                    "ai_prelabel", "require_verification")
+_PAIRWISE = ("items_key", "show_labels", "allow_tie", "tie_label", "scale", "dimensions", "justification")
 
 KEY_CHECKS: Mapping[str, Check] = {
     "annotation_type": anything,  # checked first, with the feature message for upstream's other types
@@ -79,13 +89,20 @@ KEY_CHECKS: Mapping[str, Check] = {
     "turn_label": text(allow_empty=True),
     "steps_key": text(),
     "step_text_key": text(),
-    "mode": choice(MODES, "mode"),
+    "mode": text(),  # each type's own modes: checked with the type
     "allow_neutral": boolean,
     "inline_with_trace": boolean,
     "reward_labels": section({name: text() for name in REWARD_WORDS}, "reward_labels",
                              "{correct: Valid, incorrect: Flawed}"),
     "ai_prelabel": boolean,
     "require_verification": boolean,
+    "items_key": text(),
+    "show_labels": boolean,
+    "allow_tie": boolean,
+    "tie_label": text(),
+    "scale": anything,
+    "dimensions": anything,
+    "justification": anything,
 }
 
 
@@ -96,12 +113,14 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "min_value": ("slider", "number"), "max_value": ("slider", "number"), "min": ("number",), "max": ("number",),
     "starting_value": ("slider",), "step": ("slider", "number"),
     "horizontal": ("radio", "multiselect", "likert"),
-    "sequential_key_binding": ("radio", "multiselect", "likert", "span"),
+    "sequential_key_binding": ("radio", "multiselect", "likert", "span", "pairwise"),
     "has_free_response": ("radio", "multiselect"),
     "codebook": ("radio", "multiselect"),
     "title": ("span",), "show_span_labels": ("span",), "allow_overlapping": ("span",),
     "allow_discontinuous": ("span",), "entity_linking": ("span",), "target_field": ("span",),
     **{key: ("process_reward",) for key in _PROCESS_REWARD},
+    **{key: ("pairwise",) for key in _PAIRWISE},
+    "mode": ("process_reward", "pairwise"),
 }
 
 
@@ -149,6 +168,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += label_options(kind, raw.get("labels"), values, one_choice)
     elif kind == "process_reward":
         problems += _process_reward(raw, values)
+    elif kind == "pairwise":
+        problems += _pairwise(raw, values)
     elif raw.get("labels") in ([""], [None]) and kind == "text":
         values.pop("labels", None)  # upstream's one box without a caption: the same as no labels
     elif raw.get("labels") not in (None, []) and kind == "text":
@@ -178,7 +199,10 @@ def _process_reward(raw: Mapping[Any, object], values: dict[str, Any]) -> list[P
                       ("require_verification", "confirming each of an outside LLM's suggested rewards")):
         if values.pop(key, False):
             problems.append((f".{key}", unsupported_message(key, what)))
-    mode = values.pop("mode", "first_error")
+    try:
+        mode = choice(MODES, "mode")(values.pop("mode", "first_error"))
+    except Invalid as bad:
+        return [(".mode", bad.problems[0][1])]
     neutral = values.pop("allow_neutral", False)
     if neutral and mode == "first_error":
         problems.append((".allow_neutral", "applies only with mode: per_step (in first_error mode every step before "
@@ -192,6 +216,82 @@ def _process_reward(raw: Mapping[Any, object], values: dict[str, Any]) -> list[P
         field=values.pop("steps_key", "steps"), steps_text=values.pop("step_text_key", "action"), agent_only=True,
         placement="inline" if values.pop("inline_with_trace", False) else "list",
         label=str(values.get("description") or values.get("name", "")))
+    return problems
+
+
+_SCALE = {"min": number(-float(2**31), open_low=False), "max": number(-float(2**31), open_low=False),
+          "step": number(0, open_low=True), "default": number(-float(2**31), open_low=False),
+          "labels": section({"min": text(allow_empty=True), "max": text(allow_empty=True),
+                             "center": text(allow_empty=True)}, "scale.labels", "{min: A is better, max: B is better}")}
+_DIMENSION = {"name": text(), "description": text(allow_empty=True), "allow_tie": boolean, "tie_label": text()}
+
+
+def _pairwise(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's pairwise comparison of the item's two options (A and B, as its text shows them):
+    which is better (``binary``, with a tie where ``allow_tie``), by how much (``scale``), or which is
+    better on each of several ``dimensions`` (``multi_dimension``)."""
+    try:
+        mode = choice(PAIRWISE_MODES, "mode")(values.pop("mode", "binary"))
+    except Invalid as bad:
+        return [(".mode", bad.problems[0][1])]
+    names = raw.get("labels", [FIRST, SECOND])
+    if not (isinstance(names, list) and len(names) == 2 and all(isinstance(n, str) and n.strip() for n in names)):
+        return [(".labels", f"names the two options compared, e.g. [Response A, Response B]; got {show(names)}")]
+    values.pop("labels", None)
+    values["items_key"] = values.pop("items_key", "text")  # checked against the page once it is known
+    shown = names if values.pop("show_labels", True) else [FIRST, SECOND]
+    problems: list[Problem] = []
+    if values.pop("justification", None) not in (None, False, {}):
+        problems.append((".justification", unsupported_message(
+            "justification", "reasons and a written rationale for a pairwise choice")))
+    tie, tie_label = values.pop("allow_tie", False), values.pop("tie_label", None)
+    values["pairwise_mode"] = mode
+    if mode == "binary":
+        values["options"] = (LabelOption(FIRST, text=shown[0]), LabelOption(SECOND, text=shown[1])) + (
+            (LabelOption(TIE, text=tie_label or "No preference"),) if tie else ())
+    elif mode == "scale":
+        if tie:
+            problems.append((".allow_tie", "applies to binary and multi_dimension comparisons; a scale's middle "
+                                           "is its tie: remove allow_tie"))
+        try:
+            scale = section(_SCALE, "scale", "{min: -3, max: 3, step: 1, default: 0}")(values.pop("scale", {}))
+        except Invalid as bad:
+            return problems + [(".scale" + sub, detail) for sub, detail in bad.problems]
+        low, high = scale.get("min", -3), scale.get("max", 3)
+        start = scale.get("default", 0)
+        if low >= high:
+            return problems + [(".scale.max", f"must be greater than scale.min ({low:g}), got {high:g}")]
+        if not low <= start <= high:
+            return problems + [(".scale.default", f"must lie between scale.min and scale.max, got {start:g}")]
+        words = scale.get("labels", {})
+        values.update(min_value=low, max_value=high, step=scale.get("step", 1), starting_value=start,
+                      min_label=f"{shown[0]}: {words.get('min', names[0] + ' is better')}",
+                      max_label=f"{shown[1]}: {words.get('max', names[1] + ' is better')}",
+                      center_label=words.get("center", "Equal"))
+    else:
+        dimensions = values.pop("dimensions", None)
+        if not isinstance(dimensions, list) or not dimensions:
+            return problems + [(".dimensions", "missing; a multi_dimension comparison lists its dimensions, e.g. "
+                                               "[{name: helpfulness, description: Which is more helpful?}]")]
+        dims: list[LabelOption] = []
+        ties: list[str] = []
+        for n, entry in enumerate(dimensions):
+            try:
+                dim, more = check_keys(mapping(entry, "{name: helpfulness, allow_tie: true}"), _DIMENSION, "a dimension")
+            except Invalid as bad:
+                dim, more = {}, list(bad.problems)
+            if "name" not in dim and not more:
+                more = [(".name", "missing; name the dimension, e.g. name: helpfulness")]
+            elif dim.get("name") in [d.name for d in dims]:
+                more = [(".name", f"{show(dim['name'])} names two dimensions; give each its own name")]
+            problems += [(f".dimensions[{n}]" + sub, detail) for sub, detail in more]
+            if not more:
+                dims.append(LabelOption(dim["name"], text=dim.get("description", "")))
+                if dim.get("allow_tie", tie):
+                    ties.append(dim["name"])
+        values["options"] = (LabelOption(FIRST, text=shown[0]), LabelOption(SECOND, text=shown[1]),
+                             LabelOption(TIE, text=tie_label or "Tie"))
+        values.update(dimensions=tuple(dims), tie_dimensions=tuple(ties), sequential_key_binding=False)
     return problems
 
 

@@ -172,7 +172,7 @@ def _scheme_values(item: object, at: str, findings: Findings,
 def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], str]) -> Scheme:
     kind = SchemeType(values["annotation_type"])
     options = tuple(replace(o, key=keys.get((index, o.name), "")) for o in values.get("options", ()))
-    numeric = kind in NUMERIC_TYPES
+    numeric = kind in NUMERIC_TYPES or values.get("pairwise_mode") == "scale"
     return Scheme(
         annotation_type=kind,
         name=values["name"],
@@ -199,4 +199,9 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         show_span_labels=values.get("show_span_labels", True),
         turns=values.get("turns"),
         first_error=values.get("first_error", False),
+        pairwise_mode=values.get("pairwise_mode", ""),
+        dimensions=values.get("dimensions", ()),
+        tie_dimensions=values.get("tie_dimensions", ()),
+        center_label=values.get("center_label", ""),
+        items_key=values.get("items_key", ""),
     )

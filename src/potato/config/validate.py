@@ -37,7 +37,16 @@ from potato.config._schemes import check_schemes, scheme_types as declared_types
 from potato.config._top_level import check_top_level, warn_debug
 from potato.config.training.model_training import check_model_training
 from potato.config.acknowledge import apply_acknowledge
-from potato.config.schema import ActiveLearning, AiSupport, ChatSupport, Config, JudgeCalibration, ModelTraining, Report
+from potato.config.schema import (
+    ActiveLearning,
+    AiSupport,
+    ChatSupport,
+    Config,
+    DisplayField,
+    JudgeCalibration,
+    ModelTraining,
+    Report,
+)
 from potato.training.job.schemes import Scheme
 
 
@@ -66,6 +75,19 @@ def validate(raw: object, config_path: Path, file_mode: int | None = None) -> Re
         acknowledged,
         source=str(config_path),
     )
+
+
+def _pairs_shown(schemes: tuple[Scheme, ...], text_key: str, fields: tuple[DisplayField, ...], findings: Findings) -> None:
+    """A pairwise comparison's ``items_key`` is what the page shows: the item's text (its options
+    lettered A and B) or one of its fields."""
+    shown = [text_key] + [f.key for f in fields]
+    index = -1
+    for scheme in schemes:
+        index += 0 if scheme.free_response_of else 1
+        if scheme.pairwise_mode and scheme.items_key not in shown:
+            findings.error(f"annotation_schemes[{index}].items_key",
+                           f"names {scheme.items_key!r}, which the page does not show (it shows {', '.join(shown)}); "
+                           f"name the key of the item that holds the two options, e.g. items_key: {text_key}")
 
 
 def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
@@ -99,6 +121,8 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
         schemes = bind_fields(schemes, page["page"].display_fields, findings)
     if schemes is not None and page is not None:
         schemes = turn_ratings(schemes, page["page"].display_fields, findings)
+    if schemes is not None and page is not None and item_properties is not None:
+        _pairs_shown(schemes, item_properties.text_key, page["page"].display_fields, findings)
     phases_ok, phases = phase_keys.check(raw, schemes, task_dir, findings)
     codebook = _codebook_mode(raw.get("codebook_mode"), schemes or (), page, findings)
     if page is not None:

@@ -105,6 +105,9 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
                 clear.append(scheme.name)
         elif store and scheme.required and scheme.name not in store and not partial:
             problems.append(f"'{scheme.name}' needs an answer: it is required")
+        elif scheme.required and not partial and scheme.unfinished(store.get(scheme.name)):
+            problems.append(f"'{scheme.name}' needs a choice on every dimension: it is required "
+                            f"({scheme.unfinished(store.get(scheme.name))} still open)")
     return store, clear, problems
 
 

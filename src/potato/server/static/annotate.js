@@ -325,6 +325,12 @@
   function setValue(fs, type, value) {
     if (type === "turns") {
       window.PotatoTurns.set(fs, value);
+    } else if (type === "pairwise") {  // a choice on each dimension: {dimension: "A", "B" or "tie"}
+      fs.querySelectorAll("[data-dim]").forEach(function (row) {
+        row.querySelectorAll("input").forEach(function (input) {
+          input.checked = !!value && typeof value === "object" && value[row.dataset.dim] === input.value;
+        });
+      });
     } else if (type === "span") {
       var st = SP[fs.dataset.schema];
       st.answered = Array.isArray(value);
@@ -359,6 +365,14 @@
   function getValue(fs) {
     var type = fs.dataset.type;
     if (type === "turns") return window.PotatoTurns.get(fs);
+    if (type === "pairwise") {
+      var choices = {};
+      fs.querySelectorAll("[data-dim]").forEach(function (row) {
+        var picked = row.querySelector("input:checked");
+        if (picked) choices[row.dataset.dim] = picked.value;
+      });
+      return choices;
+    }
     if (type === "span") {
       var st = SP[fs.dataset.schema];
       return st.answered ? canonSpans(st.spans) : null;  // [] is an answer: nothing to mark
@@ -420,7 +434,12 @@
   }
 
   // No spans is an answer to a span question ("Nothing to mark"); elsewhere an empty list is none.
-  function unanswered(fs, value) { return fs.dataset.type === "span" ? value === null || value === undefined : isEmpty(value); }
+  // A comparison on several dimensions is answered once each dimension has its choice.
+  function unanswered(fs, value) {
+    if (fs.dataset.type === "span") return value === null || value === undefined;
+    if (fs.dataset.type === "pairwise") return isEmpty(value) || Object.keys(value).length < fs.querySelectorAll("[data-dim]").length;
+    return isEmpty(value);
+  }
 
 
   function touchScreen() { return !!(window.matchMedia && window.matchMedia("(pointer: coarse)").matches); }

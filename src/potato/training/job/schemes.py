@@ -18,6 +18,9 @@ from potato.training.job.spans import MAIN, BadSpan, Span, Texts, check_spans, t
 from potato.training.job.turns import BadTurns, Turn, TurnBinding, short, stored_turns, well_formed
 
 
+PAIRWISE_MODES = ("binary", "scale", "multi_dimension")
+FIRST, SECOND, TIE = "A", "B", "tie"
+"""A pairwise choice: the item's first option, its second, or neither (as upstream stores them)."""
 RIGHT, NEUTRAL, WRONG = "correct", "neutral", "incorrect"
 """A process reward's answers for one step (upstream's rewards 1, 0 and -1)."""
 
@@ -39,6 +42,7 @@ class SchemeType(str, Enum):
     NUMBER = "number"
     SPAN = "span"
     PROCESS_REWARD = "process_reward"
+    PAIRWISE = "pairwise"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD})
@@ -116,6 +120,17 @@ class Scheme:
     rated_turns: bool = False
     """A dialogue field's ``per_turn_ratings`` scale (upstream stores its answers apart from a turn-level
     question's: each turn's point by the turn's place)."""
+    pairwise_mode: str = ""
+    """A pairwise comparison's ``mode``: ``binary`` (A, B or a tie: its ``labels``), ``scale`` (a number
+    from A's end to B's, with ``center_label`` between), ``multi_dimension`` (A, B or a tie on each
+    of its ``dimensions``, as ``{dimension: choice}``); "" for other schemes."""
+    dimensions: tuple[LabelOption, ...] = ()
+    """A multi_dimension comparison's dimensions (their name, and their question as text)."""
+    tie_dimensions: tuple[str, ...] = ()
+    """The dimensions that may be answered with a tie."""
+    center_label: str = ""
+    items_key: str = ""
+    """Where a pairwise comparison's two options are in the item (upstream's ``items_key``)."""
     first_error: bool = False
     """A process reward marked by its first wrong step (upstream's ``mode: first_error``): every step
     before it is correct and every one from it on is wrong, so no correct step follows a wrong one."""
@@ -125,8 +140,24 @@ class Scheme:
         return self.annotation_type is SchemeType.MULTISELECT
 
     @property
+    def numeric(self) -> bool:
+        """Its answer is a number (a slider, a number box, a pairwise scale)."""
+        return self.annotation_type in NUMERIC_TYPES or self.pairwise_mode == "scale"
+
+    @property
     def spans(self) -> bool:
         return self.annotation_type is SchemeType.SPAN
+
+    @property
+    def dimension_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.dimensions)
+
+    def unfinished(self, value: object) -> str:
+        """What a required answer still lacks ("" for nothing): a multi_dimension comparison needs a
+        choice on every dimension."""
+        if self.pairwise_mode == "multi_dimension" and isinstance(value, dict):
+            return ", ".join(d for d in self.dimension_names if d not in value)
+        return ""
 
     def shown_for(self, answers: Mapping[str, object]) -> bool:
         return self.display_logic is None or self.display_logic.shows(answers)
@@ -196,8 +227,14 @@ class Scheme:
                 and all(isinstance(v, str) and v in self.labels for v in value)
                 and len(set(value)) == len(value)
             )
-        if self.annotation_type in NUMERIC_TYPES:
+        if self.numeric:
             return self._accepts_number(value)
+        if self.pairwise_mode == "multi_dimension":
+            return (isinstance(value, dict) and bool(value) and all(
+                isinstance(v, str) and k in self.dimension_names and (v in (FIRST, SECOND) or (v == TIE and k in self.tie_dimensions))
+                for k, v in value.items()))
+        if self.annotation_type is SchemeType.PAIRWISE:
+            return isinstance(value, str) and value in self.labels
         if self.labels:  # a text scheme with labels has a box per label: {label: text}
             return (isinstance(value, dict) and bool(value) and all(k in self.labels for k in value)
                     and all(isinstance(v, str) and len(v) <= self.max_length for v in value.values()))
@@ -214,11 +251,14 @@ class Scheme:
         if self.annotation_type is SchemeType.SPAN:
             return ('a list of spans {"start", "end", "label"} over the item\'s text, labels: '
                     + ", ".join(self.labels))
+        if self.pairwise_mode == "multi_dimension":
+            return ("an object of choices by dimension (" + ", ".join(self.dimension_names) + "), each A or B"
+                    + (f" (or tie on {', '.join(self.tie_dimensions)})" if self.tie_dimensions else ""))
         if self.labels and self.annotation_type is SchemeType.TEXT:
             return f"an object of texts of at most {self.max_length} characters by box: {', '.join(self.labels)}"
         if self.labels:
             return ", ".join(self.labels)
-        if self.annotation_type in NUMERIC_TYPES:
+        if self.numeric:
             low = "" if self.min_value is None else f" from {self.min_value:g}"
             high = "" if self.max_value is None else f" to {self.max_value:g}"
             step = f" in steps of {self.step:g}" if self.step and self.min_value is not None else ""

@@ -1,0 +1,101 @@
+"""Issue 45 (item 3) in a real browser, under gunicorn: upstream's pairwise comparisons, answered by
+keyboard at 390 and 1280 px. The item's two responses are shown lettered A and B; a binary choice
+takes its keys (1, 2, and 3 for the tie), a scale moves with the arrow keys from A's end to B's, and
+a comparison on several dimensions takes a choice in each row. Each answer is stored as it is made
+and is there again after a reload; the responses are hostile markup, and nothing of it runs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from tests.harness.adminapi import stored_labels
+from tests.harness.pages import sign_in
+from tests.harness.servers import ServerProcess
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+HOSTILE = '<b onmouseover="window.__pwned=1">bold</b><script>window.__pwned=1</script>'  # an <img> the server refuses in text
+SCHEMES = [
+    {"annotation_type": "pairwise", "name": "helpfulness", "description": "Which response is more helpful?",
+     "mode": "binary", "labels": ["Response A", "Response B"], "allow_tie": True, "tie_label": "Equally helpful"},
+    {"annotation_type": "pairwise", "name": "overall", "description": "Overall, which is better?", "mode": "scale",
+     "labels": ["Response A", "Response B"], "scale": {"min": -3, "max": 3, "default": 0, "labels": {
+         "min": "A is much better", "max": "B is much better", "center": "Equal"}}},
+    {"annotation_type": "pairwise", "name": "dims", "description": "Compare them", "mode": "multi_dimension",
+     "labels": ["Response A", "Response B"], "label_requirement": {"required": True}, "dimensions": [
+         {"name": "accuracy", "description": "Which has fewer errors?", "allow_tie": True},
+         {"name": "safety", "description": "Which is safer?"}]},
+]
+
+
+@pytest.fixture
+def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
+    path = make_project(n_items=2, annotation_schemes=SCHEMES)
+    items = [{"id": f"p{n}", "text": [f"Magic coins {n}. {HOSTILE}", f"Correlated states {n}. {HOSTILE}"]}
+             for n in range(2)]
+    (path.parent / "data" / "reviews.json").write_text(json.dumps(items), encoding="utf-8")
+    srv = ServerProcess(path).start()
+    yield srv
+    srv.stop()
+
+
+def stored(server: ServerProcess, expected: dict[tuple[str, str], Any], within: float = 15.0) -> None:
+    def now() -> dict[tuple[str, str], Any]:
+        return {(r["id"], r["schema"]): r["label"] for r in stored_labels(server.url, "ana")}
+    deadline = time.monotonic() + within
+    while now() != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert now() == expected
+
+
+def focused(page: Any) -> str:
+    return str(page.evaluate("document.activeElement.getAttribute('aria-label') || ''"))
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_two_responses_are_compared_by_keyboard_and_kept(server: ServerProcess, page: Any, width: int) -> None:
+    console: list[str] = []
+    page.on("console", lambda msg: console.append(msg.text))
+    sign_in(page, server, "ana", width, first="p0")
+    assert page.inner_text("#item-text") .startswith(f"A. Magic coins 0. {HOSTILE}\nB. Correlated states 0.")
+    binary = "fieldset[data-schema=helpfulness]"
+    assert page.eval_on_selector_all(f"{binary} .option", "l => l.map(o => o.innerText.trim())") == [
+        "1\nResponse A", "2\nResponse B", "3\nEqually helpful"]
+    assert page.inner_text("fieldset[data-schema=overall] .scale-ends") == (
+        "Response A: A is much better\nEqual\nResponse B: B is much better")
+
+    # The tie by its key; the scale from its middle two steps toward A; each dimension by its row.
+    page.keyboard.press("3")
+    page.focus("fieldset[data-schema=overall] input[type=range]")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    assert page.inner_text("fieldset[data-schema=overall] .slider-value") == "-2"
+    page.focus("fieldset[data-schema=dims] [data-dim=accuracy] input[value=A]")
+    assert focused(page) == "Accuracy: Response A"
+    page.keyboard.press("Space")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    assert focused(page) == "Accuracy: Tie"
+    assert page.eval_on_selector_all("[data-dim=safety] input", "l => l.map(i => i.value)") == ["A", "B"]
+    # Enter with a dimension still open: the page asks for it and stays.
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#status:has-text('Compare them')")
+    assert page.inner_text("#item-id") == "p0"
+    page.click("[data-dim=safety] label:has-text('Response B')")
+    stored(server, {("p0", "helpfulness"): "tie", ("p0", "overall"): -2,
+                    ("p0", "dims"): {"accuracy": "tie", "safety": "B"}})
+
+    page.reload()
+    page.wait_for_selector("#item-id:text('p0')")
+    assert page.eval_on_selector_all("#answers input:checked", "l => l.map(i => i.name + '=' + i.value)") == [
+        "helpfulness=tie", "dims@accuracy=tie", "dims@safety=B"]
+    assert page.input_value("fieldset[data-schema=overall] input[type=range]") == "-2"
+    assert page.evaluate("window.__pwned") is None
+    assert page.evaluate("document.querySelectorAll('#item-text script, #item-text b').length") == 0
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    assert not [m for m in console if "Content Security Policy" in m or "Refused to" in m], console

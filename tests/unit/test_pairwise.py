@@ -1,0 +1,185 @@
+"""Issue 45 (item 3): upstream's ``pairwise`` scheme, as its llm-preference, pairwise-comparison,
+pairwise-scale and multi-dim-comparison examples configure it. The item's text is the list of the
+two options (shown lettered A and B); the answer is which is better (``binary``: "A", "B" or "tie"),
+by how much (``scale``: a number from A's end to B's), or which on each dimension
+(``multi_dimension``: ``{dimension: choice}``). Upstream's export names the answer ``selection``,
+``scale_value`` or the dimension; both exports import back as the same stored answers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from click.testing import CliRunner, Result
+
+from potato.cli import cli
+from potato.config import load_config, validate
+from potato.db import Database
+from potato.labels import LabelStore
+from potato.server import close_app, create_app
+from tests.conftest import ADMIN_KEY
+from tests.harness.upstream import upstream
+
+CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
+
+BINARY = {"annotation_type": "pairwise", "name": "helpfulness", "description": "Which response is more helpful?",
+          "mode": "binary", "items_key": "responses", "labels": ["Response A", "Response B"], "allow_tie": True,
+          "tie_label": "Equally helpful", "sequential_key_binding": True}
+SCALE = {"annotation_type": "pairwise", "name": "overall", "description": "Overall, which is better?",
+         "mode": "scale", "items_key": "responses", "labels": ["Response A", "Response B"],
+         "scale": {"min": -3, "max": 3, "step": 1, "default": 0,
+                   "labels": {"min": "A is much better", "max": "B is much better", "center": "Equal"}},
+         "label_requirement": {"required": True}}
+DIMENSIONS = {"annotation_type": "pairwise", "name": "dims", "description": "Compare them", "mode": "multi_dimension",
+              "items_key": "responses", "labels": ["Response A", "Response B"], "dimensions": [
+                  {"name": "helpfulness", "description": "Which better addresses the request?", "allow_tie": True},
+                  {"name": "safety", "description": "Which is safer?"}],
+              "label_requirement": {"required": True}}
+ITEMS = [{"id": "p1", "responses": ["Magic coins, always opposite.", "Correlated quantum states."]},
+         {"id": "p2", "responses": ["Code flows like water", "Bugs hide in the shadows"]}]
+
+
+def _report(schemes: list[dict[str, Any]], **keys: Any) -> Any:
+    return validate(upstream(annotation_schemes=schemes, item_properties={"id_key": "id", "text_key": "responses"},
+                             **keys), CONFIG)
+
+
+def _project(root: Path) -> Path:
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "pairs.jsonl").write_text("".join(json.dumps(i) + "\n" for i in ITEMS), encoding="utf-8")
+    config = {"annotation_task_name": "Pairs", "task_dir": ".", "data_files": ["data/pairs.jsonl"],
+              "item_properties": {"id_key": "id", "text_key": "responses"}, "output_annotation_dir": "out",
+              "admin_api_key": ADMIN_KEY, "annotation_schemes": [BINARY, SCALE, DIMENSIONS]}
+    path = root / "config.yaml"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def _stored(config_path: Path) -> dict[tuple[str, str], Any]:
+    store = LabelStore(Database(load_config(config_path).database_path))
+    return {(lab.item_id, lab.schema): lab.value for lab in store.iter_labels()}
+
+
+def _run(*args: Any) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
+    path = _project(tmp_path / "project")
+    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+    client = app.test_client()
+    client.post("/login", data={"name": "ann"})
+    try:
+        yield path, client
+    finally:
+        close_app(app)
+
+
+def _label(client: Any, item_id: str, labels: dict[str, Any], partial: bool = True) -> Any:
+    return client.post("/api/label", json={"id": item_id, "go": "stay", "partial": partial, "labels": labels})
+
+
+# -- the config ------------------------------------------------------------------------------------
+
+def test_upstreams_three_modes_validate() -> None:
+    report = _report([BINARY, SCALE, DIMENSIONS])
+    assert report.errors == []
+    binary, scale, dims = report.config.annotation_schemes
+    assert binary.labels == ("A", "B", "tie")
+    assert [(o.shown, o.key) for o in binary.options] == [("Response A", "1"), ("Response B", "2"),
+                                                          ("Equally helpful", "3")]
+    assert (scale.min_value, scale.max_value, scale.step, scale.starting_value) == (-3, 3, 1, 0)
+    assert (scale.min_label, scale.center_label, scale.max_label) == (
+        "Response A: A is much better", "Equal", "Response B: B is much better")
+    assert dims.dimension_names == ("helpfulness", "safety") and dims.tie_dimensions == ("helpfulness",)
+    assert all(s.training_type is None for s in (binary, scale, dims))
+    hidden = _report([{**BINARY, "show_labels": False}]).config.annotation_schemes[0]
+    assert [o.shown for o in hidden.options] == ["A", "B", "Equally helpful"]
+
+
+def test_a_wrong_pairwise_scheme_says_what_is_wrong_and_how_to_fix_it() -> None:
+    def errors(scheme: dict[str, Any], **keys: Any) -> list[str]:
+        return [issue.message for issue in _report([scheme], **keys).errors]
+
+    assert errors({**BINARY, "mode": "ranking"}) == [
+        "annotation_schemes[0].mode: 'ranking' is not a valid mode; valid choices: binary, scale, multi_dimension"]
+    assert errors({**BINARY, "labels": ["Only one"]}) == [
+        "annotation_schemes[0].labels: names the two options compared, e.g. [Response A, Response B]; got a list of 1 item(s)"]
+    assert errors({**SCALE, "scale": {"min": 3, "max": -3}}) == [
+        "annotation_schemes[0].scale.max: must be greater than scale.min (3), got -3"]
+    assert errors({**SCALE, "allow_tie": True}) == [
+        "annotation_schemes[0].allow_tie: applies to binary and multi_dimension comparisons; a scale's middle is its "
+        "tie: remove allow_tie"]
+    assert errors({**DIMENSIONS, "dimensions": [{"name": "x"}, {"name": "x"}]}) == [
+        "annotation_schemes[0].dimensions[1].name: 'x' names two dimensions; give each its own name"]
+    assert errors({**DIMENSIONS, "justification": {"required": True}}) == [
+        "annotation_schemes[0].justification: 'justification' is a Potato feature this server does not support: "
+        "reasons and a written rationale for a pairwise choice; remove it or run that project on upstream Potato"]
+    assert errors({**BINARY, "items_key": "answers"}) == [
+        "annotation_schemes[0].items_key: names 'answers', which the page does not show (it shows responses); name "
+        "the key of the item that holds the two options, e.g. items_key: responses"]
+
+
+# -- answers ---------------------------------------------------------------------------------------
+
+def test_each_mode_stores_its_answer_and_refuses_one_it_does_not_take(project: tuple[Path, Any]) -> None:
+    path, client = project
+    page = client.get("/annotate").get_data(as_text=True)
+    assert 'data-type="radio"' in page and 'data-type="slider"' in page and 'data-type="pairwise"' in page
+    assert "A. Magic coins, always opposite." in client.get("/api/item/1").get_json()["item"]["text"]
+    saved = _label(client, "p1", {"helpfulness": "tie", "overall": -2, "dims": {"helpfulness": "tie", "safety": "B"}},
+                   partial=False)
+    assert saved.status_code == 200, saved.get_json()
+    assert _stored(path) == {("p1", "helpfulness"): "tie", ("p1", "overall"): -2,
+                             ("p1", "dims"): {"helpfulness": "tie", "safety": "B"}}
+    assert _label(client, "p1", {"overall": 5}).get_json()["error"] == (
+        "5 is not an answer to 'overall' (valid: a number from -3 to 3 in steps of 1)")
+    assert _label(client, "p1", {"dims": {"safety": "tie"}}).get_json()["error"] == (
+        "{'safety': 'tie'} is not an answer to 'dims' (valid: an object of choices by dimension (helpfulness, "
+        "safety), each A or B (or tie on helpfulness))")
+    # Required, a comparison on several dimensions needs a choice on each before the item is done.
+    open_one = _label(client, "p2", {"helpfulness": "A", "overall": 1, "dims": {"safety": "A"}}, partial=False)
+    assert open_one.get_json()["error"] == (
+        "'dims' needs a choice on every dimension: it is required (helpfulness still open)")
+    assert _label(client, "p2", {"dims": {"safety": "A"}}).status_code == 200  # as it is picked: kept
+    assert _stored(path)[("p2", "dims")] == {"safety": "A"}
+
+
+# -- export and import -----------------------------------------------------------------------------
+
+def _annotate(client: Any) -> None:
+    for item_id, labels in (("p1", {"helpfulness": "A", "overall": -3, "dims": {"helpfulness": "tie", "safety": "B"}}),
+                            ("p2", {"helpfulness": "tie", "overall": 2, "dims": {"helpfulness": "B", "safety": "A"}})):
+        assert _label(client, item_id, labels, partial=False).status_code == 200
+
+
+def test_upstreams_layout_names_each_answer_as_upstreams_page_does(project: tuple[Path, Any], tmp_path: Path) -> None:
+    path, client = project
+    _annotate(client)
+    assert _run("export", path, "--upstream-format", "jsonl", "-o", tmp_path / "up").exit_code == 0
+    rows = [json.loads(line) for line in (tmp_path / "up" / "annotations.jsonl").read_text().splitlines()]
+    labels = {row["instance_id"]: row["labels"] for row in rows}
+    assert labels["p1"] == {"helpfulness": {"selection": "A"}, "overall": {"scale_value": "-3"},
+                            "dims": {"helpfulness": "tie", "safety": "B"}}
+
+
+@pytest.mark.parametrize("fmt", ["ours", "jsonl", "csv"])
+def test_both_exports_import_back_as_the_same_stored_answers(project: tuple[Path, Any], tmp_path: Path,
+                                                             fmt: str) -> None:
+    path, client = project
+    _annotate(client)
+    if fmt == "ours":
+        assert _run("export", path, "-o", tmp_path / "labels.jsonl").exit_code == 0
+        source = tmp_path / "labels.jsonl"
+    else:
+        assert _run("export", path, "--upstream-format", fmt, "-o", tmp_path / "up").exit_code == 0
+        source = tmp_path / "up" / f"annotations.{fmt}"
+    fresh = _project(tmp_path / "fresh")
+    result = _run("import-labels", fresh, source, "--user", "ann")
+    assert result.exit_code == 0, result.output
+    assert _stored(fresh) == _stored(path)

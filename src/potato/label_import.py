@@ -82,9 +82,9 @@ class _Unparsable:
 
 def _csv_value(scheme: Scheme, raw: str) -> Any:
     """CSV cells are text: a multiselect cell holds a JSON list or labels separated by '|', a slider,
-    number or pairwise scale cell a number, a comparison on several dimensions a JSON object."""
+    number or pairwise scale cell a number, an answer row by row a JSON object."""
     kind = scheme.annotation_type
-    if scheme.pairwise_mode == "multi_dimension":
+    if scheme.by_rows:
         try:
             return json.loads(raw)
         except json.JSONDecodeError:
@@ -179,7 +179,7 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
             want = f"one of: {', '.join(scheme.labels)}"
         elif scheme.annotation_type is SchemeType.MULTISELECT:
             want = f"a list of distinct labels from: {', '.join(scheme.labels)}"
-        elif scheme.numeric or scheme.pairwise_mode:
+        elif scheme.numeric or scheme.pairwise_mode or scheme.by_rows:
             want = scheme.valid_answers()
         else:
             want = "a string"

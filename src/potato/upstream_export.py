@@ -316,7 +316,7 @@ def our_value(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     if scheme.pairwise_mode in PAIRWISE_NAMES:
         name = PAIRWISE_NAMES[scheme.pairwise_mode]
         return answer[name] if set(answer) == {name} else dict(answer)
-    if (kind is SchemeType.TEXT and scheme.labels) or scheme.pairwise_mode:
+    if (kind is SchemeType.TEXT and scheme.labels) or scheme.by_rows:
         return dict(answer)
     if kind in FIXED_NAMES:
         return answer[FIXED_NAMES[kind]] if set(answer) == {FIXED_NAMES[kind]} else dict(answer)

@@ -1,7 +1,7 @@
 """Issue 45 (item 3) in a real browser, under gunicorn: upstream's pairwise comparisons, answered by
 keyboard at 390 and 1280 px. The item's two responses are shown lettered A and B; a binary choice
 takes its keys (1, 2, and 3 for the tie), a scale moves with the arrow keys from A's end to B's, and
-a comparison on several dimensions takes a choice in each row. Each answer is stored as it is made
+a comparison on several dimensions (and a multirate scheme) takes a choice in each row. Each answer is stored as it is made
 and is there again after a reload; the responses are hostile markup, and nothing of it runs."""
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ SCHEMES = [
      "labels": ["Response A", "Response B"], "label_requirement": {"required": True}, "dimensions": [
          {"name": "accuracy", "description": "Which has fewer errors?", "allow_tie": True},
          {"name": "safety", "description": "Which is safer?"}]},
+    {"annotation_type": "multirate", "name": "relevance", "description": "How relevant is each response?",
+     "options": [{"name": "r1", "label": "First response"}, {"name": "r2", "label": "Second response"}],
+     "labels": ["Irrelevant", "Relevant"]},
 ]
 
 
@@ -87,13 +90,18 @@ def test_two_responses_are_compared_by_keyboard_and_kept(server: ServerProcess, 
     page.wait_for_selector("#status:has-text('Compare them')")
     assert page.inner_text("#item-id") == "p0"
     page.click("[data-dim=safety] label:has-text('Response B')")
+    # A multirate row by keyboard: its first rating, then down to the next.
+    page.focus("fieldset[data-schema=relevance] [data-dim=r2] input[value=Irrelevant]")
+    assert focused(page) == "Second response: Irrelevant"
+    page.keyboard.press("Space")
+    page.keyboard.press("ArrowDown")
     stored(server, {("p0", "helpfulness"): "tie", ("p0", "overall"): -2,
-                    ("p0", "dims"): {"accuracy": "tie", "safety": "B"}})
+                    ("p0", "dims"): {"accuracy": "tie", "safety": "B"}, ("p0", "relevance"): {"r2": "Relevant"}})
 
     page.reload()
     page.wait_for_selector("#item-id:text('p0')")
     assert page.eval_on_selector_all("#answers input:checked", "l => l.map(i => i.name + '=' + i.value)") == [
-        "helpfulness=tie", "dims@accuracy=tie", "dims@safety=B"]
+        "helpfulness=tie", "dims@accuracy=tie", "dims@safety=B", "relevance@r2=Relevant"]
     assert page.input_value("fieldset[data-schema=overall] input[type=range]") == "-2"
     assert page.evaluate("window.__pwned") is None
     assert page.evaluate("document.querySelectorAll('#item-text script, #item-text b').length") == 0

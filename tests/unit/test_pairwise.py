@@ -130,7 +130,7 @@ def test_a_wrong_pairwise_scheme_says_what_is_wrong_and_how_to_fix_it() -> None:
 def test_each_mode_stores_its_answer_and_refuses_one_it_does_not_take(project: tuple[Path, Any]) -> None:
     path, client = project
     page = client.get("/annotate").get_data(as_text=True)
-    assert 'data-type="radio"' in page and 'data-type="slider"' in page and 'data-type="pairwise"' in page
+    assert 'data-type="radio"' in page and 'data-type="slider"' in page and 'data-type="rows"' in page
     assert "A. Magic coins, always opposite." in client.get("/api/item/1").get_json()["item"]["text"]
     saved = _label(client, "p1", {"helpfulness": "tie", "overall": -2, "dims": {"helpfulness": "tie", "safety": "B"}},
                    partial=False)
@@ -145,7 +145,7 @@ def test_each_mode_stores_its_answer_and_refuses_one_it_does_not_take(project: t
     # Required, a comparison on several dimensions needs a choice on each before the item is done.
     open_one = _label(client, "p2", {"helpfulness": "A", "overall": 1, "dims": {"safety": "A"}}, partial=False)
     assert open_one.get_json()["error"] == (
-        "'dims' needs a choice on every dimension: it is required (helpfulness still open)")
+        "'dims' needs an answer on every row: it is required (helpfulness still open)")
     assert _label(client, "p2", {"dims": {"safety": "A"}}).status_code == 200  # as it is picked: kept
     assert _stored(path)[("p2", "dims")] == {"safety": "A"}
 

@@ -103,6 +103,7 @@ KEY_CHECKS: Mapping[str, Check] = {
     "scale": anything,
     "dimensions": anything,
     "justification": anything,
+    "options": anything,
 }
 
 
@@ -113,7 +114,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "min_value": ("slider", "number"), "max_value": ("slider", "number"), "min": ("number",), "max": ("number",),
     "starting_value": ("slider",), "step": ("slider", "number"),
     "horizontal": ("radio", "multiselect", "likert"),
-    "sequential_key_binding": ("radio", "multiselect", "likert", "span", "pairwise"),
+    "sequential_key_binding": ("radio", "multiselect", "likert", "span", "pairwise", "multirate"),
     "has_free_response": ("radio", "multiselect"),
     "codebook": ("radio", "multiselect"),
     "title": ("span",), "show_span_labels": ("span",), "allow_overlapping": ("span",),
@@ -121,6 +122,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("process_reward",) for key in _PROCESS_REWARD},
     **{key: ("pairwise",) for key in _PAIRWISE},
     "mode": ("process_reward", "pairwise"),
+    "options": ("multirate",),
 }
 
 
@@ -170,6 +172,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _process_reward(raw, values)
     elif kind == "pairwise":
         problems += _pairwise(raw, values)
+    elif kind == "multirate":
+        problems += _multirate(values.pop("options", None), values) + label_options("radio", raw.get("labels"), values)
     elif raw.get("labels") in ([""], [None]) and kind == "text":
         values.pop("labels", None)  # upstream's one box without a caption: the same as no labels
     elif raw.get("labels") not in (None, []) and kind == "text":
@@ -216,6 +220,36 @@ def _process_reward(raw: Mapping[Any, object], values: dict[str, Any]) -> list[P
         field=values.pop("steps_key", "steps"), steps_text=values.pop("step_text_key", "action"), agent_only=True,
         placement="inline" if values.pop("inline_with_trace", False) else "list",
         label=str(values.get("description") or values.get("name", "")))
+    return problems
+
+
+_ROW = {"name": text(), "label": text(allow_empty=True), "tooltip": text(allow_empty=True),
+        "description": text(allow_empty=True)}
+
+
+def _multirate(rows: object, values: dict[str, Any]) -> list[Problem]:
+    """Upstream's multirate: each of its ``options`` (a row) rated with one of its ``labels``, stored
+    as ``{option: label}``."""
+    if not isinstance(rows, list) or not rows:
+        return [(".options", "missing; a multirate scheme lists what is rated, e.g. options: [Document 1, Document 2], "
+                             "or [{name: doc_1, label: Document 1}]")]
+    out: list[LabelOption] = []
+    problems: list[Problem] = []
+    for n, entry in enumerate(rows):
+        try:
+            row, more = (({"name": entry}, []) if isinstance(entry, str) and entry.strip() else
+                         check_keys(mapping(entry, "{name: doc_1, label: Document 1}"), _ROW, "an option"))
+        except Invalid as bad:
+            row, more = {}, list(bad.problems)
+        if "name" not in row and not more:
+            more = [(".name", "missing; name the option (what is stored), e.g. name: doc_1")]
+        elif row.get("name") in [o.name for o in out]:
+            more = [("", f"{show(row['name'])} appears more than once; list each option only once")]
+        problems += [(f".options[{n}]" + sub, detail) for sub, detail in more]
+        if not more:
+            out.append(LabelOption(row["name"], text=row.get("label", ""),
+                                   tooltip=row.get("tooltip") or row.get("description", "")))
+    values.update(dimensions=tuple(out), sequential_key_binding=False)
     return problems
 
 

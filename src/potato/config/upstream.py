@@ -172,6 +172,7 @@ SCHEME_KEYS: Mapping[str, Feature] = {
     "annotation_id": _w("a fixed id for the scheme in upstream's exports"),
     "cols": _w("the width of a text box"),
     "columns": _w("a grid of the labels' buttons"),
+    "arrangement": _w("the order of a multirate scheme's rows in columns"),
 }
 """Scheme keys of upstream Potato this server does not honour."""
 
@@ -184,7 +185,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "video_annotation": "segmenting video",
     "video": "a video player",
     "pure_display": "display-only text between the annotation questions (a study page's question file may hold it)",
-    "multirate": "rating several options on one scale",
     "ranking": "ranking labels by dragging",
     "bws": "best-worst scaling",
     "range_slider": "picking a range with two slider handles",

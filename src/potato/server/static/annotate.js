@@ -325,7 +325,7 @@
   function setValue(fs, type, value) {
     if (type === "turns") {
       window.PotatoTurns.set(fs, value);
-    } else if (type === "pairwise") {  // a choice on each dimension: {dimension: "A", "B" or "tie"}
+    } else if (type === "rows") {  // an answer on each row: {dimension or option: answer}
       fs.querySelectorAll("[data-dim]").forEach(function (row) {
         row.querySelectorAll("input").forEach(function (input) {
           input.checked = !!value && typeof value === "object" && value[row.dataset.dim] === input.value;
@@ -365,7 +365,7 @@
   function getValue(fs) {
     var type = fs.dataset.type;
     if (type === "turns") return window.PotatoTurns.get(fs);
-    if (type === "pairwise") {
+    if (type === "rows") {
       var choices = {};
       fs.querySelectorAll("[data-dim]").forEach(function (row) {
         var picked = row.querySelector("input:checked");
@@ -434,10 +434,10 @@
   }
 
   // No spans is an answer to a span question ("Nothing to mark"); elsewhere an empty list is none.
-  // A comparison on several dimensions is answered once each dimension has its choice.
+  // A question answered row by row (dimensions, a multirate's options) is answered once each row is.
   function unanswered(fs, value) {
     if (fs.dataset.type === "span") return value === null || value === undefined;
-    if (fs.dataset.type === "pairwise") return isEmpty(value) || Object.keys(value).length < fs.querySelectorAll("[data-dim]").length;
+    if (fs.dataset.type === "rows") return isEmpty(value) || Object.keys(value).length < fs.querySelectorAll("[data-dim]").length;
     return isEmpty(value);
   }
 

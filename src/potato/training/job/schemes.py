@@ -43,6 +43,7 @@ class SchemeType(str, Enum):
     SPAN = "span"
     PROCESS_REWARD = "process_reward"
     PAIRWISE = "pairwise"
+    MULTIRATE = "multirate"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD})
@@ -125,7 +126,8 @@ class Scheme:
     from A's end to B's, with ``center_label`` between), ``multi_dimension`` (A, B or a tie on each
     of its ``dimensions``, as ``{dimension: choice}``); "" for other schemes."""
     dimensions: tuple[LabelOption, ...] = ()
-    """A multi_dimension comparison's dimensions (their name, and their question as text)."""
+    """The rows of a question answered row by row, as ``{row: answer}``: a multi_dimension
+    comparison's dimensions, a multirate scheme's options (their name, and what the row asks as text)."""
     tie_dimensions: tuple[str, ...] = ()
     """The dimensions that may be answered with a tie."""
     center_label: str = ""
@@ -152,10 +154,15 @@ class Scheme:
     def dimension_names(self) -> tuple[str, ...]:
         return tuple(d.name for d in self.dimensions)
 
+    @property
+    def by_rows(self) -> bool:
+        """Answered row by row (a multi_dimension comparison, a multirate scheme)."""
+        return bool(self.dimensions)
+
     def unfinished(self, value: object) -> str:
-        """What a required answer still lacks ("" for nothing): a multi_dimension comparison needs a
-        choice on every dimension."""
-        if self.pairwise_mode == "multi_dimension" and isinstance(value, dict):
+        """What a required answer still lacks ("" for nothing): a question answered row by row needs
+        an answer on every row."""
+        if self.by_rows and isinstance(value, dict):
             return ", ".join(d for d in self.dimension_names if d not in value)
         return ""
 
@@ -229,6 +236,9 @@ class Scheme:
             )
         if self.numeric:
             return self._accepts_number(value)
+        if self.annotation_type is SchemeType.MULTIRATE:
+            return (isinstance(value, dict) and bool(value)
+                    and all(k in self.dimension_names and isinstance(v, str) and v in self.labels for k, v in value.items()))
         if self.pairwise_mode == "multi_dimension":
             return (isinstance(value, dict) and bool(value) and all(
                 isinstance(v, str) and k in self.dimension_names and (v in (FIRST, SECOND) or (v == TIE and k in self.tie_dimensions))
@@ -251,6 +261,8 @@ class Scheme:
         if self.annotation_type is SchemeType.SPAN:
             return ('a list of spans {"start", "end", "label"} over the item\'s text, labels: '
                     + ", ".join(self.labels))
+        if self.annotation_type is SchemeType.MULTIRATE:
+            return f"an object of ratings by option ({', '.join(self.dimension_names)}), each one of: {', '.join(self.labels)}"
         if self.pairwise_mode == "multi_dimension":
             return ("an object of choices by dimension (" + ", ".join(self.dimension_names) + "), each A or B"
                     + (f" (or tie on {', '.join(self.tie_dimensions)})" if self.tie_dimensions else ""))

@@ -1,0 +1,115 @@
+"""Issue 45 (item 3): upstream's ``multirate`` scheme, as its rag-evaluation and agent-comparison
+examples configure it: each of its ``options`` (a row: a retrieved document, an agent's dimension)
+rated with one of its ``labels``, stored as ``{option: label}``; required, every row needs its
+rating. Upstream's export names each rating by its option, and reads back.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from click.testing import CliRunner, Result
+
+from potato.cli import cli
+from potato.config import load_config, validate
+from potato.db import Database
+from potato.labels import LabelStore
+from potato.server import close_app, create_app
+from tests.conftest import ADMIN_KEY
+from tests.harness.upstream import upstream
+
+CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
+RELEVANCE = {"annotation_type": "multirate", "name": "retrieval_relevance",
+             "description": "Rate the relevance of each retrieved document", "options": [
+                 {"name": "doc_1", "label": "Document 1"}, {"name": "doc_2", "label": "Document 2",
+                                                            "tooltip": "The second hit"}, "doc_3"],
+             "labels": ["Irrelevant", "Somewhat", "Relevant"], "label_requirement": {"required": True},
+             "arrangement": "vertical"}
+
+
+def _project(root: Path) -> Path:
+    (root / "data").mkdir(parents=True)
+    items = [{"id": "q1", "text": "Who wrote Dune?"}, {"id": "q2", "text": "When was it published?"}]
+    (root / "data" / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    config = {"annotation_task_name": "RAG", "task_dir": ".", "data_files": ["data/items.jsonl"],
+              "item_properties": {"id_key": "id", "text_key": "text"}, "output_annotation_dir": "out",
+              "admin_api_key": ADMIN_KEY, "annotation_schemes": [RELEVANCE]}
+    path = root / "config.yaml"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def _stored(config_path: Path) -> dict[tuple[str, str], Any]:
+    store = LabelStore(Database(load_config(config_path).database_path))
+    return {(lab.item_id, lab.schema): lab.value for lab in store.iter_labels()}
+
+
+def _run(*args: Any) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
+    path = _project(tmp_path / "project")
+    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+    client = app.test_client()
+    client.post("/login", data={"name": "ann"})
+    try:
+        yield path, client
+    finally:
+        close_app(app)
+
+
+def test_each_option_is_a_row_rated_with_one_of_the_labels() -> None:
+    report = validate(upstream(annotation_schemes=[RELEVANCE]), CONFIG)
+    assert report.errors == []
+    assert [w.message for w in report.warnings if "arrangement" in w.path] == [
+        "annotation_schemes[0].arrangement: 'arrangement' is a Potato feature this server does not support: the order "
+        "of a multirate scheme's rows in columns; remove it or run that project on upstream Potato"]
+    scheme = report.config.annotation_schemes[0]
+    assert [(d.name, d.shown, d.tooltip) for d in scheme.dimensions] == [
+        ("doc_1", "Document 1", ""), ("doc_2", "Document 2", "The second hit"), ("doc_3", "doc_3", "")]
+    assert scheme.labels == ("Irrelevant", "Somewhat", "Relevant") and scheme.training_type is None
+    assert [o.key for o in scheme.options] == ["", "", ""]  # a key could not say which row it rates
+    errors = [i.message for i in validate(upstream(annotation_schemes=[{**RELEVANCE, "options": []}]), CONFIG).errors]
+    assert errors == ["annotation_schemes[0].options: missing; a multirate scheme lists what is rated, e.g. options: "
+                      "[Document 1, Document 2], or [{name: doc_1, label: Document 1}]"]
+
+
+def test_ratings_are_stored_by_row_and_a_required_one_needs_every_row(project: tuple[Path, Any]) -> None:
+    path, client = project
+    page = client.get("/annotate").get_data(as_text=True)
+    assert 'data-type="rows"' in page and 'data-dim="doc_2"' in page and 'title="The second hit"' in page
+    partial = client.post("/api/label", json={"id": "q1", "go": "stay", "partial": True,
+                                              "labels": {"retrieval_relevance": {"doc_1": "Relevant"}}})
+    assert partial.status_code == 200
+    done = client.post("/api/label", json={"id": "q1", "go": "stay", "labels": {"retrieval_relevance": {
+        "doc_1": "Relevant", "doc_3": "Irrelevant"}}})
+    assert done.get_json()["error"] == ("'retrieval_relevance' needs an answer on every row: it is required (doc_2 "
+                                        "still open)")
+    wrong = client.post("/api/label", json={"id": "q1", "go": "stay", "labels": {"retrieval_relevance": {"doc_9": "Relevant"}}})
+    assert wrong.get_json()["error"] == (
+        "{'doc_9': 'Relevant'} is not an answer to 'retrieval_relevance' (valid: an object of ratings by option (doc_1, "
+        "doc_2, doc_3), each one of: Irrelevant, Somewhat, Relevant)")
+    assert _stored(path) == {("q1", "retrieval_relevance"): {"doc_1": "Relevant"}}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_upstreams_layout_names_each_rating_by_its_option_and_reads_back(project: tuple[Path, Any], tmp_path: Path,
+                                                                        fmt: str) -> None:
+    path, client = project
+    rows = {"doc_1": "Relevant", "doc_2": "Somewhat", "doc_3": "Irrelevant"}
+    assert client.post("/api/label", json={"id": "q2", "go": "stay", "labels": {"retrieval_relevance": rows}}
+                       ).status_code == 200
+    assert _run("export", path, "--upstream-format", fmt, "-o", tmp_path / "up").exit_code == 0
+    source = tmp_path / "up" / f"annotations.{fmt}"
+    if fmt == "jsonl":
+        assert json.loads(source.read_text().splitlines()[0])["labels"] == {"retrieval_relevance": rows}
+    fresh = _project(tmp_path / "fresh")
+    result = _run("import-labels", fresh, source, "--user", "ann")
+    assert result.exit_code == 0, result.output
+    assert _stored(fresh) == _stored(path)

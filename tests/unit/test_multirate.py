@@ -83,7 +83,7 @@ def test_each_option_is_a_row_rated_with_one_of_the_labels() -> None:
 def test_ratings_are_stored_by_row_and_a_required_one_needs_every_row(project: tuple[Path, Any]) -> None:
     path, client = project
     page = client.get("/annotate").get_data(as_text=True)
-    assert 'data-type="rows"' in page and 'data-dim="doc_2"' in page and 'title="The second hit"' in page
+    assert 'data-type="rows"' in page and 'data-dim="doc_2"' in page and 'Document 2</strong> <span class="muted">The second hit' in page
     partial = client.post("/api/label", json={"id": "q1", "go": "stay", "partial": True,
                                               "labels": {"retrieval_relevance": {"doc_1": "Relevant"}}})
     assert partial.status_code == 200
@@ -113,3 +113,41 @@ def test_upstreams_layout_names_each_rating_by_its_option_and_reads_back(project
     result = _run("import-labels", fresh, source, "--user", "ann")
     assert result.exit_code == 0, result.output
     assert _stored(fresh) == _stored(path)
+
+
+RUBRIC = {"annotation_type": "rubric_eval", "name": "response_quality", "description": "Evaluate the response",
+          "scale_points": 5, "scale_labels": ["Poor", "Below Average", "Average", "Good", "Excellent"],
+          "criteria": [{"name": "accuracy", "description": "Are the claims correct?"},
+                       {"name": "clarity", "description": "Is it easy to follow?"}], "show_overall": True}
+
+
+def test_a_rubrics_criteria_are_rows_rated_from_one_to_its_points(tmp_path: Path) -> None:
+    """Upstream's rubric_eval (its rubric-eval, plan-review and debate-judging examples): each criterion
+    rated 1 to scale_points, stored and exported as {criterion: point}."""
+    report = validate(upstream(annotation_schemes=[RUBRIC]), CONFIG)
+    assert report.errors == []
+    rubric = report.config.annotation_schemes[0]
+    assert [d.name for d in rubric.dimensions] == ["accuracy", "clarity", "overall"]
+    assert [o.shown for o in rubric.options] == ["1 Poor", "2 Below Average", "3 Average", "4 Good", "5 Excellent"]
+    assert rubric.labels == ("1", "2", "3", "4", "5")
+    three = validate(upstream(annotation_schemes=[{**RUBRIC, "scale_points": 3, "scale_labels": ["Low", "High"]}]), CONFIG)
+    assert [i.message for i in three.errors] == [
+        "annotation_schemes[0].scale_labels: names 2 points for a scale of 3 (scale_points); give one label per point"]
+    assert rubric.valid_answer() == ("an object of ratings by criterion (accuracy, clarity, overall), each one of: "
+                                     "1, 2, 3, 4, 5")
+    path = _project(tmp_path / "project")
+    config = json.loads(path.read_text())
+    path.write_text(json.dumps({**config, "annotation_schemes": [RUBRIC]}), encoding="utf-8")
+    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+    try:
+        client = app.test_client()
+        client.post("/login", data={"name": "ann"})
+        assert "accuracy</strong> <span class=\"muted\">Are the claims correct?" in client.get("/annotate").get_data(
+            as_text=True)
+        assert client.post("/api/label", json={"id": "q1", "go": "stay", "labels": {"response_quality": {
+            "accuracy": "4", "clarity": "2", "overall": "3"}}}).status_code == 200
+    finally:
+        close_app(app)
+    assert _run("export", path, "--upstream-format", "jsonl", "-o", tmp_path / "up").exit_code == 0
+    row = json.loads((tmp_path / "up" / "annotations.jsonl").read_text().splitlines()[0])
+    assert row["labels"] == {"response_quality": {"accuracy": "4", "clarity": "2", "overall": "3"}}

@@ -104,6 +104,10 @@ KEY_CHECKS: Mapping[str, Check] = {
     "dimensions": anything,
     "justification": anything,
     "options": anything,
+    "scale_points": integer(2, 10),
+    "scale_labels": text_list('["Poor", "Average", "Good"]'),
+    "criteria": anything,
+    "show_overall": boolean,
 }
 
 
@@ -123,10 +127,11 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("pairwise",) for key in _PAIRWISE},
     "mode": ("process_reward", "pairwise"),
     "options": ("multirate",),
+    **{key: ("rubric_eval",) for key in ("scale_points", "scale_labels", "criteria", "show_overall")},
 }
 
 
-_NO_LABELS = ("slider", "number", "process_reward")
+_NO_LABELS = ("slider", "number", "process_reward", "rubric_eval")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -172,6 +177,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _process_reward(raw, values)
     elif kind == "pairwise":
         problems += _pairwise(raw, values)
+    elif kind == "rubric_eval":
+        problems += _rubric(raw, values)
     elif kind == "multirate":
         problems += _multirate(values.pop("options", None), values) + label_options("radio", raw.get("labels"), values)
     elif raw.get("labels") in ([""], [None]) and kind == "text":
@@ -253,6 +260,46 @@ def _multirate(rows: object, values: dict[str, Any]) -> list[Problem]:
     return problems
 
 
+RUBRIC_WORDS = ("Poor", "Below Average", "Average", "Good", "Excellent")
+"""Upstream's words for a five-point rubric's points; other sizes are named by their number."""
+_CRITERION = {"name": text(), "description": text(allow_empty=True)}
+
+
+def _rubric(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's rubric: each of its ``criteria`` rated from 1 to ``scale_points`` (each point named by
+    ``scale_labels``), stored as ``{criterion: point}``; ``show_overall`` adds an overall row."""
+    if raw.get("labels") not in (None, []):
+        return [(".labels", "a rubric_eval scheme's points are 1 to scale_points; remove labels, and name the points "
+                            "with scale_labels")]
+    points = values.pop("scale_points", 5)
+    words = list(values.pop("scale_labels", RUBRIC_WORDS[:points] if points <= len(RUBRIC_WORDS) else []))
+    if words and len(words) != points:
+        return [(".scale_labels", f"names {len(words)} points for a scale of {points} (scale_points); give one label "
+                                  "per point")]
+    values["options"] = tuple(LabelOption(str(n), text=f"{n} {words[n - 1]}" if words else str(n))
+                              for n in range(1, points + 1))
+    criteria = values.pop("criteria", None)
+    if not isinstance(criteria, list) or not criteria:
+        return [(".criteria", "missing; a rubric_eval scheme lists its criteria, e.g. [{name: accuracy, description: "
+                              "Are the claims correct?}]")]
+    rows: list[LabelOption] = []
+    problems: list[Problem] = []
+    for n, entry in enumerate(criteria + ([{"name": "overall", "description": "Overall"}] * values.pop("show_overall", False))):
+        try:
+            criterion, more = check_keys(mapping(entry, "{name: accuracy, description: ...}"), _CRITERION, "a criterion")
+        except Invalid as bad:
+            criterion, more = {}, list(bad.problems)
+        if "name" not in criterion and not more:
+            more = [(".name", "missing; name the criterion, e.g. name: accuracy")]
+        elif criterion.get("name") in [r.name for r in rows]:
+            more = [(".name", f"{show(criterion['name'])} names two criteria; give each its own name")]
+        problems += [(f".criteria[{n}]" + sub, detail) for sub, detail in more]
+        if not more:
+            rows.append(LabelOption(criterion["name"], text=criterion["name"], tooltip=criterion.get("description", "")))
+    values.update(dimensions=tuple(rows), sequential_key_binding=False)
+    return problems
+
+
 _SCALE = {"min": number(-float(2**31), open_low=False), "max": number(-float(2**31), open_low=False),
           "step": number(0, open_low=True), "default": number(-float(2**31), open_low=False),
           "labels": section({"min": text(allow_empty=True), "max": text(allow_empty=True),
@@ -320,7 +367,8 @@ def _pairwise(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem
                 more = [(".name", f"{show(dim['name'])} names two dimensions; give each its own name")]
             problems += [(f".dimensions[{n}]" + sub, detail) for sub, detail in more]
             if not more:
-                dims.append(LabelOption(dim["name"], text=dim.get("description", "")))
+                dims.append(LabelOption(dim["name"], text=dim["name"].replace("_", " ").title(),
+                                        tooltip=dim.get("description", "")))
                 if dim.get("allow_tie", tie):
                     ties.append(dim["name"])
         values["options"] = (LabelOption(FIRST, text=shown[0]), LabelOption(SECOND, text=shown[1]),

@@ -44,11 +44,14 @@ class SchemeType(str, Enum):
     PROCESS_REWARD = "process_reward"
     PAIRWISE = "pairwise"
     MULTIRATE = "multirate"
+    RUBRIC_EVAL = "rubric_eval"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD})
 """One label of a fixed list: what trainers learn as classes, whatever the page draws."""
 NUMERIC_TYPES = frozenset({SchemeType.SLIDER, SchemeType.NUMBER})
+RATED_ROWS = frozenset({SchemeType.MULTIRATE, SchemeType.RUBRIC_EVAL})
+"""Each row (a multirate's option, a rubric's criterion) rated with one of the labels."""
 TRAINABLE = frozenset({SchemeType.RADIO, SchemeType.MULTISELECT, SchemeType.SPAN})
 """The answer types a trainer learns; a job's scheme has one of these (a likert or select scheme
 is trained as radio: :attr:`Scheme.training_type`)."""
@@ -127,7 +130,8 @@ class Scheme:
     of its ``dimensions``, as ``{dimension: choice}``); "" for other schemes."""
     dimensions: tuple[LabelOption, ...] = ()
     """The rows of a question answered row by row, as ``{row: answer}``: a multi_dimension
-    comparison's dimensions, a multirate scheme's options (their name, and what the row asks as text)."""
+    comparison's dimensions, a multirate scheme's options, a rubric's criteria (each its name, its
+    title as text and what it asks as tooltip)."""
     tie_dimensions: tuple[str, ...] = ()
     """The dimensions that may be answered with a tie."""
     center_label: str = ""
@@ -153,6 +157,10 @@ class Scheme:
     @property
     def dimension_names(self) -> tuple[str, ...]:
         return tuple(d.name for d in self.dimensions)
+
+    @property
+    def row_word(self) -> str:
+        return {SchemeType.MULTIRATE: "option", SchemeType.RUBRIC_EVAL: "criterion"}.get(self.annotation_type, "dimension")
 
     @property
     def by_rows(self) -> bool:
@@ -236,7 +244,7 @@ class Scheme:
             )
         if self.numeric:
             return self._accepts_number(value)
-        if self.annotation_type is SchemeType.MULTIRATE:
+        if self.annotation_type in RATED_ROWS:
             return (isinstance(value, dict) and bool(value)
                     and all(k in self.dimension_names and isinstance(v, str) and v in self.labels for k, v in value.items()))
         if self.pairwise_mode == "multi_dimension":
@@ -261,8 +269,8 @@ class Scheme:
         if self.annotation_type is SchemeType.SPAN:
             return ('a list of spans {"start", "end", "label"} over the item\'s text, labels: '
                     + ", ".join(self.labels))
-        if self.annotation_type is SchemeType.MULTIRATE:
-            return f"an object of ratings by option ({', '.join(self.dimension_names)}), each one of: {', '.join(self.labels)}"
+        if self.annotation_type in RATED_ROWS:
+            return f"an object of ratings by {self.row_word} ({', '.join(self.dimension_names)}), each one of: {', '.join(self.labels)}"
         if self.pairwise_mode == "multi_dimension":
             return ("an object of choices by dimension (" + ", ".join(self.dimension_names) + "), each A or B"
                     + (f" (or tie on {', '.join(self.tie_dimensions)})" if self.tie_dimensions else ""))

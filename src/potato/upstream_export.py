@@ -85,6 +85,8 @@ def upstream_turns(scheme: Scheme, value: Any) -> dict[str, str]:
     upstream's (:func:`upstream_steps`) (pure)."""
     if scheme.annotation_type is SchemeType.PROCESS_REWARD:
         return upstream_steps(scheme, value)
+    if scheme.annotation_type is SchemeType.CONSENSUS_TRACKING:
+        return upstream_acts(scheme, value)
     if scheme.rated_turns:  # a dialogue's per_turn_ratings: each turn's point by the turn's place
         points = {str(entry["index"]): _upstream_turn_value(scheme, entry.get("value"))
                   for entry in (value or {}).values() if isinstance(entry, dict)}
@@ -142,12 +144,48 @@ def our_steps(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     return out
 
 
+def upstream_acts(scheme: Scheme, value: Any) -> dict[str, str]:
+    """A consensus tracker's tags as upstream's page stores them: under the scheme's own name, one JSON
+    list ``[{"turn", "act", "ref", "agent_id"}]`` naming turns by their place (pure)."""
+    entries = [entry for entry in (value or {}).values() if isinstance(entry, dict)]
+    place = {turn_id: entry["index"] for turn_id, entry in (value or {}).items() if isinstance(entry, dict)}
+    tags = []
+    for entry in entries:
+        answer = entry.get("value")
+        act, ref = (answer.get("act"), answer.get("ref")) if isinstance(answer, dict) else (answer, None)
+        tag: dict[str, Any] = {"turn": entry["index"], "act": act, "agent_id": entry.get("agent_id") or entry.get("speaker", "")}
+        if ref is not None:
+            tag["ref"] = place.get(ref, int(ref[1:]) if ref[1:].isdigit() else ref)
+        tags.append(tag)
+    return {scheme.name: json.dumps(tags, ensure_ascii=False)}
+
+
+def our_acts(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
+    """Upstream's consensus tags (:func:`upstream_acts`) as this server's ``{turn id: act or {act, ref}}``
+    (pure); what does not read that way is handed back."""
+    raw = answer.get(scheme.name) if set(answer) == {scheme.name} else None
+    try:
+        tags = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        return dict(answer)
+    if not isinstance(tags, list):
+        return dict(answer)
+    out: dict[str, Any] = {}
+    for tag in tags:
+        if isinstance(tag, dict) and "turn" in tag:
+            ref = tag.get("ref")
+            out[f"t{tag['turn']}"] = {"act": tag.get("act"), "ref": f"t{ref}"} if ref is not None else tag.get("act")
+    return out
+
+
 def our_turns(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     """Upstream's ``{"_data": JSON text}`` as this server's ``{turn id: answer}`` (pure; the inverse of
     :func:`upstream_turns`, the turns' place and text filled in again by the import's check). What does
     not read that way is handed back as it is, for the check to refuse with what is valid."""
     if scheme.annotation_type is SchemeType.PROCESS_REWARD:
         return our_steps(scheme, answer)
+    if scheme.annotation_type is SchemeType.CONSENSUS_TRACKING:
+        return our_acts(scheme, answer)
     raw = answer.get(TURN_DATA) if set(answer) == {TURN_DATA} else None
     try:
         data = json.loads(raw) if isinstance(raw, str) else raw

@@ -188,3 +188,56 @@ def test_a_dialogues_per_turn_ratings_are_scales_on_the_named_speakers_turns(rat
     assert ["action_correctness", "t3", "2"] in checked(page) and ["reasoning_quality", "t1", "5"] in checked(page)
     assert page.evaluate("window.__pwned") is None
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+TALK = [{"speaker": "buyer", "agent_id": "buyer", "text": f"500 GPU-hours at $2? {HOSTILE}"},
+        {"speaker": "seller", "agent_id": "seller", "text": "I can do $3."},
+        {"speaker": "buyer", "agent_id": "buyer", "text": "Deal."}]
+
+
+@pytest.fixture
+def moves(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
+    """Upstream's negotiation-review shape: a discussion, each turn tagged with its move."""
+    path = make_project(n_items=1, annotation_schemes=[
+        {"annotation_type": "consensus_tracking", "name": "moves", "description": "Negotiation move",
+         "turns_key": "conversation", "acts": ["offer", "counter_offer", "accept"],
+         "linked_acts": ["counter_offer", "accept"]}],
+        instance_display={"fields": [{"key": "conversation", "type": "multi_agent_discussion", "label": "Deal"}]})
+    (path.parent / "data" / "reviews.json").write_text(
+        json.dumps([{"id": "n0", "text": "GPU deal", "conversation": TALK}]), encoding="utf-8")
+    srv = ServerProcess(path).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_each_turn_of_a_discussion_is_tagged_with_its_move_and_what_it_answers(moves: ServerProcess, page: Any,
+                                                                                width: int) -> None:
+    sign_in(page, moves, "ana", width, first="n0")
+    # The moves sit on the discussion's own turns; the turn answered is picked once an answering move is.
+    assert page.eval_on_selector_all(".trace-step .turn-slot", "l => l.map(s => s.dataset.turn)") == ["t0", "t1", "t2"]
+    ref = ".turn-slot[data-turn=t1] .turn-ref"
+    assert page.is_hidden(ref)
+    page.focus(".turn-slot[data-turn=t0] input[value=offer]")
+    page.keyboard.press("Space")
+    page.focus(".turn-slot[data-turn=t1] input[value=offer]")
+    page.keyboard.press("ArrowDown")
+    assert focused(page) == "Negotiation move (turn 2): counter_offer"
+    assert page.is_visible(ref)
+    page.keyboard.press("Tab")  # out of the moves, to the turn it answers
+    assert focused(page) == "Negotiation move: the turn it answers"
+    page.select_option(ref, "t0")
+    stored(moves, {("n0", "moves"): {"t0": "offer", "t1": {"act": "counter_offer", "ref": "t0"}}})
+    # Back to a move that answers nothing: the turn it named goes with it.
+    page.focus(".turn-slot[data-turn=t1] input[value=counter_offer]")
+    page.keyboard.press("ArrowUp")
+    assert page.is_hidden(ref)
+    stored(moves, {("n0", "moves"): {"t0": "offer", "t1": "offer"}})
+    page.focus(".turn-slot[data-turn=t1] input[value=offer]")
+    page.keyboard.press("ArrowDown")
+    page.select_option(ref, "t0")
+    page.reload()
+    page.wait_for_selector("#item-id:text('n0')")
+    assert page.input_value(ref) == "t0" and page.is_checked(".turn-slot[data-turn=t1] input[value=counter_offer]")
+    assert page.evaluate("window.__pwned") is None
+    assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -108,6 +108,10 @@ KEY_CHECKS: Mapping[str, Check] = {
     "scale_labels": text_list('["Poor", "Average", "Good"]'),
     "criteria": anything,
     "show_overall": boolean,
+    "turns_key": text(),
+    "acts": text_list("[proposal, agreement, decision]", unique=True),
+    "linked_acts": text_list("[agreement]", unique=True),
+    "hint": text(allow_empty=True),
 }
 
 
@@ -128,10 +132,11 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "mode": ("process_reward", "pairwise"),
     "options": ("multirate",),
     **{key: ("rubric_eval",) for key in ("scale_points", "scale_labels", "criteria", "show_overall")},
+    **{key: ("consensus_tracking",) for key in ("turns_key", "acts", "linked_acts", "hint")},
 }
 
 
-_NO_LABELS = ("slider", "number", "process_reward", "rubric_eval")
+_NO_LABELS = ("slider", "number", "process_reward", "rubric_eval", "consensus_tracking")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -177,6 +182,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _process_reward(raw, values)
     elif kind == "pairwise":
         problems += _pairwise(raw, values)
+    elif kind == "consensus_tracking":
+        problems += _consensus(raw, values)
     elif kind == "rubric_eval":
         problems += _rubric(raw, values)
     elif kind == "multirate":
@@ -258,6 +265,31 @@ def _multirate(rows: object, values: dict[str, Any]) -> list[Problem]:
                                    tooltip=row.get("tooltip") or row.get("description", "")))
     values.update(dimensions=tuple(out), sequential_key_binding=False)
     return problems
+
+
+ACTS = ("proposal", "agreement", "disagreement", "decision", "concession")
+LINKED_ACTS = ("agreement", "disagreement", "concession")
+"""Upstream's acts of a discussion, and those that answer another turn."""
+
+
+def _consensus(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's consensus tracking: each turn of the item's list under ``turns_key`` tagged with one
+    of ``acts``; one of ``linked_acts`` may name the turn it answers."""
+    if raw.get("labels") not in (None, []):
+        return [(".labels", "a consensus_tracking scheme's answers are its acts; remove labels, and list them under "
+                            "acts")]
+    acts = tuple(values.pop("acts", ACTS))
+    linked = tuple(values.pop("linked_acts", tuple(a for a in LINKED_ACTS if a in acts)))
+    stray = [a for a in linked if a not in acts]
+    if stray:
+        return [(".linked_acts", f"names {', '.join(map(show, stray))}, which is not one of the acts ({', '.join(acts)}); "
+                                 "list only acts")]
+    values["options"] = tuple(LabelOption(a, text=a.replace("_", " ")) for a in acts)
+    values["linked_labels"] = linked
+    hint = values.pop("hint", "")
+    values["turns"] = TurnBinding(field=values.pop("turns_key", "conversation"), steps_text="text", placement="inline",
+                                  label=str(hint or values.get("description") or values.get("name", "")))
+    return []
 
 
 RUBRIC_WORDS = ("Poor", "Below Average", "Average", "Good", "Excellent")

@@ -103,7 +103,8 @@ def bind_fields(schemes: tuple[Scheme, ...], fields: tuple[Any, ...], findings: 
             out.append(scheme)
             continue
         if binding.steps_text is not None:
-            out.append(replace(scheme, turns=_steps_placed(binding, types, f"annotation_schemes[{index}]", findings)))
+            warn = scheme.annotation_type is SchemeType.PROCESS_REWARD  # it asked for inline_with_trace
+            out.append(replace(scheme, turns=_steps_placed(binding, types, f"annotation_schemes[{index}]", findings, warn)))
             continue
         where = f"annotation_schemes[{index}].turn_binding"
         kinds = ", ".join(TURN_FIELD_TYPES)
@@ -136,14 +137,18 @@ ENTRY_DRAWN = ("coding_trace", "cot_trace", "multi_agent_discussion", "dialogue"
 be put beside the turn drawn for it."""
 
 
-def _steps_placed(binding: TurnBinding, types: dict[str, str], where: str, findings: Findings) -> TurnBinding:
-    """A process reward's steps put beside the field that draws them (``inline_with_trace``) where
-    the page draws one turn per step; else listed in the question's own box, with a warning."""
+def _steps_placed(binding: TurnBinding, types: dict[str, str], where: str, findings: Findings,
+                  warn: bool) -> TurnBinding:
+    """Steps read entry by entry put beside the field that draws them where the page draws one turn
+    per step; else listed in the question's own box (with a warning where ``inline_with_trace`` asked
+    for them beside it)."""
     if binding.placement != "inline":
         return binding
     kind = types.get(binding.field)
     if kind in ENTRY_DRAWN:
         return binding
+    if not warn:
+        return replace(binding, placement="list")
     findings.warn(f"{where}.inline_with_trace",
                   (f"no instance_display field shows {binding.field!r}" if kind is None else
                    f"the {kind} field {binding.field!r} does not draw one turn per step") +

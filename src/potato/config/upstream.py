@@ -209,7 +209,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "agent_scorecard": "scoring each agent of a team on several dimensions",
     "emergent_behavior": "marking emergent behaviours across a trace's turns",
     "agent_interaction_graph": "marking the critical path through agents' interactions",
-    "consensus_tracking": "tagging each turn of a discussion with its act and what it answers",
     "context_attribution": "tagging how each turn used its context",
     "gui_trajectory": "judging each step of a GUI agent on its screenshot",
     "multimodal_reasoning": "judging each block of a multimodal reasoning trace",

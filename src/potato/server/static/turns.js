@@ -29,6 +29,28 @@
     if (out && input) { out.textContent = slot.dataset.touched ? input.value : "not set"; }
   }
 
+  // A discussion act that answers another turn (consensus tracking's linked acts) names that turn.
+  function refBox(fs, slot, turn, turns) {
+    var linked = JSON.parse(fs.dataset.linked || "[]");
+    if (!linked.length) { return; }
+    var box = el("select", "turn-ref");
+    box.setAttribute("aria-label", fs.dataset.turnLabel + ": the turn it answers");
+    box.appendChild(new Option("answers which turn?", ""));
+    turns.forEach(function (other, k) {
+      if (other.id !== turn.id) { box.appendChild(new Option("Turn " + (k + 1) + ": " + other.caption.slice(0, 60), other.id)); }
+    });
+    var showRef = function () {
+      var act = slot.querySelector("input:checked");
+      box.hidden = !act || linked.indexOf(act.value) < 0;
+      if (box.hidden) { box.value = ""; }
+    };
+    slot.addEventListener("change", showRef);
+    slot.dataset.linked = fs.dataset.linked;
+    slot.appendChild(box);
+    slot.showRef = showRef;
+    showRef();
+  }
+
   function widget(fs, turn, number) {
     var slot = el("div", "turn-slot"), tpl = fs.querySelector("template.turn-widget");
     slot.dataset.schema = fs.dataset.schema;
@@ -85,6 +107,7 @@
     ((where && where.turns) || []).forEach(function (turn, k) {
       var listed = fs.dataset.placement === "list", number = steps ? k + 1 : turn.index + 1;
       var slot = widget(fs, turn, number), host = listed ? null : turnElement(where.at, turn.index);
+      refBox(fs, slot, turn, where.turns);
       if (host) {
         host.appendChild(slot);
       } else if (listed) {  // a process reward's step, read here: its whole text
@@ -113,6 +136,11 @@
       });
       return any ? boxes : null;
     }
+    var ref = slot.querySelector(".turn-ref"), act = slot.querySelector("input:checked");
+    if (ref) {
+      var answers = act && ref.value && JSON.parse(slot.dataset.linked).indexOf(act.value) >= 0;
+      return !act ? null : (answers ? { act: act.value, ref: ref.value } : act.value);
+    }
     var range = slot.querySelector("input[type=range]");
     if (range) { return slot.dataset.touched ? Number(range.value) : null; }
     var number = slot.querySelector("input[type=number]");
@@ -139,6 +167,14 @@
     slotsOf(fs).forEach(function (slot) {
       var entry = by[slot.dataset.turn];
       var answer = entry && typeof entry === "object" && !Array.isArray(entry) && "value" in entry ? entry.value : entry;
+      var ref = slot.querySelector(".turn-ref");
+      if (ref) {  // an act, or {act, ref}
+        var act = answer && typeof answer === "object" ? answer.act : answer;
+        slot.querySelectorAll("input[type=radio]").forEach(function (input) { input.checked = input.value === act; });
+        slot.showRef();
+        ref.value = answer && typeof answer === "object" && answer.ref ? answer.ref : "";
+        return;
+      }
       var has = answer !== undefined && answer !== null;
       slot.querySelectorAll("[data-label]").forEach(function (box) {
         box.value = has && typeof answer === "object" && answer[box.dataset.label] || "";

@@ -45,9 +45,11 @@ class SchemeType(str, Enum):
     PAIRWISE = "pairwise"
     MULTIRATE = "multirate"
     RUBRIC_EVAL = "rubric_eval"
+    CONSENSUS_TRACKING = "consensus_tracking"
 
 
-CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD})
+CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
+                          SchemeType.CONSENSUS_TRACKING})
 """One label of a fixed list: what trainers learn as classes, whatever the page draws."""
 NUMERIC_TYPES = frozenset({SchemeType.SLIDER, SchemeType.NUMBER})
 RATED_ROWS = frozenset({SchemeType.MULTIRATE, SchemeType.RUBRIC_EVAL})
@@ -137,6 +139,9 @@ class Scheme:
     center_label: str = ""
     items_key: str = ""
     """Where a pairwise comparison's two options are in the item (upstream's ``items_key``)."""
+    linked_labels: tuple[str, ...] = ()
+    """A consensus tracker's acts that answer another turn (``linked_acts``): their answer may name
+    the turn they refer to, ``{"act": ..., "ref": turn id}``."""
     first_error: bool = False
     """A process reward marked by its first wrong step (upstream's ``mode: first_error``): every step
     before it is correct and every one from it on is wrong, so no correct step follows a wrong one."""
@@ -221,6 +226,11 @@ class Scheme:
         if self.turns is None or not isinstance(value, dict):
             raise BadTurns(f"{short(value)} is not answers by turn id (valid: {self.valid_answers()})")
         kept = stored_turns(value, turns, self.turns, self.accepts_one, self.valid_answer())
+        for turn_id, entry in kept.items():
+            ref = entry["value"].get("ref") if isinstance(entry["value"], dict) else None
+            if ref is not None and (ref == turn_id or ref not in {t.id for t in turns}):
+                raise BadTurns(f"turn {turn_id!r} refers to {ref!r}, which is not another turn of this item "
+                               f"(its turns: {', '.join(t.id for t in turns[:12])})")
         if self.first_error:
             wrong = [turn_id for turn_id, entry in kept.items() if entry["value"] == WRONG]
             later = [turn_id for turn_id, entry in kept.items()
@@ -234,6 +244,9 @@ class Scheme:
         """Whether ``value`` is one answer to this scheme's question (on one turn, for a turn-level one)."""
         if self.annotation_type is SchemeType.SPAN:
             return text is not None and self.span_problem(value, text) is None
+        if self.annotation_type is SchemeType.CONSENSUS_TRACKING and isinstance(value, dict):
+            return (set(value) <= {"act", "ref"} and value.get("act") in self.linked_labels
+                    and (value.get("ref") is None or isinstance(value.get("ref"), str)))
         if self.annotation_type in CHOICE_TYPES:
             return isinstance(value, str) and value in self.labels
         if self.annotation_type is SchemeType.MULTISELECT:
@@ -274,6 +287,9 @@ class Scheme:
         if self.pairwise_mode == "multi_dimension":
             return ("an object of choices by dimension (" + ", ".join(self.dimension_names) + "), each A or B"
                     + (f" (or tie on {', '.join(self.tie_dimensions)})" if self.tie_dimensions else ""))
+        if self.annotation_type is SchemeType.CONSENSUS_TRACKING:
+            return (", ".join(self.labels) + (f"; or {{\"act\", \"ref\": the turn it answers}} for "
+                                              f"{', '.join(self.linked_labels)}" if self.linked_labels else ""))
         if self.labels and self.annotation_type is SchemeType.TEXT:
             return f"an object of texts of at most {self.max_length} characters by box: {', '.join(self.labels)}"
         if self.labels:

@@ -1,0 +1,128 @@
+"""Issue 45 (item 3): upstream's ``consensus_tracking`` scheme, as its multi-agent-discussion,
+negotiation-review and debate-judging examples configure it: each turn of the item's list under
+``turns_key`` tagged with one of ``acts``; an act of ``linked_acts`` may name the turn it answers.
+Stored per turn (``"proposal"`` or ``{"act": "agreement", "ref": "t0"}``) with the turn's place and
+text; upstream's export holds one JSON list of tags by the turns' places, and reads back.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from click.testing import CliRunner, Result
+
+from potato.cli import cli
+from potato.config import load_config, validate
+from potato.db import Database
+from potato.labels import LabelStore
+from potato.server import close_app, create_app
+from tests.conftest import ADMIN_KEY
+from tests.harness.upstream import upstream
+
+CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
+TALK = [{"speaker": "buyer", "agent_id": "buyer", "text": "We need 500 GPU-hours at $2."},
+        {"speaker": "seller", "agent_id": "seller", "text": "List price is $3.50; I can do $3."},
+        {"speaker": "buyer", "agent_id": "buyer", "text": "Deal at $3."}]
+MOVES = {"annotation_type": "consensus_tracking", "name": "moves", "description": "Tag the negotiation moves",
+         "turns_key": "conversation", "acts": ["offer", "counter_offer", "accept", "reject"],
+         "linked_acts": ["counter_offer", "accept", "reject"]}
+FIELDS = [{"key": "conversation", "type": "multi_agent_discussion", "label": "Negotiation"}]
+
+
+def _project(root: Path) -> Path:
+    (root / "data").mkdir(parents=True)
+    items = [{"id": "n1", "text": "GPU deal", "conversation": TALK}]
+    (root / "data" / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    config = {"annotation_task_name": "Deals", "task_dir": ".", "data_files": ["data/items.jsonl"],
+              "item_properties": {"id_key": "id", "text_key": "text"}, "output_annotation_dir": "out",
+              "admin_api_key": ADMIN_KEY, "annotation_schemes": [MOVES], "instance_display": {"fields": FIELDS}}
+    path = root / "config.yaml"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def _stored(config_path: Path) -> dict[tuple[str, str], Any]:
+    store = LabelStore(Database(load_config(config_path).database_path))
+    return {(lab.item_id, lab.schema): lab.value for lab in store.iter_labels()}
+
+
+def _run(*args: Any) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
+    path = _project(tmp_path / "project")
+    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+    client = app.test_client()
+    client.post("/login", data={"name": "ann"})
+    try:
+        yield path, client
+    finally:
+        close_app(app)
+
+
+def _label(client: Any, value: Any) -> Any:
+    return client.post("/api/label", json={"id": "n1", "go": "stay", "labels": {"moves": value}})
+
+
+def test_acts_are_asked_on_each_turn_beside_the_discussion() -> None:
+    report = validate(upstream(annotation_schemes=[MOVES], instance_display={"fields": FIELDS}), CONFIG)
+    assert report.errors == []
+    moves = report.config.annotation_schemes[0]
+    assert moves.labels == ("offer", "counter_offer", "accept", "reject")
+    assert moves.linked_labels == ("counter_offer", "accept", "reject")
+    assert (moves.turns.field, moves.turns.placement) == ("conversation", "inline")
+    # Upstream's defaults; with no field drawing the turns one by one, they are listed under the question.
+    plain = validate(upstream(annotation_schemes=[{"annotation_type": "consensus_tracking", "name": "acts"}]), CONFIG)
+    assert plain.errors == []
+    acts = plain.config.annotation_schemes[0]
+    assert acts.labels == ("proposal", "agreement", "disagreement", "decision", "concession")
+    assert acts.turns.placement == "list"
+    bad = validate(upstream(annotation_schemes=[{**MOVES, "linked_acts": ["agree"]}], instance_display={"fields": FIELDS}),
+                   CONFIG)
+    assert [i.message for i in bad.errors] == [
+        "annotation_schemes[0].linked_acts: names 'agree', which is not one of the acts (offer, counter_offer, accept, "
+        "reject); list only acts"]
+
+
+def test_an_act_and_the_turn_it_answers_are_stored_per_turn(project: tuple[Path, Any]) -> None:
+    path, client = project
+    assert "data-linked='[\"counter_offer\", \"accept\", \"reject\"]'" in client.get("/annotate").get_data(as_text=True)
+    saved = _label(client, {"t0": "offer", "t1": {"act": "counter_offer", "ref": "t0"}, "t2": {"act": "accept"}})
+    assert saved.status_code == 200, saved.get_json()
+    stored = _stored(path)[("n1", "moves")]
+    assert stored["t1"] == {"value": {"act": "counter_offer", "ref": "t0"}, "index": 1,
+                            "text": "List price is $3.50; I can do $3.", "speaker": "seller", "agent_id": "seller"}
+    assert stored["t2"]["value"] == {"act": "accept"}
+    itself = _label(client, {"t1": {"act": "accept", "ref": "t1"}})
+    assert itself.get_json()["error"] == ("'moves': turn 't1' refers to 't1', which is not another turn of this item "
+                                          "(its turns: t0, t1, t2)")
+    unlinked = _label(client, {"t0": {"act": "offer", "ref": "t1"}})
+    assert unlinked.get_json()["error"].startswith("'moves': {'act': 'offer', 'ref': 't1'} is not an answer for turn 't0'")
+    assert _stored(path)[("n1", "moves")] == stored
+
+
+@pytest.mark.parametrize("fmt", ["ours", "jsonl", "csv"])
+def test_upstreams_list_of_tags_and_ours_import_back(project: tuple[Path, Any], tmp_path: Path, fmt: str) -> None:
+    path, client = project
+    assert _label(client, {"t0": "offer", "t1": {"act": "counter_offer", "ref": "t0"}, "t2": "accept"}).status_code == 200
+    if fmt == "ours":
+        assert _run("export", path, "-o", tmp_path / "labels.jsonl").exit_code == 0
+        source = tmp_path / "labels.jsonl"
+    else:
+        assert _run("export", path, "--upstream-format", fmt, "-o", tmp_path / "up").exit_code == 0
+        source = tmp_path / "up" / f"annotations.{fmt}"
+    if fmt == "jsonl":
+        tags = json.loads(json.loads(source.read_text().splitlines()[0])["labels"]["moves"]["moves"])
+        assert tags == [{"turn": 0, "act": "offer", "agent_id": "buyer"},
+                        {"turn": 1, "act": "counter_offer", "agent_id": "seller", "ref": 0},
+                        {"turn": 2, "act": "accept", "agent_id": "buyer"}]
+    fresh = _project(tmp_path / "fresh")
+    result = _run("import-labels", fresh, source, "--user", "ann")
+    assert result.exit_code == 0, result.output
+    assert _stored(fresh) == _stored(path)

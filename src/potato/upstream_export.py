@@ -87,6 +87,8 @@ def upstream_turns(scheme: Scheme, value: Any) -> dict[str, str]:
         return upstream_steps(scheme, value)
     if scheme.annotation_type is SchemeType.CONSENSUS_TRACKING:
         return upstream_acts(scheme, value)
+    if scheme.annotation_type is SchemeType.TRAJECTORY_EVAL:
+        return upstream_verdicts(scheme, value)
     if scheme.rated_turns:  # a dialogue's per_turn_ratings: each turn's point by the turn's place
         points = {str(entry["index"]): _upstream_turn_value(scheme, entry.get("value"))
                   for entry in (value or {}).values() if isinstance(entry, dict)}
@@ -144,6 +146,38 @@ def our_steps(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     return out
 
 
+def upstream_verdicts(scheme: Scheme, value: Any) -> dict[str, str]:
+    """A trajectory evaluation as upstream's page stores it: under the scheme's own name, one JSON
+    text ``{"steps": [{"step_index", "correctness", ...}], "score"}`` (the score where it is shown) (pure)."""
+    steps = [{"step_index": entry["index"], **entry["value"]} for entry in (value or {}).values()
+             if isinstance(entry, dict) and isinstance(entry.get("value"), dict)]
+    out: dict[str, Any] = {"steps": steps}
+    if scheme.max_score is not None:
+        weights = dict(scheme.severities)
+        lost = sum(abs(weights.get(step.get("severity", ""), 0)) for step in steps)
+        out["score"] = max(0, scheme.max_score - lost)
+    return {scheme.name: json.dumps(out, ensure_ascii=False)}
+
+
+def our_verdicts(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
+    """Upstream's trajectory evaluation (:func:`upstream_verdicts`) as this server's ``{turn id:
+    verdict}``; a step left without a correctness is left out (pure). What does not read that way is
+    handed back."""
+    raw = answer.get(scheme.name) if set(answer) == {scheme.name} else None
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        return dict(answer)
+    steps = data.get("steps") if isinstance(data, dict) else None
+    if not isinstance(steps, list):
+        return dict(answer)
+    out: dict[str, Any] = {}
+    for step in steps:
+        if isinstance(step, dict) and step.get("correctness") is not None:
+            out[f"t{step.get('step_index')}"] = {k: v for k, v in step.items() if k != "step_index" and v not in ("", None)}
+    return out
+
+
 def upstream_acts(scheme: Scheme, value: Any) -> dict[str, str]:
     """A consensus tracker's tags as upstream's page stores them: under the scheme's own name, one JSON
     list ``[{"turn", "act", "ref", "agent_id"}]`` naming turns by their place (pure)."""
@@ -186,6 +220,8 @@ def our_turns(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
         return our_steps(scheme, answer)
     if scheme.annotation_type is SchemeType.CONSENSUS_TRACKING:
         return our_acts(scheme, answer)
+    if scheme.annotation_type is SchemeType.TRAJECTORY_EVAL:
+        return our_verdicts(scheme, answer)
     raw = answer.get(TURN_DATA) if set(answer) == {TURN_DATA} else None
     try:
         data = json.loads(raw) if isinstance(raw, str) else raw

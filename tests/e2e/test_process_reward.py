@@ -139,3 +139,55 @@ def test_steps_are_marked_by_their_first_error_by_keyboard_and_kept(server: Serv
     assert page.evaluate("document.querySelectorAll('#item-text script, #item-text img, #answers img').length") == 0
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert not [m for m in console if "Content Security Policy" in m or "Refused to" in m], console
+
+
+@pytest.fixture
+def judged(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
+    """Upstream's trajectory-evaluation shape: each step judged, and a wrong one's error named."""
+    path = make_project(n_items=1, annotation_schemes=[
+        {"annotation_type": "trajectory_eval", "name": "step_evaluation", "description": "Evaluate each step",
+         "steps_key": "steps", "step_text_key": "action", "correctness_options": ["correct", "incorrect"],
+         "error_types": [{"name": "execution", "subtypes": ["wrong_tool", "wrong_args"]}],
+         "severities": [{"name": "minor", "weight": -1}, {"name": "major", "weight": -5}], "max_score": 100}])
+    steps = [{"action": f"search_web('weather {HOSTILE}')"}, {"action": "click_result(0)"}]
+    (path.parent / "data" / "reviews.json").write_text(json.dumps([{"id": "j0", "text": "Weather", "steps": steps}]),
+                                                       encoding="utf-8")
+    srv = ServerProcess(path).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_wrong_step_is_judged_with_its_error_by_keyboard_and_kept(judged: ServerProcess, page: Any,
+                                                                   width: int) -> None:
+    sign_in(page, judged, "ana", width, first="j0")
+    box = "fieldset[data-schema=step_evaluation]"
+    assert page.inner_text(f"{box} .traj-score") == "Score: 100 / 100"
+    second = f"{box} .turn-slot[data-turn=t1]"
+    assert page.is_hidden(f"{second} .traj-error")
+    page.focus(f"{second} input[value=correct]")
+    assert focused(page) == "Evaluate each step (step 2): correct"
+    page.keyboard.press("ArrowDown")  # incorrect: what went wrong is asked
+    assert page.is_visible(f"{second} .traj-error")
+    page.keyboard.press("Tab")
+    assert focused(page) == "Evaluate each step (step 2): Error type"
+    page.select_option(f"{second} .traj-type", "execution::wrong_tool")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Space")
+    page.keyboard.press("ArrowDown")
+    assert focused(page) == "Evaluate each step (step 2): Severity: major"
+    page.fill(f"{second} .traj-rationale", "Wrong result clicked")
+    page.keyboard.press("Tab")  # the box is saved when it is left
+    assert page.inner_text(f"{box} .traj-score") == "Score: 95 / 100"
+    page.click(f"{box} .turn-slot[data-turn=t0] label:has-text('correct') >> nth=0")
+    stored(judged, {("j0", "step_evaluation"): {"t0": {"correctness": "correct"}, "t1": {
+        "correctness": "incorrect", "error_type": "execution", "error_subtype": "wrong_tool", "severity": "major",
+        "rationale": "Wrong result clicked"}}})
+    page.reload()
+    page.wait_for_selector("#item-id:text('j0')")
+    assert page.input_value(f"{second} .traj-type") == "execution::wrong_tool"
+    assert page.input_value(f"{second} .traj-rationale") == "Wrong result clicked"
+    assert page.is_checked(f"{second} input[value=major]") and page.is_visible(f"{second} .traj-error")
+    assert page.inner_text(f"{box} .traj-score") == "Score: 95 / 100"
+    assert page.evaluate("window.__pwned") is None
+    assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -46,8 +46,7 @@ MODES = ("first_error", "per_step")
 """A process reward's two ways of marking: the first wrong step (every later one wrong), or each step."""
 REWARD_WORDS = {RIGHT: "Correct", NEUTRAL: "Neutral", WRONG: "Wrong"}
 """A process reward's buttons as upstream words them (``reward_labels`` renames them)."""
-_PROCESS_REWARD = ("steps_key", "step_text_key", "allow_neutral", "inline_with_trace", "reward_labels",
-                   "ai_prelabel", "require_verification")
+_PROCESS_REWARD = ("allow_neutral", "inline_with_trace", "reward_labels", "ai_prelabel", "require_verification")
 _PAIRWISE = ("items_key", "show_labels", "allow_tie", "tie_label", "scale", "dimensions", "justification")
 
 KEY_CHECKS: Mapping[str, Check] = {
@@ -112,6 +111,11 @@ KEY_CHECKS: Mapping[str, Check] = {
     "acts": text_list("[proposal, agreement, decision]", unique=True),
     "linked_acts": text_list("[agreement]", unique=True),
     "hint": text(allow_empty=True),
+    "correctness_options": text_list("[correct, incorrect]", unique=True),
+    "error_types": anything,
+    "severities": anything,
+    "show_score": boolean,
+    "max_score": number(0, open_low=True),
 }
 
 
@@ -133,10 +137,12 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "options": ("multirate",),
     **{key: ("rubric_eval",) for key in ("scale_points", "scale_labels", "criteria", "show_overall")},
     **{key: ("consensus_tracking",) for key in ("turns_key", "acts", "linked_acts", "hint")},
+    **{key: ("trajectory_eval",) for key in ("correctness_options", "error_types", "severities", "show_score", "max_score")},
+    "steps_key": ("process_reward", "trajectory_eval"), "step_text_key": ("process_reward", "trajectory_eval"),
 }
 
 
-_NO_LABELS = ("slider", "number", "process_reward", "rubric_eval", "consensus_tracking")
+_NO_LABELS = ("slider", "number", "process_reward", "rubric_eval", "consensus_tracking", "trajectory_eval")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -182,6 +188,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _process_reward(raw, values)
     elif kind == "pairwise":
         problems += _pairwise(raw, values)
+    elif kind == "trajectory_eval":
+        problems += _trajectory(raw, values)
     elif kind == "consensus_tracking":
         problems += _consensus(raw, values)
     elif kind == "rubric_eval":
@@ -264,6 +272,53 @@ def _multirate(rows: object, values: dict[str, Any]) -> list[Problem]:
             out.append(LabelOption(row["name"], text=row.get("label", ""),
                                    tooltip=row.get("tooltip") or row.get("description", "")))
     values.update(dimensions=tuple(out), sequential_key_binding=False)
+    return problems
+
+
+_SEVERITY = {"name": text(), "weight": number(-float(2**31), open_low=False)}
+_ERROR_TYPE = {"name": text(), "label": text(), "subtypes": text_list("[logical_error, factual_error]", unique=True)}
+SEVERITIES = (("minor", -1.0), ("major", -5.0), ("critical", -10.0))
+
+
+def _trajectory(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's trajectory evaluation: each step of the item's list under ``steps_key`` judged
+    (``correctness_options``) and, where it is not right, what went wrong: an error type and subtype
+    of ``error_types``, a severity of ``severities`` and a rationale. ``show_score`` shows the score
+    the severities' weights leave of ``max_score``."""
+    if raw.get("labels") not in (None, []):
+        return [(".labels", "a trajectory_eval scheme's answers are its correctness_options; remove labels")]
+    problems: list[Problem] = []
+    types: list[tuple[str, tuple[str, ...]]] = []
+    for n, entry in enumerate(values.pop("error_types", []) or []):
+        try:
+            kind, more = (({"name": entry}, []) if isinstance(entry, str) else
+                          check_keys(mapping(entry, "{name: reasoning, subtypes: [logical_error]}"), _ERROR_TYPE,
+                                     "an error type"))
+        except Invalid as bad:
+            kind, more = {}, list(bad.problems)
+        name = kind.get("name", kind.get("label"))
+        if name is None and not more:
+            more = [(".name", "missing; name the error type, e.g. name: reasoning")]
+        problems += [(f".error_types[{n}]" + sub, detail) for sub, detail in more]
+        if not more:
+            types.append((str(name), tuple(kind.get("subtypes", ()))))
+    severities: list[tuple[str, float]] = []
+    for n, entry in enumerate(values.pop("severities", [{"name": s, "weight": w} for s, w in SEVERITIES])):
+        try:
+            severity, more = check_keys(mapping(entry, "{name: major, weight: -5}"), _SEVERITY, "a severity")
+        except Invalid as bad:
+            severity, more = {}, list(bad.problems)
+        if "name" not in severity and not more:
+            more = [(".name", "missing; name the severity, e.g. name: major")]
+        problems += [(f".severities[{n}]" + sub, detail) for sub, detail in more]
+        if not more:
+            severities.append((severity["name"], float(severity.get("weight", 0))))
+    options = values.pop("correctness_options", ("correct", "incorrect", "partially_correct"))
+    values["options"] = tuple(LabelOption(o, text=o.replace("_", " ")) for o in options)
+    values.update(error_types=tuple(types), severities=tuple(severities),
+                  max_score=float(values.pop("max_score", 100)) if values.pop("show_score", True) else None)
+    values["turns"] = TurnBinding(field=values.pop("steps_key", "steps"), steps_text=values.pop("step_text_key", "action"),
+                                  placement="list", label=str(values.get("description") or values.get("name", "")))
     return problems
 
 

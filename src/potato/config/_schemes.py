@@ -120,7 +120,7 @@ def training_types(raw: object) -> dict[str, str | None]:
     and a question asked on each turn or step as ``turn_level`` (no trainer learns those yet)."""
     radio_like = {"likert": "radio", "select": "radio"}
     per_turn = {str(item["name"]) for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)
-                and (item.get("turn_level") is True or item.get("annotation_type") in ("process_reward", "consensus_tracking"))} \
+                and (item.get("turn_level") is True or item.get("annotation_type") in ("process_reward", "consensus_tracking", "trajectory_eval"))} \
         if isinstance(raw, list) else set()
     return {name: "turn_level" if name in per_turn else radio_like.get(kind or "", kind)
             for name, kind in scheme_types(raw).items()}
@@ -205,4 +205,7 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         center_label=values.get("center_label", ""),
         items_key=values.get("items_key", ""),
         linked_labels=values.get("linked_labels", ()),
+        error_types=values.get("error_types", ()),
+        severities=values.get("severities", ()),
+        max_score=values.get("max_score"),
     )

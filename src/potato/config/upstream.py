@@ -201,7 +201,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "conjoint": "conjoint choice sets",
     "triage": "accept/reject triage",
     # Upstream's agent-evaluation types: each reads the item's steps or turns itself.
-    "trajectory_eval": "judging each step of an agent's trajectory with error types and severities",
     "trajectory_edit": "correcting the steps of an agent's trajectory",
     "failure_attribution": "naming the agent and step that caused a failure",
     "tool_call_review": "judging each tool call of an agent",

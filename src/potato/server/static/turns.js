@@ -57,8 +57,10 @@
     slot.dataset.turn = turn.id;
     slot.dataset.turnType = fs.dataset.turnType;
     var body = tpl.content.cloneNode(true);
-    // Each turn's radios are a group of their own.
-    body.querySelectorAll("[name]").forEach(function (input) { input.name = fs.dataset.schema + "@" + turn.id; });
+    // Each turn's radios are a group of their own (a step's severity another one).
+    body.querySelectorAll("[name]").forEach(function (input) {
+      input.name = fs.dataset.schema + "@" + turn.id + (input.dataset.group ? "@" + input.dataset.group : "");
+    });
     var label = fs.dataset.turnLabel;
     if (fs.dataset.placement === "drawer") {
       var drawer = el("details", "turn-drawer"), summary = el("summary", null, "\u270e " + label);
@@ -70,9 +72,14 @@
       slot.appendChild(body);
     }
     slot.querySelectorAll("input, select, textarea").forEach(function (input) {
+      var own = input.getAttribute("aria-label");  // a part of a step's verdict says which part it is
       input.setAttribute("aria-label", label + " (" + fs.dataset.turnWord.toLowerCase() + " " + number + ")" +
-        (input.value && (input.type === "radio" || input.type === "checkbox") ? ": " + input.value : ""));
+        (own ? ": " + own : input.value && (input.type === "radio" || input.type === "checkbox") ? ": " + input.value : ""));
     });
+    var verdict = slot.querySelector("[data-traj]");
+    if (verdict) {  // what went wrong is asked only of a step that is not right
+      slot.addEventListener("change", function () { wrongShown(slot); });
+    }
     slot.addEventListener("input", function (ev) {
       if (ev.target.type === "range") { slot.dataset.touched = "1"; slider(slot); }
     });
@@ -127,7 +134,47 @@
     show(fs);
   }
 
+  function wrongShown(slot) {
+    var verdict = slot.querySelector("[data-traj]"), picked = verdictOf(slot);
+    verdict.querySelector(".traj-error").hidden = !picked || picked === verdict.dataset.traj;
+  }
+
+  function verdictOf(slot) {
+    var picked = slot.querySelector("[data-traj] input[type=radio]:not([data-group]):checked");
+    return picked ? picked.value : null;
+  }
+
+  // A step's verdict: its correctness and, for a step that is not right, what of the rest is given.
+  function trajAnswer(slot) {
+    var verdict = slot.querySelector("[data-traj]"), correctness = verdictOf(slot);
+    if (!correctness) { return null; }
+    var out = { correctness: correctness };
+    if (correctness === verdict.dataset.traj) { return out; }
+    var type = verdict.querySelector(".traj-type"), severity = verdict.querySelector("[data-group=severity]:checked");
+    var rationale = verdict.querySelector(".traj-rationale").value;
+    if (type && type.value) {
+      var parts = type.value.split("::");
+      out.error_type = parts[0];
+      if (parts[1]) { out.error_subtype = parts[1]; }
+    }
+    if (severity) { out.severity = severity.value; }
+    if (rationale) { out.rationale = rationale; }
+    return out;
+  }
+
+  function setTraj(slot, answer) {
+    var verdict = slot.querySelector("[data-traj]"), has = answer && typeof answer === "object";
+    verdict.querySelectorAll("input[type=radio]").forEach(function (input) {
+      input.checked = has && (input.dataset.group ? answer.severity === input.value : answer.correctness === input.value);
+    });
+    var type = verdict.querySelector(".traj-type");
+    if (type) { type.value = has && answer.error_type ? answer.error_type + "::" + (answer.error_subtype || "") : ""; }
+    verdict.querySelector(".traj-rationale").value = has && answer.rationale || "";
+    wrongShown(slot);
+  }
+
   function answerOf(slot) {
+    if (slot.querySelector("[data-traj]")) { return trajAnswer(slot); }
     var multi = slot.querySelector("[data-multi]");
     if (multi) {
       var boxes = {}, any = false;
@@ -167,6 +214,7 @@
     slotsOf(fs).forEach(function (slot) {
       var entry = by[slot.dataset.turn];
       var answer = entry && typeof entry === "object" && !Array.isArray(entry) && "value" in entry ? entry.value : entry;
+      if (slot.querySelector("[data-traj]")) { setTraj(slot, answer); return; }
       var ref = slot.querySelector(".turn-ref");
       if (ref) {  // an act, or {act, ref}
         var act = answer && typeof answer === "object" ? answer.act : answer;
@@ -194,8 +242,23 @@
     progress(fs);
   }
 
+  // A trajectory's score: what the severities of its wrong steps leave of the most it can score.
+  function score(fs, answers) {
+    var line = fs.querySelector(".traj-score");
+    if (!line) { return; }
+    var weights = {}, top = Number(fs.dataset.maxScore), total = top;
+    JSON.parse(fs.dataset.severities || "[]").forEach(function (pair) { weights[pair[0]] = pair[1]; });
+    Object.keys(answers).forEach(function (id) {
+      var a = answers[id];
+      if (a && a.severity && weights[a.severity] !== undefined) { total -= Math.abs(weights[a.severity]); }
+    });
+    line.textContent = "Score: " + Math.max(0, total) + " / " + top;
+  }
+
   function progress(fs) {
-    var slots = slotsOf(fs), done = Object.keys(get(fs)).length, line = fs.querySelector(".turn-progress");
+    var answers = get(fs);
+    score(fs, answers);
+    var slots = slotsOf(fs), done = Object.keys(answers).length, line = fs.querySelector(".turn-progress");
     var word = fs.dataset.turnWord.toLowerCase();
     line.textContent = slots.length ? done + " of " + slots.length + " " + word + (slots.length === 1 ? "" : "s") + " answered"
       : "No " + word + " of this item is asked.";

@@ -46,6 +46,7 @@ class SchemeType(str, Enum):
     MULTIRATE = "multirate"
     RUBRIC_EVAL = "rubric_eval"
     CONSENSUS_TRACKING = "consensus_tracking"
+    TRAJECTORY_EVAL = "trajectory_eval"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -142,6 +143,12 @@ class Scheme:
     linked_labels: tuple[str, ...] = ()
     """A consensus tracker's acts that answer another turn (``linked_acts``): their answer may name
     the turn they refer to, ``{"act": ..., "ref": turn id}``."""
+    error_types: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """A trajectory evaluation's error taxonomy: each type with its subtypes (maybe none)."""
+    severities: tuple[tuple[str, float], ...] = ()
+    """A trajectory evaluation's severities, each with its weight (what it takes off the score)."""
+    max_score: float | None = None
+    """A trajectory evaluation's score before any error (``show_score``); None: no score shown."""
     first_error: bool = False
     """A process reward marked by its first wrong step (upstream's ``mode: first_error``): every step
     before it is correct and every one from it on is wrong, so no correct step follows a wrong one."""
@@ -244,6 +251,8 @@ class Scheme:
         """Whether ``value`` is one answer to this scheme's question (on one turn, for a turn-level one)."""
         if self.annotation_type is SchemeType.SPAN:
             return text is not None and self.span_problem(value, text) is None
+        if self.annotation_type is SchemeType.TRAJECTORY_EVAL:
+            return self._accepts_step_verdict(value)
         if self.annotation_type is SchemeType.CONSENSUS_TRACKING and isinstance(value, dict):
             return (set(value) <= {"act", "ref"} and value.get("act") in self.linked_labels
                     and (value.get("ref") is None or isinstance(value.get("ref"), str)))
@@ -287,6 +296,10 @@ class Scheme:
         if self.pairwise_mode == "multi_dimension":
             return ("an object of choices by dimension (" + ", ".join(self.dimension_names) + "), each A or B"
                     + (f" (or tie on {', '.join(self.tie_dimensions)})" if self.tie_dimensions else ""))
+        if self.annotation_type is SchemeType.TRAJECTORY_EVAL:
+            return ('{"correctness": ' + " or ".join(self.labels) + '} with, for an error, "error_type" ('
+                    + ", ".join(name for name, _ in self.error_types) + '), "error_subtype", "severity" ('
+                    + ", ".join(name for name, _ in self.severities) + ') and "rationale"')
         if self.annotation_type is SchemeType.CONSENSUS_TRACKING:
             return (", ".join(self.labels) + (f"; or {{\"act\", \"ref\": the turn it answers}} for "
                                               f"{', '.join(self.linked_labels)}" if self.linked_labels else ""))
@@ -300,6 +313,22 @@ class Scheme:
             step = f" in steps of {self.step:g}" if self.step and self.min_value is not None else ""
             return f"a number{low}{high}{step}"
         return "any text"
+
+    def _accepts_step_verdict(self, value: object) -> bool:
+        """``{"correctness", "error_type", "error_subtype", "severity", "rationale"}``: a correctness,
+        and for a step that is not right, what went wrong (all but the correctness may be left out)."""
+        if not isinstance(value, dict) or value.get("correctness") not in self.labels:
+            return False
+        if not set(value) <= {"correctness", "error_type", "error_subtype", "severity", "rationale"}:
+            return False
+        subtypes = dict(self.error_types)
+        kind, sub = value.get("error_type", ""), value.get("error_subtype", "")
+        if kind and kind not in subtypes or sub and (not kind or sub not in subtypes.get(kind, ())):
+            return False
+        if value.get("severity", "") and value.get("severity") not in dict(self.severities):
+            return False
+        rationale = value.get("rationale", "")
+        return isinstance(rationale, str) and len(rationale) <= self.max_length
 
     def _accepts_number(self, value: object) -> bool:
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -100,7 +100,7 @@ def _csv_value(scheme: Scheme, raw: str) -> Any:
             return json.loads(raw)
         except json.JSONDecodeError:
             return raw
-    if kind is not SchemeType.MULTISELECT:
+    if kind not in (SchemeType.MULTISELECT, SchemeType.HIERARCHICAL_MULTISELECT):
         return raw
     raw = raw.strip()
     if raw.startswith("["):

@@ -22,7 +22,7 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from potato.config.schema import FREE_RESPONSE, Config, free_response_name
 from potato.training.job.schemes import NEUTRAL, RIGHT, WRONG, Scheme, SchemeType
@@ -52,6 +52,8 @@ def upstream_labels(scheme: Scheme | None, value: Any) -> dict[str, str]:
     """One stored answer as upstream's ``{label_name: value}`` (pure)."""
     if scheme is not None and scheme.pairwise_mode in PAIRWISE_NAMES:
         return {PAIRWISE_NAMES[scheme.pairwise_mode]: _text(value)}
+    if scheme is not None and scheme.depths and isinstance(value, list):  # a tree's picks, as upstream joins them
+        return {scheme.name: ",".join(str(v) for v in value)}
     if isinstance(value, dict):  # a text scheme's boxes, or a comparison's choices, by label or dimension
         return {str(k): _text(v) for k, v in value.items()}
     if scheme is not None and scheme.annotation_type in FIXED_NAMES:
@@ -390,6 +392,8 @@ def our_value(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     if scheme.pairwise_mode in PAIRWISE_NAMES:
         name = PAIRWISE_NAMES[scheme.pairwise_mode]
         return answer[name] if set(answer) == {name} else dict(answer)
+    if scheme.depths and set(answer) == {scheme.name} and isinstance(answer[scheme.name], str):
+        return _picks(answer[scheme.name], scheme.labels)
     if (kind is SchemeType.TEXT and scheme.labels) or scheme.by_rows:
         return dict(answer)
     if kind in FIXED_NAMES:
@@ -397,6 +401,19 @@ def our_value(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     if kind is SchemeType.MULTISELECT:
         return list(answer)
     return next(iter(answer)) if len(answer) == 1 else list(answer)
+
+
+def _picks(joined: str, labels: Sequence[str]) -> list[str]:
+    """Upstream's comma-joined picks of a tree as its labels: a label with a comma in its name is
+    put back together from the pieces (pure)."""
+    out: list[str] = []
+    piece = ""
+    for part in joined.split(","):
+        piece = part if not piece else piece + "," + part
+        if piece in labels or piece.strip() in labels:
+            out.append(piece if piece in labels else piece.strip())
+            piece = ""
+    return out + ([piece] if piece else [])
 
 
 def our_spans(schema: str, spans: Any) -> tuple[Any, str | None]:

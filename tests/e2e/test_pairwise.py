@@ -107,3 +107,44 @@ def test_two_responses_are_compared_by_keyboard_and_kept(server: ServerProcess, 
     assert page.evaluate("document.querySelectorAll('#item-text script, #item-text b').length") == 0
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert not [m for m in console if "Content Security Policy" in m or "Refused to" in m], console
+
+
+@pytest.fixture
+def tree(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
+    """Upstream's hierarchical-multiselect shape: a tree of topics with a search box; picking a node
+    picks the nodes under it."""
+    path = make_project(n_items=1, annotation_schemes=[
+        {"annotation_type": "hierarchical_multiselect", "name": "topics", "description": "Select all topics",
+         "taxonomy": {"Science": {"Physics": ["Quantum Mechanics", "Thermodynamics"], "Biology": ["Genetics"]},
+                      "Arts": ["Music", f"Painting {HOSTILE}"]},
+         "auto_select_children": True, "show_search": True}])
+    (path.parent / "data" / "reviews.json").write_text(json.dumps([{"id": "t0", "text": "Genes and songs"}]),
+                                                       encoding="utf-8")
+    srv = ServerProcess(path).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_tree_of_labels_is_searched_and_picked_by_keyboard(tree: ServerProcess, page: Any, width: int) -> None:
+    sign_in(page, tree, "ana", width, first="t0")
+    rows = "fieldset[data-schema=topics] .tree-node"
+    # The search keeps a match and the nodes above it, so it is read in its place.
+    page.fill(".tree-search", "gene")
+    assert page.eval_on_selector_all(f"{rows}:not([hidden])", "l => l.map(n => n.innerText.trim())") == [
+        "Science", "Biology", "Genetics"]
+    page.fill(".tree-search", "zzz")
+    assert page.is_visible(".tree-none")
+    page.fill(".tree-search", "")
+    # Picking Physics picks what is under it.
+    page.focus(f"{rows} input[value=Physics]")
+    page.keyboard.press("Space")
+    page.focus(f"{rows} input[value=Music]")
+    page.keyboard.press("Space")
+    stored(tree, {("t0", "topics"): ["Physics", "Quantum Mechanics", "Thermodynamics", "Music"]})
+    page.reload()
+    page.wait_for_selector("#item-id:text('t0')")
+    assert page.eval_on_selector_all(f"{rows} input:checked", "l => l.map(i => i.value)") == [
+        "Physics", "Quantum Mechanics", "Thermodynamics", "Music"]
+    assert page.evaluate("window.__pwned") is None
+    assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -116,6 +116,12 @@ KEY_CHECKS: Mapping[str, Check] = {
     "severities": anything,
     "show_score": boolean,
     "max_score": number(0, open_low=True),
+    "taxonomy": anything,
+    "taxonomy_preset": anything,
+    "tooltips": anything,
+    "auto_select_children": boolean,
+    "auto_select_parent": boolean,
+    "show_search": boolean,
 }
 
 
@@ -137,12 +143,15 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "options": ("multirate",),
     **{key: ("rubric_eval",) for key in ("scale_points", "scale_labels", "criteria", "show_overall")},
     **{key: ("consensus_tracking",) for key in ("turns_key", "acts", "linked_acts", "hint")},
+    **{key: ("hierarchical_multiselect",) for key in ("taxonomy", "taxonomy_preset", "tooltips", "auto_select_children",
+                                                      "auto_select_parent", "show_search")},
     **{key: ("trajectory_eval",) for key in ("correctness_options", "error_types", "severities", "show_score", "max_score")},
     "steps_key": ("process_reward", "trajectory_eval"), "step_text_key": ("process_reward", "trajectory_eval"),
 }
 
 
-_NO_LABELS = ("slider", "number", "process_reward", "rubric_eval", "consensus_tracking", "trajectory_eval")
+_NO_LABELS = ("slider", "number", "process_reward", "rubric_eval", "consensus_tracking", "trajectory_eval",
+              "hierarchical_multiselect")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -188,6 +197,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _process_reward(raw, values)
     elif kind == "pairwise":
         problems += _pairwise(raw, values)
+    elif kind == "hierarchical_multiselect":
+        problems += _tree(raw, values)
     elif kind == "trajectory_eval":
         problems += _trajectory(raw, values)
     elif kind == "consensus_tracking":
@@ -273,6 +284,80 @@ def _multirate(rows: object, values: dict[str, Any]) -> list[Problem]:
                                    tooltip=row.get("tooltip") or row.get("description", "")))
     values.update(dimensions=tuple(out), sequential_key_binding=False)
     return problems
+
+
+def _tree(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's hierarchical multiselect: any nodes of a tree of labels (``taxonomy``, nested
+    mappings ending in lists, or ``taxonomy_preset: mast``), stored as a list of the nodes' names."""
+    if raw.get("labels") not in (None, []):
+        return [(".labels", "a hierarchical_multiselect scheme's labels are its taxonomy; remove labels")]
+    tree = values.pop("taxonomy", None)
+    preset = values.pop("taxonomy_preset", None)
+    tips: dict[str, str] = {}
+    if tree is None and preset is not None:
+        if preset not in TAXONOMIES:
+            return [(".taxonomy_preset", f"{show(preset)} is not a taxonomy this server ships; valid: "
+                                         f"{', '.join(TAXONOMIES)}, or write the tree under taxonomy")]
+        tree, tips = TAXONOMIES[preset]
+    if not isinstance(tree, (dict, list)) or not tree:
+        return [(".taxonomy", "missing; give the tree of labels, e.g. taxonomy: {Science: [Physics, Biology], "
+                              "Arts: [Music]}, or taxonomy_preset: mast")]
+    given = values.pop("tooltips", {})
+    if not isinstance(given, dict):
+        return [(".tooltips", f"must map a label to its description, e.g. {{Physics: The study of matter}}, got {show(given)}")]
+    tips.update({str(k): str(v) for k, v in given.items()})
+    nodes: list[tuple[str, int]] = []
+
+    def walk(branch: dict[Any, Any] | list[Any], depth: int) -> None:
+        for name, children in ([(key, branch[key]) for key in list(branch)] if isinstance(branch, dict)
+                               else [(b, None) for b in branch]):
+            nodes.append((str(name), depth))
+            if isinstance(children, (dict, list)) and children:
+                walk(children, depth + 1)
+
+    walk(tree, 0)
+    names = [name for name, _ in nodes]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        return [(".taxonomy", f"names {', '.join(map(show, twice))} more than once; each node is stored by its name, "
+                              "so give each its own")]
+    values["options"] = tuple(LabelOption(name, tooltip=tips.get(name, "")) for name in names)
+    values.update(depths=tuple(depth for _, depth in nodes), auto_children=values.pop("auto_select_children", False),
+                  auto_parent=values.pop("auto_select_parent", False), searchable=values.pop("show_search", False),
+                  sequential_key_binding=False)
+    return []
+
+
+MAST = {
+    "Specification & System Design": [
+        "1.1 Disobey task specification", "1.2 Disobey role specification", "1.3 Step repetition",
+        "1.4 Loss of conversation history", "1.5 Unaware of termination conditions"],
+    "Inter-Agent Misalignment": [
+        "2.1 Conversation reset", "2.2 Fail to ask for clarification", "2.3 Task derailment",
+        "2.4 Information withholding", "2.5 Ignored other agent's input", "2.6 Reasoning-action mismatch"],
+    "Task Verification & Termination": [
+        "3.1 Premature termination", "3.2 No or incomplete verification", "3.3 Incorrect verification"],
+}
+"""The failure modes of multi-agent LLM systems in the MAST taxonomy (Cemri et al., 2025), by their
+codes and names as the paper gives them."""
+MAST_TIPS = {
+    "1.1 Disobey task specification": "Breaks a constraint or requirement the task states.",
+    "1.2 Disobey role specification": "Acts outside the role it was given.",
+    "1.3 Step repetition": "Repeats a step already done.",
+    "1.4 Loss of conversation history": "Loses earlier context and contradicts or ignores it.",
+    "1.5 Unaware of termination conditions": "Does not see when the task is done and should stop.",
+    "2.1 Conversation reset": "Restarts the conversation, throwing progress away.",
+    "2.2 Fail to ask for clarification": "Goes on with an unclear request instead of asking.",
+    "2.3 Task derailment": "Drifts off the task onto something else.",
+    "2.4 Information withholding": "Keeps back what another agent needs.",
+    "2.5 Ignored other agent's input": "Disregards another agent's input or correction.",
+    "2.6 Reasoning-action mismatch": "Does something other than what its reasoning says.",
+    "3.1 Premature termination": "Stops before the task is complete.",
+    "3.2 No or incomplete verification": "Accepts a result checked partly or not at all.",
+    "3.3 Incorrect verification": "Checks the result and reaches the wrong verdict.",
+}
+TAXONOMIES: Mapping[str, tuple[Any, dict[str, str]]] = {"mast": (MAST, MAST_TIPS)}
+"""The trees ``taxonomy_preset`` names, with a line on each node."""
 
 
 _SEVERITY = {"name": text(), "weight": number(-float(2**31), open_low=False)}
@@ -519,7 +604,7 @@ def _text_layout(values: dict[str, Any]) -> list[Problem]:
         if not isinstance(textarea, dict):
             return [(".textarea", f"must be a mapping such as {{on: true, rows: 4}}, got {show(textarea)}")]
         if True in textarea and "on" not in textarea:  # YAML 1.1 reads an unquoted `on:` as the key true
-            textarea = {("on" if key is True else key): value for key, value in textarea.items()}
+            textarea = {("on" if key is True else key): textarea[key] for key in list(textarea)}  # each key read
         checked, problems = check_keys(textarea, {"on": boolean, "rows": integer(1, 40), "cols": integer(1)},
                                        "textarea")
         if problems:

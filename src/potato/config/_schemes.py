@@ -208,4 +208,8 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         error_types=values.get("error_types", ()),
         severities=values.get("severities", ()),
         max_score=values.get("max_score"),
+        depths=values.get("depths", ()),
+        auto_children=values.get("auto_children", False),
+        auto_parent=values.get("auto_parent", False),
+        searchable=values.get("searchable", False),
     )

@@ -47,6 +47,7 @@ class SchemeType(str, Enum):
     RUBRIC_EVAL = "rubric_eval"
     CONSENSUS_TRACKING = "consensus_tracking"
     TRAJECTORY_EVAL = "trajectory_eval"
+    HIERARCHICAL_MULTISELECT = "hierarchical_multiselect"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -149,6 +150,14 @@ class Scheme:
     """A trajectory evaluation's severities, each with its weight (what it takes off the score)."""
     max_score: float | None = None
     """A trajectory evaluation's score before any error (``show_score``); None: no score shown."""
+    depths: tuple[int, ...] = ()
+    """A tree of labels (``hierarchical_multiselect``): each option's depth, in the tree's order (a
+    node's children follow it, one deeper)."""
+    auto_children: bool = False
+    """Picking a node of the tree picks every node under it."""
+    auto_parent: bool = False
+    """Picking every child of a node picks the node too."""
+    searchable: bool = False
     first_error: bool = False
     """A process reward marked by its first wrong step (upstream's ``mode: first_error``): every step
     before it is correct and every one from it on is wrong, so no correct step follows a wrong one."""
@@ -258,7 +267,7 @@ class Scheme:
                     and (value.get("ref") is None or isinstance(value.get("ref"), str)))
         if self.annotation_type in CHOICE_TYPES:
             return isinstance(value, str) and value in self.labels
-        if self.annotation_type is SchemeType.MULTISELECT:
+        if self.annotation_type in (SchemeType.MULTISELECT, SchemeType.HIERARCHICAL_MULTISELECT):
             return (
                 isinstance(value, list)
                 and all(isinstance(v, str) and v in self.labels for v in value)

@@ -144,7 +144,8 @@ def our_steps(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
         reward, index = step.get("reward"), step.get("index", place)
         if reward is None or (reward == 0 and NEUTRAL not in scheme.labels):
             continue
-        out[f"t{index}"] = by_reward.get(reward, reward) if not isinstance(reward, bool) else reward
+        number = isinstance(reward, (int, float)) and not isinstance(reward, bool)
+        out[f"t{index}"] = by_reward.get(reward, reward) if number else reward  # else refused by the import's check
     return out
 
 

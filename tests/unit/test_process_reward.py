@@ -262,3 +262,16 @@ def test_upstreams_own_record_with_ai_suggestions_imports_as_the_human_marks(tmp
     assert result.exit_code == 0, result.output
     assert {k: v["value"] for k, v in _stored(path)[("s1", "step_rewards")].items()} == {
         "t1": "correct", "t2": "incorrect"}
+
+
+def test_an_upstream_record_with_a_reward_of_the_wrong_shape_is_refused_with_the_line(tmp_path: Path) -> None:
+    path = _project(tmp_path / "project")
+    steps = [{"index": 1, "reward": [1]}]
+    record = {"instance_id": "s1", "user_id": "ann",
+              "labels": {"step_rewards": {"step_rewards": json.dumps({"steps": steps, "mode": "first_error"})}}}
+    source = tmp_path / "annotations.jsonl"
+    source.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["import-labels", str(path), str(source), "--user", "ann"])
+    assert result.exit_code == 1
+    assert f"{source}:1" in str(result.exception) and "is not an answer for turn 't1'" in str(result.exception)
+    assert _stored(path) == {}

@@ -124,3 +124,10 @@ def test_upstreams_layout_and_ours_import_back(project: tuple[Path, Any], tmp_pa
     result = _run("import-labels", fresh, source, "--user", "ann")
     assert result.exit_code == 0, result.output
     assert _stored(fresh) == _stored(path)
+
+
+def test_a_verdict_of_the_wrong_shape_is_refused_not_a_server_error(project: tuple[Path, Any]) -> None:
+    _, client = project
+    for verdict in ({"correctness": "incorrect", "error_type": ["execution"]}, {"correctness": "incorrect", "severity": {}},
+                    {"correctness": ["correct"]}, {"correctness": "correct", "note": "x"}, "correct"):
+        assert _label(client, {"t0": verdict}).status_code == 400, verdict

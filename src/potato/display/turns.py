@@ -63,8 +63,8 @@ def turns_of(kind: str, value: Any, options: Mapping[str, Any]) -> list[Turn]:
 
 
 def step_turns(value: Any, text_key: str) -> list[Turn]:
-    """A list of steps read entry by entry (a process reward's ``steps_key``): each string or object is
-    one turn, named by its place (``t<index>``, as upstream names a step by its index); its text is
+    """A list of steps read entry by entry (the ``steps_key`` or ``turns_key`` of a process reward,
+    a trajectory evaluation, a consensus tracker): each string or object is one turn, named by its place (``t<index>``, as upstream names a step by its index); its text is
     its ``text_key``, else its content (a coding agent's text blocks and the tools it called) or
     reasoning. Entries that are neither are skipped, as the trace displays skip them."""
     out: list[Turn] = []

@@ -165,13 +165,20 @@ def turn_slots(config: Config, turns: Mapping[str, Sequence[Turn]]) -> dict[str,
     for scheme in config.annotation_schemes:
         if scheme.turns is not None:
             binding = scheme.turns
-            listed = binding.placement == "list"  # the step's whole text: it is read there, not beside it
+            listed = binding.placement == "list"
             out[scheme.name] = {
                 "field": binding.field, "at": keys.index(binding.field) if binding.field in keys else -1,
-                "turns": [{"id": t.id, "index": t.index,
-                           "caption": clip(t.text, STEP_TEXT_LIMIT) if listed else shorten_text(f"{t.speaker}: {t.text}" if t.speaker else t.text)}
+                "turns": [{"id": t.id, "index": t.index, "caption": _caption(t, listed)}
                           for t in binding.bound(turns.get(binding.source, ()))]}
     return out
+
+
+def _caption(turn: Turn, listed: bool) -> str:
+    """What the page shows of a turn beside its question: a listed step's whole text (it is read
+    there), else a line naming the turn."""
+    if listed:
+        return clip(turn.text, STEP_TEXT_LIMIT)
+    return shorten_text(f"{turn.speaker}: {turn.text}" if turn.speaker else turn.text)
 
 
 STEP_TEXT_LIMIT = 4000

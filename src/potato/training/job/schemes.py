@@ -185,7 +185,7 @@ class Scheme:
 
     @property
     def by_rows(self) -> bool:
-        """Answered row by row (a multi_dimension comparison, a multirate scheme)."""
+        """Answered row by row (a multi_dimension comparison, a multirate scheme, a rubric)."""
         return bool(self.dimensions)
 
     def unfinished(self, value: object) -> str:
@@ -330,14 +330,16 @@ class Scheme:
             return False
         if not set(value) <= {"correctness", "error_type", "error_subtype", "severity", "rationale"}:
             return False
+        kind, sub, severity, rationale = (value.get(key, "") for key in ("error_type", "error_subtype", "severity",
+                                                                          "rationale"))
+        if not all(isinstance(part, str) for part in (kind, sub, severity, rationale)):
+            return False
         subtypes = dict(self.error_types)
-        kind, sub = value.get("error_type", ""), value.get("error_subtype", "")
         if kind and kind not in subtypes or sub and (not kind or sub not in subtypes.get(kind, ())):
             return False
-        if value.get("severity", "") and value.get("severity") not in dict(self.severities):
+        if severity and severity not in dict(self.severities):
             return False
-        rationale = value.get("rationale", "")
-        return isinstance(rationale, str) and len(rationale) <= self.max_length
+        return len(rationale) <= self.max_length
 
     def _accepts_number(self, value: object) -> bool:
         if isinstance(value, bool) or not isinstance(value, (int, float)):

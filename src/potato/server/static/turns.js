@@ -117,7 +117,7 @@
       refBox(fs, slot, turn, where.turns);
       if (host) {
         host.appendChild(slot);
-      } else if (listed) {  // a process reward's step, read here: its whole text
+      } else if (listed) {  // a step listed under its question, read there: its whole text
         var step = el("li", "turn-step");
         step.appendChild(el("p", "turn-caption", fs.dataset.turnWord + " " + number));
         step.appendChild(el("div", "turn-step-text", turn.caption));

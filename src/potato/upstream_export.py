@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from potato.config.schema import FREE_RESPONSE, Config, free_response_name
+from potato.config.schema import FREE_RESPONSE, JUSTIFICATION, Config, free_response_name, justification_name
 from potato.training.job.schemes import NEUTRAL, RIGHT, WRONG, Scheme, SchemeType
 from potato.training.job.private import write_atomic
 from potato.training.job.turns import KEPT
@@ -295,6 +295,10 @@ def records(config: Config, labels: Iterable[Label],
                 current["spans"][lab.schema] = spans
         elif scheme is not None and scheme.turns is not None:
             current["labels"][lab.schema] = upstream_turns(scheme, lab.value)
+        elif scheme is not None and scheme.justification:  # upstream's page writes both parts, empty or not
+            why = lab.value if isinstance(lab.value, dict) else {}
+            current["labels"].setdefault(scheme.free_response_of, {})[JUSTIFICATION] = json.dumps(
+                {"reasons": why.get("reasons", []), "rationale": why.get("rationale", "")}, ensure_ascii=False)
         elif scheme is not None and scheme.free_response_of:
             current["labels"].setdefault(scheme.free_response_of, {})[FREE_RESPONSE] = _text(lab.value)
         else:
@@ -404,6 +408,18 @@ def our_value(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     return next(iter(answer)) if len(answer) == 1 else list(answer)
 
 
+def _justification(raw: Any) -> Any:
+    """Upstream's justification (JSON text of reasons and a rationale) as this server stores it, the
+    empty parts left out; what does not read that way is handed back, for the check to refuse."""
+    try:
+        why = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        return raw
+    if not isinstance(why, dict):
+        return raw
+    return {key: value for key, value in why.items() if value not in ([], "", None)}
+
+
 def _picks(joined: str, labels: Sequence[str]) -> list[str]:
     """Upstream's comma-joined picks of a tree as its labels: a label with a comma in its name is
     put back together from the pieces (pure)."""
@@ -493,6 +509,8 @@ def answers_from_record(config: Config, record: Mapping[str, Any]) -> tuple[list
         rest = dict(answer)
         if FREE_RESPONSE in rest and config.scheme(free_response_name(schema)) is not None:
             answers.append((free_response_name(schema), rest.pop(FREE_RESPONSE)))
+        if JUSTIFICATION in rest and config.scheme(justification_name(schema)) is not None:
+            answers.append((justification_name(schema), _justification(rest.pop(JUSTIFICATION))))
         if rest:
             answers.append((schema, our_value(scheme, rest)))
     for schema, value in spans.items():

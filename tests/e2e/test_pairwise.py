@@ -29,7 +29,8 @@ SCHEMES = [
     {"annotation_type": "pairwise", "name": "dims", "description": "Compare them", "mode": "multi_dimension",
      "labels": ["Response A", "Response B"], "label_requirement": {"required": True}, "dimensions": [
          {"name": "accuracy", "description": "Which has fewer errors?", "allow_tie": True},
-         {"name": "safety", "description": "Which is safer?"}]},
+         {"name": "safety", "description": "Which is safer?"}],
+     "justification": {"required": True, "reason_categories": ["More accurate", "Safer"], "min_rationale_chars": 10}},
     {"annotation_type": "multirate", "name": "relevance", "description": "How relevant is each response?",
      "options": [{"name": "r1", "label": "First response"}, {"name": "r2", "label": "Second response"}],
      "labels": ["Irrelevant", "Relevant"]},
@@ -95,13 +96,22 @@ def test_two_responses_are_compared_by_keyboard_and_kept(server: ServerProcess, 
     assert focused(page) == "Second response: Irrelevant"
     page.keyboard.press("Space")
     page.keyboard.press("ArrowDown")
+    # The justification: a reason by keyboard, and a rationale counted toward the least it needs.
+    why = "fieldset[data-schema='dims:justification']"
+    page.focus(f"{why} input[value=Safer]")
+    page.keyboard.press("Space")
+    page.fill(f"{why} textarea", "B is safer")
+    assert page.inner_text(f"{why} .rationale-count") == "10 of at least 10 characters"
+    page.keyboard.press("Tab")  # the box is saved when it is left
     stored(server, {("p0", "helpfulness"): "tie", ("p0", "overall"): -2,
-                    ("p0", "dims"): {"accuracy": "tie", "safety": "B"}, ("p0", "relevance"): {"r2": "Relevant"}})
+                    ("p0", "dims"): {"accuracy": "tie", "safety": "B"}, ("p0", "relevance"): {"r2": "Relevant"},
+                    ("p0", "dims:justification"): {"reasons": ["Safer"], "rationale": "B is safer"}})
 
     page.reload()
     page.wait_for_selector("#item-id:text('p0')")
     assert page.eval_on_selector_all("#answers input:checked", "l => l.map(i => i.name + '=' + i.value)") == [
-        "helpfulness=tie", "dims@accuracy=tie", "dims@safety=B", "relevance@r2=Relevant"]
+        "helpfulness=tie", "dims@accuracy=tie", "dims@safety=B", "dims:justification=Safer", "relevance@r2=Relevant"]
+    assert page.input_value(f"{why} textarea") == "B is safer"
     assert page.input_value("fieldset[data-schema=overall] input[type=range]") == "-2"
     assert page.evaluate("window.__pwned") is None
     assert page.evaluate("document.querySelectorAll('#item-text script, #item-text b').length") == 0

@@ -89,8 +89,8 @@ def test_ratings_are_stored_by_row_and_a_required_one_needs_every_row(project: t
     assert partial.status_code == 200
     done = client.post("/api/label", json={"id": "q1", "go": "stay", "labels": {"retrieval_relevance": {
         "doc_1": "Relevant", "doc_3": "Irrelevant"}}})
-    assert done.get_json()["error"] == ("'retrieval_relevance' needs an answer on every row: it is required (doc_2 "
-                                        "still open)")
+    assert done.get_json()["error"] == ("'retrieval_relevance' needs an answer on every row (doc_2 still open): it "
+                                        "is required")
     wrong = client.post("/api/label", json={"id": "q1", "go": "stay", "labels": {"retrieval_relevance": {"doc_9": "Relevant"}}})
     assert wrong.get_json()["error"] == (
         "{'doc_9': 'Relevant'} is not an answer to 'retrieval_relevance' (valid: an object of ratings by option (doc_1, "

@@ -117,9 +117,8 @@ def test_a_wrong_pairwise_scheme_says_what_is_wrong_and_how_to_fix_it() -> None:
         "tie: remove allow_tie"]
     assert errors({**DIMENSIONS, "dimensions": [{"name": "x"}, {"name": "x"}]}) == [
         "annotation_schemes[0].dimensions[1].name: 'x' names two dimensions; give each its own name"]
-    assert errors({**DIMENSIONS, "justification": {"required": True}}) == [
-        "annotation_schemes[0].justification: 'justification' is a Potato feature this server does not support: "
-        "reasons and a written rationale for a pairwise choice; remove it or run that project on upstream Potato"]
+    assert errors({**DIMENSIONS, "justification": {"required": "yes"}}) == [
+        "annotation_schemes[0].justification.required: must be true or false, got 'yes'"]
     assert errors({**BINARY, "items_key": "answers"}) == [
         "annotation_schemes[0].items_key: names 'answers', which the page does not show (it shows responses); name "
         "the key of the item that holds the two options, e.g. items_key: responses"]
@@ -145,7 +144,7 @@ def test_each_mode_stores_its_answer_and_refuses_one_it_does_not_take(project: t
     # Required, a comparison on several dimensions needs a choice on each before the item is done.
     open_one = _label(client, "p2", {"helpfulness": "A", "overall": 1, "dims": {"safety": "A"}}, partial=False)
     assert open_one.get_json()["error"] == (
-        "'dims' needs an answer on every row: it is required (helpfulness still open)")
+        "'dims' needs an answer on every row (helpfulness still open): it is required")
     assert _label(client, "p2", {"dims": {"safety": "A"}}).status_code == 200  # as it is picked: kept
     assert _stored(path)[("p2", "dims")] == {"safety": "A"}
 
@@ -181,5 +180,54 @@ def test_both_exports_import_back_as_the_same_stored_answers(project: tuple[Path
         source = tmp_path / "up" / f"annotations.{fmt}"
     fresh = _project(tmp_path / "fresh")
     result = _run("import-labels", fresh, source, "--user", "ann")
+    assert result.exit_code == 0, result.output
+    assert _stored(fresh) == _stored(path)
+
+
+WHY = {**DIMENSIONS, "name": "agent_comparison", "label_requirement": {"required": False},
+       "justification": {"required": True, "reason_categories": ["More accurate", "Safer"], "min_rationale_chars": 12,
+                         "rationale_placeholder": "Explain your overall preference..."}}
+
+
+def test_a_justification_is_asked_with_its_comparison_and_stored_apart(tmp_path: Path) -> None:
+    """Upstream's multi-dim-comparison: reasons and a rationale of at least min_rationale_chars, kept
+    apart from the choices (the comparison's answer stays the preference models' data), and exported
+    as upstream's justification JSON beside them."""
+    report = _report([WHY])
+    assert report.errors == []
+    comparison, why = report.config.annotation_schemes
+    assert (why.name, why.free_response_of, why.labels, why.min_length, why.required) == (
+        "agent_comparison:justification", "agent_comparison", ("More accurate", "Safer"), 12, True)
+    assert [i.message for i in _report([{**WHY, "justification": {"reasons": ["x"]}}]).errors][0].startswith(
+        "annotation_schemes[0].justification.reasons: unknown key for justification")
+    path = _project(tmp_path / "project")
+    config = json.loads(path.read_text())
+    path.write_text(json.dumps({**config, "annotation_schemes": [WHY]}), encoding="utf-8")
+    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+    try:
+        client = app.test_client()
+        client.post("/login", data={"name": "ann"})
+        page = client.get("/annotate").get_data(as_text=True)
+        assert 'data-type="justification"' in page and 'placeholder="Explain your overall preference..."' in page
+        choices = {"helpfulness": "A", "safety": "B"}
+        short = _label(client, "p1", {"agent_comparison": choices, "agent_comparison:justification": {
+            "reasons": ["Safer"], "rationale": "B is safer"}}, partial=False)
+        assert short.get_json()["error"] == ("'agent_comparison:justification' needs a rationale of at least 12 "
+                                             "characters: it is required")
+        why_given = {"reasons": ["Safer", "More accurate"], "rationale": "B refuses the risky step."}
+        assert _label(client, "p1", {"agent_comparison": choices, "agent_comparison:justification": why_given},
+                      partial=False).status_code == 200
+        assert _label(client, "p1", {"agent_comparison:justification": {"reasons": ["Shorter"]}}).status_code == 400
+    finally:
+        close_app(app)
+    assert _stored(path) == {("p1", "agent_comparison"): choices, ("p1", "agent_comparison:justification"): why_given}
+    assert _run("export", path, "--upstream-format", "jsonl", "-o", tmp_path / "up").exit_code == 0
+    labels = json.loads((tmp_path / "up" / "annotations.jsonl").read_text().splitlines()[0])["labels"]
+    assert set(labels) == {"agent_comparison"}
+    assert json.loads(labels["agent_comparison"].pop("justification")) == why_given
+    assert labels["agent_comparison"] == choices
+    fresh = _project(tmp_path / "fresh")
+    fresh.write_text(json.dumps({**config, "annotation_schemes": [WHY]}), encoding="utf-8")
+    result = _run("import-labels", fresh, tmp_path / "up" / "annotations.jsonl", "--user", "ann")
     assert result.exit_code == 0, result.output
     assert _stored(fresh) == _stored(path)

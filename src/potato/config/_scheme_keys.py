@@ -476,6 +476,8 @@ _SCALE = {"min": number(-float(2**31), open_low=False), "max": number(-float(2**
           "step": number(0, open_low=True), "default": number(-float(2**31), open_low=False),
           "labels": section({"min": text(allow_empty=True), "max": text(allow_empty=True),
                              "center": text(allow_empty=True)}, "scale.labels", "{min: A is better, max: B is better}")}
+_JUSTIFICATION = {"required": boolean, "reason_categories": text_list('["More accurate", "Safer"]', unique=True),
+                  "min_rationale_chars": integer(0, 10_000), "rationale_placeholder": text(allow_empty=True)}
 _DIMENSION = {"name": text(), "description": text(allow_empty=True), "allow_tie": boolean, "tie_label": text()}
 
 
@@ -494,9 +496,13 @@ def _pairwise(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem
     values["items_key"] = values.pop("items_key", "text")  # checked against the page once it is known
     shown = names if values.pop("show_labels", True) else [FIRST, SECOND]
     problems: list[Problem] = []
-    if values.pop("justification", None) not in (None, False, {}):
-        problems.append((".justification", unsupported_message(
-            "justification", "reasons and a written rationale for a pairwise choice")))
+    why = values.pop("justification", None)
+    if why not in (None, False, {}):
+        try:
+            values["justification"] = section(_JUSTIFICATION, "justification", "{required: true, reason_categories: "
+                                              "[More accurate], min_rationale_chars: 20}")(why)
+        except Invalid as bad:
+            problems += [(".justification" + sub, detail) for sub, detail in bad.problems]
     tie, tie_label = values.pop("allow_tie", False), values.pop("tie_label", None)
     values["pairwise_mode"] = mode
     if mode == "binary":

@@ -19,7 +19,7 @@ from potato.config._checks import Findings, Invalid, Problem, check_keys, choice
 from potato.config._display_logic import check_display_logic
 from potato.config._labels import PAGE_KEYS, assign_keys
 from potato.config._scheme_keys import KEY_CHECKS, scheme_keys, type_problems
-from potato.config.schema import free_response_name
+from potato.config.schema import free_response_name, justification_name
 from potato.training.job.schemes import NUMERIC_TYPES, Scheme, SchemeType
 from potato.config.upstream import SCHEME_KEYS, SCHEME_TYPES, unsupported_message
 
@@ -82,6 +82,11 @@ def check_schemes(raw: object, findings: Findings, go_to_item: bool = True,
             findings.error(f"{place(index)}.label_requirement", f"names {', '.join(map(show, wrong))}, which is not "
                                                                   f"one of the labels ({', '.join(labels)})")
             keys = None
+        if values.get("justification") is not None and justification_name(values["name"]) in names:
+            findings.error(f"{place(index)}.justification",
+                           f"is stored as {show(justification_name(values['name']))}, which is already the name of "
+                           "another scheme; rename that scheme")
+            keys = None
         if values.get("free_response") is not None and free_response_name(values["name"]) in names:
             findings.error(f"{place(index)}.has_free_response",
                            f"its box is stored as {show(free_response_name(values['name']))}, which is already "
@@ -94,6 +99,8 @@ def check_schemes(raw: object, findings: Findings, go_to_item: bool = True,
         schemes.append(_scheme(values, index, keys))
         if values.get("free_response") is not None:
             schemes.append(_free_response_box(schemes[-1], values["free_response"]))
+        if values.get("justification") is not None:
+            schemes.append(_justification_box(schemes[-1], values["justification"]))
     return tuple(schemes)
 
 
@@ -102,6 +109,16 @@ def _free_response_box(parent: Scheme, instruction: str) -> Scheme:
     display_logic), never required, and shown on the page inside it."""
     return Scheme(annotation_type=SchemeType.TEXT, name=free_response_name(parent.name), description=instruction,
                   multiline=False, display_logic=parent.display_logic, free_response_of=parent.name)
+
+
+def _justification_box(parent: Scheme, given: Mapping[str, Any]) -> Scheme:
+    """The scheme behind a pairwise comparison's justification (its reasons and rationale): asked with
+    it, stored apart so the comparison's answer stays one choice for the preference models."""
+    return Scheme(annotation_type=SchemeType.TEXT, name=justification_name(parent.name), description="Justification",
+                  labels=tuple(given.get("reason_categories", ())), justification=True,
+                  required=given.get("required", False), min_length=given.get("min_rationale_chars", 0),
+                  placeholder=given.get("rationale_placeholder", "Explain your preference..."),
+                  display_logic=parent.display_logic, free_response_of=parent.name)
 
 
 def scheme_types(raw: object) -> dict[str, str | None]:

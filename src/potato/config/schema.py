@@ -34,6 +34,16 @@ def export_format(name: str) -> str:
     return "jsonl" if name == "json" else name
 
 
+JUSTIFICATION = "justification"
+"""Upstream's label name of a pairwise comparison's reasons and rationale (one JSON text)."""
+
+
+def justification_name(scheme: str) -> str:
+    """The stored name of a pairwise comparison's justification: an answer of its own, so the
+    comparison's stays one choice."""
+    return f"{scheme}:{JUSTIFICATION}"
+
+
 def free_response_name(scheme: str) -> str:
     """The stored name of ``scheme``'s free-text box: an answer of its own, so the scheme's labels
     stay one class (or one set) for the trainers."""

@@ -106,8 +106,7 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
         elif store and scheme.required and scheme.name not in store and not partial:
             problems.append(f"'{scheme.name}' needs an answer: it is required")
         elif scheme.required and not partial and scheme.unfinished(store.get(scheme.name)):
-            problems.append(f"'{scheme.name}' needs an answer on every row: it is required "
-                            f"({scheme.unfinished(store.get(scheme.name))} still open)")
+            problems.append(f"'{scheme.name}' needs {scheme.unfinished(store.get(scheme.name))}: it is required")
     return store, clear, problems
 
 

@@ -325,6 +325,13 @@
   function setValue(fs, type, value) {
     if (type === "turns") {
       window.PotatoTurns.set(fs, value);
+    } else if (type === "justification") {  // {reasons: [...], rationale: "..."}
+      var given = value && typeof value === "object" ? value : {};
+      fs.querySelectorAll("input[type=checkbox]").forEach(function (box) {
+        box.checked = Array.isArray(given.reasons) && given.reasons.indexOf(box.value) >= 0;
+      });
+      fs.querySelector("textarea").value = given.rationale || "";
+      rationaleCount(fs);
     } else if (type === "rows") {  // an answer on each row: {dimension or option: answer}
       fs.querySelectorAll("[data-dim]").forEach(function (row) {
         row.querySelectorAll("input").forEach(function (input) {
@@ -365,6 +372,14 @@
   function getValue(fs) {
     var type = fs.dataset.type;
     if (type === "turns") return window.PotatoTurns.get(fs);
+    if (type === "justification") {
+      var reasons = Array.prototype.map.call(fs.querySelectorAll("input:checked"), function (i) { return i.value; });
+      var rationale = fs.querySelector("textarea").value;
+      var why = {};
+      if (reasons.length) why.reasons = reasons;
+      if (rationale) why.rationale = rationale;
+      return why;
+    }
     if (type === "rows") {
       var choices = {};
       fs.querySelectorAll("[data-dim]").forEach(function (row) {
@@ -434,8 +449,25 @@
   }
 
   // No spans is an answer to a span question ("Nothing to mark"); elsewhere an empty list is none.
-  // A question answered row by row (dimensions, a multirate's options) is answered once each row is.
+  // A justification's rationale counts its characters toward the least it needs.
+  function rationaleCount(fs) {
+    var box = fs.querySelector("textarea[data-min]"), line = fs.querySelector(".rationale-count");
+    if (!box || !line) return;
+    var n = box.value.trim().length, least = Number(box.dataset.min);
+    line.textContent = n + " of at least " + least + " characters";
+  }
+  document.addEventListener("input", function (ev) {
+    var fs = ev.target.closest && ev.target.closest("fieldset[data-type=justification]");
+    if (fs) rationaleCount(fs);
+  });
+
+  // A question answered row by row (dimensions, a multirate's options) is answered once each row is;
+  // a required justification once its rationale is long enough.
   function unanswered(fs, value) {
+    if (fs.dataset.type === "justification") {
+      var box = fs.querySelector("textarea");
+      return isEmpty(value) || box.value.trim().length < Math.max(Number(box.dataset.min || 0), 1);
+    }
     if (fs.dataset.type === "span") return value === null || value === undefined;
     if (fs.dataset.type === "rows") return isEmpty(value) || Object.keys(value).length < fs.querySelectorAll("[data-dim]").length;
     return isEmpty(value);

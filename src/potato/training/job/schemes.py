@@ -112,7 +112,12 @@ class Scheme:
     display_logic: Optional[ShownWhen] = None
     """Shown only for some answers to other schemes; None: always shown."""
     free_response_of: str = ""
-    """The radio or multiselect scheme whose "Other (please specify)" box this text scheme is."""
+    """The scheme this one is a part of, asked with it: a radio or multiselect scheme's "Other
+    (please specify)" box, a pairwise comparison's justification."""
+    justification: bool = False
+    """A pairwise comparison's justification: reasons picked from its ``labels`` and a rationale of
+    at least ``min_length`` characters, as ``{"reasons": [...], "rationale": "..."}``."""
+    min_length: int = 0
     allow_overlapping: bool = False
     """A span scheme lets one span start inside another (off: each stretch of text has one label)."""
     show_span_labels: bool = True
@@ -190,9 +195,14 @@ class Scheme:
 
     def unfinished(self, value: object) -> str:
         """What a required answer still lacks ("" for nothing): a question answered row by row needs
-        an answer on every row."""
+        an answer on every row, a justification its rationale."""
         if self.by_rows and isinstance(value, dict):
-            return ", ".join(d for d in self.dimension_names if d not in value)
+            open_rows = ", ".join(d for d in self.dimension_names if d not in value)
+            return f"an answer on every row ({open_rows} still open)" if open_rows else ""
+        if self.justification and isinstance(value, dict):
+            rationale = value.get("rationale", "")
+            if isinstance(rationale, str) and len(rationale.strip()) < max(self.min_length, 1):
+                return f"a rationale of at least {max(self.min_length, 1)} characters"
         return ""
 
     def shown_for(self, answers: Mapping[str, object]) -> bool:
@@ -262,6 +272,12 @@ class Scheme:
             return text is not None and self.span_problem(value, text) is None
         if self.annotation_type is SchemeType.TRAJECTORY_EVAL:
             return self._accepts_step_verdict(value)
+        if self.justification:
+            reasons, rationale = (value.get("reasons", []), value.get("rationale", "")) if isinstance(value, dict) else ((), 0)
+            return (isinstance(value, dict) and bool(value) and set(value) <= {"reasons", "rationale"}
+                    and isinstance(reasons, list) and all(isinstance(r, str) and r in self.labels for r in reasons)
+                    and len(set(reasons)) == len(reasons)
+                    and isinstance(rationale, str) and len(rationale) <= self.max_length)
         if self.annotation_type is SchemeType.CONSENSUS_TRACKING and isinstance(value, dict):
             return (set(value) <= {"act", "ref"} and value.get("act") in self.linked_labels
                     and (value.get("ref") is None or isinstance(value.get("ref"), str)))
@@ -312,6 +328,9 @@ class Scheme:
         if self.annotation_type is SchemeType.CONSENSUS_TRACKING:
             return (", ".join(self.labels) + (f"; or {{\"act\", \"ref\": the turn it answers}} for "
                                               f"{', '.join(self.linked_labels)}" if self.linked_labels else ""))
+        if self.justification:
+            return ('{"reasons": a list of ' + (", ".join(self.labels) or "no reasons") + ', "rationale": text of at most '
+                    + f"{self.max_length} characters}}")
         if self.labels and self.annotation_type is SchemeType.TEXT:
             return f"an object of texts of at most {self.max_length} characters by box: {', '.join(self.labels)}"
         if self.labels:

@@ -31,7 +31,7 @@ from potato.training.job.turns import KEPT
 from potato.labels import Label
 
 FIXED_NAMES = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeType.NUMBER: "number",
-               SchemeType.SELECT: "select-one"}
+               SchemeType.SELECT: "select-one", SchemeType.TRIAGE: "decision"}
 """The one label name upstream gives the answer of these kinds of scheme (a text scheme without labels)."""
 PAIRWISE_NAMES = {"binary": "selection", "scale": "scale_value"}
 """The label name of a pairwise comparison's answer in upstream's layout (by dimension for the third mode)."""

@@ -158,3 +158,29 @@ def test_a_tree_of_labels_is_searched_and_picked_by_keyboard(tree: ServerProcess
         "Physics", "Quantum Mechanics", "Thermodynamics", "Music"]
     assert page.evaluate("window.__pwned") is None
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+@pytest.fixture
+def triage(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
+    """Upstream's safety-escalation triage: safe, escalate or unsure by key, the next item at once."""
+    path = make_project(n_items=3, annotation_schemes=[
+        {"annotation_type": "triage", "name": "safety_triage", "description": "Safe to deploy, or escalate?",
+         "accept_label": "Safe", "reject_label": "Escalate", "skip_label": "Unsure"}])
+    srv = ServerProcess(path).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_triage_takes_a_key_per_item_and_moves_on_by_itself(triage: ServerProcess, page: Any, width: int) -> None:
+    sign_in(page, triage, "ana", width)
+    assert page.eval_on_selector_all("fieldset .option", "l => l.map(o => o.innerText.trim())") == [
+        "1\nSafe", "2\nEscalate", "3\nUnsure"]
+    page.keyboard.press("2")
+    page.wait_for_selector("#item-id:text('r001')")
+    page.keyboard.press("1")
+    page.wait_for_selector("#item-id:text('r002')")
+    page.keyboard.press("3")
+    stored(triage, {("r000", "safety_triage"): "reject", ("r001", "safety_triage"): "accept",
+                    ("r002", "safety_triage"): "skip"})
+    assert page.evaluate("document.documentElement.scrollWidth") <= width

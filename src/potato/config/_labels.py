@@ -74,7 +74,7 @@ def _option(entry: object) -> LabelOption:
     for field in ("key_value", "key_binding"):
         if field in values:
             try:
-                key = _key(values[field])
+                key = key_of(values[field])
             except Invalid as bad:
                 problems.append((f".{field}", bad.problems[0][1]))
     if problems:
@@ -84,7 +84,8 @@ def _option(entry: object) -> LabelOption:
                        key=key, color=values.get("color", ""))
 
 
-def _key(value: object) -> str:
+def key_of(value: object) -> str:
+    """One key, as a label's ``key_value`` names it (a digit may be a number); :class:`Invalid` says why not."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 9:
         value = str(value)
     if not isinstance(value, str) or len(value) != 1 or not value.isprintable() or value.isspace():

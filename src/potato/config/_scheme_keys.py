@@ -25,7 +25,7 @@ from potato.config._checks import (
     text,
     text_list,
 )
-from potato.config._labels import label_options
+from potato.config._labels import key_of, label_options
 from potato.config._turns import check_binding
 from potato.training.job.turns import TURN_TYPES, TurnBinding
 from potato.config.schema import FREE_RESPONSE_INSTRUCTION
@@ -122,6 +122,10 @@ KEY_CHECKS: Mapping[str, Check] = {
     "auto_select_children": boolean,
     "auto_select_parent": boolean,
     "show_search": boolean,
+    **{f"{part}_label": text() for part in ("accept", "reject", "skip")},
+    **{f"{part}_key": anything for part in ("accept", "reject", "skip")},
+    "auto_advance": boolean,
+    "show_progress": boolean,
 }
 
 
@@ -143,6 +147,8 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "options": ("multirate",),
     **{key: ("rubric_eval",) for key in ("scale_points", "scale_labels", "criteria", "show_overall")},
     **{key: ("consensus_tracking",) for key in ("turns_key", "acts", "linked_acts", "hint")},
+    **{key: ("triage",) for key in ("accept_label", "reject_label", "skip_label", "accept_key", "reject_key", "skip_key",
+                                    "auto_advance", "show_progress")},
     **{key: ("hierarchical_multiselect",) for key in ("taxonomy", "taxonomy_preset", "tooltips", "auto_select_children",
                                                       "auto_select_parent", "show_search")},
     **{key: ("trajectory_eval",) for key in ("correctness_options", "error_types", "severities", "show_score", "max_score")},
@@ -151,7 +157,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
 
 
 _NO_LABELS = ("slider", "number", "process_reward", "rubric_eval", "consensus_tracking", "trajectory_eval",
-              "hierarchical_multiselect")
+              "hierarchical_multiselect", "triage")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -197,6 +203,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _process_reward(raw, values)
     elif kind == "pairwise":
         problems += _pairwise(raw, values)
+    elif kind == "triage":
+        problems += _triage(raw, values)
     elif kind == "hierarchical_multiselect":
         problems += _tree(raw, values)
     elif kind == "trajectory_eval":
@@ -283,6 +291,30 @@ def _multirate(rows: object, values: dict[str, Any]) -> list[Problem]:
             out.append(LabelOption(row["name"], text=row.get("label", ""),
                                    tooltip=row.get("tooltip") or row.get("description", "")))
     values.update(dimensions=tuple(out), sequential_key_binding=False)
+    return problems
+
+
+TRIAGE = (("accept", "Keep", "1"), ("reject", "Discard", "2"), ("skip", "Unsure", "3"))
+"""Upstream's triage: its three answers, their default words and keys."""
+
+
+def _triage(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's triage: keep, discard or unsure (``accept``, ``reject``, ``skip``), each with its word
+    and key; ``auto_advance`` (on by default) saves a pick and shows the next item at once."""
+    if raw.get("labels") not in (None, []):
+        return [(".labels", "a triage scheme's answers are accept, reject and skip; remove labels, and name them with "
+                            "accept_label, reject_label and skip_label")]
+    problems: list[Problem] = []
+    options = []
+    for name, word, key in TRIAGE:
+        try:
+            given = key_of(values.pop(f"{name}_key", key))
+        except Invalid as bad:
+            problems.append((f".{name}_key", bad.problems[0][1]))
+            continue
+        options.append(LabelOption(name, text=values.pop(f"{name}_label", word), key=given))
+    values.pop("show_progress", None)  # the page's own progress line is always shown
+    values.update(options=tuple(options), auto_advance=values.pop("auto_advance", True))
     return problems
 
 

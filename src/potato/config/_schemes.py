@@ -135,7 +135,7 @@ def scheme_types(raw: object) -> dict[str, str | None]:
 def training_types(raw: object) -> dict[str, str | None]:
     """Like :func:`scheme_types`, with likert and select read as the radio answers they are to a trainer,
     and a question asked on each turn or step as ``turn_level`` (no trainer learns those yet)."""
-    radio_like = {"likert": "radio", "select": "radio"}
+    radio_like = {"likert": "radio", "select": "radio", "triage": "radio"}
     per_turn = {str(item["name"]) for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)
                 and (item.get("turn_level") is True or item.get("annotation_type") in ("process_reward", "consensus_tracking", "trajectory_eval"))} \
         if isinstance(raw, list) else set()
@@ -229,4 +229,5 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         auto_children=values.get("auto_children", False),
         auto_parent=values.get("auto_parent", False),
         searchable=values.get("searchable", False),
+        auto_advance=values.get("auto_advance", False),
     )

@@ -198,7 +198,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "extractive_qa": "marking an answer span",
     "card_sort": "sorting cards into groups",
     "conjoint": "conjoint choice sets",
-    "triage": "accept/reject triage",
     # Upstream's agent-evaluation types: each reads the item's steps or turns itself.
     "trajectory_edit": "correcting the steps of an agent's trajectory",
     "failure_attribution": "naming the agent and step that caused a failure",

@@ -702,6 +702,8 @@
       delete state.accepted[fs.dataset.schema];
       updateVisibility();
       saveSoon();
+      // A triage pick is the item's verdict: the next item comes at once (upstream's auto_advance).
+      if (fs.dataset.autoAdvance && getValue(fs)) later(function () { return saveAndGo("next"); }, true);
     });
     fs.addEventListener("input", function () {
       fs.dataset.touched = "1";

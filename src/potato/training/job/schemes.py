@@ -48,10 +48,11 @@ class SchemeType(str, Enum):
     CONSENSUS_TRACKING = "consensus_tracking"
     TRAJECTORY_EVAL = "trajectory_eval"
     HIERARCHICAL_MULTISELECT = "hierarchical_multiselect"
+    TRIAGE = "triage"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
-                          SchemeType.CONSENSUS_TRACKING})
+                          SchemeType.CONSENSUS_TRACKING, SchemeType.TRIAGE})
 """One label of a fixed list: what trainers learn as classes, whatever the page draws."""
 NUMERIC_TYPES = frozenset({SchemeType.SLIDER, SchemeType.NUMBER})
 RATED_ROWS = frozenset({SchemeType.MULTIRATE, SchemeType.RUBRIC_EVAL})
@@ -163,6 +164,8 @@ class Scheme:
     auto_parent: bool = False
     """Picking every child of a node picks the node too."""
     searchable: bool = False
+    auto_advance: bool = False
+    """A pick is saved and the next item shown at once (upstream's triage ``auto_advance``)."""
     first_error: bool = False
     """A process reward marked by its first wrong step (upstream's ``mode: first_error``): every step
     before it is correct and every one from it on is wrong, so no correct step follows a wrong one."""

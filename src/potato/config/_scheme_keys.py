@@ -7,7 +7,7 @@ that fill in derived values (options, numeric bounds, text box layout). Apart fr
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from potato.config._checks import (
     Check,
@@ -264,6 +264,29 @@ def _process_reward(raw: Mapping[Any, object], values: dict[str, Any]) -> list[P
     return problems
 
 
+def _named(entries: list[Any], at: str, table: Mapping[str, Check], example: str, what: str, missing: str,
+           twice: Callable[[str], Problem] | None = None, plain: bool = False) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """The entries of a list of named things (a rubric's criteria, a comparison's dimensions...),
+    each checked against ``table``, and the problems under ``at[n]``: an entry without a name gets
+    ``missing``, a name used twice ``twice(name)``; ``plain`` takes a bare string as a name."""
+    out: list[dict[str, Any]] = []
+    problems: list[Problem] = []
+    for n, entry in enumerate(entries):
+        try:
+            checked, more = (({"name": entry}, []) if plain and isinstance(entry, str) and entry.strip() else
+                             check_keys(mapping(entry, example), table, what))
+        except Invalid as bad:
+            checked, more = {}, list(bad.problems)
+        if "name" not in checked and not more:
+            more = [(".name", missing)]
+        elif twice is not None and checked.get("name") in [o["name"] for o in out]:
+            more = [twice(checked["name"])]
+        problems += [(f"{at}[{n}]" + sub, detail) for sub, detail in more]
+        if not more:
+            out.append(checked)
+    return out, problems
+
+
 _ROW = {"name": text(), "label": text(allow_empty=True), "tooltip": text(allow_empty=True),
         "description": text(allow_empty=True)}
 
@@ -274,22 +297,11 @@ def _multirate(rows: object, values: dict[str, Any]) -> list[Problem]:
     if not isinstance(rows, list) or not rows:
         return [(".options", "missing; a multirate scheme lists what is rated, e.g. options: [Document 1, Document 2], "
                              "or [{name: doc_1, label: Document 1}]")]
-    out: list[LabelOption] = []
-    problems: list[Problem] = []
-    for n, entry in enumerate(rows):
-        try:
-            row, more = (({"name": entry}, []) if isinstance(entry, str) and entry.strip() else
-                         check_keys(mapping(entry, "{name: doc_1, label: Document 1}"), _ROW, "an option"))
-        except Invalid as bad:
-            row, more = {}, list(bad.problems)
-        if "name" not in row and not more:
-            more = [(".name", "missing; name the option (what is stored), e.g. name: doc_1")]
-        elif row.get("name") in [o.name for o in out]:
-            more = [("", f"{show(row['name'])} appears more than once; list each option only once")]
-        problems += [(f".options[{n}]" + sub, detail) for sub, detail in more]
-        if not more:
-            out.append(LabelOption(row["name"], text=row.get("label", ""),
-                                   tooltip=row.get("tooltip") or row.get("description", "")))
+    found, problems = _named(rows, ".options", _ROW, "{name: doc_1, label: Document 1}", "an option",
+                             "missing; name the option (what is stored), e.g. name: doc_1", plain=True,
+                             twice=lambda name: ("", f"{show(name)} appears more than once; list each option only once"))
+    out = [LabelOption(row["name"], text=row.get("label", ""), tooltip=row.get("tooltip") or row.get("description", ""))
+           for row in found]
     values.update(dimensions=tuple(out), sequential_key_binding=False)
     return problems
 
@@ -419,17 +431,11 @@ def _trajectory(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Probl
         problems += [(f".error_types[{n}]" + sub, detail) for sub, detail in more]
         if not more:
             types.append((str(name), tuple(kind.get("subtypes", ()))))
-    severities: list[tuple[str, float]] = []
-    for n, entry in enumerate(values.pop("severities", [{"name": s, "weight": w} for s, w in SEVERITIES])):
-        try:
-            severity, more = check_keys(mapping(entry, "{name: major, weight: -5}"), _SEVERITY, "a severity")
-        except Invalid as bad:
-            severity, more = {}, list(bad.problems)
-        if "name" not in severity and not more:
-            more = [(".name", "missing; name the severity, e.g. name: major")]
-        problems += [(f".severities[{n}]" + sub, detail) for sub, detail in more]
-        if not more:
-            severities.append((severity["name"], float(severity.get("weight", 0))))
+    found, more = _named(values.pop("severities", [{"name": s, "weight": w} for s, w in SEVERITIES]), ".severities",
+                         _SEVERITY, "{name: major, weight: -5}", "a severity",
+                         "missing; name the severity, e.g. name: major")
+    problems += more
+    severities = [(severity["name"], float(severity.get("weight", 0))) for severity in found]
     options = values.pop("correctness_options", ("correct", "incorrect", "partially_correct"))
     values["options"] = tuple(LabelOption(o, text=o.replace("_", " ")) for o in options)
     values.update(error_types=tuple(types), severities=tuple(severities),
@@ -486,20 +492,11 @@ def _rubric(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
     if not isinstance(criteria, list) or not criteria:
         return [(".criteria", "missing; a rubric_eval scheme lists its criteria, e.g. [{name: accuracy, description: "
                               "Are the claims correct?}]")]
-    rows: list[LabelOption] = []
-    problems: list[Problem] = []
-    for n, entry in enumerate(criteria + ([{"name": "overall", "description": "Overall"}] * values.pop("show_overall", False))):
-        try:
-            criterion, more = check_keys(mapping(entry, "{name: accuracy, description: ...}"), _CRITERION, "a criterion")
-        except Invalid as bad:
-            criterion, more = {}, list(bad.problems)
-        if "name" not in criterion and not more:
-            more = [(".name", "missing; name the criterion, e.g. name: accuracy")]
-        elif criterion.get("name") in [r.name for r in rows]:
-            more = [(".name", f"{show(criterion['name'])} names two criteria; give each its own name")]
-        problems += [(f".criteria[{n}]" + sub, detail) for sub, detail in more]
-        if not more:
-            rows.append(LabelOption(criterion["name"], text=criterion["name"], tooltip=criterion.get("description", "")))
+    overall = [{"name": "overall", "description": "Overall"}] * values.pop("show_overall", False)
+    found, problems = _named(criteria + overall, ".criteria", _CRITERION, "{name: accuracy, description: ...}",
+                             "a criterion", "missing; name the criterion, e.g. name: accuracy",
+                             twice=lambda name: (".name", f"{show(name)} names two criteria; give each its own name"))
+    rows = [LabelOption(c["name"], text=c["name"], tooltip=c.get("description", "")) for c in found]
     values.update(dimensions=tuple(rows), sequential_key_binding=False)
     return problems
 
@@ -564,23 +561,13 @@ def _pairwise(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem
         if not isinstance(dimensions, list) or not dimensions:
             return problems + [(".dimensions", "missing; a multi_dimension comparison lists its dimensions, e.g. "
                                                "[{name: helpfulness, description: Which is more helpful?}]")]
-        dims: list[LabelOption] = []
-        ties: list[str] = []
-        for n, entry in enumerate(dimensions):
-            try:
-                dim, more = check_keys(mapping(entry, "{name: helpfulness, allow_tie: true}"), _DIMENSION, "a dimension")
-            except Invalid as bad:
-                dim, more = {}, list(bad.problems)
-            if "name" not in dim and not more:
-                more = [(".name", "missing; name the dimension, e.g. name: helpfulness")]
-            elif dim.get("name") in [d.name for d in dims]:
-                more = [(".name", f"{show(dim['name'])} names two dimensions; give each its own name")]
-            problems += [(f".dimensions[{n}]" + sub, detail) for sub, detail in more]
-            if not more:
-                dims.append(LabelOption(dim["name"], text=dim["name"].replace("_", " ").title(),
-                                        tooltip=dim.get("description", "")))
-                if dim.get("allow_tie", tie):
-                    ties.append(dim["name"])
+        found, more = _named(dimensions, ".dimensions", _DIMENSION, "{name: helpfulness, allow_tie: true}",
+                             "a dimension", "missing; name the dimension, e.g. name: helpfulness",
+                             twice=lambda name: (".name", f"{show(name)} names two dimensions; give each its own name"))
+        problems += more
+        dims = [LabelOption(d["name"], text=d["name"].replace("_", " ").title(), tooltip=d.get("description", ""))
+                for d in found]
+        ties = [d["name"] for d in found if d.get("allow_tie", tie)]
         values["options"] = (LabelOption(FIRST, text=shown[0]), LabelOption(SECOND, text=shown[1]),
                              LabelOption(TIE, text=tie_label or "Tie"))
         values.update(dimensions=tuple(dims), tie_dimensions=tuple(ties), sequential_key_binding=False)

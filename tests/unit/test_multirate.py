@@ -11,14 +11,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from click.testing import CliRunner, Result
 
-from potato.cli import cli
 from potato.config import load_config, validate
-from potato.db import Database
-from potato.labels import LabelStore
 from potato.server import close_app, create_app
 from tests.conftest import ADMIN_KEY
+from tests.harness.labelstore import invoke as _run, stored_answers as _stored
 from tests.harness.upstream import upstream
 
 CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
@@ -41,15 +38,6 @@ def _project(root: Path) -> Path:
     path.write_text(json.dumps(config), encoding="utf-8")
     path.chmod(0o600)
     return path
-
-
-def _stored(config_path: Path) -> dict[tuple[str, str], Any]:
-    store = LabelStore(Database(load_config(config_path).database_path))
-    return {(lab.item_id, lab.schema): lab.value for lab in store.iter_labels()}
-
-
-def _run(*args: Any) -> Result:
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 @pytest.fixture

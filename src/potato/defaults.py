@@ -70,6 +70,9 @@ SLURM_LONG_TIME_S = 6 * 3600
 HOLDOUT_FRACTION = 0.2
 """Share of labelled items kept out of training to score the run."""
 
+STEP_CONTEXT_CHARS = 1200
+"""Characters of the turns before a step that a step classifier reads with it (the nearest first)."""
+
 AUTO_RETRAIN_EVERY_N_LABELS = 100
 ACTIVE_LEARNING_EVERY_N_LABELS = 5
 """Upstream's ``update_frequency`` default: labels between active learning's runs."""

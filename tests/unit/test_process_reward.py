@@ -111,7 +111,8 @@ def test_upstreams_process_reward_schemes_validate_as_a_mark_on_each_step() -> N
     assert [o.shown for o in per_step.options] == ["Valid", "Neutral", "Flawed"]
     binding = prm.turns
     assert (binding.field, binding.steps_text, binding.placement) == ("structured_turns", "action", "list")
-    assert prm.training_type is None  # a step classifier learns it, not an item-level trainer
+    assert (prm.training_type, prm.learnt_by_step) == ("radio", True)  # a step classifier learns it, step by step
+    assert prm.step_mistakes == ("incorrect",)
     inline = _report([{**PRM, "inline_with_trace": True}])
     assert inline.errors == [] and inline.config.annotation_schemes[0].turns.placement == "inline"
 

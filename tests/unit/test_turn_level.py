@@ -126,7 +126,8 @@ def test_upstreams_turn_level_schemes_validate_and_bind_their_field() -> None:
     # Asked on many turns at once, a key could not say which: the item-level question gets 1 and 2.
     assert [o.key for o in schemes["turn_errors"].options] == ["", ""]
     assert [o.key for o in schemes["task_success"].options] == ["1", "2"]
-    assert schemes["turn_errors"].training_type is None  # no item-level trainer learns one answer per turn
+    # One answer per turn is learnt turn by turn (a step classifier), as the kind of answer it is.
+    assert (schemes["turn_errors"].training_type, schemes["turn_errors"].learnt_by_step) == ("multiselect", True)
     unnamed = _report(annotation_schemes=[{**SCHEMES[0], "turn_binding": {"speakers": ["Assistant"]}}],
                        instance_display={"fields": [{"key": "t", "type": "text"}, {"key": "c", "type": "dialogue"}]})
     assert unnamed.errors == [] and unnamed.config.annotation_schemes[0].turns.field == "c"

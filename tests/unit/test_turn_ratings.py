@@ -75,7 +75,7 @@ def test_each_scale_is_a_question_asked_on_the_named_speakers_turns() -> None:
     assert (scale.description, scale.labels, scale.min_label, scale.max_label) == (
         "Action Correctness", ("1", "2", "3"), "Wrong", "Right")
     assert (scale.turns.field, scale.turns.speakers) == ("conversation", ("Agent (Action)",))
-    assert scale.training_type is None
+    assert (scale.training_type, scale.learnt_by_step, scale.step_mistakes) == ("radio", True, ())
     # dialogue-qa's form: one scale, named by schema_name beside it.
     one = validate(upstream(annotation_schemes=[SUCCESS], instance_display={"fields": _fields(
         {"speakers": ["Agent"], "schema_name": "turn_quality", "scheme": {"type": "likert", "size": 5}})}), CONFIG)

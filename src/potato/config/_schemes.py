@@ -132,14 +132,24 @@ def scheme_types(raw: object) -> dict[str, str | None]:
     return out
 
 
+STEP_ANSWERS = ("process_reward", "consensus_tracking", "trajectory_eval")
+"""The types asked on each step or turn of a trace whatever the config says."""
+LEARNT_BY_STEP = ("radio", "multiselect", "likert", "select", "triage", *STEP_ANSWERS)
+"""A question asked on each step whose answers a step classifier learns (each step's answer one
+label, or labels, of a list); a text, number or slider on each turn is not learnt."""
+
+
 def training_types(raw: object) -> dict[str, str | None]:
     """Like :func:`scheme_types`, with likert and select read as the radio answers they are to a trainer,
-    and a question asked on each turn or step as ``turn_level`` (no trainer learns those yet)."""
+    a question asked on each turn or step whose answers are labels as ``per_step`` (a step
+    classifier learns it, and its suggestions are an answer per step), and any other question asked
+    on each turn as ``turn_level`` (none learns it)."""
     radio_like = {"likert": "radio", "select": "radio", "triage": "radio"}
     per_turn = {str(item["name"]) for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)
-                and (item.get("turn_level") is True or item.get("annotation_type") in ("process_reward", "consensus_tracking", "trajectory_eval"))} \
+                and (item.get("turn_level") is True or item.get("annotation_type") in STEP_ANSWERS)} \
         if isinstance(raw, list) else set()
-    return {name: "turn_level" if name in per_turn else radio_like.get(kind or "", kind)
+    return {name: ("per_step" if kind in LEARNT_BY_STEP else "turn_level") if name in per_turn
+            else radio_like.get(kind or "", kind)
             for name, kind in scheme_types(raw).items()}
 
 

@@ -21,7 +21,7 @@ from potato.display.media import MediaFileError
 from potato.study.assist import option_highlights
 from potato.training.job.schemes import SchemeType
 from potato.training.job.spans import Texts
-from potato.training.job.turns import BadTurns, Turn
+from potato.training.job.turns import BadTurns, Turn, answer_of
 from potato.label_import import stored_spans
 from potato.labels import Label, LabelSource, values_by_schema
 from potato.server import assist
@@ -464,17 +464,19 @@ def move() -> Any:
 
 
 def provenance(value: Any, submitted: object, shown: Mapping[str, Any] | None, claimed: object,
-               spans: bool) -> tuple[Any, dict[str, Any]]:
+               spans: bool, turns: bool = False) -> tuple[Any, dict[str, Any]]:
     """(the value to store, its source and run) for one scheme's answer (pure).
 
     The page says which run's suggestion the annotator accepted; the server believes it only when
-    that run's suggestion shown on this item is what was submitted (for spans: span by span), so
+    that run's suggestion shown on this item is what was submitted (for spans: span by span; for a
+    question on each step, step by step: every step's answer the model's, none left out), so
     provenance cannot be forged and an edited suggestion counts as the annotator's own answer.
     """
     if spans:
         value, whole = span_sources(value, submitted, shown, claimed)
     else:
-        whole = bool(shown and isinstance(claimed, str) and shown["run_id"] == claimed and shown["label"] == value)
+        given = {turn: answer_of(entry) for turn, entry in value.items()} if turns and isinstance(value, dict) else value
+        whole = bool(shown and isinstance(claimed, str) and shown["run_id"] == claimed and shown["label"] == given)
     if whole:
         return value, {"source": LabelSource.SUGGESTION, "run_id": claimed}
     return value, {"source": LabelSource.HUMAN, "run_id": None}
@@ -534,7 +536,8 @@ def label() -> Any:
     for schema, value in store.items():
         scheme = project.config.scheme(schema)
         value, source = provenance(value, body["labels"][schema], shown.get(schema), claims.get(schema),
-                                   spans=scheme is not None and scheme.annotation_type is SchemeType.SPAN)
+                                   spans=scheme is not None and scheme.annotation_type is SchemeType.SPAN,
+                                   turns=scheme is not None and scheme.turns is not None)
         rows.append(Label(user=user, item_id=item_id, schema=schema, value=value, codebook_revision=revision,
                           **source))
     project.save_labels(rows, delete=[(user, item_id, schema) for schema in clear])

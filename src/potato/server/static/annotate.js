@@ -136,9 +136,11 @@
       helpNote(fs, (item.ai_pending || []).indexOf(name) >= 0 ? "Asking the AI\u2026" : "");
       clearHelp(fs);
       var box = fs.querySelector(".suggestion"), s = (item.suggestions || {})[name];
-      if (s) {
+      // A question asked on each step gets an answer per step: each is written on its step.
+      var said = type === "turns" ? window.PotatoTurns.suggest(fs, s) : s && (Array.isArray(s.label) ? s.label.join(", ") : s.label);
+      if (s && said) {
         box.hidden = false;
-        box.querySelector(".s-label").textContent = Array.isArray(s.label) ? s.label.join(", ") : s.label;
+        box.querySelector(".s-label").textContent = said;
         describeModel(box, s, sure(s.confidence));
       } else {
         box.hidden = true;

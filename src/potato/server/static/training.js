@@ -142,7 +142,8 @@
       if (!s.items) { lines.push(schema + ": no labelled items yet"); few.push(schema + " has no labels"); return; }
       var parts = s.classes.map(function (c) { return c[0] + " " + c[1]; });
       if (s.none) parts.push(s.none + (s.kind === "span" ? " with nothing marked" : " with no label"));
-      var line = schema + ": " + s.items + " labelled item" + (s.items === 1 ? "" : "s") + ": " + parts.join(" · ");
+      var unit = s.kind_of_items === "steps" ? " labelled step" : " labelled item";
+      var line = schema + ": " + s.items + unit + (s.items === 1 ? "" : "s") + ": " + parts.join(" · ");
       if (s.disagree) line += " (" + s.disagree + " of them with disagreeing labels)";
       lines.push(line);
       disagree = disagree || s.disagree > 0;

@@ -114,6 +114,7 @@
     ((where && where.turns) || []).forEach(function (turn, k) {
       var listed = fs.dataset.placement === "list", number = steps ? k + 1 : turn.index + 1;
       var slot = widget(fs, turn, number), host = listed ? null : turnElement(where.at, turn.index);
+      slot.dataset.number = String(number);
       refBox(fs, slot, turn, where.turns);
       if (host) {
         host.appendChild(slot);
@@ -281,5 +282,32 @@
     fs.dispatchEvent(new Event("change"));
   });
 
-  window.PotatoTurns = { place: place, get: get, set: set, show: show };
+  // A step classifier's suggestion ({turn id: answer}, with each step's confidence): what the model
+  // says is written on each step it answers, and the question's box says it in one line (the first
+  // error, where the question is marked by it). Accepting it is annotate.js's, as for any question.
+  function shown(answer) {
+    if (answer && typeof answer === "object" && !Array.isArray(answer)) { return answer.correctness || answer.act || ""; }
+    return Array.isArray(answer) ? answer.join(", ") : String(answer);
+  }
+
+  function suggest(fs, s) {
+    var label = s && s.label && typeof s.label === "object" ? s.label : {}, sure = (s && s.probabilities) || {};
+    var word = fs.dataset.turnWord, firstWrong = null, answered = 0;
+    slotsOf(fs).forEach(function (slot) {
+      var note = slot.querySelector(".turn-suggestion"), answer = label[slot.dataset.turn];
+      if (answer === undefined) { if (note) { note.remove(); } return; }
+      if (!note) { note = el("p", "turn-suggestion muted"); slot.appendChild(note); }
+      var conf = typeof sure[slot.dataset.turn] === "number" ? " (" + Math.round(sure[slot.dataset.turn] * 100) + "% sure)" : "";
+      note.textContent = "Model: " + shown(answer) + conf;
+      answered += 1;
+      if (shown(answer) === "incorrect" && firstWrong === null) { firstWrong = slot.dataset.number; }
+    });
+    if (!answered) { return ""; }
+    if (fs.dataset.firstError) {
+      return firstWrong === null ? "no " + word.toLowerCase() + " is wrong" : word.toLowerCase() + " " + firstWrong + " is the first error";
+    }
+    return "an answer on " + answered + " " + word.toLowerCase() + (answered === 1 ? "" : "s") + ", written on each";
+  }
+
+  window.PotatoTurns = { place: place, get: get, set: set, show: show, suggest: suggest };
 }());

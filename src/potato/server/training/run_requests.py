@@ -17,6 +17,7 @@ from potato.project import Project
 from potato.server.jsonio import jsonl_objects
 from potato.server.training.runs import bundle
 from potato.server.training.backends import backend_for
+from potato.server.training.runs.stepitems import StepQuestions
 from potato.server.training.runs.store import Run, RunState, RunStore, Trigger
 from potato.training.job.failures import BadJob
 from potato.training.job.labels import aggregate, class_labels, label_names
@@ -182,14 +183,16 @@ def label_summary(project: Project) -> dict[str, dict[str, Any]]:
     scheme's order, each item counted by the label a run trains on, see
     :func:`potato.training.job.labels.aggregate`), ``disagree`` (items whose annotators gave different
     answers), ``none`` (multiselect items whose trained answer has no label, span items with nothing
-    marked) and ``kind``. A span scheme's classes count the items with a span of each label."""
+    marked) and ``kind``. A span scheme's classes count the items with a span of each label; a
+    question asked on each step counts steps (``kind_of_items``: ``steps``), as its run learns them."""
     labels, _ = project.training_labels()
     out: dict[str, dict[str, Any]] = {}
     for scheme in project.config.annotation_schemes:
         if scheme.training_type is None:
             continue
         specs = bundle.job_schemes(project.config, [scheme.name])
-        answers = bundle.training_answers(specs, bundle.label_rows([scheme.name], project.items, labels))
+        answers = bundle.training_answers(specs, bundle.label_rows([scheme.name], project.items, labels,
+                                                                   StepQuestions.of(project.config, [scheme.name])))
         if not answers:
             continue
         targets = aggregate(answers, specs)
@@ -206,6 +209,7 @@ def label_summary(project: Project) -> dict[str, dict[str, Any]]:
                 per_label[label] = per_label.get(label, 0) + 1
         out[scheme.name] = {
             "kind": scheme.training_type,
+            "kind_of_items": "steps" if scheme.learnt_by_step else "items",
             "items": len(targets),
             "classes": [[label, per_label[label]] for label in class_labels(specs[0], targets) if label in per_label],
             "disagree": sum(1 for votes in given.values() if len(votes) > 1),

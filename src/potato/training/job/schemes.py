@@ -169,6 +169,12 @@ class Scheme:
     first_error: bool = False
     """A process reward marked by its first wrong step (upstream's ``mode: first_error``): every step
     before it is correct and every one from it on is wrong, so no correct step follows a wrong one."""
+    per_step: bool = False
+    """A job's scheme learnt step by step: its examples are the steps of traces (each its own item in
+    the bundle, :mod:`potato.training.job.tracesteps`), its answer one label per step."""
+    wrong_labels: tuple[str, ...] = ()
+    """A step scheme's answers that mark a step as a mistake (a process reward's ``incorrect``): a
+    trace's first error is its first step with one of them."""
 
     @property
     def multiselect(self) -> bool:
@@ -213,8 +219,12 @@ class Scheme:
 
     @property
     def training_type(self) -> str | None:
-        """The kind of answer a trainer learns ("radio" or "multiselect"), or None if none can."""
-        if self.turns is not None:  # one answer per step: no item-level trainer learns it
+        """The kind of answer a trainer learns ("radio", "multiselect" or "span"), or None if none can.
+        A question asked on each step is learnt step by step (:attr:`learnt_by_step`), each step's
+        answer as the kind it is."""
+        if self.turns is not None and self.annotation_type is SchemeType.TRAJECTORY_EVAL:
+            return SchemeType.RADIO.value  # its correctness
+        if self.turns is not None and self.annotation_type not in CHOICE_TYPES | {SchemeType.MULTISELECT}:
             return None
         if self.annotation_type in CHOICE_TYPES:
             return SchemeType.RADIO.value
@@ -223,6 +233,33 @@ class Scheme:
         if self.annotation_type is SchemeType.SPAN:
             return SchemeType.SPAN.value
         return None
+
+    @property
+    def learnt_by_step(self) -> bool:
+        """Asked on each step or turn of a trace and learnt step by step: a step classifier's scheme."""
+        return self.turns is not None and self.training_type is not None
+
+    @property
+    def step_mistakes(self) -> tuple[str, ...]:
+        """The answers that mark a step as a mistake, where the scheme says which (a process reward's
+        and a trajectory evaluation's own words); () for a question whose answers name no mistake."""
+        if self.annotation_type in (SchemeType.PROCESS_REWARD, SchemeType.TRAJECTORY_EVAL) and RIGHT in self.labels:
+            return tuple(label for label in self.labels if label not in (RIGHT, NEUTRAL))
+        return ()
+
+    def step_label(self, answer: object) -> object:
+        """One step's stored answer as the label a step classifier learns: a trajectory evaluation's
+        correctness, a consensus act without the turn it answers, else the answer itself."""
+        if isinstance(answer, dict):
+            return answer.get("correctness", answer.get("act"))
+        return answer
+
+    def step_answer(self, label: object) -> object:
+        """A step classifier's label as the answer an annotator gives on that step (what accepting
+        a suggestion stores): the inverse of :meth:`step_label`."""
+        if self.annotation_type is SchemeType.TRAJECTORY_EVAL:
+            return {"correctness": label}
+        return list(label) if isinstance(label, tuple) else label
 
     def marked_texts(self, texts: str | Texts) -> Texts:
         """The item's texts this span scheme marks, of all it has (one text is the item's own)."""

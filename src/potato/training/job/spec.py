@@ -125,9 +125,16 @@ def _parse_schemes(data: dict[str, Any], problems: list[str]) -> tuple[Scheme, .
         if not isinstance(fields, list) or not fields or not all(isinstance(x, str) for x in fields):
             problems.append("schemes[{}] ({}) fields must be a non-empty list of field names".format(i, raw["name"]))
             continue
+        per_step = raw.get("per_step", False)
+        mistakes = raw.get("mistakes", [])
+        if not isinstance(per_step, bool) or not isinstance(mistakes, list) or not all(
+                isinstance(x, str) for x in mistakes):
+            problems.append("schemes[{}] ({}) per_step must be true or false and mistakes a list of labels".format(
+                i, raw["name"]))
+            continue
         by_name[raw["name"]] = Scheme(annotation_type, raw["name"],
                                       description if isinstance(description, str) else "", tuple(labels),
-                                      span_fields=tuple(fields))
+                                      span_fields=tuple(fields), per_step=per_step, wrong_labels=tuple(mistakes))
         order.append(raw["name"])
     names = data.get("schemas", order)  # an older server's job.json names them apart
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):

@@ -17,6 +17,11 @@ same whichever trainer ran and whatever is installed). Definitions:
   seqeval's definition), as ``<schema>/holdout_precision``, ``holdout_recall``, ``holdout_f1`` and
   ``<schema>/<label>/holdout_f1`` (with ``_precision``, ``_recall``, ``_support``). They count
   towards ``n_holdout`` only, not towards the overall accuracy and macro-F1.
+- a question asked on each step of a trace (a step classifier) is scored step by step as above
+  (each step an item) and, where its answers name a mistake, trace by trace:
+  ``<schema>/holdout_first_error_exact`` is the share of held-out traces whose first wrong step
+  (among their labelled steps) the model finds exactly, a trace without one counting as found when
+  the model calls none of them wrong; ``<schema>/n_holdout_traces`` is how many traces that is.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from potato.training.job.schemes import Scheme
 from potato.training.job.results import Label
 from potato.training.job.labels import label_spans
 from potato.training.job.spans import entity_scores
+from potato.training.job.spec import JobItem
+from potato.training.job.tracesteps import PLACE_FIELD, TRACE_FIELD, by_trace, first_error_found
 
 
 def _f1(tp: int, fp: int, fn: int) -> float:
@@ -154,4 +161,28 @@ def score_holdout(
     if pairs:
         metrics["holdout_accuracy"] = hits / pairs
         metrics["holdout_macro_f1"] = sum(f1s) / len(f1s)
+    return metrics
+
+
+def trace_scores(
+    schemas: Sequence[Scheme],
+    items: Sequence[JobItem],
+    truth: Mapping[str, Mapping[str, Label]],
+    predicted: Mapping[str, Mapping[str, tuple[Any, ...] | None]],
+    holdout: Iterable[str],
+) -> dict[str, float]:
+    """Each step question's score by trace: whether the model finds a held-out trace's first error."""
+    held = set(holdout)
+    places = {item.id: (str(item.fields[TRACE_FIELD]), int(item.fields.get(PLACE_FIELD, 0))) for item in items
+              if TRACE_FIELD in item.fields and item.id in held}
+    metrics: dict[str, float] = {}
+    for spec in schemas:
+        if not (spec.per_step and spec.wrong_labels):
+            continue
+        told = {i: truth[i][spec.name] for i in places if spec.name in truth.get(i, {})}
+        said = {i: p[0] for i in told for p in [predicted.get(i, {}).get(spec.name)] if p is not None}
+        share, traces = first_error_found(by_trace(told, places), by_trace(said, places), spec.wrong_labels)
+        metrics[f"{spec.name}/n_holdout_traces"] = traces
+        if traces:
+            metrics[f"{spec.name}/holdout_first_error_exact"] = share
     return metrics

@@ -22,8 +22,9 @@ from potato.training.job.events import EventWriter
 from potato.training.job.failures import BadJob, Cancelled, NoLabels, TrainerImportError
 from potato.training.job.spec import LABELS_FILE, JobItem, JobSpec, LabelRow, read_holdout, read_items, read_job, read_labels
 from potato.training.job.schemes import Scheme
+from potato.training.job.tracesteps import TRACE_FIELD
 from potato.training.job.limits import apply_memory_limit, apply_thread_limit
-from potato.training.worker.metrics import score_holdout
+from potato.training.worker.metrics import score_holdout, trace_scores
 from potato.training.worker.predictions import check_prediction
 from potato.training.job.results import (
     ARTIFACTS_DIR,
@@ -206,6 +207,7 @@ def train(job_dir: Path, run: RunSoFar, events: EventWriter, result: Result, sto
     ctx.check_stop()
     events.step("scoring the holdout")
     result.metrics.update(score_holdout(job.schemas, targets, predicted, sorted(holdout)))
+    result.metrics.update(trace_scores(job.schemas, items, targets, predicted, holdout))
     for name, value in ctx.metrics.items():  # the trainer's own scores never replace the holdout score
         result.metrics.setdefault(name, value)
     for name in sorted(result.metrics):
@@ -236,6 +238,8 @@ def _write_predictions(job_dir: Path, job: JobSpec, items: Sequence[JobItem],
         nonlocal missing
         for item in items:
             for spec in job.schemas:
+                if spec.per_step != (TRACE_FIELD in item.fields):
+                    continue  # a step question is answered on steps, an item's question on items
                 p = predicted[item.id][spec.name]
                 if p is None:
                     missing += 1

@@ -21,8 +21,10 @@ from potato.labels import Label
 from potato.training.job.private import open_private, private_dir
 from potato.training.job.failures import BadJob
 from potato.training.job.spec import FIELDS_FORMAT, JOB_FORMAT, LabelRow, parse_label_row
+from potato.server.training.runs.stepitems import StepQuestions
 from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.job.spans import MAIN
+from potato.training.job.tracesteps import split_step_id
 
 MIN_ITEMS_FOR_HOLDOUT = 5
 
@@ -76,16 +78,18 @@ def job_schemes(config: Config, schemas: Sequence[str]) -> list[Scheme]:
     learns it as a radio scheme."""
     by_name = {s.name: s for s in config.annotation_schemes}
     return [Scheme(SchemeType(s.training_type or s.annotation_type.value), s.name, s.description, s.labels,
-                   span_fields=s.span_fields)
+                   span_fields=s.span_fields, per_step=s.learnt_by_step, wrong_labels=s.step_mistakes)
             for s in (by_name[name] for name in schemas if name in by_name)]
 
 
 def scheme_json(scheme: Scheme) -> dict[str, Any]:
     """One entry of ``job.json``'s ``schemes``; a span scheme that marks fields besides the item's
-    text (or instead of it) names them (``fields``, ``""`` the item's text)."""
+    text (or instead of it) names them (``fields``, ``""`` the item's text); a question learnt step
+    by step says so (``per_step``) with the answers that mark a mistake (``mistakes``)."""
     return {"name": scheme.name, "annotation_type": scheme.annotation_type.value, "labels": list(scheme.labels),
             **({"description": scheme.description} if scheme.description else {}),
-            **({"fields": list(scheme.span_fields)} if scheme.spans and scheme.span_fields != (MAIN,) else {})}
+            **({"fields": list(scheme.span_fields)} if scheme.spans and scheme.span_fields != (MAIN,) else {}),
+            **({"per_step": True, "mistakes": list(scheme.wrong_labels)} if scheme.per_step else {})}
 
 
 def item_row(item: Item, texts: Mapping[str, str]) -> dict[str, Any]:
@@ -94,11 +98,20 @@ def item_row(item: Item, texts: Mapping[str, str]) -> dict[str, Any]:
     return {"id": item.id, "text": item.text, **({"texts": more} if more else {})}
 
 
-def label_rows(schemas: Iterable[str], items: ItemSet, labels: Iterable[Label]) -> list[dict[str, Any]]:
-    """``labels.jsonl``'s rows: every annotator's answer on ``schemas``, for items in the item set."""
+def label_rows(schemas: Iterable[str], items: ItemSet, labels: Iterable[Label],
+               steps: StepQuestions | None = None) -> list[dict[str, Any]]:
+    """``labels.jsonl``'s rows: every annotator's answer on ``schemas``, for items in the item set; a
+    question ``steps`` learns step by step gives a row per answered step, on the step's item."""
     wanted = set(schemas)
-    return [{"item_id": lab.item_id, "schema": lab.schema, "label": lab.value, "user": lab.user}
-            for lab in labels if lab.schema in wanted and lab.item_id in items]
+    out: list[dict[str, Any]] = []
+    for lab in labels:
+        if lab.schema not in wanted or lab.item_id not in items:
+            continue
+        if steps is not None and lab.schema in steps.names:
+            out.extend(steps.label_rows(lab.item_id, lab.schema, lab.value, lab.user))
+        else:
+            out.append({"item_id": lab.item_id, "schema": lab.schema, "label": lab.value, "user": lab.user})
+    return out
 
 
 def training_answers(specs: Sequence[Scheme], rows: Iterable[Mapping[str, Any]]) -> list[LabelRow]:
@@ -129,18 +142,30 @@ def _jsonl(rows: Iterable[Mapping[str, Any]]) -> bytes:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
 
 
+def split_by_trace(rows: Sequence[Mapping[str, Any]], fraction: float, seed: int) -> list[str]:
+    """The holdout: a share of the labelled items, a step's item going with its trace (pure). A trace
+    is held out whole, so no step of it is trained on and it is scored as a trace; its steps' items
+    are listed beside it."""
+    traces = {str(row["item_id"]): (split_step_id(str(row["item_id"])) or (str(row["item_id"]),))[0] for row in rows}
+    held = set(holdout_ids(traces.values(), fraction, seed))
+    return sorted(held | {item_id for item_id, trace in traces.items() if trace in held})
+
+
 def build_bundle(dest: Path, job: Mapping[str, Any], items: ItemSet, labels: Sequence[Label],
-                 holdout_fraction: float, span_texts: Callable[[Item], Mapping[str, str]] = lambda item: {}) -> BundleInfo:
+                 holdout_fraction: float, span_texts: Callable[[Item], Mapping[str, str]] = lambda item: {},
+                 steps: StepQuestions | None = None) -> BundleInfo:
     """Write ``dest`` (bundle.tar.gz) atomically and return its sha256 and counts. It holds every item
-    (with the texts ``span_texts`` gives it, by field) and every label with its annotator's name: 0600,
-    whatever the umask."""
-    rows = label_rows([scheme["name"] for scheme in job["schemes"]], items, labels)
-    holdout = holdout_ids((row["item_id"] for row in rows), holdout_fraction, int(job.get("seed", 0)))
+    (with the texts ``span_texts`` gives it, by field), each asked step of a question ``steps`` learns
+    step by step as an item of its own, and every label with its annotator's name: 0600, whatever
+    the umask."""
+    rows = label_rows([scheme["name"] for scheme in job["schemes"]], items, labels, steps)
+    holdout = split_by_trace(rows, holdout_fraction, int(job.get("seed", 0)))
     private_dir(dest.parent)
     tmp = dest.with_suffix(".tmp")
     with open_private(tmp, "wb") as raw, tarfile.open(tmp, "w:gz", raw, compresslevel=6) as tar:
         _add_bytes(tar, "job.json", json.dumps(job, indent=1).encode("utf-8"))
-        _add_bytes(tar, "items.jsonl", _jsonl(item_row(item, span_texts(item)) for item in items))
+        _add_bytes(tar, "items.jsonl", _jsonl(row for item in items for row in (
+            item_row(item, span_texts(item)), *(steps.item_rows(item) if steps else ()))))
         _add_bytes(tar, "labels.jsonl", _jsonl(rows))
         _add_bytes(tar, "split.json", json.dumps({"holdout": holdout}).encode("utf-8"))
     digest = hashlib.sha256()
@@ -148,5 +173,9 @@ def build_bundle(dest: Path, job: Mapping[str, Any], items: ItemSet, labels: Seq
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     tmp.replace(dest)
-    return BundleInfo(dest, digest.hexdigest(), dest.stat().st_size, len(items), len(rows), len(holdout),
-                      len({row["item_id"] for row in rows}), len({row["user"] for row in rows}))
+    def trace(item_id: str) -> str:  # a step's labels count for its trace
+        return (split_step_id(item_id) or (item_id,))[0]
+
+    return BundleInfo(dest, digest.hexdigest(), dest.stat().st_size, len(items), len(rows),
+                      len({trace(i) for i in holdout}), len({trace(row["item_id"]) for row in rows}),
+                      len({row["user"] for row in rows}))

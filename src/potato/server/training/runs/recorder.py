@@ -21,6 +21,7 @@ from potato.project import Project
 from potato.server.training.runs import activelearning, quota
 from potato.codebook import current_config
 from potato.server.training.runs.bundle import BundleInfo, build_bundle, job_spec
+from potato.server.training.runs.stepitems import StepQuestions
 from potato.server.training.runs.modelplace import ModelPlace
 from potato.training.job.private import make_private, open_private, private_dir
 from potato.server.training.runs.store import Reason, Run, RunState, RunStore
@@ -211,8 +212,13 @@ def prepare_bundle(project: Project, store: RunStore, run: Run, runlog: RunLog, 
     if left_out:
         runlog.write(f"Left out {left_out} label(s) of annotators who saw AI help (ai_support.assist_holdout."
                      "train_on: unhelped): the run learns from the control group's labels and imported ones")
+    steps = StepQuestions.of(project.config, run.schemas)
     info = build_bundle(store.run_dir(run.id) / "bundle.tar.gz", job, project.items, labels, mt.holdout_fraction,
-                        project.config.span_texts if fields else lambda item: {})
+                        project.config.span_texts if fields else lambda item: {}, steps)
+    if steps:
+        runlog.write(f"Questions asked on each step ({', '.join(sorted(steps.names))}) are learnt step by step: "
+                     f"each step an example, with up to {steps.context_chars} characters of the trace before it; "
+                     "a trace's steps are all trained or all held out")
     runlog.write(f"Bundle: {info.n_items} items, {info.n_labels} labels, {info.n_holdout} holdout items, "
                  f"sha256 {info.sha256}")
     store.update(run.id, bundle_sha256=info.sha256, labelled_items=info.n_labelled_items, annotators=info.n_annotators)

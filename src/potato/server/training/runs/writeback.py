@@ -22,6 +22,7 @@ from potato.config.schema import Writeback
 from potato.training.job.schemes import Scheme, SchemeType
 from potato.project import Project
 from potato.server.jsonio import jsonl_objects
+from potato.server.training.runs.stepitems import StepQuestions
 from potato.server.training.runs.store import Run
 from potato.training.trainers import UnknownTrainer, get_trainer
 from potato.training.job.spans import BadSpan, Texts, by_position
@@ -124,7 +125,8 @@ def select(rows: Iterator[dict[str, Any]], wb: Writeback, run_schemas: set[str],
             stats.skipped_unlabelled += 1
             continue
         stats.written += 1
-        ranked = option_probabilities(row.get("probabilities"), scheme)
+        ranked = step_confidences(row.get("steps"), label) if scheme is not None and scheme.learnt_by_step \
+            else option_probabilities(row.get("probabilities"), scheme)
         yield item_id, schema, json.dumps(label, ensure_ascii=False), conf, ranked
 
 
@@ -140,11 +142,23 @@ def option_probabilities(raw: object, scheme: Scheme | None) -> str | None:
     return json.dumps(kept, ensure_ascii=False) if kept else None
 
 
+def step_confidences(raw: object, label: object) -> str | None:
+    """A step classifier's confidence in each step it suggests an answer for, as stored JSON (pure):
+    kept where option highlighting keeps its probabilities, by the step's id."""
+    if not isinstance(raw, dict) or not isinstance(label, dict):
+        return None
+    kept = {turn: float(c) for turn, c in raw.items() if turn in label and _is_confidence(c)}
+    return json.dumps(kept, ensure_ascii=False) if kept else None
+
+
 def schema_score(metrics: Mapping[str, Any], scheme: Scheme | None) -> float | None:
     """The holdout score annotators see beside a schema's suggestions: span F1 for a span scheme
-    (its answers are scored span by span), else the run's accuracy."""
+    (its answers are scored span by span), a step classifier's accuracy on the held-out steps, else
+    the run's accuracy."""
     if scheme is not None and scheme.annotation_type is SchemeType.SPAN:
         score = metrics.get(f"{scheme.name}/holdout_f1")
+    elif scheme is not None and scheme.learnt_by_step:  # scored step by step, apart from any other scheme
+        score = metrics.get(f"{scheme.name}/holdout_accuracy")
     else:
         score = metrics.get("holdout_accuracy")
     return score if isinstance(score, (int, float)) and not isinstance(score, bool) else None
@@ -168,6 +182,9 @@ def write_back(project: Project, run: Run, predictions: Path | None, metrics: Ma
     schemes = {s.name: s for s in project.config.annotation_schemes}
     texts = span_texts_by_id(project.config, project.items)
     lines = jsonl_objects(predictions) if predictions is not None else iter(())  # a bad line: {}, invalid
+    steps = StepQuestions.of(project.config, run.schemas)
+    if steps:  # a step classifier's steps, one suggestion per trace
+        lines = steps.suggestions(lines, project.items)
     rows = select(lines, wb, set(run.schemas), texts, labelled, stats, schemes, every_item)
     with project.db.transaction() as tx:
         asked = tx.execute("SELECT cancel_requested FROM runs WHERE id = ?", (run.id,)).fetchone()

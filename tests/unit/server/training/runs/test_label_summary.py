@@ -58,7 +58,7 @@ def test_each_item_counts_once_by_the_label_a_run_trains_on(app: Any) -> None:
     label that sorts first (negative), and the 2 disagreements apart."""
     app.extensions["potato"].labels.save(disagreeing_labels())
     assert page_summary(app)["sentiment"] == {
-        "kind": "radio", "items": 32, "classes": [["positive", 16], ["negative", 16]], "disagree": 2, "none": 0}
+        "kind": "radio", "kind_of_items": "items", "items": 32, "classes": [["positive", 16], ["negative", 16]], "disagree": 2, "none": 0}
 
 
 def test_multiselect_counts_labels_more_than_half_chose(app: Any) -> None:
@@ -71,7 +71,7 @@ def test_multiselect_counts_labels_more_than_half_chose(app: Any) -> None:
         Label("a", "r002", "aspects", ["quality"]), Label("b", "r002", "aspects", ["delivery"]),
     ])
     assert page_summary(app)["aspects"] == {
-        "kind": "multiselect", "items": 3, "classes": [["price", 1]], "disagree": 2, "none": 2}
+        "kind": "multiselect", "kind_of_items": "items", "items": 3, "classes": [["price", 1]], "disagree": 2, "none": 2}
 
 
 def test_the_page_counts_what_the_worker_trains_on(app: Any, tmp_path: Path) -> None:
@@ -113,6 +113,6 @@ def test_a_span_schema_counts_items_by_the_labels_of_their_majority_spans(make_p
             Label("b", "r001", "names", [per]), Label("a", "r002", "names", []),
         ])
         assert page_summary(application)["names"] == {
-            "kind": "span", "items": 3, "classes": [["PER", 2]], "disagree": 1, "none": 1}
+            "kind": "span", "kind_of_items": "items", "items": 3, "classes": [["PER", 2]], "disagree": 1, "none": 1}
     finally:
         close_app(application)

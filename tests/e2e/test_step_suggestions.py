@@ -1,7 +1,8 @@
 """Issue 45, item 4 in a real browser, under gunicorn: after a step classifier's run (sklearn-text on
 40 coding sessions marked by their first wrong step), an annotator sees the model's answer on each
 step and in one line ("step 2 is the first error"), accepts it with the keyboard and it is stored as
-the model's, at 390 and 1280 px."""
+the model's; after a preference model's run, the answer it prefers is named as the page names it
+("Answer A is better") and accepted the same way; at 390 and 1280 px."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from tests.harness.adminapi import stored_labels
 from tests.harness.agentsteps import mark_steps, trace_project, true_marks
 from tests.harness.annotating import signed_in
+from tests.harness.comparisons import compare, comparison_project
 from tests.harness.pages import sign_in
 from tests.harness.runs import TERMINAL, start, wait
 from tests.harness.servers import ServerProcess
@@ -80,4 +82,40 @@ def test_the_models_answer_on_each_step_is_accepted_by_keyboard(trained: tuple[S
     page.wait_for_selector("#item-id:text('t002')")
     page.wait_for_selector(BOX, state="visible")
     assert page.inner_text(BOX + " .s-label") == "no step is wrong"
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+@pytest.fixture
+def compared(make_project: Callable[..., Path]) -> Iterator[tuple[ServerProcess, str]]:
+    srv = ServerProcess(comparison_project(make_project)).start()
+    gold = signed_in(srv, "gold")
+    for n in range(40):
+        compare(gold, srv, n)
+    run = start(srv, trainer="noop", schemas=["better"], backend="local")
+    done = wait(srv, run["id"], TERMINAL, timeout=120)
+    assert done["state"] == "succeeded", (done, srv.output()[-3000:])
+    yield srv, run["id"]
+    srv.stop()
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_preferred_answer_is_suggested_by_its_name_and_accepted(compared: tuple[ServerProcess, str], page: Any,
+                                                                   width: int) -> None:
+    """A preference model's suggestion names the answer it prefers as the page names it."""
+    srv, run_id = compared
+    user = f"ana{width}"
+    sign_in(page, srv, user, width, first="c000")
+    box = "fieldset[data-schema=better] .suggestion"
+    page.wait_for_selector(box, state="visible")
+    preferred = signed_in(srv, "someone").get(srv.url + "/api/item/1").json()["item"]["suggestions"]["better"]["label"]
+    assert page.inner_text(box + " .s-label") == {"A": "Answer A is better", "B": "Answer B is better"}[preferred]
+    page.focus("#item-text")
+    page.keyboard.press("a")
+    for _ in range(100):
+        rows = [r for r in stored_labels(srv.url, user) if r["schema"] == "better"]
+        if rows:
+            break
+        page.wait_for_timeout(100)
+    assert (rows[0]["label"], rows[0]["source"], rows[0]["run_id"]) == (preferred, "suggestion", run_id)
+    assert page.is_checked(f"fieldset[data-schema=better] input[value={preferred}]")
     assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -85,7 +85,8 @@ def test_upstreams_three_modes_validate() -> None:
     assert (scale.min_label, scale.center_label, scale.max_label) == (
         "Response A: A is much better", "Equal", "Response B: B is much better")
     assert dims.dimension_names == ("helpfulness", "safety") and dims.tie_dimensions == ("helpfulness",)
-    assert all(s.training_type is None for s in (binary, scale, dims))
+    # Which of two is better is a preference model's to learn; by how much, or on each dimension, none's.
+    assert (binary.training_type, scale.training_type, dims.training_type) == ("pairwise", None, None)
     hidden = _report([{**BINARY, "show_labels": False}]).config.annotation_schemes[0]
     assert [o.shown for o in hidden.options] == ["A", "B", "Equally helpful"]
 

@@ -142,14 +142,18 @@ label, or labels, of a list); a text, number or slider on each turn is not learn
 def training_types(raw: object) -> dict[str, str | None]:
     """Like :func:`scheme_types`, with likert and select read as the radio answers they are to a trainer,
     a question asked on each turn or step whose answers are labels as ``per_step`` (a step
-    classifier learns it, and its suggestions are an answer per step), and any other question asked
-    on each turn as ``turn_level`` (none learns it)."""
+    classifier learns it, and its suggestions are an answer per step), any other question asked
+    on each turn as ``turn_level`` (none learns it), and a pairwise comparison as ``pairwise`` where
+    its answer is A, B or a tie (a preference model learns it), else as None."""
     radio_like = {"likert": "radio", "select": "radio", "triage": "radio"}
     per_turn = {str(item["name"]) for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)
                 and (item.get("turn_level") is True or item.get("annotation_type") in STEP_ANSWERS)} \
         if isinstance(raw, list) else set()
+    compared = {str(item["name"]) for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)
+                and item.get("annotation_type") == "pairwise" and item.get("mode", "binary") != "binary"} \
+        if isinstance(raw, list) else set()
     return {name: ("per_step" if kind in LEARNT_BY_STEP else "turn_level") if name in per_turn
-            else radio_like.get(kind or "", kind)
+            else None if name in compared else radio_like.get(kind or "", kind)
             for name, kind in scheme_types(raw).items()}
 
 

@@ -554,7 +554,8 @@ def test_writeback_schemas_must_be_radio_or_multiselect() -> None:
     raw["annotation_schemes"].append({"annotation_type": "text", "name": "notes"})
     assert errors(validate(raw, CONFIG)) == [
         ("model_training.writeback.schemas[1]: 'notes' is a text scheme, and suggestions need a scheme with "
-         "labels (radio, multiselect, likert, select, span, or one asked on each step with labels); remove it"),
+         "labels (radio, multiselect, likert, select, span, a binary pairwise comparison, or one asked on "
+             "each step with labels); remove it"),
         "model_training.writeback.schemas[2]: 'zzz' names no annotation scheme; schemes: sentiment, notes",
         "model_training.writeback.min_confidence: must be a number at least 0 and at most 1, got 1.5",
     ]

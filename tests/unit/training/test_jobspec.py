@@ -61,7 +61,7 @@ def test_a_slider_is_a_scheme_but_not_one_to_train() -> None:
 
 def test_a_text_schema_cannot_be_trained() -> None:
     note = {"name": "note", "annotation_type": "text", "labels": []}
-    with pytest.raises(BadJob, match="schema 'note' is a text scheme; trainers predict radio, multiselect and span schemes only"):
+    with pytest.raises(BadJob, match="schema 'note' is a text scheme; trainers predict radio, multiselect, span and pairwise schemes only"):
         parse_job(job_json("noop", (SENTIMENT, note)))
 
 

@@ -15,7 +15,7 @@ def test_unknown_trainer_lists_the_valid_ones() -> None:
         get_trainer("sklearn")
     assert str(info.value) == (
         "Unknown trainer 'sklearn'. Valid trainers are: decision-calibrate, hf-llm-classification, "
-        "hf-text-classification, hf-token-classification, llm-zero-shot, noop, "
+        "hf-llm-preference, hf-text-classification, hf-token-classification, llm-zero-shot, noop, "
         "sklearn-text-classification, sklearn-token-classification"
     )
     assert isinstance(info.value, TrainingError)

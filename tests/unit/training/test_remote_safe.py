@@ -35,6 +35,7 @@ LAZY_HEAVY = [
     "potato/training/trainers/hf_tokens.py",
     "potato/training/trainers/llm_zero_shot.py",
     "potato/training/trainers/hf_llm.py",
+    "potato/training/trainers/hf_llm_preference.py",
     "potato/training/trainers/llm_memory.py",  # transformers and torch only in the functions that load
     "potato/training/trainers/hub_download.py",
 ]

@@ -149,7 +149,7 @@ def test_unknown_trainer(tmp_path: Path) -> None:
     job_dir = review_job(tmp_path, "bert")
     assert run_worker(job_dir).returncode == 2
     assert assert_failed(job_dir, 2, "bad_job") == (
-        "Unknown trainer 'bert'. Valid trainers are: decision-calibrate, hf-llm-classification, "
+        "Unknown trainer 'bert'. Valid trainers are: decision-calibrate, hf-llm-classification, hf-llm-preference, "
         "hf-text-classification, hf-token-classification, llm-zero-shot, noop, "
         "sklearn-text-classification, sklearn-token-classification"
     )

@@ -84,9 +84,10 @@ def _scheme_refs(scheme_types: Mapping[str, str | None], *, labelled_only: bool)
                 known = ", ".join(scheme_types) or "none"
                 near = did_you_mean(name, scheme_types)
                 problems.append((f"[{i}]", f"{show(name)} names no annotation scheme{near}; schemes: {known}"))
-            elif labelled_only and scheme_types[name] not in ("radio", "multiselect", "span", "per_step"):
+            elif labelled_only and scheme_types[name] not in ("radio", "multiselect", "span", "per_step", "pairwise"):
                 why = (f"is a {scheme_types[name] or 'broken'} scheme, and suggestions need a scheme with labels "
-                       "(radio, multiselect, likert, select, span, or one asked on each step with labels); remove it")
+                       "(radio, multiselect, likert, select, span, a binary pairwise comparison, or one asked on "
+                       "each step with labels); remove it")
                 problems.append((f"[{i}]", f"{show(name)} {why}"))
         if problems:
             raise Invalid(problems=problems)

@@ -136,8 +136,11 @@
       helpNote(fs, (item.ai_pending || []).indexOf(name) >= 0 ? "Asking the AI\u2026" : "");
       clearHelp(fs);
       var box = fs.querySelector(".suggestion"), s = (item.suggestions || {})[name];
-      // A question asked on each step gets an answer per step: each is written on its step.
-      var said = type === "turns" ? window.PotatoTurns.suggest(fs, s) : s && (Array.isArray(s.label) ? s.label.join(", ") : s.label);
+      // A question asked on each step gets an answer per step: each is written on its step. A
+      // comparison's is the option the model prefers, by its name on the page.
+      var said = type === "turns" ? window.PotatoTurns.suggest(fs, s)
+        : s && fs.classList.contains("pairwise") ? preferred(fs, s.label)
+        : s && (Array.isArray(s.label) ? s.label.join(", ") : s.label);
       if (s && said) {
         box.hidden = false;
         box.querySelector(".s-label").textContent = said;
@@ -153,6 +156,14 @@
     if ((item.ai_pending || []).length) askForHelp(item, Date.now());
     keepInAddress(item);
     window.scrollTo(0, 0);
+  }
+
+  function preferred(fs, value) {
+    var option = Array.prototype.filter.call(fs.querySelectorAll("label.option input"), function (input) {
+      return input.value === value;
+    })[0];
+    var shown = option ? option.closest("label").querySelector("span").textContent : value;
+    return value === "tie" ? shown : shown + " is better";
   }
 
   // Option highlighting (ai_support): the model's most likely options stay as they are, the others

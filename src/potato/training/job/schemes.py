@@ -57,9 +57,10 @@ CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT
 NUMERIC_TYPES = frozenset({SchemeType.SLIDER, SchemeType.NUMBER})
 RATED_ROWS = frozenset({SchemeType.MULTIRATE, SchemeType.RUBRIC_EVAL})
 """Each row (a multirate's option, a rubric's criterion) rated with one of the labels."""
-TRAINABLE = frozenset({SchemeType.RADIO, SchemeType.MULTISELECT, SchemeType.SPAN})
+TRAINABLE = frozenset({SchemeType.RADIO, SchemeType.MULTISELECT, SchemeType.SPAN, SchemeType.PAIRWISE})
 """The answer types a trainer learns; a job's scheme has one of these (a likert or select scheme
-is trained as radio: :attr:`Scheme.training_type`)."""
+is trained as radio: :attr:`Scheme.training_type`; a pairwise one is which of two options is better,
+A, B or a tie: a preference model's)."""
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,8 @@ class Scheme:
             return SchemeType.MULTISELECT.value
         if self.annotation_type is SchemeType.SPAN:
             return SchemeType.SPAN.value
+        if self.annotation_type is SchemeType.PAIRWISE and self.pairwise_mode in ("binary", ""):
+            return SchemeType.PAIRWISE.value  # which option is better: a preference model learns it
         return None
 
     @property

@@ -147,7 +147,7 @@ def _parse_schemes(data: dict[str, Any], problems: list[str]) -> tuple[Scheme, .
             problems.append(f"schema {name!r} is in schemas but not in schemes")
         elif spec.annotation_type not in TRAINABLE:
             problems.append(f"schema {name!r} is a {spec.annotation_type.value} scheme; trainers predict radio, "
-                            "multiselect and span schemes only")
+                            "multiselect, span and pairwise schemes only")
         else:
             out.append(spec)
     if len(set(names)) != len(names):
@@ -274,8 +274,8 @@ def parse_label_row(obj: dict[str, Any], number: int, schemas: dict[str, Scheme]
         label = tuple(sorted(set(value)))
     else:
         if not isinstance(value, str):
-            raise BadJob(f"{LABELS_FILE} line {number}: schema {spec.name!r} is radio, so label must be a "
-                         f"string, not {value!r}")
+            raise BadJob(f"{LABELS_FILE} line {number}: schema {spec.name!r} is {spec.annotation_type.value}, so "
+                         f"label must be a string, not {value!r}")
         label = value
     user = obj.get("user")
     # A row without a user counts as its own annotator (one vote), never merged with another.

@@ -22,6 +22,7 @@ TRAINERS: dict[str, str] = {
     "hf-text-classification": "potato.training.trainers.hf_text:HfTextTrainer",
     "hf-token-classification": "potato.training.trainers.hf_tokens:HfTokenTrainer",
     "hf-llm-classification": "potato.training.trainers.hf_llm:HfLlmTrainer",
+    "hf-llm-preference": "potato.training.trainers.hf_llm_preference:HfLlmPreferenceTrainer",
     "decision-calibrate": "potato.training.trainers.decision_calibrate:DecisionCalibrateTrainer",
     "llm-zero-shot": "potato.training.trainers.llm_zero_shot:LlmZeroShotTrainer",
     "noop": "potato.training.trainers.noop:NoopTrainer",
@@ -58,7 +59,7 @@ class TrainerInfo:
     reports_loss: bool = False
     """Whether its progress events carry a training loss (the page's loss chart)."""
     annotation_types: tuple[str, ...] = CLASSIFIES
-    """The kinds of scheme it learns (radio, multiselect, span)."""
+    """The kinds of scheme it learns (radio, multiselect, span, pairwise)."""
     learns_from_labels: bool = True
     """False: it predicts without learning (llm-zero-shot), so a run needs no label and writeback
     suggests on every item."""

@@ -137,6 +137,8 @@ def dtype_keyword(transformers_version: str) -> str:
 
 class HfLlmTrainer(HfTextTrainer):
     name = NAME
+    head_from_label_words: ClassVar[bool] = True
+    """The head's row of each label starts at the label's words (:func:`label_word_head`)."""
     description = ("Fine-tunes a decoder LLM (Llama, Qwen, Mistral, ...) with a LoRA adapter, on 4-bit or "
                    "8-bit weights if asked, for text classification (torch)")
     requires = ("torch", "transformers", "peft")
@@ -230,7 +232,7 @@ class HfLlmTrainer(HfTextTrainer):
         check_base_weights(model, loading, base, self.name)
         model.config.pad_token_id = self.tokenizer.pad_token_id  # the head reads each text's last real token
         model.config.use_cache = False  # no generation: a key/value cache is memory for nothing
-        if label_word_head(model, self.tokenizer, labels):
+        if self.head_from_label_words and label_word_head(model, self.tokenizer, labels):
             self.ctx.log(f"the head starts from the words of the labels ({', '.join(map(str, labels))}), not at random")
         return model
 

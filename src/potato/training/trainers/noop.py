@@ -51,7 +51,7 @@ class NoopTrainer(Trainer):
     name = "noop"
     description = "Majority-class baseline (standard library only); also a diagnostic trainer for tests"
     requires = ()
-    annotation_types = (SchemeType.RADIO, SchemeType.MULTISELECT, SchemeType.SPAN)
+    annotation_types = (SchemeType.RADIO, SchemeType.MULTISELECT, SchemeType.SPAN, SchemeType.PAIRWISE)
     params: ClassVar[Mapping[str, Param]] = {
         "sleep_s": Param(0.0, (float,), "seconds to sleep during fit, stoppable by SIGTERM", minimum=0),
         "ignore_term": Param(False, (bool,), "ignore SIGTERM during fit (tests cancel escalation to SIGKILL)"),

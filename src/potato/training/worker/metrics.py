@@ -17,6 +17,9 @@ same whichever trainer ran and whatever is installed). Definitions:
   seqeval's definition), as ``<schema>/holdout_precision``, ``holdout_recall``, ``holdout_f1`` and
   ``<schema>/<label>/holdout_f1`` (with ``_precision``, ``_recall``, ``_support``). They count
   towards ``n_holdout`` only, not towards the overall accuracy and macro-F1.
+- a pairwise question is scored as one answer (A, B or a tie) per item, and also on the held-out
+  pairs annotators did not call a tie: ``<schema>/holdout_decided_accuracy`` (how often the model
+  prefers the option people preferred) with ``<schema>/n_holdout_decided``.
 - a question asked on each step of a trace (a step classifier) is scored step by step as above
   (each step an item) and, where its answers name a mistake, trace by trace:
   ``<schema>/holdout_first_error_exact`` is the share of held-out traces whose first wrong step
@@ -29,7 +32,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
-from potato.training.job.schemes import Scheme
+from potato.training.job.schemes import TIE, Scheme, SchemeType
 from potato.training.job.results import Label
 from potato.training.job.labels import label_spans
 from potato.training.job.spans import entity_scores
@@ -151,6 +154,11 @@ def score_holdout(
         else:
             f1 = macro_f1([str(t) for t in t_labels], [str(p) for p in p_labels])
         metrics[f"{spec.name}/holdout_accuracy"] = acc
+        if spec.annotation_type is SchemeType.PAIRWISE:
+            decided = [(t, p) for t, p in zip(t_labels, p_labels) if t != TIE]
+            metrics[f"{spec.name}/n_holdout_decided"] = len(decided)
+            if decided:
+                metrics[f"{spec.name}/holdout_decided_accuracy"] = sum(t == p for t, p in decided) / len(decided)
         metrics[f"{spec.name}/holdout_macro_f1"] = f1
         metrics[f"{spec.name}/holdout_brier"] = brier(
             t_labels, [(label, p[1]) for label, (_, p) in zip(p_labels, rows_ok)])

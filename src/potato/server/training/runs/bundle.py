@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from potato.config.schema import Config
-from potato.items import Item, ItemSet
+from potato.items import Item, ItemSet, shown_text
 from potato.labels import Label
 from potato.training.job.private import open_private, private_dir
 from potato.training.job.failures import BadJob
@@ -92,10 +92,33 @@ def scheme_json(scheme: Scheme) -> dict[str, Any]:
             **({"per_step": True, "mistakes": list(scheme.wrong_labels)} if scheme.per_step else {})}
 
 
-def item_row(item: Item, texts: Mapping[str, str]) -> dict[str, Any]:
-    """One line of ``items.jsonl``: the id, the text, and the other texts spans mark, by field."""
+def item_row(item: Item, texts: Mapping[str, str], pairs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One line of ``items.jsonl``: the id, the text, the other texts spans mark, by field, and the
+    options a pairwise question compares (:func:`compared`), by question."""
     more = {name: text for name, text in texts.items() if name != MAIN}
-    return {"id": item.id, "text": item.text, **({"texts": more} if more else {})}
+    return {"id": item.id, "text": item.text, **({"texts": more} if more else {}), **({"pairs": pairs} if pairs else {})}
+
+
+def compared(config: Config, schemas: Sequence[str]) -> Callable[[Item], dict[str, Any]]:
+    """For the pairwise questions among ``schemas``, what a preference model reads of an item: per
+    question, the prompt the two options answer (the item's ``prompt``, as upstream's examples keep
+    it, else its text where the options are elsewhere) and the two options' texts, A's first."""
+    text_key = config.item_properties.text_key
+    schemes = [s for s in config.annotation_schemes if s.name in schemas and s.training_type == SchemeType.PAIRWISE.value]
+
+    def pairs(item: Item) -> dict[str, Any]:
+        out = {}
+        for scheme in schemes:
+            options = item.data.get(scheme.items_key)
+            if not isinstance(options, list) or len(options) < 2:
+                continue
+            prompt = item.data.get("prompt")
+            if not isinstance(prompt, str):
+                prompt = item.text if scheme.items_key != text_key else ""
+            out[scheme.name] = {"prompt": prompt, "options": [shown_text(option) for option in options[:2]]}
+        return out
+
+    return pairs
 
 
 def label_rows(schemas: Iterable[str], items: ItemSet, labels: Iterable[Label],
@@ -153,9 +176,11 @@ def split_by_trace(rows: Sequence[Mapping[str, Any]], fraction: float, seed: int
 
 def build_bundle(dest: Path, job: Mapping[str, Any], items: ItemSet, labels: Sequence[Label],
                  holdout_fraction: float, span_texts: Callable[[Item], Mapping[str, str]] = lambda item: {},
-                 steps: StepQuestions | None = None) -> BundleInfo:
+                 steps: StepQuestions | None = None,
+                 pairs: Callable[[Item], Mapping[str, Any]] = lambda item: {}) -> BundleInfo:
     """Write ``dest`` (bundle.tar.gz) atomically and return its sha256 and counts. It holds every item
-    (with the texts ``span_texts`` gives it, by field), each asked step of a question ``steps`` learns
+    (with the texts ``span_texts`` gives it, by field, and the options ``pairs`` says a pairwise
+    question compares), each asked step of a question ``steps`` learns
     step by step as an item of its own, and every label with its annotator's name: 0600, whatever
     the umask."""
     rows = label_rows([scheme["name"] for scheme in job["schemes"]], items, labels, steps)
@@ -165,7 +190,7 @@ def build_bundle(dest: Path, job: Mapping[str, Any], items: ItemSet, labels: Seq
     with open_private(tmp, "wb") as raw, tarfile.open(tmp, "w:gz", raw, compresslevel=6) as tar:
         _add_bytes(tar, "job.json", json.dumps(job, indent=1).encode("utf-8"))
         _add_bytes(tar, "items.jsonl", _jsonl(row for item in items for row in (
-            item_row(item, span_texts(item)), *(steps.item_rows(item) if steps else ()))))
+            item_row(item, span_texts(item), pairs(item)), *(steps.item_rows(item) if steps else ()))))
         _add_bytes(tar, "labels.jsonl", _jsonl(rows))
         _add_bytes(tar, "split.json", json.dumps({"holdout": holdout}).encode("utf-8"))
     digest = hashlib.sha256()

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Mapping
 from potato.project import Project
 from potato.server.training.runs import activelearning, quota
 from potato.codebook import current_config
-from potato.server.training.runs.bundle import BundleInfo, build_bundle, job_spec
+from potato.server.training.runs.bundle import BundleInfo, build_bundle, compared, job_spec
 from potato.server.training.runs.stepitems import StepQuestions
 from potato.server.training.runs.modelplace import ModelPlace
 from potato.training.job.private import make_private, open_private, private_dir
@@ -214,7 +214,8 @@ def prepare_bundle(project: Project, store: RunStore, run: Run, runlog: RunLog, 
                      "train_on: unhelped): the run learns from the control group's labels and imported ones")
     steps = StepQuestions.of(project.config, run.schemas)
     info = build_bundle(store.run_dir(run.id) / "bundle.tar.gz", job, project.items, labels, mt.holdout_fraction,
-                        project.config.span_texts if fields else lambda item: {}, steps)
+                        project.config.span_texts if fields else lambda item: {}, steps,
+                        compared(project.config, run.schemas))
     if steps:
         runlog.write(f"Questions asked on each step ({', '.join(sorted(steps.names))}) are learnt step by step: "
                      f"each step an example, with up to {steps.context_chars} characters of the trace before it; "

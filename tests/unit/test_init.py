@@ -3,29 +3,63 @@ checkout with an examples folder (the README and the tutorial start from example
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
 from potato.cli import cli
 from potato.config import load_report
-from potato.example import config_text, data_text
+from potato.example import EXAMPLES, WRONG_STEPS, agent_sessions, comparisons, config_text, data_text
 from tests.harness.hiding import hiding_path
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_checkouts_example_is_the_project_init_writes() -> None:
-    """One source: examples/reviews is what potato.example writes, with the README's admin key.
-    (Changed the example? Write it again from potato/example.py.)"""
-    example = ROOT / "examples" / "reviews"
-    assert (example / "data" / "reviews.json").read_text(encoding="utf-8") == data_text()
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_the_checkouts_examples_are_the_projects_init_writes(name: str) -> None:
+    """One source: examples/<name> is what potato.example writes, with the README's admin key.
+    (Changed an example? Write it again from potato/example.py.)"""
+    example = ROOT / "examples" / name
+    assert (example / EXAMPLES[name].data_file).read_text(encoding="utf-8") == data_text(name)
     assert (example / "config.yaml").read_text(encoding="utf-8") == config_text(
-        "change-me", "examples/reviews/config.yaml")
+        "change-me", f"examples/{name}/config.yaml", name)
+    assert sorted(p.name for p in (ROOT / "examples").iterdir() if p.is_dir()) == sorted(EXAMPLES)
+
+
+@pytest.mark.parametrize("name, schemes, items", [("agent-steps", ["first_error"], 120), ("preference", ["better"], 150)])
+def test_init_writes_each_example_and_it_validates_clean(tmp_path: Path, name: str, schemes: list[str],
+                                                         items: int) -> None:
+    """Issue 45, item 5: an agent-trace evaluation with a question on each step, and a comparison of two
+    answers, each with a model that learns it."""
+    folder = tmp_path / name
+    result = CliRunner().invoke(cli, ["init", str(folder), "--example", name])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f'Wrote the example project "{EXAMPLES[name].title}" ({EXAMPLES[name].what})')
+    report = load_report(folder / "config.yaml")
+    assert (report.errors, report.warnings) == ([], [])
+    assert report.config is not None and [s.name for s in report.config.annotation_schemes] == schemes
+    assert all(s.training_type for s in report.config.annotation_schemes)  # a model learns each
+    assert len(json.loads((folder / EXAMPLES[name].data_file).read_text(encoding="utf-8"))) == items
+
+
+def test_the_examples_answers_are_what_their_items_say() -> None:
+    """The agent-steps sessions go wrong from their first wrong step on (a third never do); the preference
+    pairs prefer the helpful answer, on either side, with some ties."""
+    sessions = agent_sessions()
+    assert 0.2 < sum(first is None for _, first in sessions) / len(sessions) < 0.45
+    for item, first in sessions:
+        agent = item["steps"][1:]
+        wrong = [k for k, step in enumerate(agent, 1) if step["content"] in {t for t, _, _ in WRONG_STEPS}]
+        assert wrong == ([] if first is None else list(range(first, len(agent) + 1)))
+    answers = Counter(answer for _, answer in comparisons())
+    assert answers["A"] > 40 and answers["B"] > 40 and 5 < answers["tie"] < 40
 
 
 def test_init_writes_a_project_that_validates_clean_with_a_key_of_its_own(tmp_path: Path) -> None:

@@ -367,6 +367,9 @@ class ModelTraining:
     max_run_log_mb: int = defaults.MAX_RUN_LOG_MB
     disk_reserve_mb: int = defaults.DISK_RESERVE_MB
     holdout_fraction: float = defaults.HOLDOUT_FRACTION
+    step_context_chars: int = defaults.STEP_CONTEXT_CHARS
+    """How much of the trace before a step a step classifier reads with it (0: the step alone, for a
+    bag-of-words trainer, which cannot tell the step's words from the context's)."""
     trainer_params: dict[str, dict[str, object]] = field(default_factory=dict)
     writeback: Writeback = field(default_factory=Writeback)
     auto_retrain: AutoRetrain = field(default_factory=AutoRetrain)

@@ -217,9 +217,10 @@ def prepare_bundle(project: Project, store: RunStore, run: Run, runlog: RunLog, 
                         project.config.span_texts if fields else lambda item: {}, steps,
                         compared(project.config, run.schemas))
     if steps:
+        context = (f"with up to {steps.context_chars} characters of the trace before it" if steps.context_chars
+                   else "the step alone (step_context_chars: 0)")
         runlog.write(f"Questions asked on each step ({', '.join(sorted(steps.names))}) are learnt step by step: "
-                     f"each step an example, with up to {steps.context_chars} characters of the trace before it; "
-                     "a trace's steps are all trained or all held out")
+                     f"each step an example, {context}; a trace's steps are all trained or all held out")
     runlog.write(f"Bundle: {info.n_items} items, {info.n_labels} labels, {info.n_holdout} holdout items, "
                  f"sha256 {info.sha256}")
     store.update(run.id, bundle_sha256=info.sha256, labelled_items=info.n_labelled_items, annotators=info.n_annotators)

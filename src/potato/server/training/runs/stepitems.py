@@ -36,7 +36,8 @@ class StepQuestions:
     @classmethod
     def of(cls, config: Config, names: Iterable[str]) -> "StepQuestions":
         wanted = set(names)
-        return cls(config, tuple(s for s in config.annotation_schemes if s.name in wanted and s.learnt_by_step))
+        return cls(config, tuple(s for s in config.annotation_schemes if s.name in wanted and s.learnt_by_step),
+                   config.model_training.step_context_chars)
 
     def __bool__(self) -> bool:
         return bool(self.schemes)

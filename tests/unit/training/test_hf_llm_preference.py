@@ -16,7 +16,7 @@ from potato.training.job.spec import JobItem
 from potato.training.trainers import get_trainer
 from potato.training.trainers.hf_llm_preference import pair_of, preference
 
-from tests.harness.jobdirs import job_json, read_jsonl, read_result, write_bundle
+from tests.harness.jobdirs import job_json, read_jsonl, read_result, run_worker, write_bundle
 from .test_hf_llm import build_tiny_llama, needs_bitsandbytes_on_this_cpu
 from .tinybert import synthetic_reviews, torch_threads_restored
 
@@ -95,3 +95,29 @@ def test_a_4bit_reward_model_prefers_what_annotators_preferred(tmp_path: Path, t
     saved = json.loads((job_dir / "artifacts" / "labels.json").read_text())["schemas"]["kinder"]
     assert saved["reward_model"] is True and saved["quantize"] == "4bit"
     assert (job_dir / "artifacts" / "kinder" / "adapter_model.safetensors").exists()
+
+
+@pytest.mark.slow
+def test_two_ranks_train_a_reward_model_on_their_own_shards(tmp_path: Path, tiny_llama: Path) -> None:
+    """Every GPU a run is given: two CPU ranks over gloo stand in for two GPUs; each trains on its
+    shard of the pairs (the Bradley-Terry module wrapped in DistributedDataParallel) and rank 0 writes
+    one prediction per pair."""
+    pytest.importorskip("peft")
+    n = 80
+    data = pairs(n)
+    labels = [{"item_id": item["id"], "schema": "kinder", "label": answer, "user": "u"} for item, answer in data]
+    holdout = [item["id"] for item, _ in data[::5]]
+    params = {"base_model": str(tiny_llama), "lora_r": 8, "epochs": 2, "batch_size": 8, "learning_rate": 5e-3,
+              "max_length": 48, "gradient_checkpointing": False}
+    job = job_json("hf-llm-preference", (PREFERENCE,), params, num_threads=1, cpu_processes=2, device="cpu")
+    job_dir = write_bundle(tmp_path, job, [item for item, _ in data], labels, holdout)
+    done = run_worker(job_dir, timeout=600)
+    result = read_result(job_dir)
+    assert done.returncode == 0, (result, done.stderr.decode()[-3000:])
+    logs = [e["text"] for e in read_jsonl(job_dir / "events.jsonl") if e["type"] == "log"]
+    assert "data-parallel on 2 CPU processes (gloo)" in logs
+    # 64 training pairs: 32 per rank, 4 steps of 8 an epoch on each, not 8 on one
+    totals = [e["total"] for e in read_jsonl(job_dir / "events.jsonl") if e["type"] == "progress" and "loss" in e]
+    assert totals[-1] == 8
+    assert sorted(row["item_id"] for row in read_jsonl(job_dir / "predictions.jsonl")) == sorted(
+        item["id"] for item, _ in data)

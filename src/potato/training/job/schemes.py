@@ -220,9 +220,9 @@ class Scheme:
 
     @property
     def training_type(self) -> str | None:
-        """The kind of answer a trainer learns ("radio", "multiselect" or "span"), or None if none can.
-        A question asked on each step is learnt step by step (:attr:`learnt_by_step`), each step's
-        answer as the kind it is."""
+        """The kind of answer a trainer learns ("radio", "multiselect", "span" or "pairwise"), or None if
+        none can. A question asked on each step is learnt step by step (:attr:`learnt_by_step`), each
+        step's answer as the kind it is; a binary comparison by a preference model."""
         if self.turns is not None and self.annotation_type is SchemeType.TRAJECTORY_EVAL:
             return SchemeType.RADIO.value  # its correctness
         if self.turns is not None and self.annotation_type not in CHOICE_TYPES | {SchemeType.MULTISELECT}:

@@ -180,9 +180,8 @@ def build_bundle(dest: Path, job: Mapping[str, Any], items: ItemSet, labels: Seq
                  pairs: Callable[[Item], Mapping[str, Any]] = lambda item: {}) -> BundleInfo:
     """Write ``dest`` (bundle.tar.gz) atomically and return its sha256 and counts. It holds every item
     (with the texts ``span_texts`` gives it, by field, and the options ``pairs`` says a pairwise
-    question compares), each asked step of a question ``steps`` learns
-    step by step as an item of its own, and every label with its annotator's name: 0600, whatever
-    the umask."""
+    question compares), each asked step of a question ``steps`` learns step by step as an item of
+    its own, and every label with its annotator's name: 0600, whatever the umask."""
     rows = label_rows([scheme["name"] for scheme in job["schemes"]], items, labels, steps)
     holdout = split_by_trace(rows, holdout_fraction, int(job.get("seed", 0)))
     private_dir(dest.parent)

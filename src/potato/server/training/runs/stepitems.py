@@ -82,10 +82,10 @@ class StepQuestions:
     def suggestions(self, rows: Iterable[Mapping[str, Any]], items: ItemSet) -> Iterator[dict[str, Any]]:
         """Prediction lines for step items joined into one line per trace and question: the label is
         the answer per step as an annotator gives it (accepting it stores exactly that), the
-        confidence the mean of the steps', and
-        ``steps`` each step's confidence by its id. In first_error mode the steps before the first
-        one predicted wrong are right and the rest wrong, as an annotator's answer must be. Lines of
-        other items pass through unchanged."""
+        confidence the mean of the steps', and ``steps`` each step's confidence by its id. In
+        first_error mode the steps before the first one predicted wrong are right and the rest wrong,
+        as an annotator's answer must be. Lines of other items pass through unchanged; lines of a
+        trace no longer in ``items`` are dropped."""
         joined: dict[tuple[str, str], dict[str, Any]] = {}
         for row in rows:
             where = split_step_id(str(row.get("item_id", "")))

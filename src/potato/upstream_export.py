@@ -58,6 +58,8 @@ def upstream_labels(scheme: Scheme | None, value: Any) -> dict[str, str]:
         return {str(k): _text(v) for k, v in value.items()}
     if scheme is not None and scheme.annotation_type in FIXED_NAMES:
         return {FIXED_NAMES[scheme.annotation_type]: _text(value)}
+    if scheme is not None and scheme.annotation_type is SchemeType.VAS:  # upstream names it by the scheme
+        return {scheme.name: _text(value)}
     if isinstance(value, list):
         return {str(v): str(v) for v in value}
     return {_text(value): _text(value)}
@@ -403,6 +405,8 @@ def our_value(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
         return dict(answer)
     if kind in FIXED_NAMES:
         return answer[FIXED_NAMES[kind]] if set(answer) == {FIXED_NAMES[kind]} else dict(answer)
+    if kind is SchemeType.VAS:
+        return answer[scheme.name] if set(answer) == {scheme.name} else dict(answer)
     if kind is SchemeType.MULTISELECT:
         return list(answer)
     return next(iter(answer)) if len(answer) == 1 else list(answer)

@@ -126,6 +126,10 @@ KEY_CHECKS: Mapping[str, Check] = {
     **{f"{part}_key": anything for part in ("accept", "reject", "skip")},
     "auto_advance": boolean,
     "show_progress": boolean,
+    "left_label": text(),
+    "right_label": text(),
+    "show_value": boolean,
+    "precision": integer(0, 6),
 }
 
 
@@ -133,7 +137,9 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "max_length": ("text",), "textarea": ("text",), "multiline": ("text",), "single_line": ("text",),
     "text_box_single_line": ("text",), "rows": ("text",), "placeholder": ("text",),
     "size": ("likert",), "min_label": ("likert",), "max_label": ("likert",),
-    "min_value": ("slider", "number"), "max_value": ("slider", "number"), "min": ("number",), "max": ("number",),
+    "min_value": ("slider", "number", "vas"), "max_value": ("slider", "number", "vas"), "min": ("number",),
+    "max": ("number",),
+    **{key: ("vas",) for key in ("left_label", "right_label", "show_value", "precision")},
     "starting_value": ("slider",), "step": ("slider", "number"),
     "horizontal": ("radio", "multiselect", "likert"),
     "sequential_key_binding": ("radio", "multiselect", "likert", "span", "pairwise", "multirate"),
@@ -156,7 +162,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
 }
 
 
-_NO_LABELS = ("slider", "number", "process_reward", "rubric_eval", "consensus_tracking", "trajectory_eval",
+_NO_LABELS = ("slider", "number", "vas", "process_reward", "rubric_eval", "consensus_tracking", "trajectory_eval",
               "hierarchical_multiselect", "triage")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
@@ -209,6 +215,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _tree(raw, values)
     elif kind == "trajectory_eval":
         problems += _trajectory(raw, values)
+    elif kind == "vas" and raw.get("labels") in (None, []):
+        problems += _vas(values)
     elif kind == "consensus_tracking":
         problems += _consensus(raw, values)
     elif kind == "rubric_eval":
@@ -640,6 +648,21 @@ def _text_layout(values: dict[str, Any]) -> list[Problem]:
     for one_line in ("single_line", "text_box_single_line"):
         if one_line in values:
             values.setdefault("multiline", not values.pop(one_line))
+    return []
+
+
+def _vas(values: dict[str, Any]) -> list[Problem]:
+    """Upstream's visual analogue scale: a line from ``left_label`` to ``right_label`` with no marks on
+    it, from ``min_value`` (0) to ``max_value`` (100) in steps of ``10 ** -precision`` (precision 1:
+    tenths), its number shown only with ``show_value``; it starts in the middle, as upstream's does,
+    and is stored, like a slider's, once it is moved."""
+    low, high = values.setdefault("min_value", 0), values.setdefault("max_value", 100)
+    if low >= high:
+        return [(".max_value", f"must be greater than min_value ({low:g}), got {high:g}")]
+    precision = values.pop("precision", 1)
+    values.update(step=10.0 ** -precision, starting_value=round((low + high) / 2, precision),
+                  min_label=values.pop("left_label", ""),
+                  max_label=values.pop("right_label", ""), show_value=values.pop("show_value", False))
     return []
 
 

@@ -219,6 +219,7 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         multiline=values.get("multiline", True),
         rows=values.get("rows", 3),
         placeholder=values.get("placeholder", ""),
+        show_value=values.get("show_value", True),
         min_label=values.get("min_label", ""),
         max_label=values.get("max_label", ""),
         min_value=values.get("min_value") if numeric else None,

@@ -188,7 +188,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "ranking": "ranking labels by dragging",
     "bws": "best-worst scaling",
     "range_slider": "picking a range with two slider handles",
-    "vas": "a visual analogue scale",
     "text_edit": "editing the item's text",
     "soft_label": "a probability for each label",
     "constant_sum": "spreading points over labels",

@@ -49,12 +49,13 @@ class SchemeType(str, Enum):
     TRAJECTORY_EVAL = "trajectory_eval"
     HIERARCHICAL_MULTISELECT = "hierarchical_multiselect"
     TRIAGE = "triage"
+    VAS = "vas"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
                           SchemeType.CONSENSUS_TRACKING, SchemeType.TRIAGE})
 """One label of a fixed list: what trainers learn as classes, whatever the page draws."""
-NUMERIC_TYPES = frozenset({SchemeType.SLIDER, SchemeType.NUMBER})
+NUMERIC_TYPES = frozenset({SchemeType.SLIDER, SchemeType.NUMBER, SchemeType.VAS})
 RATED_ROWS = frozenset({SchemeType.MULTIRATE, SchemeType.RUBRIC_EVAL})
 """Each row (a multirate's option, a rubric's criterion) rated with one of the labels."""
 TRAINABLE = frozenset({SchemeType.RADIO, SchemeType.MULTISELECT, SchemeType.SPAN, SchemeType.PAIRWISE})
@@ -111,6 +112,8 @@ class Scheme:
     max_value: float | None = None
     step: float | None = None
     starting_value: float | None = None
+    show_value: bool = True
+    """A slider's number is shown as it moves (a visual analogue scale shows none unless ``show_value``)."""
     display_logic: Optional[ShownWhen] = None
     """Shown only for some answers to other schemes; None: always shown."""
     free_response_of: str = ""

@@ -1,0 +1,71 @@
+"""Issue 45 (item 3) in a real browser, under gunicorn: upstream's visual analogue scale, moved by
+keyboard at 390 and 1280 px. The line shows its two ends and no number (``show_value`` off) or its
+number (on); it is no answer until moved, each move is stored, and it is there again after a reload.
+Its labels are hostile markup, and nothing of it runs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from tests.harness.adminapi import stored_labels
+from tests.harness.pages import sign_in
+from tests.harness.servers import ServerProcess
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+HOSTILE = '<b onmouseover="window.__pwned=1">bold</b><script>window.__pwned=1</script>'
+SCHEMES = [
+    {"annotation_type": "vas", "name": "pain", "description": "How much pain?", "left_label": f"No pain {HOSTILE}",
+     "right_label": "Worst pain imaginable", "precision": 0},
+    {"annotation_type": "vas", "name": "mood", "description": "Mood", "left_label": "Low", "right_label": "High",
+     "min_value": -1, "max_value": 1, "show_value": True},
+]
+
+
+@pytest.fixture
+def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
+    srv = ServerProcess(make_project(n_items=2, annotation_schemes=SCHEMES)).start()
+    yield srv
+    srv.stop()
+
+
+def stored(server: ServerProcess, expected: dict[tuple[str, str], Any], within: float = 15.0) -> None:
+    def now() -> dict[tuple[str, str], Any]:
+        return {(r["id"], r["schema"]): r["label"] for r in stored_labels(server.url, "ana")}
+    deadline = time.monotonic() + within
+    while now() != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert now() == expected
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_visual_analogue_scale_is_moved_by_keyboard_and_kept(server: ServerProcess, page: Any, width: int) -> None:
+    console: list[str] = []
+    page.on("console", lambda msg: console.append(msg.text))
+    sign_in(page, server, "ana", width)
+    pain, mood = "fieldset[data-schema=pain]", "fieldset[data-schema=mood]"
+    assert page.inner_text(f"{pain} .scale-ends") == f"No pain {HOSTILE}\nWorst pain imaginable"
+    assert page.is_hidden(f"{pain} .slider-value") and page.is_visible(f"{mood} .slider-value")
+    assert page.get_attribute(f"{pain} input[type=range]", "step") == "1"
+    assert page.inner_text(f"{mood} .slider-value") == "not set"
+    # Up and Down move it (Left and Right are the page's: the item before and after).
+    page.focus(f"{pain} input[type=range]")
+    for _ in range(3):
+        page.keyboard.press("ArrowUp")
+    page.focus(f"{mood} input[type=range]")
+    page.keyboard.press("ArrowDown")
+    assert page.inner_text(f"{mood} .slider-value") == "-0.1"
+    page.keyboard.press("Tab")
+    stored(server, {("r000", "pain"): 53, ("r000", "mood"): -0.1})
+    page.reload()
+    page.wait_for_selector("#item-id:text('r000')")
+    assert page.input_value(f"{pain} input[type=range]") == "53"
+    assert page.input_value(f"{mood} input[type=range]") == "-0.1"
+    assert page.evaluate("window.__pwned") is None
+    assert page.evaluate("document.querySelectorAll('#answers script, #answers b').length") == 0
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    assert not [m for m in console if "Content Security Policy" in m or "Refused to" in m], console

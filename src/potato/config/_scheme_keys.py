@@ -126,6 +126,7 @@ KEY_CHECKS: Mapping[str, Check] = {
     **{f"{part}_key": anything for part in ("accept", "reject", "skip")},
     "auto_advance": boolean,
     "show_progress": boolean,
+    "pairs": anything,
     "left_label": text(),
     "right_label": text(),
     "show_value": boolean,
@@ -151,7 +152,8 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("pairwise",) for key in _PAIRWISE},
     "mode": ("process_reward", "pairwise"),
     "options": ("multirate",),
-    **{key: ("rubric_eval",) for key in ("scale_points", "scale_labels", "criteria", "show_overall")},
+    **{key: ("rubric_eval",) for key in ("scale_labels", "criteria", "show_overall")},
+    "scale_points": ("rubric_eval", "semantic_differential"), "pairs": ("semantic_differential",),
     **{key: ("consensus_tracking",) for key in ("turns_key", "acts", "linked_acts", "hint")},
     **{key: ("triage",) for key in ("accept_label", "reject_label", "skip_label", "accept_key", "reject_key", "skip_key",
                                     "auto_advance", "show_progress")},
@@ -162,7 +164,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
 }
 
 
-_NO_LABELS = ("slider", "number", "vas", "process_reward", "rubric_eval", "consensus_tracking", "trajectory_eval",
+_NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_reward", "rubric_eval", "consensus_tracking", "trajectory_eval",
               "hierarchical_multiselect", "triage")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
@@ -217,6 +219,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _trajectory(raw, values)
     elif kind == "vas" and raw.get("labels") in (None, []):
         problems += _vas(values)
+    elif kind == "semantic_differential" and raw.get("labels") in (None, []):
+        problems += _differential(values)
     elif kind == "consensus_tracking":
         problems += _consensus(raw, values)
     elif kind == "rubric_eval":
@@ -663,6 +667,28 @@ def _vas(values: dict[str, Any]) -> list[Problem]:
     values.update(step=10.0 ** -precision, starting_value=round((low + high) / 2, precision),
                   min_label=values.pop("left_label", ""),
                   max_label=values.pop("right_label", ""), show_value=values.pop("show_value", False))
+    return []
+
+
+def _differential(values: dict[str, Any]) -> list[Problem]:
+    """Upstream's semantic differential: each of its ``pairs`` of opposite words a row, rated on
+    ``scale_points`` (7) points from the left word to the right one, stored as ``{"Good__Bad": "3"}``
+    (the pair joined by two underscores, as upstream's page names it; 1 is the left pole)."""
+    pairs = values.pop("pairs", None)
+    shape = "e.g. pairs: [[Good, Bad], [Strong, Weak]]"
+    if not isinstance(pairs, list) or not pairs:
+        return [(".pairs", f"missing; a semantic_differential scheme lists pairs of opposite words, {shape}")]
+    rows: list[LabelOption] = []
+    for n, pair in enumerate(pairs):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(w, str) and w.strip() for w in pair)):
+            return [(f".pairs[{n}]", f"must be two words, the left pole and the right, {shape}; got {show(pair)}")]
+        name = f"{pair[0]}__{pair[1]}"
+        if name in (row.name for row in rows):
+            return [(f".pairs[{n}]", f"{show(pair[0])} and {show(pair[1])} are paired twice; list each pair only once")]
+        rows.append(LabelOption(name, text=pair[0], tooltip=pair[1]))
+    points = values.pop("scale_points", 7)
+    values.update(dimensions=tuple(rows), options=tuple(LabelOption(str(i)) for i in range(1, points + 1)),
+                  sequential_key_binding=False)
     return []
 
 

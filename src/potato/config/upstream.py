@@ -191,7 +191,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "text_edit": "editing the item's text",
     "soft_label": "a probability for each label",
     "constant_sum": "spreading points over labels",
-    "semantic_differential": "bipolar adjective scales",
     "confidence": "a confidence rating of another answer",
     "error_span": "marking error spans with severities",
     "extractive_qa": "marking an answer span",

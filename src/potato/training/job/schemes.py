@@ -50,14 +50,16 @@ class SchemeType(str, Enum):
     HIERARCHICAL_MULTISELECT = "hierarchical_multiselect"
     TRIAGE = "triage"
     VAS = "vas"
+    SEMANTIC_DIFFERENTIAL = "semantic_differential"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
                           SchemeType.CONSENSUS_TRACKING, SchemeType.TRIAGE})
 """One label of a fixed list: what trainers learn as classes, whatever the page draws."""
 NUMERIC_TYPES = frozenset({SchemeType.SLIDER, SchemeType.NUMBER, SchemeType.VAS})
-RATED_ROWS = frozenset({SchemeType.MULTIRATE, SchemeType.RUBRIC_EVAL})
-"""Each row (a multirate's option, a rubric's criterion) rated with one of the labels."""
+RATED_ROWS = frozenset({SchemeType.MULTIRATE, SchemeType.RUBRIC_EVAL, SchemeType.SEMANTIC_DIFFERENTIAL})
+"""Each row (a multirate's option, a rubric's criterion, a pair of opposite adjectives) rated with
+one of the labels."""
 TRAINABLE = frozenset({SchemeType.RADIO, SchemeType.MULTISELECT, SchemeType.SPAN, SchemeType.PAIRWISE})
 """The answer types a trainer learns; a job's scheme has one of these (a likert or select scheme
 is trained as radio: :attr:`Scheme.training_type`; a pairwise one is which of two options is better,
@@ -199,7 +201,14 @@ class Scheme:
 
     @property
     def row_word(self) -> str:
-        return {SchemeType.MULTIRATE: "option", SchemeType.RUBRIC_EVAL: "criterion"}.get(self.annotation_type, "dimension")
+        return {SchemeType.MULTIRATE: "option", SchemeType.RUBRIC_EVAL: "criterion",
+                SchemeType.SEMANTIC_DIFFERENTIAL: "pair"}.get(self.annotation_type, "dimension")
+
+    @property
+    def bipolar(self) -> bool:
+        """Each row a scale between two opposite words (a semantic differential's pairs): the row's
+        text is its left pole, its tooltip its right one."""
+        return self.annotation_type is SchemeType.SEMANTIC_DIFFERENTIAL
 
     @property
     def by_rows(self) -> bool:

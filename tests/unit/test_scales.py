@@ -1,8 +1,13 @@
-"""Issue 45 (item 3): upstream's visual analogue scale (``vas``), as its classification/vas example
-configures it: a line from ``left_label`` to ``right_label`` with no marks, ``min_value`` 0 to
-``max_value`` 100 in tenths (``precision`` 1), its number shown only with ``show_value``. The answer is
-a number, stored once the scale is moved; upstream's export names it by the scheme, and both exports
-import back as the same stored answers."""
+"""Issue 45 (item 3): two of upstream's scales, as its classification examples configure them.
+
+- A visual analogue scale (``vas``): a line from ``left_label`` to ``right_label`` with no marks,
+  ``min_value`` 0 to ``max_value`` 100 in tenths (``precision`` 1), its number shown only with
+  ``show_value``. The answer is a number, stored once the scale is moved; upstream's export names it
+  by the scheme.
+- A semantic differential (``semantic_differential``): a row per pair of opposite words, each rated
+  on ``scale_points`` points from the left word to the right one, stored as ``{"Good__Bad": "3"}``.
+
+Both exports import back as the same stored answers."""
 
 from __future__ import annotations
 
@@ -106,3 +111,54 @@ def test_both_exports_import_back_as_the_same_stored_answers(project: tuple[Path
     result = _run("import-labels", fresh, source, "--user", "ann")
     assert result.exit_code == 0, result.output
     assert _stored(fresh) == _stored(path)
+
+
+SD = {"annotation_type": "semantic_differential", "name": "word_connotation", "description": "Rate the word",
+      "scale_points": 7, "pairs": [["Good", "Bad"], ["Strong", "Weak"]]}
+
+
+def test_upstreams_semantic_differential_validates_as_a_row_per_pair() -> None:
+    report = _report([SD])
+    assert report.errors == []
+    sd = report.config.annotation_schemes[0]
+    assert sd.dimension_names == ("Good__Bad", "Strong__Weak") and sd.bipolar
+    assert [(d.shown, d.tooltip) for d in sd.dimensions] == [("Good", "Bad"), ("Strong", "Weak")]
+    assert sd.labels == ("1", "2", "3", "4", "5", "6", "7") and sd.training_type is None
+    assert _report([{**SD, "scale_points": 5}]).config.annotation_schemes[0].labels == ("1", "2", "3", "4", "5")
+
+    def errors(scheme: dict[str, Any]) -> list[str]:
+        return [i.message for i in _report([scheme]).errors]
+
+    assert errors({**SD, "pairs": [["Good"]]}) == [
+        "annotation_schemes[0].pairs[0]: must be two words, the left pole and the right, e.g. pairs: [[Good, Bad], "
+        "[Strong, Weak]]; got a list of 1 item(s)"]
+    assert errors({**SD, "pairs": [["Good", "Bad"], ["Good", "Bad"]]}) == [
+        "annotation_schemes[0].pairs[1]: 'Good' and 'Bad' are paired twice; list each pair only once"]
+    assert errors({k: v for k, v in SD.items() if k != "pairs"}) == [
+        "annotation_schemes[0].pairs: missing; a semantic_differential scheme lists pairs of opposite words, e.g. "
+        "pairs: [[Good, Bad], [Strong, Weak]]"]
+
+
+def test_each_pair_takes_a_point_and_both_exports_import_back(tmp_path: Path) -> None:
+    path = _project(tmp_path / "project", [SD])
+    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+    try:
+        client = app.test_client()
+        client.post("/login", data={"name": "ann"})
+        page = client.get("/annotate").get_data(as_text=True)
+        assert 'class="dimension bipolar" data-dim="Good__Bad"' in page and '<span class="pole">Weak</span>' in page
+        sent = client.post("/api/label", json={"id": "v1", "go": "stay", "labels": {
+            "word_connotation": {"Good__Bad": "2", "Strong__Weak": "7"}}})
+        assert sent.status_code == 200, sent.get_json()
+        refused = client.post("/api/label", json={"id": "v2", "go": "stay", "labels": {"word_connotation": {"Good__Bad": "8"}}})
+        assert refused.get_json()["error"] == (
+            "{'Good__Bad': '8'} is not an answer to 'word_connotation' (valid: an object of ratings by pair "
+            "(Good__Bad, Strong__Weak), each one of: 1, 2, 3, 4, 5, 6, 7)")
+    finally:
+        close_app(app)
+    assert _run("export", path, "--upstream-format", "jsonl", "-o", tmp_path / "up").exit_code == 0
+    rows = [json.loads(line) for line in (tmp_path / "up" / "annotations.jsonl").read_text().splitlines()]
+    assert rows[0]["labels"] == {"word_connotation": {"Good__Bad": "2", "Strong__Weak": "7"}}
+    fresh = _project(tmp_path / "fresh", [SD])
+    assert _run("import-labels", fresh, tmp_path / "up" / "annotations.jsonl", "--user", "ann").exit_code == 0
+    assert _stored(fresh) == _stored(path) == {("v1", "word_connotation"): {"Good__Bad": "2", "Strong__Weak": "7"}}

@@ -1,7 +1,8 @@
-"""Issue 45 (item 3) in a real browser, under gunicorn: upstream's visual analogue scale, moved by
-keyboard at 390 and 1280 px. The line shows its two ends and no number (``show_value`` off) or its
-number (on); it is no answer until moved, each move is stored, and it is there again after a reload.
-Its labels are hostile markup, and nothing of it runs."""
+"""Issue 45 (item 3) in a real browser, under gunicorn, at 390 and 1280 px: upstream's visual analogue
+scale, moved by keyboard (the line shows its two ends and no number with ``show_value`` off, its
+number with it on; it is no answer until moved), and a semantic differential, a point picked by
+keyboard between each pair of opposite words. Each answer is stored as it is given and is there again
+after a reload; the words are hostile markup, and nothing of it runs."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ SCHEMES = [
      "right_label": "Worst pain imaginable", "precision": 0},
     {"annotation_type": "vas", "name": "mood", "description": "Mood", "left_label": "Low", "right_label": "High",
      "min_value": -1, "max_value": 1, "show_value": True},
+    {"annotation_type": "semantic_differential", "name": "feel", "description": "How does it feel?", "scale_points": 5,
+     "pairs": [[f"Good {HOSTILE}", "Bad"], ["Strong", "Weak"]]},
 ]
 
 
@@ -43,7 +46,7 @@ def stored(server: ServerProcess, expected: dict[tuple[str, str], Any], within: 
 
 
 @pytest.mark.parametrize("width", [390, 1280])
-def test_a_visual_analogue_scale_is_moved_by_keyboard_and_kept(server: ServerProcess, page: Any, width: int) -> None:
+def test_scales_are_answered_by_keyboard_and_kept(server: ServerProcess, page: Any, width: int) -> None:
     console: list[str] = []
     page.on("console", lambda msg: console.append(msg.text))
     sign_in(page, server, "ana", width)
@@ -60,11 +63,22 @@ def test_a_visual_analogue_scale_is_moved_by_keyboard_and_kept(server: ServerPro
     page.keyboard.press("ArrowDown")
     assert page.inner_text(f"{mood} .slider-value") == "-0.1"
     page.keyboard.press("Tab")
-    stored(server, {("r000", "pain"): 53, ("r000", "mood"): -0.1})
+    # A pair's points by keyboard: the first, then down the row to the third.
+    feel = "fieldset[data-schema=feel]"
+    good = f"Good {HOSTILE}__Bad"
+    assert page.eval_on_selector_all(f"{feel} .dimension", "l => l.map(d => [...d.querySelectorAll('.pole')].map(p => "
+                                     "p.textContent))") == [[f"Good {HOSTILE}", "Bad"], ["Strong", "Weak"]]
+    page.focus(f"{feel} .dimension >> nth=0 >> input[value='1']")
+    page.keyboard.press("Space")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("document.activeElement.getAttribute('aria-label')") == f"Good {HOSTILE} to Bad: 3 of 5"
+    stored(server, {("r000", "pain"): 53, ("r000", "mood"): -0.1, ("r000", "feel"): {good: "3"}})
     page.reload()
     page.wait_for_selector("#item-id:text('r000')")
     assert page.input_value(f"{pain} input[type=range]") == "53"
     assert page.input_value(f"{mood} input[type=range]") == "-0.1"
+    assert page.eval_on_selector_all(f"{feel} input:checked", "l => l.map(i => i.value)") == ["3"]
     assert page.evaluate("window.__pwned") is None
     assert page.evaluate("document.querySelectorAll('#answers script, #answers b').length") == 0
     assert page.evaluate("document.documentElement.scrollWidth") <= width

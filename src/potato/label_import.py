@@ -84,7 +84,7 @@ def _csv_value(scheme: Scheme, raw: str) -> Any:
     """CSV cells are text: a multiselect cell holds a JSON list or labels separated by '|', a slider,
     number or pairwise scale cell a number, an answer row by row a JSON object."""
     kind = scheme.annotation_type
-    if scheme.by_rows:
+    if scheme.by_rows or kind is SchemeType.SOFT_LABEL:
         try:
             return json.loads(raw)
         except json.JSONDecodeError:
@@ -179,7 +179,7 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
             want = f"one of: {', '.join(scheme.labels)}"
         elif scheme.annotation_type is SchemeType.MULTISELECT:
             want = f"a list of distinct labels from: {', '.join(scheme.labels)}"
-        elif scheme.numeric or scheme.pairwise_mode or scheme.by_rows:
+        elif scheme.numeric or scheme.pairwise_mode or scheme.by_rows or scheme.annotation_type is SchemeType.SOFT_LABEL:
             want = scheme.valid_answers()
         else:
             want = "a string"

@@ -407,9 +407,20 @@ def our_value(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
         return answer[FIXED_NAMES[kind]] if set(answer) == {FIXED_NAMES[kind]} else dict(answer)
     if kind is SchemeType.VAS:
         return answer[scheme.name] if set(answer) == {scheme.name} else dict(answer)
+    if kind is SchemeType.SOFT_LABEL:  # each label's share, as text: numbers again
+        return {k: _number(v) for k, v in answer.items()}
     if kind is SchemeType.MULTISELECT:
         return list(answer)
     return next(iter(answer)) if len(answer) == 1 else list(answer)
+
+
+def _number(raw: Any) -> Any:
+    """A number written as text, as a number (an int where it is whole); anything else as it is."""
+    try:
+        number = float(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return raw
+    return int(number) if isinstance(number, float) and number.is_integer() else number
 
 
 def _justification(raw: Any) -> Any:

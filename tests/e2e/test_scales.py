@@ -1,7 +1,8 @@
 """Issue 45 (item 3) in a real browser, under gunicorn, at 390 and 1280 px: upstream's visual analogue
 scale, moved by keyboard (the line shows its two ends and no number with ``show_value`` off, its
-number with it on; it is no answer until moved), and a semantic differential, a point picked by
-keyboard between each pair of opposite words. Each answer is stored as it is given and is there again
+number with it on; it is no answer until moved), a semantic differential, a point picked by
+keyboard between each pair of opposite words, and a soft label, whose shares move together so that
+they always add up to the total. Each answer is stored as it is given and is there again
 after a reload; the words are hostile markup, and nothing of it runs."""
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ SCHEMES = [
      "min_value": -1, "max_value": 1, "show_value": True},
     {"annotation_type": "semantic_differential", "name": "feel", "description": "How does it feel?", "scale_points": 5,
      "pairs": [[f"Good {HOSTILE}", "Bad"], ["Strong", "Weak"]]},
+    {"annotation_type": "soft_label", "name": "split", "description": "How likely is each?",
+     "labels": [f"Positive {HOSTILE}", "Neutral", "Negative"], "total": 100},
 ]
 
 
@@ -73,12 +76,26 @@ def test_scales_are_answered_by_keyboard_and_kept(server: ServerProcess, page: A
     page.keyboard.press("ArrowDown")
     page.keyboard.press("ArrowDown")
     assert page.evaluate("document.activeElement.getAttribute('aria-label')") == f"Good {HOSTILE} to Bad: 3 of 5"
-    stored(server, {("r000", "pain"): 53, ("r000", "mood"): -0.1, ("r000", "feel"): {good: "3"}})
+    # A soft label: untouched it is no answer; a share moved by keyboard moves the others, so that
+    # together they stay 100.
+    split = "fieldset[data-schema=split]"
+    assert page.inner_text(f"{split} .soft-total") == "Not set: move a share to give one."
+    page.focus(f"{split} .soft-row >> nth=0 >> input")
+    for _ in range(7):
+        page.keyboard.press("ArrowUp")
+    shares = page.eval_on_selector_all(f"{split} .soft-row input", "l => l.map(i => Number(i.value))")
+    assert shares[0] == 40 and sum(shares) == 100 and all(v >= 0 for v in shares)
+    assert page.eval_on_selector_all(f"{split} .soft-value", "l => l.map(o => Number(o.textContent))") == shares
+    assert page.inner_text(f"{split} .soft-total") == "Together 100 of 100."
+    split_stored = dict(zip([f"Positive {HOSTILE}", "Neutral", "Negative"], shares))
+    stored(server, {("r000", "pain"): 53, ("r000", "mood"): -0.1, ("r000", "feel"): {good: "3"},
+                    ("r000", "split"): split_stored})
     page.reload()
     page.wait_for_selector("#item-id:text('r000')")
     assert page.input_value(f"{pain} input[type=range]") == "53"
     assert page.input_value(f"{mood} input[type=range]") == "-0.1"
     assert page.eval_on_selector_all(f"{feel} input:checked", "l => l.map(i => i.value)") == ["3"]
+    assert page.eval_on_selector_all(f"{split} .soft-row input", "l => l.map(i => Number(i.value))") == shares
     assert page.evaluate("window.__pwned") is None
     assert page.evaluate("document.querySelectorAll('#answers script, #answers b').length") == 0
     assert page.evaluate("document.documentElement.scrollWidth") <= width

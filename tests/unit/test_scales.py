@@ -162,3 +162,54 @@ def test_each_pair_takes_a_point_and_both_exports_import_back(tmp_path: Path) ->
     fresh = _project(tmp_path / "fresh", [SD])
     assert _run("import-labels", fresh, tmp_path / "up" / "annotations.jsonl", "--user", "ann").exit_code == 0
     assert _stored(fresh) == _stored(path) == {("v1", "word_connotation"): {"Good__Bad": "2", "Strong__Weak": "7"}}
+
+
+SOFT = {"annotation_type": "soft_label", "name": "sentiment_dist", "description": "Distribute probability",
+        "labels": ["Positive", "Neutral", "Negative"], "total": 100, "min_per_label": 0, "show_distribution_chart": True}
+
+
+def test_upstreams_soft_label_validates_as_shares_of_a_total() -> None:
+    report = _report([SOFT])
+    assert report.errors == []
+    soft = report.config.annotation_schemes[0]
+    assert (soft.labels, soft.total, soft.min_value, soft.show_value) == (("Positive", "Neutral", "Negative"), 100, 0, True)
+    assert [o.key for o in soft.options] == ["", "", ""]  # a share is moved, not picked by a key
+    assert soft.accepts({"Positive": 60, "Neutral": 30, "Negative": 10})
+    assert soft.accepts({"Positive": 33.3, "Neutral": 33.3, "Negative": 33.4})
+    assert not soft.accepts({"Positive": 60, "Neutral": 30, "Negative": 20})  # 110
+    assert not soft.accepts({"Positive": 70, "Neutral": 30})  # a label left out
+    assert not soft.accepts({"Positive": 110, "Neutral": 0, "Negative": -10})
+    assert soft.valid_answer() == ("an object of shares by label (Positive, Neutral, Negative), each at least 0, "
+                                   "together 100")
+    errors = [i.message for i in _report([{**SOFT, "min_per_label": 40}]).errors]
+    assert errors == ["annotation_schemes[0].min_per_label: 40 for each of 3 labels is more than total (100); lower "
+                      "min_per_label or raise total"]
+
+
+@pytest.mark.parametrize("fmt", ["ours", "jsonl", "csv"])
+def test_shares_are_stored_exported_and_imported_back(tmp_path: Path, fmt: str) -> None:
+    path = _project(tmp_path / "project", [SOFT])
+    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+    try:
+        client = app.test_client()
+        client.post("/login", data={"name": "ann"})
+        page = client.get("/annotate").get_data(as_text=True)
+        assert 'data-type="soft"' in page and 'class="soft" data-total="100" data-least="0"' in page
+        shares = {"Positive": 60, "Neutral": 30, "Negative": 10}
+        assert client.post("/api/label", json={"id": "v1", "go": "stay", "labels": {"sentiment_dist": shares}}).status_code == 200
+        refused = client.post("/api/label", json={"id": "v2", "go": "stay", "labels": {"sentiment_dist": {"Positive": 100}}})
+        assert refused.get_json()["error"] == (
+            "{'Positive': 100} is not an answer to 'sentiment_dist' (valid: an object of shares by label (Positive, "
+            "Neutral, Negative), each at least 0, together 100)")
+    finally:
+        close_app(app)
+    if fmt == "ours":
+        assert _run("export", path, "-o", tmp_path / "labels.jsonl").exit_code == 0
+        source = tmp_path / "labels.jsonl"
+    else:
+        assert _run("export", path, "--upstream-format", fmt, "-o", tmp_path / "up").exit_code == 0
+        source = tmp_path / "up" / f"annotations.{fmt}"
+    fresh = _project(tmp_path / "fresh", [SOFT])
+    result = _run("import-labels", fresh, source, "--user", "ann")
+    assert result.exit_code == 0, result.output
+    assert _stored(fresh) == _stored(path) == {("v1", "sentiment_dist"): {"Positive": 60, "Neutral": 30, "Negative": 10}}

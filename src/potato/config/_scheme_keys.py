@@ -127,6 +127,9 @@ KEY_CHECKS: Mapping[str, Check] = {
     "auto_advance": boolean,
     "show_progress": boolean,
     "pairs": anything,
+    "total": number(0, None, open_low=True),
+    "min_per_label": number(0, None, open_low=False),
+    "show_distribution_chart": boolean,
     "left_label": text(),
     "right_label": text(),
     "show_value": boolean,
@@ -154,6 +157,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "options": ("multirate",),
     **{key: ("rubric_eval",) for key in ("scale_labels", "criteria", "show_overall")},
     "scale_points": ("rubric_eval", "semantic_differential"), "pairs": ("semantic_differential",),
+    **{key: ("soft_label",) for key in ("total", "min_per_label", "show_distribution_chart")},
     **{key: ("consensus_tracking",) for key in ("turns_key", "acts", "linked_acts", "hint")},
     **{key: ("triage",) for key in ("accept_label", "reject_label", "skip_label", "accept_key", "reject_key", "skip_key",
                                     "auto_advance", "show_progress")},
@@ -217,6 +221,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _tree(raw, values)
     elif kind == "trajectory_eval":
         problems += _trajectory(raw, values)
+    elif kind == "soft_label":
+        problems += label_options("radio", raw.get("labels"), values) or _soft(values)
     elif kind == "vas" and raw.get("labels") in (None, []):
         problems += _vas(values)
     elif kind == "semantic_differential" and raw.get("labels") in (None, []):
@@ -667,6 +673,18 @@ def _vas(values: dict[str, Any]) -> list[Problem]:
     values.update(step=10.0 ** -precision, starting_value=round((low + high) / 2, precision),
                   min_label=values.pop("left_label", ""),
                   max_label=values.pop("right_label", ""), show_value=values.pop("show_value", False))
+    return []
+
+
+def _soft(values: dict[str, Any]) -> list[Problem]:
+    """Upstream's soft label: a share of ``total`` (100) for each label, each at least ``min_per_label``
+    (0), adding up to ``total``: how likely each label is, or how annotators would split."""
+    total, least = values.pop("total", 100), values.pop("min_per_label", 0)
+    if least * len(values.get("options", ())) > total:
+        return [(".min_per_label", f"{least:g} for each of {len(values['options'])} labels is more than total "
+                                   f"({total:g}); lower min_per_label or raise total")]
+    values.update(total=float(total), min_value=least, show_value=values.pop("show_distribution_chart", True),
+                  sequential_key_binding=False)
     return []
 
 

@@ -362,6 +362,14 @@
         if (s.run_id) out.run_id = s.run_id;
         return out;
       }) : [];
+    } else if (type === "soft") {
+      var given = value && typeof value === "object" ? value : null;
+      fs.dataset.touched = given ? "1" : "";
+      softRows(fs).forEach(function (row, k, rows) {  // untouched: an even split, shown as not yet given
+        var share = given ? given[row.dataset.label] : Number(fs.querySelector(".soft").dataset.total) / rows.length;
+        row.querySelector("input").value = String(share);
+      });
+      showShares(fs);
     } else if (type === "slider" || type === "number") {
       var input = field(fs), has = typeof value === "number";
       input.value = has ? String(value) : (type === "slider" ? (input.dataset.start || input.min || "0") : "");
@@ -405,6 +413,12 @@
       var st = SP[fs.dataset.schema];
       return st.answered ? canonSpans(st.spans) : null;  // [] is an answer: nothing to mark
     }
+    if (type === "soft") {
+      if (!fs.dataset.touched) return null;  // the even split it starts from is no one's answer
+      var shares = {};
+      softRows(fs).forEach(function (row) { shares[row.dataset.label] = Number(row.querySelector("input").value); });
+      return shares;
+    }
     if (type === "slider" || type === "number") {
       var input = field(fs);
       // An untouched slider is no answer: its resting place is not the annotator's choice.
@@ -424,6 +438,37 @@
     }
     var checked = fs.querySelector("input:checked");
     return checked ? checked.value : null;
+  }
+
+  // A soft label: a share of the total for each label. Moving one share moves the others, in
+  // proportion to what they hold above their least, so that the shares always add up to the total;
+  // whole numbers, the remainder going to the largest fractions.
+  function softRows(fs) { return Array.prototype.slice.call(fs.querySelectorAll(".soft-row")); }
+
+  function rebalance(fs, moved) {
+    var box = fs.querySelector(".soft"), total = Number(box.dataset.total), least = Number(box.dataset.least);
+    var rows = softRows(fs), others = rows.filter(function (row) { return row.querySelector("input") !== moved; });
+    var top = total - least * others.length, value = Math.min(Math.max(Number(moved.value), least), top);
+    moved.value = String(value);
+    var spare = total - value - least * others.length;
+    var held = others.map(function (row) { return Math.max(0, Number(row.querySelector("input").value) - least); });
+    var sum = held.reduce(function (a, b) { return a + b; }, 0);
+    var exact = held.map(function (h) { return sum > 0 ? spare * h / sum : spare / others.length; });
+    var whole = exact.map(Math.floor), left = spare - whole.reduce(function (a, b) { return a + b; }, 0);
+    exact.map(function (x, k) { return [x - whole[k], k]; }).sort(function (a, b) { return b[0] - a[0]; })
+      .slice(0, Math.round(left)).forEach(function (pair) { whole[pair[1]] += 1; });
+    others.forEach(function (row, k) { row.querySelector("input").value = String(least + whole[k]); });
+  }
+
+  function showShares(fs) {
+    var total = Number(fs.querySelector(".soft").dataset.total), given = !!fs.dataset.touched;
+    softRows(fs).forEach(function (row) {
+      var value = Number(row.querySelector("input").value), bar = row.querySelector(".soft-bar");
+      row.querySelector(".soft-value").textContent = given ? String(value) : "\u2013";
+      if (bar) bar.style.transform = "scaleX(" + (given && total ? value / total : 0) + ")";
+    });
+    fs.querySelector(".soft-total").textContent = given ? "Together " + total + " of " + total + "."
+      : "Not set: move a share to give one.";
   }
 
   var holds = window.PotatoConditions.holds;  // display_logic, as potato/study/conditions.py decides it
@@ -718,8 +763,9 @@
       // A triage pick is the item's verdict: the next item comes at once (upstream's auto_advance).
       if (fs.dataset.autoAdvance && getValue(fs)) later(function () { return saveAndGo("next"); }, true);
     });
-    fs.addEventListener("input", function () {
+    fs.addEventListener("input", function (ev) {
       fs.dataset.touched = "1";
+      if (fs.dataset.type === "soft") { rebalance(fs, ev.target); showShares(fs); }
       var out = fs.querySelector(".slider-value");
       if (out) out.textContent = field(fs).value;
       updateVisibility();

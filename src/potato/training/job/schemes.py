@@ -51,6 +51,7 @@ class SchemeType(str, Enum):
     TRIAGE = "triage"
     VAS = "vas"
     SEMANTIC_DIFFERENTIAL = "semantic_differential"
+    SOFT_LABEL = "soft_label"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -115,6 +116,9 @@ class Scheme:
     step: float | None = None
     starting_value: float | None = None
     show_value: bool = True
+    total: float | None = None
+    """A soft label's total: each label gets a share, at least ``min_value``, and the shares add up
+    to this (upstream's ``total``, 100 by default)."""
     """A slider's number is shown as it moves (a visual analogue scale shows none unless ``show_value``)."""
     display_logic: Optional[ShownWhen] = None
     """Shown only for some answers to other schemes; None: always shown."""
@@ -346,6 +350,8 @@ class Scheme:
             )
         if self.numeric:
             return self._accepts_number(value)
+        if self.annotation_type is SchemeType.SOFT_LABEL:
+            return self._accepts_shares(value)
         if self.annotation_type in RATED_ROWS:
             return (isinstance(value, dict) and bool(value)
                     and all(k in self.dimension_names and isinstance(v, str) and v in self.labels for k, v in value.items()))
@@ -371,6 +377,9 @@ class Scheme:
         if self.annotation_type is SchemeType.SPAN:
             return ('a list of spans {"start", "end", "label"} over the item\'s text, labels: '
                     + ", ".join(self.labels))
+        if self.annotation_type is SchemeType.SOFT_LABEL:
+            return (f"an object of shares by label ({', '.join(self.labels)}), each at least {self.min_value or 0:g}, "
+                    f"together {self.total or 0:g}")
         if self.annotation_type in RATED_ROWS:
             return f"an object of ratings by {self.row_word} ({', '.join(self.dimension_names)}), each one of: {', '.join(self.labels)}"
         if self.pairwise_mode == "multi_dimension":
@@ -414,6 +423,17 @@ class Scheme:
         if severity and severity not in dict(self.severities):
             return False
         return len(rationale) <= self.max_length
+
+    def _accepts_shares(self, value: object) -> bool:
+        """A soft label's answer: every label's share, a number of at least ``min_value``, the shares
+        adding up to ``total`` (to a millionth of it, as a page's sliders may round)."""
+        if not isinstance(value, dict) or set(value) != set(self.labels):
+            return False
+        shares = list(value.values())
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in shares):
+            return False
+        total = self.total or 0.0
+        return all(v >= (self.min_value or 0) for v in shares) and abs(sum(shares) - total) <= 1e-6 * max(1.0, total)
 
     def _accepts_number(self, value: object) -> bool:
         if isinstance(value, bool) or not isinstance(value, (int, float)):

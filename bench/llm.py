@@ -374,7 +374,9 @@ def main() -> None:
     p.add_argument("--bare", choices=PARTS, help=argparse.SUPPRESS)  # a bare loop's own process
     p.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--model", type=Path, help=argparse.SUPPRESS)
-    a = quick.parse(p, {"items": 16, "samples": 8, "rounds": 1})
+    # quick: few texts, short ones, one torch thread a process (CI runs it beside other tests on two cores,
+    # where two threads a process only fight over them)
+    a = quick.parse(p, {"items": 16, "samples": 8, "rounds": 1, "threads": 1, "max_length": 64})
     if a.bare:
         bare = {"zero-shot": bare_zero_shot, "lora": bare_lora, "preference": bare_preference,
                 "steps": lambda a: bare_lora(a, steps(a.samples), STEP_LABELS)}[a.bare]

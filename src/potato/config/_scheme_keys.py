@@ -168,8 +168,8 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
 }
 
 
-_NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_reward", "rubric_eval", "consensus_tracking", "trajectory_eval",
-              "hierarchical_multiselect", "triage")
+_NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_reward", "rubric_eval",
+              "consensus_tracking", "trajectory_eval", "hierarchical_multiselect", "triage")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 

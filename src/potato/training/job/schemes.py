@@ -116,10 +116,11 @@ class Scheme:
     step: float | None = None
     starting_value: float | None = None
     show_value: bool = True
+    """A slider's number is shown as it moves (a visual analogue scale shows none unless ``show_value``;
+    a soft label's bars are drawn with ``show_distribution_chart``)."""
     total: float | None = None
     """A soft label's total: each label gets a share, at least ``min_value``, and the shares add up
     to this (upstream's ``total``, 100 by default)."""
-    """A slider's number is shown as it moves (a visual analogue scale shows none unless ``show_value``)."""
     display_logic: Optional[ShownWhen] = None
     """Shown only for some answers to other schemes; None: always shown."""
     free_response_of: str = ""

@@ -185,16 +185,26 @@ def run_zero_shot(a: argparse.Namespace, tmp: Path) -> None:
 # --- (b) hf-llm-classification -----------------------------------------------------------------------
 
 
+def lora_params(a: argparse.Namespace) -> dict[str, Any]:
+    """What parts (b), (c) and (d) give our trainer: one epoch, the batch, length and rank asked for."""
+    return {"base_model": str(a.model), "epochs": 1, "batch_size": a.batch, "max_length": a.max_length,
+            "lora_r": a.lora_r, "gradient_checkpointing": True}
+
+
+def training_stamps(events: list[dict[str, Any]]) -> Stamps:
+    """The training steps' progress events (predict's carry no epoch)."""
+    return {e["step"]: e["t"] for e in events if "epoch" in e}
+
+
 def ours_lora(job_dir: Path, a: argparse.Namespace) -> Stamps:
-    params = {"base_model": str(a.model), "epochs": 1, "batch_size": a.batch, "max_length": a.max_length,
-              "lora_r": a.lora_r, "gradient_checkpointing": True}
-    events = run_worker(job_dir, "hf-llm-classification", params, reviews(a.samples), True, a.threads)
-    return {e["step"]: e["t"] for e in events if "epoch" in e}  # predict's progress events carry no epoch
+    return training_stamps(run_worker(job_dir, "hf-llm-classification", lora_params(a), reviews(a.samples), True,
+                                      a.threads))
 
 
-def bare_lora(a: argparse.Namespace, data: list[tuple[str, str]] | None = None,
-              labels: list[str] = LABELS) -> Stamps:
-    """The transformers + peft loop a person would write, with the trainer's settings."""
+def bare_model(a: argparse.Namespace, outputs: int) -> tuple[Any, Any, Any]:
+    """(tokenizer, model, optimizer) as a person would set them up with transformers + peft, with the
+    trainer's settings: ``AutoModelForSequenceClassification`` with ``outputs`` outputs, the eos token
+    as pad, gradient checkpointing, LoRA on every linear layer, AdamW."""
     import torch
     from peft import LoraConfig, TaskType, get_peft_model
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -204,40 +214,63 @@ def bare_lora(a: argparse.Namespace, data: list[tuple[str, str]] | None = None,
     torch.manual_seed(0)
     tok = AutoTokenizer.from_pretrained(str(a.model))
     tok.pad_token = tok.pad_token or tok.eos_token
-    model = AutoModelForSequenceClassification.from_pretrained(str(a.model), num_labels=len(labels))
+    model = AutoModelForSequenceClassification.from_pretrained(str(a.model), num_labels=outputs)
     model.config.pad_token_id = tok.pad_token_id
     model.config.use_cache = False
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model = get_peft_model(model, LoraConfig(task_type=TaskType.SEQ_CLS, r=a.lora_r, lora_alpha=2 * a.lora_r,
                                              lora_dropout=0.05, target_modules="all-linear"))
     model.train()
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=DEFAULT_LR)
-    data = data if data is not None else reviews(a.samples)
-    order = torch.randperm(len(data), generator=torch.Generator().manual_seed(0)).tolist()
+    return tok, model, torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=DEFAULT_LR)
+
+
+def bare_loop(a: argparse.Namespace, n: int, optimizer: Any, loss_of: Any) -> Stamps:
+    """The trainer's seeded batch order over ``n`` examples; ``loss_of(indices)`` a batch's loss."""
+    import torch
+
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(0)).tolist()
     stamps: Stamps = {}
-    for step, start in enumerate(range(0, len(data), a.batch), 1):
-        idx = order[start:start + a.batch]
-        enc = tok([data[i][0] for i in idx], padding=True, truncation=True, max_length=a.max_length,
-                  return_tensors="pt")
-        loss = model(**enc, labels=torch.tensor([labels.index(data[i][1]) for i in idx])).loss
+    for step, start in enumerate(range(0, n, a.batch), 1):
+        loss = loss_of(order[start:start + a.batch])
         loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
         float(loss.detach())
         stamps[step] = time.time()
     return stamps
 
 
-def run_lora(a: argparse.Namespace, tmp: Path) -> None:
-    print(f"\n(b) hf-llm-classification, SmolLM2-135M-Instruct, LoRA r {a.lora_r} on all-linear, gradient "
-          f"checkpointing: {a.samples} reviews, 1 epoch, batch {a.batch}, max_length {a.max_length}")
-    timed, ours, bare = a.samples - min(a.batch, a.samples), [], []
+def bare_lora(a: argparse.Namespace, data: list[tuple[str, str]] | None = None,
+              labels: list[str] = LABELS) -> Stamps:
+    """The transformers + peft classification loop a person would write, with the trainer's settings."""
+    import torch
+
+    tok, model, optimizer = bare_model(a, len(labels))
+    rows = data if data is not None else reviews(a.samples)
+
+    def loss_of(idx: list[int]) -> Any:
+        enc = tok([rows[i][0] for i in idx], padding=True, truncation=True, max_length=a.max_length,
+                  return_tensors="pt")
+        return model(**enc, labels=torch.tensor([labels.index(rows[i][1]) for i in idx])).loss
+
+    return bare_loop(a, len(rows), optimizer, loss_of)
+
+
+def run_training(a: argparse.Namespace, tmp: Path, part: str, ours: Any, unit: str, title: str) -> None:
+    """Rounds of our trainer and the bare loop of ``part``, each rated per ``unit`` (what a sample is)."""
+    print(f"\n{title}: {a.samples} {unit}, 1 epoch, batch {a.batch}, max_length {a.max_length}")
+    timed, mine, bare = a.samples - min(a.batch, a.samples), [], []
     for k in range(a.rounds):
-        ours.append(rate(ours_lora(tmp / f"lora{k}", a), timed))
-        bare.append(rate(bare_process(tmp, "lora", a), timed))
-        print(f"  round {k + 1}: ours {ours[-1]:.2f}, bare loop {bare[-1]:.2f} samples/s ({timed} samples "
-              f"after step 1); load {os.getloadavg()[0]:.1f}", flush=True)
-    summary(ours, bare, "samples/s")
+        mine.append(rate(ours(tmp / f"{part}{k}", a), timed))
+        bare.append(rate(bare_process(tmp, part, a), timed))
+        print(f"  round {k + 1}: ours {mine[-1]:.2f}, bare loop {bare[-1]:.2f} {unit}/s ({timed} {unit} after "
+              f"step 1); load {os.getloadavg()[0]:.1f}", flush=True)
+    summary(mine, bare, f"{unit}/s")
+
+
+def run_lora(a: argparse.Namespace, tmp: Path) -> None:
+    run_training(a, tmp, "lora", ours_lora, "samples", f"(b) hf-llm-classification, SmolLM2-135M-Instruct, LoRA r "
+                 f"{a.lora_r} on all-linear, gradient checkpointing")
 
 
 # --- (c) the step classifier ---------------------------------------------------------------------------
@@ -259,22 +292,13 @@ def steps(n: int) -> list[tuple[str, str]]:
 
 
 def ours_steps(job_dir: Path, a: argparse.Namespace) -> Stamps:
-    params = {"base_model": str(a.model), "epochs": 1, "batch_size": a.batch, "max_length": a.max_length,
-              "lora_r": a.lora_r, "gradient_checkpointing": True}
-    events = run_worker(job_dir, "hf-llm-classification", params, steps(a.samples), True, a.threads, STEP_SCHEME)
-    return {e["step"]: e["t"] for e in events if "epoch" in e}
+    return training_stamps(run_worker(job_dir, "hf-llm-classification", lora_params(a), steps(a.samples), True,
+                                      a.threads, STEP_SCHEME))
 
 
 def run_steps(a: argparse.Namespace, tmp: Path) -> None:
-    print(f"\n(c) step classifier (hf-llm-classification on agent steps with their trace before them), LoRA r "
-          f"{a.lora_r}: {a.samples} steps, 1 epoch, batch {a.batch}, max_length {a.max_length}")
-    timed, ours, bare = a.samples - min(a.batch, a.samples), [], []
-    for k in range(a.rounds):
-        ours.append(rate(ours_steps(tmp / f"steps{k}", a), timed))
-        bare.append(rate(bare_process(tmp, "steps", a), timed))
-        print(f"  round {k + 1}: ours {ours[-1]:.2f}, bare loop {bare[-1]:.2f} steps/s ({timed} steps "
-              f"after step 1); load {os.getloadavg()[0]:.1f}", flush=True)
-    summary(ours, bare, "steps/s")
+    run_training(a, tmp, "steps", ours_steps, "steps", f"(c) step classifier (hf-llm-classification on agent steps "
+                 f"with their trace before them), LoRA r {a.lora_r}")
 
 
 # --- (d) the preference model ----------------------------------------------------------------------------
@@ -294,60 +318,32 @@ def pairs(n: int) -> list[tuple[dict[str, Any], str]]:
 
 
 def ours_preference(job_dir: Path, a: argparse.Namespace) -> Stamps:
-    params = {"base_model": str(a.model), "epochs": 1, "batch_size": a.batch, "max_length": a.max_length,
-              "lora_r": a.lora_r, "gradient_checkpointing": True}
-    events = run_worker(job_dir, "hf-llm-preference", params, pairs(a.samples), True, a.threads, PAIR_SCHEME)
-    return {e["step"]: e["t"] for e in events if "epoch" in e}
+    return training_stamps(run_worker(job_dir, "hf-llm-preference", lora_params(a), pairs(a.samples), True,
+                                      a.threads, PAIR_SCHEME))
 
 
 def bare_preference(a: argparse.Namespace) -> Stamps:
-    """The Bradley-Terry loop a person would write with transformers + peft, with the trainer's settings."""
+    """The Bradley-Terry loop a person would write with transformers + peft, with the trainer's settings:
+    one output, both options of a batch's pairs in one forward."""
     import torch
-    from peft import LoraConfig, TaskType, get_peft_model
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from potato.training.trainers.hf_llm import DEFAULT_LR
+    tok, model, optimizer = bare_model(a, 1)
+    rows = pairs(a.samples)
 
-    torch.manual_seed(0)
-    tok = AutoTokenizer.from_pretrained(str(a.model))
-    tok.pad_token = tok.pad_token or tok.eos_token
-    model = AutoModelForSequenceClassification.from_pretrained(str(a.model), num_labels=1)
-    model.config.pad_token_id = tok.pad_token_id
-    model.config.use_cache = False
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model = get_peft_model(model, LoraConfig(task_type=TaskType.SEQ_CLS, r=a.lora_r, lora_alpha=2 * a.lora_r,
-                                             lora_dropout=0.05, target_modules="all-linear"))
-    model.train()
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=DEFAULT_LR)
-    data = pairs(a.samples)
-    order = torch.randperm(len(data), generator=torch.Generator().manual_seed(0)).tolist()
-    stamps: Stamps = {}
-    for step, start in enumerate(range(0, len(data), a.batch), 1):
-        idx = order[start:start + a.batch]
-        texts = [f"{data[i][0]['pairs']['better']['prompt']}\n\n{data[i][0]['pairs']['better']['options'][side]}"
-                 for side in (0, 1) for i in idx]
+    def loss_of(idx: list[int]) -> Any:
+        pair = [rows[i][0]["pairs"]["better"] for i in idx]
+        texts = [f"{p['prompt']}\n\n{p['options'][side]}" for side in (0, 1) for p in pair]
         enc = tok(texts, padding=True, truncation=True, max_length=a.max_length, return_tensors="pt")
         rewards = model(**enc).logits.squeeze(-1)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(
-            rewards[:len(idx)] - rewards[len(idx):], torch.tensor([P_BETTER[data[i][1]] for i in idx]))
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        float(loss.detach())
-        stamps[step] = time.time()
-    return stamps
+        return torch.nn.functional.binary_cross_entropy_with_logits(
+            rewards[:len(idx)] - rewards[len(idx):], torch.tensor([P_BETTER[rows[i][1]] for i in idx]))
+
+    return bare_loop(a, len(rows), optimizer, loss_of)
 
 
 def run_preference(a: argparse.Namespace, tmp: Path) -> None:
-    print(f"\n(d) preference model (hf-llm-preference, Bradley-Terry), LoRA r {a.lora_r}: {a.samples} pairs "
-          f"(two texts each), 1 epoch, batch {a.batch}, max_length {a.max_length}")
-    timed, ours, bare = a.samples - min(a.batch, a.samples), [], []
-    for k in range(a.rounds):
-        ours.append(rate(ours_preference(tmp / f"pref{k}", a), timed))
-        bare.append(rate(bare_process(tmp, "preference", a), timed))
-        print(f"  round {k + 1}: ours {ours[-1]:.2f}, bare loop {bare[-1]:.2f} pairs/s ({timed} pairs "
-              f"after step 1); load {os.getloadavg()[0]:.1f}", flush=True)
-    summary(ours, bare, "pairs/s")
+    run_training(a, tmp, "preference", ours_preference, "pairs", f"(d) preference model (hf-llm-preference, "
+                 f"Bradley-Terry; two texts a pair), LoRA r {a.lora_r}")
 
 
 def summary(ours: list[float], bare: list[float], unit: str) -> None:

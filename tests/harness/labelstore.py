@@ -3,8 +3,9 @@ invoked in-process as those tests export and import (one way for every type's ro
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from click.testing import CliRunner, Result
 
@@ -23,3 +24,28 @@ def stored_answers(config_path: Path) -> dict[tuple[str, str], Any]:
 def invoke(*args: Any) -> Result:
     """``potato ARGS...`` in this process; an exception it raises is raised here."""
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+@contextmanager
+def annotator(config_path: Path, name: str = "ann") -> Iterator[Any]:
+    """The project's app in this process (no dispatcher), and a test client signed in as ``name``, as
+    the answer-type tests send answers the way the page does; the app is closed after."""
+    from potato.server import close_app, create_app
+
+    app = create_app(load_config(config_path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
+    try:
+        client = app.test_client()
+        client.post("/login", data={"name": name})
+        yield client
+    finally:
+        close_app(app)
+
+
+def exported(config_path: Path, folder: Path, fmt: str) -> Path:
+    """The project's labels exported into ``folder`` in ``fmt`` (``ours``, or upstream's ``jsonl`` or
+    ``csv`` layout), as ``potato export`` writes them; the file's path."""
+    if fmt == "ours":
+        assert invoke("export", config_path, "-o", folder / "labels.jsonl").exit_code == 0
+        return folder / "labels.jsonl"
+    assert invoke("export", config_path, "--upstream-format", fmt, "-o", folder / "up").exit_code == 0
+    return folder / "up" / f"annotations.{fmt}"

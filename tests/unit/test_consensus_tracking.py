@@ -13,10 +13,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from potato.config import load_config, validate
-from potato.server import close_app, create_app
+from potato.config import validate
 from tests.conftest import ADMIN_KEY
-from tests.harness.labelstore import invoke as _run, stored_answers as _stored
+from tests.harness.labelstore import annotator, exported, invoke as _run, stored_answers as _stored
 from tests.harness.upstream import upstream
 
 CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
@@ -45,13 +44,8 @@ def _project(root: Path) -> Path:
 @pytest.fixture
 def project(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
     path = _project(tmp_path / "project")
-    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
-    client = app.test_client()
-    client.post("/login", data={"name": "ann"})
-    try:
+    with annotator(path) as client:
         yield path, client
-    finally:
-        close_app(app)
 
 
 def _label(client: Any, value: Any) -> Any:
@@ -99,12 +93,7 @@ def test_an_act_and_the_turn_it_answers_are_stored_per_turn(project: tuple[Path,
 def test_upstreams_list_of_tags_and_ours_import_back(project: tuple[Path, Any], tmp_path: Path, fmt: str) -> None:
     path, client = project
     assert _label(client, {"t0": "offer", "t1": {"act": "counter_offer", "ref": "t0"}, "t2": "accept"}).status_code == 200
-    if fmt == "ours":
-        assert _run("export", path, "-o", tmp_path / "labels.jsonl").exit_code == 0
-        source = tmp_path / "labels.jsonl"
-    else:
-        assert _run("export", path, "--upstream-format", fmt, "-o", tmp_path / "up").exit_code == 0
-        source = tmp_path / "up" / f"annotations.{fmt}"
+    source = exported(path, tmp_path, fmt)
     if fmt == "jsonl":
         tags = json.loads(json.loads(source.read_text().splitlines()[0])["labels"]["moves"]["moves"])
         assert tags == [{"turn": 0, "act": "offer", "agent_id": "buyer"},

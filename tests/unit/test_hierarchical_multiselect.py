@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from potato.config import load_config, validate
-from potato.server import close_app, create_app
+from potato.config import validate
 from tests.conftest import ADMIN_KEY
-from tests.harness.labelstore import invoke as _run, stored_answers as _stored
+from tests.harness.labelstore import annotator, exported, invoke as _run, stored_answers as _stored
 from tests.harness.upstream import upstream
 
 CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
@@ -63,25 +62,15 @@ def test_the_tree_is_read_in_order_with_each_nodes_depth() -> None:
 @pytest.mark.parametrize("fmt", ["ours", "jsonl", "csv"])
 def test_picks_are_stored_as_names_and_both_exports_read_back(tmp_path: Path, fmt: str) -> None:
     path = _project(tmp_path / "project")
-    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
-    try:
-        client = app.test_client()
-        client.post("/login", data={"name": "ann"})
+    with annotator(path) as client:
         page = client.get("/annotate").get_data(as_text=True)
         assert 'data-auto-children="1"' in page and 'class="tree-search"' in page and 'data-depth="2"' in page
         picks = ["Genetics", "Arts, Crafts", "Music"]
         assert client.post("/api/label", json={"id": "a1", "go": "stay", "labels": {"topics": picks}}).status_code == 200
         bad = client.post("/api/label", json={"id": "a1", "go": "stay", "labels": {"topics": ["Chemistry"]}})
         assert bad.status_code == 400
-    finally:
-        close_app(app)
     assert _stored(path) == {("a1", "topics"): picks}
-    if fmt == "ours":
-        assert _run("export", path, "-o", tmp_path / "labels.jsonl").exit_code == 0
-        source = tmp_path / "labels.jsonl"
-    else:
-        assert _run("export", path, "--upstream-format", fmt, "-o", tmp_path / "up").exit_code == 0
-        source = tmp_path / "up" / f"annotations.{fmt}"
+    source = exported(path, tmp_path, fmt)
     if fmt == "jsonl":
         assert json.loads(source.read_text())["labels"] == {"topics": {"topics": "Genetics,Arts, Crafts,Music"}}
     fresh = _project(tmp_path / "fresh")

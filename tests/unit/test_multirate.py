@@ -12,10 +12,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from potato.config import load_config, validate
-from potato.server import close_app, create_app
+from potato.config import validate
 from tests.conftest import ADMIN_KEY
-from tests.harness.labelstore import invoke as _run, stored_answers as _stored
+from tests.harness.labelstore import annotator, invoke as _run, stored_answers as _stored
 from tests.harness.upstream import upstream
 
 CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
@@ -43,13 +42,8 @@ def _project(root: Path) -> Path:
 @pytest.fixture
 def project(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
     path = _project(tmp_path / "project")
-    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
-    client = app.test_client()
-    client.post("/login", data={"name": "ann"})
-    try:
+    with annotator(path) as client:
         yield path, client
-    finally:
-        close_app(app)
 
 
 def test_each_option_is_a_row_rated_with_one_of_the_labels() -> None:
@@ -126,16 +120,11 @@ def test_a_rubrics_criteria_are_rows_rated_from_one_to_its_points(tmp_path: Path
     path = _project(tmp_path / "project")
     config = json.loads(path.read_text())
     path.write_text(json.dumps({**config, "annotation_schemes": [RUBRIC]}), encoding="utf-8")
-    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
-    try:
-        client = app.test_client()
-        client.post("/login", data={"name": "ann"})
+    with annotator(path) as client:
         assert "accuracy</strong> <span class=\"muted\">Are the claims correct?" in client.get("/annotate").get_data(
             as_text=True)
         assert client.post("/api/label", json={"id": "q1", "go": "stay", "labels": {"response_quality": {
             "accuracy": "4", "clarity": "2", "overall": "3"}}}).status_code == 200
-    finally:
-        close_app(app)
     assert _run("export", path, "--upstream-format", "jsonl", "-o", tmp_path / "up").exit_code == 0
     row = json.loads((tmp_path / "up" / "annotations.jsonl").read_text().splitlines()[0])
     assert row["labels"] == {"response_quality": {"accuracy": "4", "clarity": "2", "overall": "3"}}

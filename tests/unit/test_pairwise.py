@@ -14,10 +14,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from potato.config import load_config, validate
-from potato.server import close_app, create_app
+from potato.config import validate
 from tests.conftest import ADMIN_KEY
-from tests.harness.labelstore import invoke as _run, stored_answers as _stored
+from tests.harness.labelstore import annotator, exported, invoke as _run, stored_answers as _stored
 from tests.harness.upstream import upstream
 
 CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
@@ -59,13 +58,8 @@ def _project(root: Path) -> Path:
 @pytest.fixture
 def project(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
     path = _project(tmp_path / "project")
-    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
-    client = app.test_client()
-    client.post("/login", data={"name": "ann"})
-    try:
+    with annotator(path) as client:
         yield path, client
-    finally:
-        close_app(app)
 
 
 def _label(client: Any, item_id: str, labels: dict[str, Any], partial: bool = True) -> Any:
@@ -161,12 +155,7 @@ def test_both_exports_import_back_as_the_same_stored_answers(project: tuple[Path
                                                              fmt: str) -> None:
     path, client = project
     _annotate(client)
-    if fmt == "ours":
-        assert _run("export", path, "-o", tmp_path / "labels.jsonl").exit_code == 0
-        source = tmp_path / "labels.jsonl"
-    else:
-        assert _run("export", path, "--upstream-format", fmt, "-o", tmp_path / "up").exit_code == 0
-        source = tmp_path / "up" / f"annotations.{fmt}"
+    source = exported(path, tmp_path, fmt)
     fresh = _project(tmp_path / "fresh")
     result = _run("import-labels", fresh, source, "--user", "ann")
     assert result.exit_code == 0, result.output
@@ -192,10 +181,7 @@ def test_a_justification_is_asked_with_its_comparison_and_stored_apart(tmp_path:
     path = _project(tmp_path / "project")
     config = json.loads(path.read_text())
     path.write_text(json.dumps({**config, "annotation_schemes": [WHY]}), encoding="utf-8")
-    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
-    try:
-        client = app.test_client()
-        client.post("/login", data={"name": "ann"})
+    with annotator(path) as client:
         page = client.get("/annotate").get_data(as_text=True)
         assert 'data-type="justification"' in page and 'placeholder="Explain your overall preference..."' in page
         choices = {"helpfulness": "A", "safety": "B"}
@@ -207,8 +193,6 @@ def test_a_justification_is_asked_with_its_comparison_and_stored_apart(tmp_path:
         assert _label(client, "p1", {"agent_comparison": choices, "agent_comparison:justification": why_given},
                       partial=False).status_code == 200
         assert _label(client, "p1", {"agent_comparison:justification": {"reasons": ["Shorter"]}}).status_code == 400
-    finally:
-        close_app(app)
     assert _stored(path) == {("p1", "agent_comparison"): choices, ("p1", "agent_comparison:justification"): why_given}
     assert _run("export", path, "--upstream-format", "jsonl", "-o", tmp_path / "up").exit_code == 0
     labels = json.loads((tmp_path / "up" / "annotations.jsonl").read_text().splitlines()[0])["labels"]

@@ -17,11 +17,10 @@ import pytest
 from click.testing import CliRunner
 
 from potato.cli import cli
-from potato.config import load_config, validate
+from potato.config import validate
 from potato.display.turns import step_turns
-from potato.server import close_app, create_app
 from tests.conftest import ADMIN_KEY
-from tests.harness.labelstore import invoke as _run, stored_answers as _stored
+from tests.harness.labelstore import annotator, exported, invoke as _run, stored_answers as _stored
 from tests.harness.upstream import upstream
 
 CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
@@ -72,13 +71,8 @@ def _report(schemes: list[dict[str, Any]], fields: list[dict[str, Any]] | None =
 @pytest.fixture
 def project(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
     path = _project(tmp_path / "project")
-    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
-    client = app.test_client()
-    client.post("/login", data={"name": "ann"})
-    try:
+    with annotator(path) as client:
         yield path, client
-    finally:
-        close_app(app)
 
 
 def _label(client: Any, item_id: str, labels: dict[str, Any]) -> Any:
@@ -227,12 +221,7 @@ def test_both_exports_import_back_as_the_same_stored_answers(project: tuple[Path
                                                              fmt: str) -> None:
     path, client = project
     _annotate(client)
-    if fmt == "ours":
-        assert _run("export", path, "-o", tmp_path / "labels.jsonl").exit_code == 0
-        source = tmp_path / "labels.jsonl"
-    else:
-        assert _run("export", path, "--upstream-format", fmt, "-o", tmp_path / "up").exit_code == 0
-        source = tmp_path / "up" / f"annotations.{fmt}"
+    source = exported(path, tmp_path, fmt)
     fresh = _project(tmp_path / "fresh")
     result = _run("import-labels", fresh, source, "--user", "ann")
     assert result.exit_code == 0, result.output

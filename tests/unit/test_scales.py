@@ -17,10 +17,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from potato.config import load_config, validate
-from potato.server import close_app, create_app
+from potato.config import validate
 from tests.conftest import ADMIN_KEY
-from tests.harness.labelstore import invoke as _run, stored_answers as _stored
+from tests.harness.labelstore import annotator, exported, invoke as _run, stored_answers as _stored
 from tests.harness.upstream import upstream
 
 CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
@@ -49,13 +48,8 @@ def _project(root: Path, schemes: list[dict[str, Any]] = [PAIN]) -> Path:  # noq
 @pytest.fixture
 def project(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
     path = _project(tmp_path / "project")
-    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
-    client = app.test_client()
-    client.post("/login", data={"name": "ann"})
-    try:
+    with annotator(path) as client:
         yield path, client
-    finally:
-        close_app(app)
 
 
 def _label(client: Any, item_id: str, value: Any) -> Any:
@@ -97,16 +91,11 @@ def test_both_exports_import_back_as_the_same_stored_answers(project: tuple[Path
                                                              fmt: str) -> None:
     path, client = project
     assert _label(client, "v1", 73.4).status_code == 200 and _label(client, "v2", 100).status_code == 200
-    if fmt == "ours":
-        assert _run("export", path, "-o", tmp_path / "labels.jsonl").exit_code == 0
-        source = tmp_path / "labels.jsonl"
-    else:
-        assert _run("export", path, "--upstream-format", fmt, "-o", tmp_path / "up").exit_code == 0
-        source = tmp_path / "up" / f"annotations.{fmt}"
-        if fmt == "jsonl":  # upstream's page names the answer by the scheme
-            rows = [json.loads(line) for line in source.read_text().splitlines()]
-            assert {row["instance_id"]: row["labels"] for row in rows} == {
-                "v1": {"pain_level": {"pain_level": "73.4"}}, "v2": {"pain_level": {"pain_level": "100"}}}
+    source = exported(path, tmp_path, fmt)
+    if fmt == "jsonl":  # upstream's page names the answer by the scheme
+        rows = [json.loads(line) for line in source.read_text().splitlines()]
+        assert {row["instance_id"]: row["labels"] for row in rows} == {
+            "v1": {"pain_level": {"pain_level": "73.4"}}, "v2": {"pain_level": {"pain_level": "100"}}}
     fresh = _project(tmp_path / "fresh")
     result = _run("import-labels", fresh, source, "--user", "ann")
     assert result.exit_code == 0, result.output
@@ -141,10 +130,7 @@ def test_upstreams_semantic_differential_validates_as_a_row_per_pair() -> None:
 
 def test_each_pair_takes_a_point_and_both_exports_import_back(tmp_path: Path) -> None:
     path = _project(tmp_path / "project", [SD])
-    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
-    try:
-        client = app.test_client()
-        client.post("/login", data={"name": "ann"})
+    with annotator(path) as client:
         page = client.get("/annotate").get_data(as_text=True)
         assert 'class="dimension bipolar" data-dim="Good__Bad"' in page and '<span class="pole">Weak</span>' in page
         sent = client.post("/api/label", json={"id": "v1", "go": "stay", "labels": {
@@ -154,8 +140,6 @@ def test_each_pair_takes_a_point_and_both_exports_import_back(tmp_path: Path) ->
         assert refused.get_json()["error"] == (
             "{'Good__Bad': '8'} is not an answer to 'word_connotation' (valid: an object of ratings by pair "
             "(Good__Bad, Strong__Weak), each one of: 1, 2, 3, 4, 5, 6, 7)")
-    finally:
-        close_app(app)
     assert _run("export", path, "--upstream-format", "jsonl", "-o", tmp_path / "up").exit_code == 0
     rows = [json.loads(line) for line in (tmp_path / "up" / "annotations.jsonl").read_text().splitlines()]
     assert rows[0]["labels"] == {"word_connotation": {"Good__Bad": "2", "Strong__Weak": "7"}}
@@ -189,10 +173,7 @@ def test_upstreams_soft_label_validates_as_shares_of_a_total() -> None:
 @pytest.mark.parametrize("fmt", ["ours", "jsonl", "csv"])
 def test_shares_are_stored_exported_and_imported_back(tmp_path: Path, fmt: str) -> None:
     path = _project(tmp_path / "project", [SOFT])
-    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
-    try:
-        client = app.test_client()
-        client.post("/login", data={"name": "ann"})
+    with annotator(path) as client:
         page = client.get("/annotate").get_data(as_text=True)
         assert 'data-type="soft"' in page and 'class="soft" data-total="100" data-least="0"' in page
         shares = {"Positive": 60, "Neutral": 30, "Negative": 10}
@@ -201,14 +182,7 @@ def test_shares_are_stored_exported_and_imported_back(tmp_path: Path, fmt: str) 
         assert refused.get_json()["error"] == (
             "{'Positive': 100} is not an answer to 'sentiment_dist' (valid: an object of shares by label (Positive, "
             "Neutral, Negative), each at least 0, together 100)")
-    finally:
-        close_app(app)
-    if fmt == "ours":
-        assert _run("export", path, "-o", tmp_path / "labels.jsonl").exit_code == 0
-        source = tmp_path / "labels.jsonl"
-    else:
-        assert _run("export", path, "--upstream-format", fmt, "-o", tmp_path / "up").exit_code == 0
-        source = tmp_path / "up" / f"annotations.{fmt}"
+    source = exported(path, tmp_path, fmt)
     fresh = _project(tmp_path / "fresh", [SOFT])
     result = _run("import-labels", fresh, source, "--user", "ann")
     assert result.exit_code == 0, result.output

@@ -16,8 +16,8 @@ from potato.cli import cli
 from potato.config import load_config, validate
 from potato.db import Database
 from potato.labels import LabelStore
-from potato.server import close_app, create_app
 from tests.conftest import ADMIN_KEY
+from tests.harness.labelstore import annotator
 from tests.harness.upstream import upstream
 
 CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
@@ -53,15 +53,10 @@ def test_a_verdict_is_stored_and_exported_as_upstreams_decision(tmp_path: Path) 
     path = root / "config.yaml"
     path.write_text(json.dumps(config), encoding="utf-8")
     path.chmod(0o600)
-    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
-    try:
-        client = app.test_client()
-        client.post("/login", data={"name": "ann"})
+    with annotator(path) as client:
         assert 'data-auto-advance="1"' in client.get("/annotate").get_data(as_text=True)
         assert client.post("/api/label", json={"id": "x1", "go": "stay", "labels": {"safety_triage": "reject"}}
                            ).status_code == 200
-    finally:
-        close_app(app)
     assert _run("export", path, "--upstream-format", "jsonl", "-o", tmp_path / "up").exit_code == 0
     row = json.loads((tmp_path / "up" / "annotations.jsonl").read_text())
     assert row["labels"] == {"safety_triage": {"decision": "reject"}}

@@ -12,10 +12,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from potato.config import load_config, validate
-from potato.server import close_app, create_app
+from potato.config import validate
 from tests.conftest import ADMIN_KEY
-from tests.harness.labelstore import invoke as _run, stored_answers as _stored
+from tests.harness.labelstore import annotator, invoke as _run, stored_answers as _stored
 from tests.harness.upstream import upstream
 
 CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
@@ -57,13 +56,8 @@ def _errors(ratings: Any, schemes: list[dict[str, Any]] | None = None) -> list[s
 @pytest.fixture
 def project(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
     path = _project(tmp_path / "project")
-    app = create_app(load_config(path), {"TESTING": True, "POTATO_NO_DISPATCHER": True})
-    client = app.test_client()
-    client.post("/login", data={"name": "ann"})
-    try:
+    with annotator(path) as client:
         yield path, client
-    finally:
-        close_app(app)
 
 
 def test_each_scale_is_a_question_asked_on_the_named_speakers_turns() -> None:

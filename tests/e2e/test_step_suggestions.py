@@ -16,7 +16,7 @@ from tests.harness.agentsteps import mark_steps, trace_project, true_marks
 from tests.harness.annotating import signed_in
 from tests.harness.comparisons import compare, comparison_project
 from tests.harness.pages import sign_in
-from tests.harness.runs import TERMINAL, start, wait
+from tests.harness.runs import succeeded
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -29,10 +29,8 @@ def trained(make_project: Callable[..., Path]) -> Iterator[tuple[ServerProcess, 
     gold = signed_in(srv, "gold")
     for n in range(40):
         mark_steps(gold, srv, n)
-    run = start(srv, trainer="sklearn-text-classification", schemas=["step_rewards"], backend="local")
-    done = wait(srv, run["id"], TERMINAL, timeout=180)
-    assert done["state"] == "succeeded", (done, srv.output()[-3000:])
-    yield srv, run["id"]
+    done = succeeded(srv, trainer="sklearn-text-classification", schemas=["step_rewards"], backend="local")
+    yield srv, done["id"]
     srv.stop()
 
 
@@ -91,10 +89,8 @@ def compared(make_project: Callable[..., Path]) -> Iterator[tuple[ServerProcess,
     gold = signed_in(srv, "gold")
     for n in range(40):
         compare(gold, srv, n)
-    run = start(srv, trainer="noop", schemas=["better"], backend="local")
-    done = wait(srv, run["id"], TERMINAL, timeout=120)
-    assert done["state"] == "succeeded", (done, srv.output()[-3000:])
-    yield srv, run["id"]
+    done = succeeded(srv, timeout=120, trainer="noop", schemas=["better"], backend="local")
+    yield srv, done["id"]
     srv.stop()
 
 

@@ -15,9 +15,11 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
-from tests.harness.servers import free_port
+from tests.harness.servers import ServerProcess, free_port
 
 
 def token_in(register_output: str) -> str:
@@ -163,3 +165,15 @@ class Proxy:
                     sock.close()
                 except OSError:
                     pass
+
+
+@contextmanager
+def polling_agent(srv: ServerProcess, backend: str, workdir: Path) -> Iterator["AgentProcess"]:
+    """An agent for the config's ``type: agent`` backend, registered and started by hand as its admin
+    would, and stopped after."""
+    _, token = register(srv.config_path, backend)
+    agent = AgentProcess(srv.url, backend, token, workdir)
+    try:
+        yield agent
+    finally:
+        agent.stop()

@@ -50,6 +50,15 @@ def wait(srv: ServerProcess, run_id: str, states: set, timeout: float = 120) -> 
         time.sleep(0.2)
 
 
+def succeeded(srv: ServerProcess, timeout: float = 180, **body: Any) -> Dict[str, Any]:
+    """A run started with ``body`` (trainer, schemas, backend, params), once it succeeded (the server's
+    output in the message when it did not)."""
+    run = start(srv, **body)
+    done = wait(srv, run["id"], TERMINAL, timeout=timeout)
+    assert done["state"] == "succeeded", (done, srv.output()[-3000:])
+    return done
+
+
 def log_of(srv: ServerProcess, run_id: str) -> str:
     return requests.get(f"{srv.url}/admin/training/api/runs/{run_id}/log", headers=H).text
 

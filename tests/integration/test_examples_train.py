@@ -15,7 +15,7 @@ from potato.example import agent_sessions, comparisons
 from tests.conftest import ADMIN_KEY
 from tests.harness.annotating import signed_in
 from tests.harness.example_project import copy_example
-from tests.harness.runs import TERMINAL, start, wait
+from tests.harness.runs import succeeded
 from tests.harness.servers import ServerProcess
 from tests.harness import smollm2
 
@@ -61,9 +61,7 @@ def test_agent_steps_learns_where_each_session_first_goes_wrong(agent_steps: Ser
         r = gold.post(srv.url + "/api/label", json={"id": item["id"], "go": "stay", "labels": {
             "first_error": marks(len(item["steps"]) - 1, first)}})
         assert r.status_code == 200, r.text
-    run = start(srv, schemas=["first_error"], backend="local")  # the config's trainer: sklearn-text-classification
-    done = wait(srv, run["id"], TERMINAL, timeout=180)
-    assert done["state"] == "succeeded", (done, srv.output()[-3000:])
+    done = succeeded(srv, schemas=["first_error"], backend="local")  # the config's trainer: sklearn-text-classification
     metrics = done["metrics"]
     assert metrics["first_error/holdout_accuracy"] >= 0.9, metrics
     assert metrics["first_error/holdout_first_error_exact"] >= 0.8, metrics
@@ -87,11 +85,9 @@ def test_answer_preference_learns_which_answer_helps_more(preference: ServerProc
     for item, answer in pairs[:COMPARED]:
         r = gold.post(srv.url + "/api/label", json={"id": item["id"], "go": "stay", "labels": {"better": answer}})
         assert r.status_code == 200, r.text
-    run = start(srv, schemas=["better"], backend="local",  # the config's trainer: hf-llm-preference
-                params={"base_model": str(smollm2.plain_folder(gguf)), "epochs": 2, "batch_size": 8,
-                        "max_length": 64, "learning_rate": 1e-3, "gradient_checkpointing": False})
-    done = wait(srv, run["id"], TERMINAL, timeout=540)
-    assert done["state"] == "succeeded", (done, srv.output()[-3000:])
+    done = succeeded(srv, timeout=540, schemas=["better"], backend="local",  # the config's trainer: hf-llm-preference
+                     params={"base_model": str(smollm2.plain_folder(gguf)), "epochs": 2, "batch_size": 8,
+                             "max_length": 64, "learning_rate": 1e-3, "gradient_checkpointing": False})
     metrics = done["metrics"]
     assert metrics["better/n_holdout_decided"] >= 5
     assert metrics["better/holdout_decided_accuracy"] >= 0.8, metrics

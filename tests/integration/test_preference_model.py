@@ -11,10 +11,10 @@ from typing import Any, Callable, Dict, Iterator
 
 import pytest
 
-from tests.harness.agents import AgentProcess, register
+from tests.harness.agents import polling_agent
 from tests.harness.annotating import signed_in
 from tests.harness.comparisons import answer, compare, comparison_project, texts
-from tests.harness.runs import TERMINAL, start, wait
+from tests.harness.runs import succeeded
 from tests.harness.servers import ServerProcess
 from tests.harness.slurmcluster import start_cluster
 from tests.harness.sshd import start_sshd
@@ -48,11 +48,9 @@ def test_a_reward_model_learns_which_answer_is_better_and_suggests_it(serve: Cal
 
     llama = build_tiny_llama(tmp_path / "llama", texts())
     srv = serve()
-    run = start(srv, trainer="hf-llm-preference", schemas=["better"], backend="local",
-                params={"base_model": str(llama), "lora_r": 8, "epochs": 4, "batch_size": 8, "learning_rate": 5e-3,
-                        "max_length": 32, "gradient_checkpointing": False})
-    done = wait(srv, run["id"], TERMINAL, timeout=300)
-    assert done["state"] == "succeeded", (done, srv.output()[-3000:])
+    done = succeeded(srv, timeout=300, trainer="hf-llm-preference", schemas=["better"], backend="local",
+                     params={"base_model": str(llama), "lora_r": 8, "epochs": 4, "batch_size": 8,
+                             "learning_rate": 5e-3, "max_length": 32, "gradient_checkpointing": False})
     metrics = done["metrics"]
     assert metrics["better/n_holdout_decided"] >= 4
     assert metrics["better/holdout_decided_accuracy"] >= 0.75, metrics
@@ -62,21 +60,19 @@ def test_a_reward_model_learns_which_answer_is_better_and_suggests_it(serve: Cal
         if answer(n) == "tie":
             continue
         shown = kim.get(f"{srv.url}/api/item/{n + 1}").json()["item"]["suggestions"]["better"]
-        assert shown["run_id"] == run["id"] and shown["label"] in ("A", "B")
+        assert shown["run_id"] == done["id"] and shown["label"] in ("A", "B")
         assert 0.5 <= shown["confidence"] <= 1.0
         right += shown["label"] == answer(n)
     assert right >= 7  # of the 8 decided pairs nobody compared
 
 
 def suggests_the_commonest_preference(srv: ServerProcess, backend: str) -> None:
-    run = start(srv, trainer="noop", schemas=["better"], backend=backend)
-    done = wait(srv, run["id"], TERMINAL, timeout=240)
-    assert done["state"] == "succeeded", (done, srv.output()[-3000:])
+    done = succeeded(srv, timeout=240, trainer="noop", schemas=["better"], backend=backend)
     assert done["backend"] == backend and "better/holdout_decided_accuracy" in done["metrics"]
     # noop prefers, on every pair, the answer annotators preferred most often among the training pairs.
     kim = signed_in(srv, "kim")
     shown = [kim.get(f"{srv.url}/api/item/{n}").json()["item"]["suggestions"]["better"] for n in (46, 47)]
-    assert all(s["run_id"] == run["id"] for s in shown)
+    assert all(s["run_id"] == done["id"] for s in shown)
     assert shown[0]["label"] == shown[1]["label"] and shown[0]["label"] in ("A", "B")
 
 
@@ -92,9 +88,5 @@ def test_a_preference_run_through_slurm(serve: Callable[..., ServerProcess]) -> 
 
 def test_a_preference_run_on_an_agent(serve: Callable[..., ServerProcess], tmp_path: Path) -> None:
     srv = serve({"lab": {"type": "agent", "description": "lab workstation"}})
-    _, token = register(srv.config_path, "lab")
-    agent = AgentProcess(srv.url, "lab", token, tmp_path / "agent")
-    try:
+    with polling_agent(srv, "lab", tmp_path / "agent"):
         suggests_the_commonest_preference(srv, "lab")
-    finally:
-        agent.stop()

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Iterator
 
 import pytest
 
-from tests.harness.agents import AgentProcess, register
+from tests.harness.agents import polling_agent
 from tests.harness.annotating import signed_in
 from tests.harness.spans import mark, span_items, span_project, true_spans
 from tests.harness.runs import TERMINAL, start, wait
@@ -62,9 +62,5 @@ def test_a_span_run_through_slurm(serve: Callable[[Dict[str, Any]], ServerProces
 
 def test_a_span_run_on_an_agent(serve: Callable[[Dict[str, Any]], ServerProcess], tmp_path: Path) -> None:
     srv = serve({"lab": {"type": "agent", "description": "lab workstation"}})
-    _, token = register(srv.config_path, "lab")
-    agent = AgentProcess(srv.url, "lab", token, tmp_path / "agent")
-    try:
+    with polling_agent(srv, "lab", tmp_path / "agent"):
         trains_and_suggests(srv, "lab")
-    finally:
-        agent.stop()

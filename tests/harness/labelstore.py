@@ -3,9 +3,10 @@ invoked in-process as those tests export and import (one way for every type's ro
 
 from __future__ import annotations
 
+import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from click.testing import CliRunner, Result
 
@@ -49,3 +50,20 @@ def exported(config_path: Path, folder: Path, fmt: str) -> Path:
         return folder / "labels.jsonl"
     assert invoke("export", config_path, "--upstream-format", fmt, "-o", folder / "up").exit_code == 0
     return folder / "up" / f"annotations.{fmt}"
+
+
+def write_project(root: Path, name: str, items: Iterable[Mapping[str, Any]], schemes: Sequence[Mapping[str, Any]],
+                  text_key: str = "text", data: str = "items.jsonl", output: str = "out", **more: Any) -> Path:
+    """A project folder as the answer-type tests make one: ``items`` as JSON lines in data/``data``, a
+    config (``more`` for its other keys) readable by its owner alone; the config's path."""
+    from tests.conftest import ADMIN_KEY
+
+    (root / "data").mkdir(parents=True)
+    (root / "data" / data).write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    config = {"annotation_task_name": name, "task_dir": ".", "data_files": [f"data/{data}"],
+              "item_properties": {"id_key": "id", "text_key": text_key}, "output_annotation_dir": output,
+              "admin_api_key": ADMIN_KEY, "annotation_schemes": list(schemes), **more}
+    path = root / "config.yaml"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    path.chmod(0o600)
+    return path

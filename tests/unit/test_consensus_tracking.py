@@ -14,8 +14,8 @@ from typing import Any, Iterator
 import pytest
 
 from potato.config import validate
-from tests.conftest import ADMIN_KEY
-from tests.harness.labelstore import annotator, exported, invoke as _run, stored_answers as _stored
+from tests.harness.labelstore import (annotator, exported, invoke as _run, stored_answers as _stored,
+                                     write_project)
 from tests.harness.upstream import upstream
 
 CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
@@ -29,16 +29,8 @@ FIELDS = [{"key": "conversation", "type": "multi_agent_discussion", "label": "Ne
 
 
 def _project(root: Path) -> Path:
-    (root / "data").mkdir(parents=True)
-    items = [{"id": "n1", "text": "GPU deal", "conversation": TALK}]
-    (root / "data" / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
-    config = {"annotation_task_name": "Deals", "task_dir": ".", "data_files": ["data/items.jsonl"],
-              "item_properties": {"id_key": "id", "text_key": "text"}, "output_annotation_dir": "out",
-              "admin_api_key": ADMIN_KEY, "annotation_schemes": [MOVES], "instance_display": {"fields": FIELDS}}
-    path = root / "config.yaml"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    path.chmod(0o600)
-    return path
+    return write_project(root, "Deals", [{"id": "n1", "text": "GPU deal", "conversation": TALK}], [MOVES],
+                         instance_display={"fields": FIELDS})
 
 
 @pytest.fixture

@@ -13,8 +13,7 @@ from typing import Any, Iterator
 import pytest
 
 from potato.config import validate
-from tests.conftest import ADMIN_KEY
-from tests.harness.labelstore import annotator, invoke as _run, stored_answers as _stored
+from tests.harness.labelstore import annotator, invoke as _run, stored_answers as _stored, write_project
 from tests.harness.upstream import upstream
 
 CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
@@ -27,16 +26,8 @@ RELEVANCE = {"annotation_type": "multirate", "name": "retrieval_relevance",
 
 
 def _project(root: Path) -> Path:
-    (root / "data").mkdir(parents=True)
     items = [{"id": "q1", "text": "Who wrote Dune?"}, {"id": "q2", "text": "When was it published?"}]
-    (root / "data" / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
-    config = {"annotation_task_name": "RAG", "task_dir": ".", "data_files": ["data/items.jsonl"],
-              "item_properties": {"id_key": "id", "text_key": "text"}, "output_annotation_dir": "out",
-              "admin_api_key": ADMIN_KEY, "annotation_schemes": [RELEVANCE]}
-    path = root / "config.yaml"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    path.chmod(0o600)
-    return path
+    return write_project(root, "RAG", items, [RELEVANCE])
 
 
 @pytest.fixture

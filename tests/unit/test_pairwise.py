@@ -15,8 +15,8 @@ from typing import Any, Iterator
 import pytest
 
 from potato.config import validate
-from tests.conftest import ADMIN_KEY
-from tests.harness.labelstore import annotator, exported, invoke as _run, stored_answers as _stored
+from tests.harness.labelstore import (annotator, exported, invoke as _run, stored_answers as _stored,
+                                     write_project)
 from tests.harness.upstream import upstream
 
 CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
@@ -44,15 +44,7 @@ def _report(schemes: list[dict[str, Any]], **keys: Any) -> Any:
 
 
 def _project(root: Path) -> Path:
-    (root / "data").mkdir(parents=True)
-    (root / "data" / "pairs.jsonl").write_text("".join(json.dumps(i) + "\n" for i in ITEMS), encoding="utf-8")
-    config = {"annotation_task_name": "Pairs", "task_dir": ".", "data_files": ["data/pairs.jsonl"],
-              "item_properties": {"id_key": "id", "text_key": "responses"}, "output_annotation_dir": "out",
-              "admin_api_key": ADMIN_KEY, "annotation_schemes": [BINARY, SCALE, DIMENSIONS]}
-    path = root / "config.yaml"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    path.chmod(0o600)
-    return path
+    return write_project(root, "Pairs", ITEMS, [BINARY, SCALE, DIMENSIONS], text_key="responses", data="pairs.jsonl")
 
 
 @pytest.fixture

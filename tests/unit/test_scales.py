@@ -18,8 +18,8 @@ from typing import Any, Iterator
 import pytest
 
 from potato.config import validate
-from tests.conftest import ADMIN_KEY
-from tests.harness.labelstore import annotator, exported, invoke as _run, stored_answers as _stored
+from tests.harness.labelstore import (annotator, exported, invoke as _run, stored_answers as _stored,
+                                     write_project)
 from tests.harness.upstream import upstream
 
 CONFIG = Path(__file__).parent / "config.yaml"  # never read: paths are resolved against its folder
@@ -34,15 +34,7 @@ def _report(schemes: list[dict[str, Any]]) -> Any:
 
 
 def _project(root: Path, schemes: list[dict[str, Any]] = [PAIN]) -> Path:  # noqa: B006 - never changed
-    (root / "data").mkdir(parents=True)
-    (root / "data" / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in ITEMS), encoding="utf-8")
-    config = {"annotation_task_name": "Pain", "task_dir": ".", "data_files": ["data/items.jsonl"],
-              "item_properties": {"id_key": "id", "text_key": "text"}, "output_annotation_dir": "out",
-              "admin_api_key": ADMIN_KEY, "annotation_schemes": schemes}
-    path = root / "config.yaml"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    path.chmod(0o600)
-    return path
+    return write_project(root, "Pain", ITEMS, schemes)
 
 
 @pytest.fixture

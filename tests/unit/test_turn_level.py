@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from potato.cli import cli
 from potato.display.turns import turns_of
 from potato.server.annotate import check_answers
-from tests.conftest import ADMIN_KEY
-from tests.harness.labelstore import annotator, exported, invoke as _run, stored_answers as _stored
+from tests.harness.labelstore import (annotator, exported, invoke as _run, stored_answers as _stored,
+                                     write_project)
 from potato.config import validate
 from tests.harness.upstream import upstream
 
@@ -55,17 +55,8 @@ ITEMS = [{"id": "tr1", "text": "Iceland", "conversation": TRACE},
 
 
 def _project(root: Path) -> Path:
-    (root / "data").mkdir(parents=True)
-    (root / "data" / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in ITEMS), encoding="utf-8")
-    config = {"annotation_task_name": "Turns", "task_dir": ".", "data_files": ["data/items.jsonl"],
-              "item_properties": {"id_key": "id", "text_key": "text"}, "output_annotation_dir": "annotation_output",
-              "admin_api_key": ADMIN_KEY, "annotation_schemes": SCHEMES,
-              "instance_display": {"fields": [{"key": "text", "type": "text", "label": "Task"},
-                                              {"key": "conversation", "type": "agent_trace", "label": "Trace"}]}}
-    path = root / "config.yaml"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    path.chmod(0o600)
-    return path
+    return write_project(root, "Turns", ITEMS, SCHEMES, output="annotation_output", instance_display={"fields": [
+        {"key": "text", "type": "text", "label": "Task"}, {"key": "conversation", "type": "agent_trace", "label": "Trace"}]})
 
 
 @pytest.fixture

@@ -7,13 +7,12 @@ and is there again after a reload; the responses are hostile markup, and nothing
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.harness.adminapi import stored_labels
+from tests.harness.adminapi import answers_become
 from tests.harness.pages import sign_in
 from tests.harness.servers import ServerProcess
 
@@ -49,12 +48,7 @@ def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
 
 
 def stored(server: ServerProcess, expected: dict[tuple[str, str], Any], within: float = 15.0) -> None:
-    def now() -> dict[tuple[str, str], Any]:
-        return {(r["id"], r["schema"]): r["label"] for r in stored_labels(server.url, "ana")}
-    deadline = time.monotonic() + within
-    while now() != expected and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert now() == expected
+    answers_become(server.url, "ana", expected, within)
 
 
 def focused(page: Any) -> str:

@@ -8,13 +8,12 @@ Each mark is stored as it is made, and is there again after a reload. Every stri
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.harness.adminapi import stored_labels
+from tests.harness.adminapi import answers_become, stored_labels
 from tests.harness.pages import sign_in
 from tests.harness.servers import ServerProcess
 
@@ -54,13 +53,7 @@ def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
 
 def stored(server: ServerProcess, expected: dict[tuple[str, str], Any], within: float = 15.0) -> None:
     """The stored marks (step id -> mark) reach ``expected``: each is saved as it is made."""
-    def now() -> dict[tuple[str, str], Any]:
-        return {(r["id"], r["schema"]): {t: e["value"] for t, e in r["label"].items()} if isinstance(r["label"], dict)
-                else r["label"] for r in stored_labels(server.url, "ana")}
-    deadline = time.monotonic() + within
-    while now() != expected and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert now() == expected
+    answers_become(server.url, "ana", expected, within, by_turn=True)
 
 
 def marks(page: Any, schema: str) -> dict[str, str]:

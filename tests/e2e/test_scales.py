@@ -7,13 +7,12 @@ after a reload; the words are hostile markup, and nothing of it runs."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.harness.adminapi import stored_labels
+from tests.harness.adminapi import answers_become
 from tests.harness.pages import sign_in
 from tests.harness.servers import ServerProcess
 
@@ -40,12 +39,7 @@ def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
 
 
 def stored(server: ServerProcess, expected: dict[tuple[str, str], Any], within: float = 15.0) -> None:
-    def now() -> dict[tuple[str, str], Any]:
-        return {(r["id"], r["schema"]): r["label"] for r in stored_labels(server.url, "ana")}
-    deadline = time.monotonic() + within
-    while now() != expected and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert now() == expected
+    answers_become(server.url, "ana", expected, within)
 
 
 @pytest.mark.parametrize("width", [390, 1280])

@@ -7,13 +7,12 @@ Every string of the trace is hostile markup, and nothing of it runs."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.harness.adminapi import stored_labels
+from tests.harness.adminapi import answers_become, stored_labels
 from tests.harness.pages import sign_in
 from tests.harness.servers import ServerProcess
 
@@ -62,13 +61,7 @@ def focused(page: Any) -> str:
 
 def stored(server: ServerProcess, expected: dict[tuple[str, str], Any], within: float = 15.0) -> None:
     """The stored per-turn answers (turn id -> value) reach ``expected``: each is saved as it is picked."""
-    def now() -> dict[tuple[str, str], Any]:
-        return {(r["id"], r["schema"]): {t: e["value"] for t, e in r["label"].items()} if isinstance(r["label"], dict)
-                else r["label"] for r in stored_labels(server.url, "ana")}
-    deadline = time.monotonic() + within
-    while now() != expected and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert now() == expected
+    answers_become(server.url, "ana", expected, within, by_turn=True)
 
 
 def checked(page: Any) -> list[list[str]]:

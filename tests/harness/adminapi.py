@@ -4,6 +4,7 @@ here an answer that is not the one expected fails at once, with its status and i
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import requests
@@ -46,3 +47,17 @@ def stored_labels(url: str, user: str | None = None, schema: str | None = None,
 def labels_of(srv: ServerProcess, user: str) -> dict[tuple[str, str], Any]:
     rows = stored_labels(srv.url, user)
     return {(r["id"], r["schema"]): r["label"] for r in rows}
+
+
+def answers_become(url: str, user: str, expected: dict[tuple[str, str], Any], within: float = 15.0,
+                   by_turn: bool = False) -> None:
+    """``user``'s stored answers, by (item id, scheme), reach ``expected`` within ``within`` seconds (a
+    page saves each answer as it is given); ``by_turn``: an answer per turn is compared as
+    {turn id: value}, without the turn's place and text kept beside it."""
+    def now() -> dict[tuple[str, str], Any]:
+        return {(r["id"], r["schema"]): {t: e["value"] for t, e in r["label"].items()}
+                if by_turn and isinstance(r["label"], dict) else r["label"] for r in stored_labels(url, user)}
+    deadline = time.monotonic() + within
+    while now() != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert now() == expected

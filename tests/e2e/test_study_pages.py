@@ -157,6 +157,7 @@ def test_a_study_page_starts_on_its_first_question_and_number_keys_pick_choices(
     page.keyboard.press("1")
     page.keyboard.press("Enter")
     page.wait_for_selector("h1:text('Instructions')")
+    page.wait_for_function("document.activeElement && document.activeElement.id === 'continue'")
     page.keyboard.press("Enter")  # the page starts on Continue
     page.wait_for_selector("#training-text:text('I loved it.')")
     assert "at wrong answer 3 in all (so far: 0)" in page.inner_text("#mistake-limit")

@@ -162,7 +162,7 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
         near = did_you_mean(str(data["schema"]), [s.name for s in config.annotation_schemes])
         return None, f"{entry.where}: unknown schema {data['schema']!r}{near}; valid schemas: {valid}"
     value = data["label"]
-    if scheme.turns is not None:
+    if scheme.turns is not None or scheme.names_step is not None:
         return _turn_entry(config, entry.where, item_id, scheme, value, items)
     if entry.from_csv and isinstance(value, str):
         value = _csv_value(scheme, value)
@@ -189,17 +189,21 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
 
 def _turn_entry(config: Config, where: str, item_id: str, scheme: Scheme, value: Any,
                 items: ItemSet | None) -> tuple[tuple[str, str, Any] | None, str | None]:
-    """A turn-level answer checked against the item's turns and stored with each turn's place and text."""
+    """A turn-level answer checked against the item's turns and stored with each turn's place and text;
+    an answer naming one of the item's steps (a failure attribution) checked against its steps."""
     if items is None or item_id not in items:
         return None, f"{where}: the turns of item {item_id!r} are unknown here, so its answers to '{scheme.name}' cannot be checked"
-    assert scheme.turns is not None
     if isinstance(value, str):  # a csv cell holds the answers as JSON text
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
             pass
+    turns = config.item_turns(items.get(item_id))
     try:
-        kept = scheme.stored_turns(value, config.item_turns(items.get(item_id)).get(scheme.turns.source, []))
+        if scheme.names_step is not None:
+            return (item_id, scheme.name, scheme.stored_attribution(value, turns.get(scheme.names_step.source, []))), None
+        assert scheme.turns is not None
+        kept = scheme.stored_turns(value, turns.get(scheme.turns.source, []))
     except BadTurns as bad:
         return None, f"{where}: '{scheme.name}' on item {item_id!r}: {bad}"
     if not kept:

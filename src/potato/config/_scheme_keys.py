@@ -87,6 +87,8 @@ KEY_CHECKS: Mapping[str, Check] = {
     "turn_binding": anything,
     "turn_label": text(allow_empty=True),
     "steps_key": text(),
+    "agent_key": text(),
+    "agents": text_list("[Planner, Researcher]", unique=True),
     "step_text_key": text(),
     "mode": text(),  # each type's own modes: checked with the type
     "allow_neutral": boolean,
@@ -164,14 +166,21 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("hierarchical_multiselect",) for key in ("taxonomy", "taxonomy_preset", "tooltips", "auto_select_children",
                                                       "auto_select_parent", "show_search")},
     **{key: ("trajectory_eval",) for key in ("correctness_options", "error_types", "severities", "show_score", "max_score")},
-    "steps_key": ("process_reward", "trajectory_eval"), "step_text_key": ("process_reward", "trajectory_eval"),
+    "steps_key": ("process_reward", "trajectory_eval", "failure_attribution"),
+    "step_text_key": ("process_reward", "trajectory_eval"),
+    **{key: ("failure_attribution",) for key in ("agent_key", "agents")},
 }
 
 
 _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_reward", "rubric_eval",
-              "consensus_tracking", "trajectory_eval", "hierarchical_multiselect", "triage")
+              "consensus_tracking", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
+
+
+def _listed(kinds: tuple[str, ...]) -> str:
+    """``a``, ``a and b``, ``a, b and c`` (pure)."""
+    return " and ".join(kinds) if len(kinds) < 3 else f"{', '.join(kinds[:-1])} and {kinds[-1]}"
 
 
 def scheme_keys(kind: str) -> list[str]:
@@ -185,7 +194,7 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
     """What ``kind`` needs and refuses; fills in the derived values (options, bounds, text layout).
     ``one_choice``: a radio question may offer one label (a study page's "I agree")."""
     problems: list[Problem] = [
-        (f".{key}", f"applies to {' and '.join(kinds)} schemes only; remove it from this {kind} scheme")
+        (f".{key}", f"applies to {_listed(kinds)} schemes only; remove it from this {kind} scheme")
         for key, kinds in _ONLY_FOR.items() if key in values and kind not in kinds
     ]
     if "label_requirement" in values:
@@ -229,6 +238,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _differential(values)
     elif kind == "consensus_tracking":
         problems += _consensus(raw, values)
+    elif kind == "failure_attribution":
+        problems += _attribution(raw, values)
     elif kind == "rubric_eval":
         problems += _rubric(raw, values)
     elif kind == "multirate":
@@ -280,6 +291,19 @@ def _process_reward(raw: Mapping[Any, object], values: dict[str, Any]) -> list[P
         placement="inline" if values.pop("inline_with_trace", False) else "list",
         label=str(values.get("description") or values.get("name", "")))
     return problems
+
+
+def _attribution(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's failure attribution: the agent that caused a failure, the decisive step and why,
+    once per item; the steps are the item's list under ``steps_key``, each taken by the agent its
+    ``agent_key`` names (else its role or speaker), and the agents are ``agents`` where given."""
+    values["names_step"] = TurnBinding(field=values.pop("steps_key", "steps"), steps_text="content",
+                                       speaker_key=values.pop("agent_key", "agent"))
+    values["agents"] = tuple(values.pop("agents", ()))
+    if raw.get("labels") not in (None, []):
+        return [(".labels", "a failure_attribution scheme's answers are the item's own agents and steps; remove "
+                            "labels, and list the agents it may name under agents")]
+    return []
 
 
 def _named(entries: list[Any], at: str, table: Mapping[str, Check], example: str, what: str, missing: str,

@@ -246,4 +246,6 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         auto_parent=values.get("auto_parent", False),
         searchable=values.get("searchable", False),
         auto_advance=values.get("auto_advance", False),
+        names_step=values.get("names_step"),
+        agents=values.get("agents", ()),
     )

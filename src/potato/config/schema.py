@@ -525,13 +525,13 @@ class Config:
     def item_turns(self, item: Any) -> dict[str, list[Turn]]:
         """An item's turns that a turn-level question is asked on, by their ``TurnBinding.source``:
         a display field's turns as the page draws them, or a list of steps read entry by entry."""
-        bindings = [s.turns for s in self.annotation_schemes if s.turns is not None]
+        bindings = [b for s in self.annotation_schemes for b in (s.turns, s.names_step) if b is not None]
         drawn = {b.field for b in bindings if b.steps_text is None}
         out = {f.key: turns_of(f.type, item.data.get(f.key), f.options)
                for f in self.page.display_fields if f.key in drawn}
         for b in bindings:
             if b.steps_text is not None:
-                out[b.source] = step_turns(item.data.get(b.field), b.steps_text)
+                out[b.source] = step_turns(item.data.get(b.field), b.steps_text, b.speaker_key)
         return out
 
     def scheme(self, name: str) -> Scheme | None:

@@ -62,17 +62,19 @@ def turns_of(kind: str, value: Any, options: Mapping[str, Any]) -> list[Turn]:
     return out
 
 
-def step_turns(value: Any, text_key: str) -> list[Turn]:
+def step_turns(value: Any, text_key: str, speaker_key: str | None = None) -> list[Turn]:
     """A list of steps read entry by entry (the ``steps_key`` or ``turns_key`` of a process reward,
     a trajectory evaluation, a consensus tracker): each string or object is one turn, named by its place (``t<index>``, as upstream names a step by its index); its text is
     its ``text_key``, else its content (a coding agent's text blocks and the tools it called) or
-    reasoning. Entries that are neither are skipped, as the trace displays skip them."""
+    reasoning; its speaker its ``speaker_key`` where that is given, else its role, speaker or agent.
+    Entries that are neither are skipped, as the trace displays skip them."""
     out: list[Turn] = []
     for raw in value if isinstance(value, list) else []:
         if isinstance(raw, str):
             speaker, kind, text = "", "", raw
         elif isinstance(raw, dict):
-            speaker = str(raw.get("role") or raw.get("speaker") or raw.get("agent") or "")
+            speaker = str((raw.get(speaker_key) if speaker_key else None) or raw.get("role") or raw.get("speaker")
+                          or raw.get("agent") or "")
             kind = str(raw.get("step_type") or raw.get("type") or raw.get("kind") or "")
             text = traces.text_of(raw.get(text_key)) if raw.get(text_key) not in (None, "") else _content(raw)
         else:

@@ -76,6 +76,14 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
                 store[scheme.name] = kept
             else:
                 clear.append(scheme.name)
+        elif scheme.names_step is not None:
+            if value is None or value == "" or (isinstance(value, dict) and all(v in (None, "") for v in value.values())):
+                clear.append(scheme.name)
+                continue
+            try:
+                store[scheme.name] = scheme.stored_attribution(value, (turns or {}).get(scheme.names_step.source, ()))
+            except BadTurns as bad:
+                problems.append(f"'{scheme.name}': {bad}")
         elif scheme.annotation_type is SchemeType.SPAN and value is not None:
             problem = scheme.span_problem(value, texts)
             if problem:
@@ -149,9 +157,27 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "keywords": find_keywords(item.text, project.config.keywords, project.config.keyword_settings, user, item.id)
         if project.config.keywords else [],
         "fields": [shown_field(project, f, item.data.get(f.key)) for f in project.config.page.display_fields],
-        "turn_slots": turn_slots(project.config, project.config.item_turns(item)),
+        **_with_turns(project.config, project.config.item_turns(item)),
         **({"codebook": codebook_payload(project)} if project.config.codebook_mode else {}),
     }
+
+
+def _with_turns(config: Config, turns: Mapping[str, Sequence[Turn]]) -> dict[str, Any]:
+    return {"turn_slots": turn_slots(config, turns), "step_choices": step_choices(config, turns)}
+
+
+def step_choices(config: Config, turns: Mapping[str, Sequence[Turn]]) -> dict[str, Any]:
+    """What a question naming one of the item's steps (a failure attribution) offers on it: the
+    agents, and each step by its place, with a line naming it as upstream's page does (pure)."""
+    out: dict[str, Any] = {}
+    for scheme in config.annotation_schemes:
+        if scheme.names_step is not None:
+            steps = turns.get(scheme.names_step.source, ())
+            out[scheme.name] = {
+                "agents": scheme.step_agents(steps),
+                "steps": [{"index": t.index, "caption": shorten_text(f"{t.index + 1}. " + (f"[{t.speaker}] " if t.speaker else "")
+                                                                     + t.text)} for t in steps]}
+    return out
 
 
 def turn_slots(config: Config, turns: Mapping[str, Sequence[Turn]]) -> dict[str, Any]:

@@ -345,6 +345,12 @@
       });
       fs.querySelector("textarea").value = given.rationale || "";
       rationaleCount(fs);
+    } else if (type === "attribution") {  // {responsible_agent, decisive_step, reason}
+      var given = value && typeof value === "object" ? value : {};
+      offerSteps(fs, (state.item.step_choices || {})[fs.dataset.schema], given);
+      fs.querySelector(".fa-agent").value = given.responsible_agent || "";
+      fs.querySelector(".fa-step").value = typeof given.decisive_step === "number" ? String(given.decisive_step) : "";
+      fs.querySelector("[data-part=reason]").value = given.reason || "";
     } else if (type === "rows") {  // an answer on each row: {dimension or option: answer}
       fs.querySelectorAll("[data-dim]").forEach(function (row) {
         row.querySelectorAll("input").forEach(function (input) {
@@ -401,6 +407,12 @@
       if (rationale) why.rationale = rationale;
       return why;
     }
+    if (type === "attribution") {
+      var agent = fs.querySelector(".fa-agent").value, step = fs.querySelector(".fa-step").value;
+      var reason = fs.querySelector("[data-part=reason]").value;
+      if (!agent && step === "" && !reason) return null;
+      return { responsible_agent: agent, decisive_step: step === "" ? null : Number(step), reason: reason };
+    }
     if (type === "rows") {
       var choices = {};
       fs.querySelectorAll("[data-dim]").forEach(function (row) {
@@ -438,6 +450,26 @@
     }
     var checked = fs.querySelector("input:checked");
     return checked ? checked.value : null;
+  }
+
+  // A failure attribution offers the item's own agents and steps (the server reads them from the
+  // item: step_choices). An answer naming one the item no longer lists keeps it as a choice, so
+  // showing an answer never changes it.
+  function offerSteps(fs, choices, given) {
+    var agents = (choices && choices.agents) || [], steps = (choices && choices.steps) || [];
+    var agentsAt = fs.querySelector(".fa-agent"), stepsAt = fs.querySelector(".fa-step");
+    function fill(select, entries) {
+      while (select.options.length > 1) select.remove(1);
+      entries.forEach(function (e) { select.add(new Option(e[1], e[0])); });
+    }
+    if (given.responsible_agent && agents.indexOf(given.responsible_agent) < 0) agents = agents.concat([given.responsible_agent]);
+    var listed = steps.map(function (s) { return [String(s.index), s.caption]; });
+    var step = given.decisive_step;
+    if (typeof step === "number" && !steps.some(function (s) { return s.index === step; })) {
+      listed.push([String(step), (step + 1) + ". (not in this item's steps)"]);
+    }
+    fill(agentsAt, agents.map(function (a) { return [a, a]; }));
+    fill(stepsAt, listed);
   }
 
   // A soft label: a share of the total for each label. Moving one share moves the others, in

@@ -23,6 +23,9 @@ FIRST, SECOND, TIE = "A", "B", "tie"
 """A pairwise choice: the item's first option, its second, or neither (as upstream stores them)."""
 RIGHT, NEUTRAL, WRONG = "correct", "neutral", "incorrect"
 """A process reward's answers for one step (upstream's rewards 1, 0 and -1)."""
+ATTRIBUTION_PARTS = ("responsible_agent", "decisive_step", "reason")
+"""A failure attribution's answer, as upstream stores it: the agent that caused the failure, the
+place of the decisive step (0-based; null when not given) and why."""
 
 
 class ShownWhen(Protocol):
@@ -52,6 +55,7 @@ class SchemeType(str, Enum):
     VAS = "vas"
     SEMANTIC_DIFFERENTIAL = "semantic_differential"
     SOFT_LABEL = "soft_label"
+    FAILURE_ATTRIBUTION = "failure_attribution"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -186,6 +190,12 @@ class Scheme:
     wrong_labels: tuple[str, ...] = ()
     """A step scheme's answers that mark a step as a mistake (a process reward's ``incorrect``): a
     trace's first error is its first step with one of them."""
+    names_step: Optional[TurnBinding] = None
+    """An answer given once per item that names one of its steps (a failure attribution's decisive
+    step): the item's list of steps it names them from; None for other schemes."""
+    agents: tuple[str, ...] = ()
+    """The agents a failure attribution may name (upstream's ``agents``); (): those that took a step
+    of the item."""
 
     @property
     def multiselect(self) -> bool:
@@ -281,6 +291,27 @@ class Scheme:
             return {"correctness": label}
         return list(label) if isinstance(label, tuple) else label
 
+    def step_agents(self, turns: Sequence[Turn]) -> list[str]:
+        """The agents a failure attribution offers on an item: its ``agents``, else each one that took
+        a step, in the order they first did (pure)."""
+        if self.agents:
+            return list(self.agents)
+        return list(dict.fromkeys(turn.speaker for turn in turns if turn.speaker))
+
+    def stored_attribution(self, value: object, turns: Sequence[Turn]) -> Dict[str, Any]:
+        """A failure attribution checked against the item's steps, as it is stored: all three parts,
+        those not given as null or ""; :class:`BadTurns` names the agent or step the item does not have."""
+        if not self.accepts_one(value):
+            raise BadTurns(f"{short(value)} is not an answer (valid: {self.valid_answer()})")
+        assert isinstance(value, dict)
+        agent, step, reason = (value.get(part) for part in ATTRIBUTION_PARTS)
+        agents = self.step_agents(turns)
+        if agent and agent not in agents:
+            raise BadTurns(f"no agent {agent!r} took a step of this item (its agents: {', '.join(agents) or 'none'})")
+        if step is not None and step >= len(turns):
+            raise BadTurns(f"this item has {len(turns)} steps, numbered 0 to {len(turns) - 1}; there is no step {step}")
+        return {"responsible_agent": agent or "", "decisive_step": step, "reason": reason or ""}
+
     def marked_texts(self, texts: str | Texts) -> Texts:
         """The item's texts this span scheme marks, of all it has (one text is the item's own)."""
         return {field: text for field, text in texts_of(texts).items() if field in self.span_fields}
@@ -332,6 +363,8 @@ class Scheme:
             return text is not None and self.span_problem(value, text) is None
         if self.annotation_type is SchemeType.TRAJECTORY_EVAL:
             return self._accepts_step_verdict(value)
+        if self.annotation_type is SchemeType.FAILURE_ATTRIBUTION:
+            return self._accepts_attribution(value)
         if self.justification:
             reasons, rationale = (value.get("reasons", []), value.get("rationale", "")) if isinstance(value, dict) else ((), 0)
             return (isinstance(value, dict) and bool(value) and set(value) <= {"reasons", "rationale"}
@@ -393,6 +426,9 @@ class Scheme:
         if self.annotation_type is SchemeType.CONSENSUS_TRACKING:
             return (", ".join(self.labels) + (f"; or {{\"act\", \"ref\": the turn it answers}} for "
                                               f"{', '.join(self.linked_labels)}" if self.linked_labels else ""))
+        if self.annotation_type is SchemeType.FAILURE_ATTRIBUTION:
+            return ('{"responsible_agent": an agent of the item, "decisive_step": a step\'s place (0 for the first), '
+                    f'"reason": text of at most {self.max_length} characters}}, at least one of them given')
         if self.justification:
             return ('{"reasons": a list of ' + (", ".join(self.labels) or "no reasons") + ', "rationale": text of at most '
                     + f"{self.max_length} characters}}")
@@ -424,6 +460,18 @@ class Scheme:
         if severity and severity not in dict(self.severities):
             return False
         return len(rationale) <= self.max_length
+
+    def _accepts_attribution(self, value: object) -> bool:
+        """Upstream's ``{"responsible_agent", "decisive_step", "reason"}``, any of them left out, empty
+        or null, not all (which steps and agents the item has is checked with it: :meth:`stored_attribution`)."""
+        if not isinstance(value, dict) or not set(value) <= set(ATTRIBUTION_PARTS):
+            return False
+        agent, step, reason = (value.get(part) for part in ATTRIBUTION_PARTS)
+        if not (agent is None or isinstance(agent, str)) or not (reason is None or isinstance(reason, str)):
+            return False
+        if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+            return False
+        return bool(agent or step is not None or reason) and len(reason or "") <= self.max_length
 
     def _accepts_shares(self, value: object) -> bool:
         """A soft label's answer: every label's share, a number of at least ``min_value``, the shares

@@ -75,12 +75,18 @@ class TurnBinding:
     ``steps_key`` and ``step_text_key``)."""
     agent_only: bool = False
     """A user's turn is not asked on (it is the task, not a step the agent took)."""
+    speaker_key: Optional[str] = None
+    """Where a listed step names who took it (a failure attribution's ``agent_key``), before its
+    ``role``, ``speaker`` or ``agent``; None: those three."""
 
     @property
     def source(self) -> str:
         """What an item's turns for this binding are filed under: the same field read two ways (drawn,
         or entry by entry) gives two lists."""
-        return self.field if self.steps_text is None else f"{self.field} (steps, text: {self.steps_text})"
+        if self.steps_text is None:
+            return self.field
+        who = f", speaker: {self.speaker_key}" if self.speaker_key else ""
+        return f"{self.field} (steps, text: {self.steps_text}{who})"
 
     def matches(self, turn: Turn) -> bool:
         if self.agent_only and turn.speaker.lower() in USER_SPEAKERS:

@@ -52,7 +52,7 @@ def upstream_labels(scheme: Scheme | None, value: Any) -> dict[str, str]:
     """One stored answer as upstream's ``{label_name: value}`` (pure)."""
     if scheme is not None and scheme.pairwise_mode in PAIRWISE_NAMES:
         return {PAIRWISE_NAMES[scheme.pairwise_mode]: _text(value)}
-    if scheme is not None and scheme.names_step is not None:  # one JSON text, named by the scheme
+    if scheme is not None and (scheme.names_step is not None or scheme.edit_source is not None):  # one JSON text
         return {scheme.name: json.dumps(value, ensure_ascii=False)}
     if scheme is not None and scheme.depths and isinstance(value, list):  # a tree's picks, as upstream joins them
         return {scheme.name: ",".join(str(v) for v in value)}
@@ -401,8 +401,8 @@ def our_value(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     if scheme.pairwise_mode in PAIRWISE_NAMES:
         name = PAIRWISE_NAMES[scheme.pairwise_mode]
         return answer[name] if set(answer) == {name} else dict(answer)
-    if scheme.names_step is not None:
-        return _attribution(answer[scheme.name]) if set(answer) == {scheme.name} else dict(answer)
+    if scheme.names_step is not None or scheme.edit_source is not None:
+        return _json_text(answer[scheme.name]) if set(answer) == {scheme.name} else dict(answer)
     if scheme.depths and set(answer) == {scheme.name} and isinstance(answer[scheme.name], str):
         return _picks(answer[scheme.name], scheme.labels)
     if (kind is SchemeType.TEXT and scheme.labels) or scheme.by_rows:
@@ -427,9 +427,9 @@ def _number(raw: Any) -> Any:
     return int(number) if isinstance(number, float) and number.is_integer() else number
 
 
-def _attribution(raw: Any) -> Any:
-    """Upstream's failure attribution (JSON text) as the answer it holds; what does not read that way
-    is handed back, for the check to refuse."""
+def _json_text(raw: Any) -> Any:
+    """An answer upstream keeps as JSON text (a failure attribution, a text edit) as the answer it holds;
+    what does not read that way is handed back, for the check to refuse."""
     try:
         return json.loads(raw) if isinstance(raw, str) else raw
     except json.JSONDecodeError:

@@ -88,6 +88,10 @@ KEY_CHECKS: Mapping[str, Check] = {
     "turn_label": text(allow_empty=True),
     "steps_key": text(),
     "agent_key": text(),
+    "source_field": text(),
+    "show_diff": boolean,
+    "show_edit_distance": boolean,
+    "allow_reset": boolean,
     "agents": text_list("[Planner, Researcher]", unique=True),
     "step_text_key": text(),
     "mode": text(),  # each type's own modes: checked with the type
@@ -169,11 +173,12 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "steps_key": ("process_reward", "trajectory_eval", "failure_attribution"),
     "step_text_key": ("process_reward", "trajectory_eval"),
     **{key: ("failure_attribution",) for key in ("agent_key", "agents")},
+    **{key: ("text_edit",) for key in ("source_field", "show_diff", "show_edit_distance", "allow_reset")},
 }
 
 
 _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_reward", "rubric_eval",
-              "consensus_tracking", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution")
+              "consensus_tracking", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution", "text_edit")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -240,6 +245,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _consensus(raw, values)
     elif kind == "failure_attribution":
         problems += _attribution(raw, values)
+    elif kind == "text_edit":
+        problems += _text_edit(raw, values)
     elif kind == "rubric_eval":
         problems += _rubric(raw, values)
     elif kind == "multirate":
@@ -291,6 +298,15 @@ def _process_reward(raw: Mapping[Any, object], values: dict[str, Any]) -> list[P
         placement="inline" if values.pop("inline_with_trace", False) else "list",
         label=str(values.get("description") or values.get("name", "")))
     return problems
+
+
+def _text_edit(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's post-editing: the item's text (or its field ``source_field``) shown, and rewritten
+    in a box that starts with it; stored with the edit distances the server counts."""
+    values["edit_source"] = values.pop("source_field", "")
+    if raw.get("labels") not in (None, []):
+        return [(".labels", "a text_edit scheme's answer is the rewritten text; remove labels")]
+    return []
 
 
 def _attribution(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:

@@ -248,4 +248,8 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         auto_advance=values.get("auto_advance", False),
         names_step=values.get("names_step"),
         agents=values.get("agents", ()),
+        edit_source=values.get("edit_source"),
+        show_diff=values.get("show_diff", True),
+        show_edit_distance=values.get("show_edit_distance", True),
+        allow_reset=values.get("allow_reset", True),
     )

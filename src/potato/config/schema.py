@@ -20,6 +20,7 @@ from potato.training.job.turns import Turn
 from potato.display.keywords import Keyword, KeywordSettings
 from potato.training.launch.containers import ContainerSpec
 from potato.training.job.schemes import Scheme
+from potato.items import shown_text
 
 
 FREE_RESPONSE = "free_response"
@@ -533,6 +534,12 @@ class Config:
             if b.steps_text is not None:
                 out[b.source] = step_turns(item.data.get(b.field), b.steps_text, b.speaker_key)
         return out
+
+    def edit_sources(self, item: Any) -> dict[str, str]:
+        """The text each ``text_edit`` scheme has the annotator rewrite on ``item``, by scheme: the item's
+        own text, or its field ``source_field`` as the page shows a text (none: an empty text)."""
+        return {s.name: item.text if not s.edit_source else shown_text(item.data.get(s.edit_source) or "")
+                for s in self.annotation_schemes if s.edit_source is not None}
 
     def scheme(self, name: str) -> Scheme | None:
         for s in self.annotation_schemes:

@@ -188,7 +188,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "ranking": "ranking labels by dragging",
     "bws": "best-worst scaling",
     "range_slider": "picking a range with two slider handles",
-    "text_edit": "editing the item's text",
     "constant_sum": "spreading points over labels",
     "confidence": "a confidence rating of another answer",
     "error_span": "marking error spans with severities",

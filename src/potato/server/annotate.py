@@ -18,6 +18,7 @@ from potato.codebook import Codebook, current_config
 from potato.display.fields import field_payload, media_path, span_text
 from potato.display.keywords import find_keywords
 from potato.display.media import MediaFileError
+from potato.edits import BadEdit, stored_edit
 from potato.study.assist import option_highlights
 from potato.training.job.schemes import SchemeType
 from potato.training.job.spans import Texts
@@ -41,7 +42,8 @@ bp = Blueprint("annotate", __name__)
 
 def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | None = None,
                   partial: bool = False, texts: str | Texts = "",
-                  turns: Mapping[str, Sequence[Turn]] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
+                  turns: Mapping[str, Sequence[Turn]] | None = None,
+                  sources: Mapping[str, str] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
     """Split a submitted ``{schema: value}`` into values to store and schemas to clear.
 
     Returns (store, clear, problems); problems name the schema and the valid answers. A scheme
@@ -52,6 +54,8 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
     ``Config.span_texts`` gives them) and stored by position, each with the text it covers; an empty
     list of spans is an answer (nothing to mark). A turn-level answer is checked against the item's
     ``turns`` (by field, as ``Config.item_turns`` gives them) and stored with each turn's place and text.
+    A text edit is stored with the original the item has (``sources``, as ``Config.edit_sources`` gives
+    them) and the edit distances counted here.
     """
     store: dict[str, Any] = {}
     clear: list[str] = []
@@ -83,6 +87,14 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
             try:
                 store[scheme.name] = scheme.stored_attribution(value, (turns or {}).get(scheme.names_step.source, ()))
             except BadTurns as bad:
+                problems.append(f"'{scheme.name}': {bad}")
+        elif scheme.edit_source is not None and value not in (None, "", {}):
+            if not scheme.accepts(value):
+                problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {scheme.valid_answers()})")
+                continue
+            try:
+                store[scheme.name] = stored_edit(value, (sources or {}).get(scheme.name, ""))
+            except BadEdit as bad:
                 problems.append(f"'{scheme.name}': {bad}")
         elif scheme.annotation_type is SchemeType.SPAN and value is not None:
             problem = scheme.span_problem(value, texts)
@@ -158,6 +170,7 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         if project.config.keywords else [],
         "fields": [shown_field(project, f, item.data.get(f.key)) for f in project.config.page.display_fields],
         **_with_turns(project.config, project.config.item_turns(item)),
+        "edit_sources": project.config.edit_sources(item),
         **({"codebook": codebook_payload(project)} if project.config.codebook_mode else {}),
     }
 
@@ -548,9 +561,10 @@ def label() -> Any:
     stored = values_by_schema(project.labels.for_item(user, item_id))
     partial = body.get("partial") is True
     config = current_config(project.config, project.db)  # with the codes annotators added
+    item = project.items.get(item_id)
     store, clear, problems = check_answers(config, body.get("labels"), stored, partial=partial,
-                                           texts=config.span_texts(project.items.get(item_id)),
-                                           turns=config.item_turns(project.items.get(item_id)))
+                                           texts=config.span_texts(item), turns=config.item_turns(item),
+                                           sources=config.edit_sources(item))
     if problems:
         return jsonify(error="; ".join(problems)), 400
     accepted = body.get("accepted")

@@ -345,6 +345,12 @@
       });
       fs.querySelector("textarea").value = given.rationale || "";
       rationaleCount(fs);
+    } else if (type === "edit") {  // {edited_text, ...}: the box starts with the original until edited
+      var source = (state.item.edit_sources || {})[fs.dataset.schema] || "";
+      fs.querySelector(".edit-source").textContent = source;
+      fs.querySelector(".edit-text").value = value && typeof value.edited_text === "string" ? value.edited_text : source;
+      fs.dataset.touched = value ? "1" : "";
+      showEdit(fs);
     } else if (type === "attribution") {  // {responsible_agent, decisive_step, reason}
       var given = value && typeof value === "object" ? value : {};
       offerSteps(fs, (state.item.step_choices || {})[fs.dataset.schema], given);
@@ -407,6 +413,9 @@
       if (rationale) why.rationale = rationale;
       return why;
     }
+    if (type === "edit") {  // untouched, the original in the box is no one's answer
+      return fs.dataset.touched ? { edited_text: fs.querySelector(".edit-text").value } : null;
+    }
     if (type === "attribution") {
       var agent = fs.querySelector(".fa-agent").value, step = fs.querySelector(".fa-step").value;
       var reason = fs.querySelector("[data-part=reason]").value;
@@ -451,6 +460,83 @@
     var checked = fs.querySelector("input:checked");
     return checked ? checked.value : null;
   }
+
+  // A text edit counts what it changed as it is typed, as the server counts it on saving:
+  // characters and words (split at whitespace) inserted, deleted or replaced, and shows the words
+  // struck out and added. Levenshtein in Hyyro's bit-parallel form (BigInt masks), as potato/edits.py.
+  function editDistance(a, b) {
+    if (!a.length || !b.length) return a.length + b.length;
+    var masks = new Map(), m = a.length, one = BigInt(1);
+    a.forEach(function (x, i) { masks.set(x, (masks.get(x) || BigInt(0)) | (one << BigInt(i))); });
+    var full = (one << BigInt(m)) - one, top = one << BigInt(m - 1);
+    var plus = full, minus = BigInt(0), score = m, zero = BigInt(0);
+    b.forEach(function (x) {
+      var eq = masks.get(x) || zero, xv = eq | minus;
+      var xh = (((eq & plus) + plus) ^ plus) | eq;
+      var up = minus | (~(xh | plus) & full), down = plus & xh;
+      if ((up & top) !== zero) score += 1; else if ((down & top) !== zero) score -= 1;
+      up = ((up << one) | one) & full;
+      down = (down << one) & full;
+      plus = (down | ~(xv | up)) & full;
+      minus = up & xv;
+    });
+    return score;
+  }
+  function wordsOf(text) { return text.split(/\s+/).filter(Boolean); }
+
+  // The words of the original struck out and those of the edit added, in order (a longest common
+  // subsequence of words); drawn as text nodes, never markup.
+  function wordChanges(a, b) {
+    var n = a.length, m = b.length, table = [], i, j;
+    for (i = 0; i <= n; i++) { table.push(new Array(m + 1).fill(0)); }
+    for (i = n - 1; i >= 0; i--) {
+      for (j = m - 1; j >= 0; j--) {
+        table[i][j] = a[i] === b[j] ? table[i + 1][j + 1] + 1 : Math.max(table[i + 1][j], table[i][j + 1]);
+      }
+    }
+    var out = [];
+    for (i = 0, j = 0; i < n || j < m;) {
+      if (i < n && j < m && a[i] === b[j]) { out.push(["same", a[i]]); i++; j++; }
+      else if (i < n && (j === m || table[i + 1][j] >= table[i][j + 1])) { out.push(["del", a[i]]); i++; }
+      else { out.push(["ins", b[j]]); j++; }
+    }
+    return out;
+  }
+
+  var EDIT_DIFF_WORDS = 2000;  // beyond this many words the struck-out view is left out (its table grows squared)
+  function showEdit(fs) {
+    var source = fs.querySelector(".edit-source").textContent, edited = fs.querySelector(".edit-text").value;
+    var before = wordsOf(source), after = wordsOf(edited);
+    var stats = fs.querySelector(".edit-stats");
+    if (stats) {
+      stats.querySelector(".edit-words").textContent = String(editDistance(before, after));
+      stats.querySelector(".edit-chars").textContent = String(editDistance(Array.from(source), Array.from(edited)));
+    }
+    var changes = fs.querySelector(".edit-changes");
+    if (!changes) return;
+    changes.textContent = "";
+    if (before.length > EDIT_DIFF_WORDS || after.length > EDIT_DIFF_WORDS) {
+      changes.textContent = "(too long to show word by word)";
+      return;
+    }
+    wordChanges(before, after).forEach(function (part) {
+      var el = document.createElement(part[0] === "same" ? "span" : part[0]);
+      el.textContent = part[1];
+      changes.appendChild(el);
+      changes.appendChild(document.createTextNode(" "));
+    });
+  }
+
+  schemes.filter(function (fs) { return fs.dataset.type === "edit"; }).forEach(function (fs) {
+    fs.querySelector(".edit-text").addEventListener("input", function () { showEdit(fs); });
+    var reset = fs.querySelector(".edit-reset");
+    if (reset) reset.addEventListener("click", function () {
+      fs.querySelector(".edit-text").value = fs.querySelector(".edit-source").textContent;
+      fs.dataset.touched = "1";
+      showEdit(fs);
+      fs.dispatchEvent(new Event("change"));  // kept as the answer: the original needs no change
+    });
+  });
 
   // A failure attribution offers the item's own agents and steps (the server reads them from the
   // item: step_choices). An answer naming one the item no longer lists keeps it as a choice, so

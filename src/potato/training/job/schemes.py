@@ -23,6 +23,9 @@ FIRST, SECOND, TIE = "A", "B", "tie"
 """A pairwise choice: the item's first option, its second, or neither (as upstream stores them)."""
 RIGHT, NEUTRAL, WRONG = "correct", "neutral", "incorrect"
 """A process reward's answers for one step (upstream's rewards 1, 0 and -1)."""
+EDIT_PARTS = ("edited_text", "original_text", "edit_distance_chars", "edit_distance_words")
+"""A text edit as upstream stores it: the text as rewritten, the original, and how many characters
+and words were changed."""
 ATTRIBUTION_PARTS = ("responsible_agent", "decisive_step", "reason")
 """A failure attribution's answer, as upstream stores it: the agent that caused the failure, the
 place of the decisive step (0-based; null when not given) and why."""
@@ -56,6 +59,7 @@ class SchemeType(str, Enum):
     SEMANTIC_DIFFERENTIAL = "semantic_differential"
     SOFT_LABEL = "soft_label"
     FAILURE_ATTRIBUTION = "failure_attribution"
+    TEXT_EDIT = "text_edit"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -196,6 +200,15 @@ class Scheme:
     agents: tuple[str, ...] = ()
     """The agents a failure attribution may name (upstream's ``agents``); (): those that took a step
     of the item."""
+    edit_source: Optional[str] = None
+    """The item's text an annotator rewrites (a ``text_edit``): "" its own text, else the key of the
+    field holding it (upstream's ``source_field``); None for other schemes."""
+    show_diff: bool = True
+    """A text edit shows the words it changed, struck out and added, as it is typed."""
+    show_edit_distance: bool = True
+    """A text edit shows how many words and characters it changed."""
+    allow_reset: bool = True
+    """A text edit has a button that puts the original back (and keeps that as the answer: no change)."""
 
     @property
     def multiselect(self) -> bool:
@@ -365,6 +378,9 @@ class Scheme:
             return self._accepts_step_verdict(value)
         if self.annotation_type is SchemeType.FAILURE_ATTRIBUTION:
             return self._accepts_attribution(value)
+        if self.annotation_type is SchemeType.TEXT_EDIT:  # the server counts the distances again
+            return (isinstance(value, dict) and "edited_text" in value and set(value) <= set(EDIT_PARTS)
+                    and isinstance(value["edited_text"], str) and len(value["edited_text"]) <= self.max_length)
         if self.justification:
             reasons, rationale = (value.get("reasons", []), value.get("rationale", "")) if isinstance(value, dict) else ((), 0)
             return (isinstance(value, dict) and bool(value) and set(value) <= {"reasons", "rationale"}
@@ -426,6 +442,8 @@ class Scheme:
         if self.annotation_type is SchemeType.CONSENSUS_TRACKING:
             return (", ".join(self.labels) + (f"; or {{\"act\", \"ref\": the turn it answers}} for "
                                               f"{', '.join(self.linked_labels)}" if self.linked_labels else ""))
+        if self.annotation_type is SchemeType.TEXT_EDIT:
+            return f'{{"edited_text": the item\'s text as rewritten, at most {self.max_length} characters}}'
         if self.annotation_type is SchemeType.FAILURE_ATTRIBUTION:
             return ('{"responsible_agent": an agent of the item, "decisive_step": a step\'s place (0 for the first), '
                     f'"reason": text of at most {self.max_length} characters}}, at least one of them given')

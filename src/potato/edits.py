@@ -1,5 +1,6 @@
-"""Text an annotator rewrites (upstream's ``text_edit`` post-editing): the record stored for an edit,
-with its edit distances counted here, never taken from the page (pure).
+"""Text an annotator rewrites (upstream's ``text_edit`` post-editing, and its ``trajectory_edit``
+correcting the steps of an agent's trace): the record stored for an edit, with its edit distances
+counted here, never taken from the page (pure).
 
 Upstream's page counts the distances in the browser and stores what it counted. Here the page sends
 the edited text; the server reads the original from the item and counts both distances itself, so a
@@ -8,7 +9,10 @@ stored record always says what was changed, whatever sent it (a page, an import,
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Mapping, Sequence
+import json
+from dataclasses import dataclass
+from typing import Any, Hashable, Mapping, Optional, Sequence, Tuple
+
 
 class BadEdit(ValueError):
     """An edit that does not fit its item; the message says why and what fits."""
@@ -69,3 +73,101 @@ def stored_edit(value: Mapping[str, Any], original: str) -> dict[str, Any]:
 def _quoted(text: Any) -> str:
     shown = repr(text)
     return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+@dataclass(frozen=True)
+class Originals:
+    """What an item gives an edit scheme to rewrite: its text (a text edit), or the fields of its steps
+    and its final answer (a trajectory edit), as the page shows them and the server checks edits against."""
+
+    text: str = ""
+    steps: Tuple[Tuple[int, str, str], ...] = ()
+    """Each editable field of each step: (the step's place, the field, its text)."""
+    final_answer: Optional[str] = None
+    """The item's final answer where it is edited too; None: not edited, or the item has none."""
+    thoughts: Tuple[Tuple[int, str], ...] = ()
+    """A step's thought shown above its editors (where the thought itself is not edited)."""
+    trajectory: bool = False
+    """A trajectory edit's (steps and final answer), not a text edit's (text)."""
+
+    def shown(self) -> dict[str, Any]:
+        """What the page gets: the text, or the steps' fields to edit, their thoughts and the final answer."""
+        if not self.trajectory:
+            return {"text": self.text}
+        return {"steps": [{"step": step, "field": field, "original": text} for step, field, text in self.steps],
+                "thoughts": {str(step): text for step, text in self.thoughts}, "final_answer": self.final_answer}
+
+
+def _field_text(value: Any) -> str:
+    """A step's field as the page edits it: its text, else compact JSON (as upstream's page writes it)."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def trajectory_originals(data: Mapping[str, Any], steps_key: str, text_key: str, fields: Sequence[str],
+                         final_key: Optional[str]) -> Originals:
+    """The fields a trajectory edit rewrites on an item: each of ``fields`` a step has (a step that is
+    a plain string is its ``text_key``), and the final answer under ``final_key`` where it is edited
+    and the item has one."""
+    steps = data.get(steps_key)
+    found: list[Tuple[int, str, str]] = []
+    thoughts: list[Tuple[int, str]] = []
+    for n, step in enumerate(steps if isinstance(steps, list) else []):
+        for name in fields:
+            if isinstance(step, str) and name == text_key:
+                found.append((n, name, step))
+            elif isinstance(step, dict) and name in step:
+                found.append((n, name, _field_text(step[name])))
+        if isinstance(step, dict) and step.get("thought") and "thought" not in fields:
+            thoughts.append((n, _field_text(step["thought"])))
+    final = data.get(final_key) if final_key else None
+    return Originals(steps=tuple(found), thoughts=tuple(thoughts), trajectory=True,
+                     final_answer=None if final is None else _field_text(final))
+
+
+def stored_trajectory_edit(value: Mapping[str, Any], originals: Originals) -> dict[str, Any]:
+    """A trajectory edit as upstream stores it, counted here from the item's originals: each field
+    rewritten (in step order, with whether it changed, both distances and the reason given), the final
+    answer, how many were changed and their characters changed together. :class:`BadEdit` names a
+    step or field the item does not have, or an original that is not the item's."""
+    known = {(step, field): text for step, field, text in originals.steps}
+    entries: dict[Tuple[int, str], dict[str, Any]] = {}
+    for entry in value.get("steps") or []:
+        place = (entry["step_index"], entry["field"])
+        if place not in known:
+            fields = sorted({field for _, field, _ in originals.steps})
+            raise BadEdit(f"step {place[0] + 1} has no {place[1]!r} to edit (this item's steps are edited in: "
+                          f"{', '.join(fields) or 'nothing'})")
+        if place in entries:
+            raise BadEdit(f"step {place[0] + 1}'s {place[1]!r} is edited twice; send it once")
+        record = stored_edit(entry, known[place])
+        entries[place] = {"step_index": place[0], "field": place[1], "original_text": record["original_text"],
+                          "edited_text": record["edited_text"], "edited": record["edited_text"] != record["original_text"],
+                          "edit_distance_chars": record["edit_distance_chars"],
+                          "edit_distance_words": record["edit_distance_words"], "reason": entry.get("reason") or ""}
+    final: Optional[dict[str, Any]] = None
+    if value.get("final_answer") is not None:
+        if originals.final_answer is None:
+            raise BadEdit("this item has no final answer to edit; leave final_answer out")
+        record = stored_edit(value["final_answer"], originals.final_answer)
+        final = {"original_text": record["original_text"], "edited_text": record["edited_text"],
+                 "edited": record["edited_text"] != record["original_text"],
+                 "edit_distance_chars": record["edit_distance_chars"], "edit_distance_words": record["edit_distance_words"]}
+    changed = [e for e in entries.values() if e["edited"]] + ([final] if final and final["edited"] else [])
+    return {"steps": [entries[place] for place in sorted(entries)], "final_answer": final,
+            "n_steps_edited": len(changed), "total_edit_distance": sum(e["edit_distance_chars"] for e in changed)}
+
+
+def stored_any_edit(scheme: Any, value: Mapping[str, Any], originals: Originals) -> dict[str, Any]:
+    """An edit stored for its scheme (a :class:`potato.training.job.schemes.Scheme` with ``edit_source``
+    or ``edit_steps``): a text edit or a trajectory edit."""
+    if scheme.edit_steps is not None:
+        return stored_trajectory_edit(value, originals)
+    return stored_edit(value, originals.text)
+
+
+def unexplained(record: Mapping[str, Any]) -> list[str]:
+    """The edits of a trajectory edit that change a field and give no reason ("step 2's action")."""
+    return [f"step {e['step_index'] + 1}'s {e['field']}" for e in record.get("steps", [])
+            if e.get("edited") and not str(e.get("reason", "")).strip()]

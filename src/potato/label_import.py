@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 from potato import upstream_export
 from potato.errors import did_you_mean
 from potato.config.schema import Config
-from potato.edits import BadEdit, stored_edit
+from potato.edits import BadEdit, stored_any_edit
 from potato.training.job.schemes import CHOICE_TYPES, Scheme, SchemeType
 from potato.errors import DataError, LabelImportError
 from potato.items import ItemSet, csv_rows, read_utf8
@@ -85,7 +85,7 @@ def _csv_value(scheme: Scheme, raw: str) -> Any:
     """CSV cells are text: a multiselect cell holds a JSON list or labels separated by '|', a slider,
     number or pairwise scale cell a number, an answer row by row a JSON object."""
     kind = scheme.annotation_type
-    if scheme.by_rows or kind in (SchemeType.SOFT_LABEL, SchemeType.TEXT_EDIT):
+    if scheme.by_rows or kind in (SchemeType.SOFT_LABEL, SchemeType.TEXT_EDIT, SchemeType.TRAJECTORY_EDIT):
         try:
             return json.loads(raw)
         except json.JSONDecodeError:
@@ -167,7 +167,7 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
         return _turn_entry(config, entry.where, item_id, scheme, value, items)
     if entry.from_csv and isinstance(value, str):
         value = _csv_value(scheme, value)
-    if scheme.edit_source is not None:
+    if scheme.edit_source is not None or scheme.edit_steps is not None:
         return _edit_entry(config, entry.where, item_id, scheme, value, items)
     if scheme.annotation_type is SchemeType.SPAN:
         text = texts[item_id]
@@ -216,13 +216,14 @@ def _turn_entry(config: Config, where: str, item_id: str, scheme: Scheme, value:
 
 def _edit_entry(config: Config, where: str, item_id: str, scheme: Scheme, value: Any,
                 items: ItemSet | None) -> tuple[tuple[str, str, Any] | None, str | None]:
-    """A text edit checked against the item's text to edit, stored with the distances counted again."""
+    """A text or trajectory edit checked against what the item has to edit, stored with the distances
+    counted again."""
     if items is None or item_id not in items:
         return None, f"{where}: the text of item {item_id!r} is unknown here, so its edit for '{scheme.name}' cannot be checked"
     if not scheme.accepts(value):
         return None, f"{where}: {value!r} is not a valid label for '{scheme.name}'; expected {scheme.valid_answers()}"[:400]
     try:
-        return (item_id, scheme.name, stored_edit(value, config.edit_sources(items.get(item_id))[scheme.name])), None
+        return (item_id, scheme.name, stored_any_edit(scheme, value, config.edit_sources(items.get(item_id))[scheme.name])), None
     except BadEdit as bad:
         return None, f"{where}: '{scheme.name}' on item {item_id!r}: {bad}"
 

@@ -33,6 +33,8 @@ from potato.labels import Label
 FIXED_NAMES = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeType.NUMBER: "number",
                SchemeType.SELECT: "select-one", SchemeType.TRIAGE: "decision"}
 """The one label name upstream gives the answer of these kinds of scheme (a text scheme without labels)."""
+JSON_TEXT = (SchemeType.FAILURE_ATTRIBUTION, SchemeType.TEXT_EDIT, SchemeType.TRAJECTORY_EDIT)
+"""The kinds of answer upstream keeps as one JSON text, named by the scheme (its page's hidden input)."""
 PAIRWISE_NAMES = {"binary": "selection", "scale": "scale_value"}
 """The label name of a pairwise comparison's answer in upstream's layout (by dimension for the third mode)."""
 SPANS_COLUMN = "_spans"
@@ -52,7 +54,7 @@ def upstream_labels(scheme: Scheme | None, value: Any) -> dict[str, str]:
     """One stored answer as upstream's ``{label_name: value}`` (pure)."""
     if scheme is not None and scheme.pairwise_mode in PAIRWISE_NAMES:
         return {PAIRWISE_NAMES[scheme.pairwise_mode]: _text(value)}
-    if scheme is not None and (scheme.names_step is not None or scheme.edit_source is not None):  # one JSON text
+    if scheme is not None and scheme.annotation_type in JSON_TEXT:  # one JSON text, named by the scheme
         return {scheme.name: json.dumps(value, ensure_ascii=False)}
     if scheme is not None and scheme.depths and isinstance(value, list):  # a tree's picks, as upstream joins them
         return {scheme.name: ",".join(str(v) for v in value)}
@@ -401,7 +403,7 @@ def our_value(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     if scheme.pairwise_mode in PAIRWISE_NAMES:
         name = PAIRWISE_NAMES[scheme.pairwise_mode]
         return answer[name] if set(answer) == {name} else dict(answer)
-    if scheme.names_step is not None or scheme.edit_source is not None:
+    if kind in JSON_TEXT:
         return _json_text(answer[scheme.name]) if set(answer) == {scheme.name} else dict(answer)
     if scheme.depths and set(answer) == {scheme.name} and isinstance(answer[scheme.name], str):
         return _picks(answer[scheme.name], scheme.labels)

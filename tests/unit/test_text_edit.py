@@ -84,7 +84,7 @@ def test_the_server_counts_the_distances_and_refuses_an_edit_of_another_text(tmp
     with annotator(path) as client:
         page = client.get("/annotate").get_data(as_text=True)
         assert 'data-type="edit"' in page and "Reset to Original" in page and 'class="edit-stats' in page
-        assert client.get("/api/item/1").get_json()["item"]["edit_sources"] == {"post_edit": MT}
+        assert client.get("/api/item/1").get_json()["item"]["edit_sources"] == {"post_edit": {"text": MT}}
         # What the page counted is not taken: the server counts again.
         sent = {"edited_text": FIXED, "original_text": MT, "edit_distance_chars": 0, "edit_distance_words": 0}
         assert _label(client, "te001", sent).status_code == 200

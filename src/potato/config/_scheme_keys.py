@@ -92,6 +92,10 @@ KEY_CHECKS: Mapping[str, Check] = {
     "show_diff": boolean,
     "show_edit_distance": boolean,
     "allow_reset": boolean,
+    "editable_fields": text_list("[thought, action]", unique=True),
+    "require_reason_on_edit": boolean,
+    "edit_final_answer": boolean,
+    "final_answer_key": text(),
     "agents": text_list("[Planner, Researcher]", unique=True),
     "step_text_key": text(),
     "mode": text(),  # each type's own modes: checked with the type
@@ -170,15 +174,19 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("hierarchical_multiselect",) for key in ("taxonomy", "taxonomy_preset", "tooltips", "auto_select_children",
                                                       "auto_select_parent", "show_search")},
     **{key: ("trajectory_eval",) for key in ("correctness_options", "error_types", "severities", "show_score", "max_score")},
-    "steps_key": ("process_reward", "trajectory_eval", "failure_attribution"),
-    "step_text_key": ("process_reward", "trajectory_eval"),
+    "steps_key": ("process_reward", "trajectory_eval", "failure_attribution", "trajectory_edit"),
+    "step_text_key": ("process_reward", "trajectory_eval", "trajectory_edit"),
     **{key: ("failure_attribution",) for key in ("agent_key", "agents")},
-    **{key: ("text_edit",) for key in ("source_field", "show_diff", "show_edit_distance", "allow_reset")},
+    "source_field": ("text_edit",),
+    **{key: ("text_edit", "trajectory_edit") for key in ("show_diff", "show_edit_distance", "allow_reset")},
+    **{key: ("trajectory_edit",) for key in ("editable_fields", "require_reason_on_edit", "edit_final_answer",
+                                             "final_answer_key")},
 }
 
 
 _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_reward", "rubric_eval",
-              "consensus_tracking", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution", "text_edit")
+              "consensus_tracking", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution", "text_edit",
+              "trajectory_edit")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -247,6 +255,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _attribution(raw, values)
     elif kind == "text_edit":
         problems += _text_edit(raw, values)
+    elif kind == "trajectory_edit":
+        problems += _trajectory_edit(raw, values)
     elif kind == "rubric_eval":
         problems += _rubric(raw, values)
     elif kind == "multirate":
@@ -306,6 +316,21 @@ def _text_edit(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Proble
     values["edit_source"] = values.pop("source_field", "")
     if raw.get("labels") not in (None, []):
         return [(".labels", "a text_edit scheme's answer is the rewritten text; remove labels")]
+    return []
+
+
+def _trajectory_edit(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's trajectory correction: each of ``editable_fields`` (default: the ``step_text_key``,
+    ``action``) of each step of the item's list under ``steps_key`` rewritten in a box that starts with
+    it, and the final answer under ``final_answer_key`` with ``edit_final_answer``."""
+    values["edit_steps"] = values.pop("steps_key", "steps")
+    values["step_text_key"] = text_key = values.pop("step_text_key", "action")
+    values["editable_fields"] = tuple(values.pop("editable_fields", ()) or (text_key,))
+    final_key = values.pop("final_answer_key", "final_answer")
+    values["final_answer_key"] = final_key if values.pop("edit_final_answer", False) else None
+    values["reason_on_edit"] = values.pop("require_reason_on_edit", False)
+    if raw.get("labels") not in (None, []):
+        return [(".labels", "a trajectory_edit scheme's answer is the steps as rewritten; remove labels")]
     return []
 
 

@@ -252,4 +252,9 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         show_diff=values.get("show_diff", True),
         show_edit_distance=values.get("show_edit_distance", True),
         allow_reset=values.get("allow_reset", True),
+        edit_steps=values.get("edit_steps"),
+        step_text_key=values.get("step_text_key", "action"),
+        editable_fields=values.get("editable_fields", ()),
+        final_answer_key=values.get("final_answer_key"),
+        reason_on_edit=values.get("reason_on_edit", False),
     )

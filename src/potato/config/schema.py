@@ -21,6 +21,7 @@ from potato.display.keywords import Keyword, KeywordSettings
 from potato.training.launch.containers import ContainerSpec
 from potato.training.job.schemes import Scheme
 from potato.items import shown_text
+from potato.edits import Originals, trajectory_originals
 
 
 FREE_RESPONSE = "free_response"
@@ -535,11 +536,18 @@ class Config:
                 out[b.source] = step_turns(item.data.get(b.field), b.steps_text, b.speaker_key)
         return out
 
-    def edit_sources(self, item: Any) -> dict[str, str]:
-        """The text each ``text_edit`` scheme has the annotator rewrite on ``item``, by scheme: the item's
-        own text, or its field ``source_field`` as the page shows a text (none: an empty text)."""
-        return {s.name: item.text if not s.edit_source else shown_text(item.data.get(s.edit_source) or "")
-                for s in self.annotation_schemes if s.edit_source is not None}
+    def edit_sources(self, item: Any) -> dict[str, Originals]:
+        """What each edit scheme has the annotator rewrite on ``item``, by scheme: a text edit the item's
+        own text, or its field ``source_field`` as the page shows a text (none: an empty text); a
+        trajectory edit the fields of its steps and its final answer."""
+        out: dict[str, Originals] = {}
+        for s in self.annotation_schemes:
+            if s.edit_source is not None:
+                out[s.name] = Originals(text=item.text if not s.edit_source else shown_text(item.data.get(s.edit_source) or ""))
+            elif s.edit_steps is not None:
+                out[s.name] = trajectory_originals(item.data, s.edit_steps, s.step_text_key, s.editable_fields,
+                                                   s.final_answer_key)
+        return out
 
     def scheme(self, name: str) -> Scheme | None:
         for s in self.annotation_schemes:

@@ -18,7 +18,7 @@ from potato.codebook import Codebook, current_config
 from potato.display.fields import field_payload, media_path, span_text
 from potato.display.keywords import find_keywords
 from potato.display.media import MediaFileError
-from potato.edits import BadEdit, stored_edit
+from potato.edits import BadEdit, Originals, stored_any_edit, unexplained
 from potato.study.assist import option_highlights
 from potato.training.job.schemes import SchemeType
 from potato.training.job.spans import Texts
@@ -43,7 +43,7 @@ bp = Blueprint("annotate", __name__)
 def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | None = None,
                   partial: bool = False, texts: str | Texts = "",
                   turns: Mapping[str, Sequence[Turn]] | None = None,
-                  sources: Mapping[str, str] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
+                  sources: Mapping[str, Originals] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
     """Split a submitted ``{schema: value}`` into values to store and schemas to clear.
 
     Returns (store, clear, problems); problems name the schema and the valid answers. A scheme
@@ -54,8 +54,9 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
     ``Config.span_texts`` gives them) and stored by position, each with the text it covers; an empty
     list of spans is an answer (nothing to mark). A turn-level answer is checked against the item's
     ``turns`` (by field, as ``Config.item_turns`` gives them) and stored with each turn's place and text.
-    A text edit is stored with the original the item has (``sources``, as ``Config.edit_sources`` gives
-    them) and the edit distances counted here.
+    A text or trajectory edit is stored with the originals the item has (``sources``, as
+    ``Config.edit_sources`` gives them) and the edit distances counted here; a trajectory edit that
+    asks for reasons needs one for each change before the item is done.
     """
     store: dict[str, Any] = {}
     clear: list[str] = []
@@ -88,14 +89,18 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
                 store[scheme.name] = scheme.stored_attribution(value, (turns or {}).get(scheme.names_step.source, ()))
             except BadTurns as bad:
                 problems.append(f"'{scheme.name}': {bad}")
-        elif scheme.edit_source is not None and value not in (None, "", {}):
+        elif (scheme.edit_source is not None or scheme.edit_steps is not None) and value not in (None, "", {}):
             if not scheme.accepts(value):
                 problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {scheme.valid_answers()})")
                 continue
             try:
-                store[scheme.name] = stored_edit(value, (sources or {}).get(scheme.name, ""))
+                store[scheme.name] = stored_any_edit(scheme, value, (sources or {}).get(scheme.name, Originals()))
             except BadEdit as bad:
                 problems.append(f"'{scheme.name}': {bad}")
+                continue
+            missing = unexplained(store[scheme.name]) if scheme.reason_on_edit and not partial else []
+            if missing:
+                problems.append(f"'{scheme.name}' needs a reason for each edit ({', '.join(missing)} has none)")
         elif scheme.annotation_type is SchemeType.SPAN and value is not None:
             problem = scheme.span_problem(value, texts)
             if problem:
@@ -170,7 +175,7 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         if project.config.keywords else [],
         "fields": [shown_field(project, f, item.data.get(f.key)) for f in project.config.page.display_fields],
         **_with_turns(project.config, project.config.item_turns(item)),
-        "edit_sources": project.config.edit_sources(item),
+        "edit_sources": {name: originals.shown() for name, originals in project.config.edit_sources(item).items()},
         **({"codebook": codebook_payload(project)} if project.config.codebook_mode else {}),
     }
 

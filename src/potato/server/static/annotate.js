@@ -346,11 +346,13 @@
       fs.querySelector("textarea").value = given.rationale || "";
       rationaleCount(fs);
     } else if (type === "edit") {  // {edited_text, ...}: the box starts with the original until edited
-      var source = (state.item.edit_sources || {})[fs.dataset.schema] || "";
+      var source = ((state.item.edit_sources || {})[fs.dataset.schema] || {}).text || "";
       fs.querySelector(".edit-source").textContent = source;
       fs.querySelector(".edit-text").value = value && typeof value.edited_text === "string" ? value.edited_text : source;
       fs.dataset.touched = value ? "1" : "";
       showEdit(fs);
+    } else if (type === "trajedit") {  // {steps: [{step_index, field, edited_text, reason}], final_answer}
+      drawTrajectory(fs, (state.item.edit_sources || {})[fs.dataset.schema] || {}, value && typeof value === "object" ? value : {});
     } else if (type === "attribution") {  // {responsible_agent, decisive_step, reason}
       var given = value && typeof value === "object" ? value : {};
       offerSteps(fs, (state.item.step_choices || {})[fs.dataset.schema], given);
@@ -415,6 +417,19 @@
     }
     if (type === "edit") {  // untouched, the original in the box is no one's answer
       return fs.dataset.touched ? { edited_text: fs.querySelector(".edit-text").value } : null;
+    }
+    if (type === "trajedit") {  // the boxes edited (an untouched one is not sent), null for none
+      var edits = { steps: [], final_answer: null }, any = false;
+      fs.querySelectorAll(".trajedit-block").forEach(function (block) {
+        if (!block.dataset.touched) return;
+        any = true;
+        var text = block.querySelector(".edit-text").value;
+        if (block.dataset.field === "") { edits.final_answer = { edited_text: text }; return; }
+        var reason = block.querySelector(".edit-reason");
+        edits.steps.push({ step_index: Number(block.dataset.step), field: block.dataset.field, edited_text: text,
+                           reason: reason ? reason.value : "" });
+      });
+      return any ? edits : null;
     }
     if (type === "attribution") {
       var agent = fs.querySelector(".fa-agent").value, step = fs.querySelector(".fa-step").value;
@@ -527,14 +542,78 @@
     });
   }
 
-  schemes.filter(function (fs) { return fs.dataset.type === "edit"; }).forEach(function (fs) {
-    fs.querySelector(".edit-text").addEventListener("input", function () { showEdit(fs); });
-    var reset = fs.querySelector(".edit-reset");
-    if (reset) reset.addEventListener("click", function () {
-      fs.querySelector(".edit-text").value = fs.querySelector(".edit-source").textContent;
-      fs.dataset.touched = "1";
-      showEdit(fs);
-      fs.dispatchEvent(new Event("change"));  // kept as the answer: the original needs no change
+  // A trajectory edit: a box for each editable field of each step, and the final answer, each a
+  // text edit of its own (its block is what showEdit reads); a step's thought above its boxes.
+  function drawTrajectory(fs, originals, saved) {
+    var steps = fs.querySelector(".trajedit-steps"), template = fs.querySelector(".trajedit-template");
+    var byPlace = {}, thoughts = originals.thoughts || {}, shownThought = {};
+    (saved.steps || []).forEach(function (e) { byPlace[e.step_index + "/" + e.field] = e; });
+    steps.textContent = "";
+    function block(step, field, original, entry, name, label) {
+      var el = template.content.firstElementChild.cloneNode(true);
+      el.dataset.step = step;
+      el.dataset.field = field;
+      el.querySelector(".trajedit-name").textContent = name;
+      el.querySelector(".edit-source").textContent = original;
+      var box = el.querySelector(".edit-text");
+      box.value = entry ? entry.edited_text : original;
+      box.setAttribute("aria-label", label);
+      var reason = el.querySelector(".edit-reason");
+      if (reason) { reason.value = (entry && entry.reason) || ""; reason.setAttribute("aria-label", "Reason for editing " + name); }
+      el.dataset.touched = entry ? "1" : "";
+      steps.appendChild(el);
+      showEdit(el);
+    }
+    (originals.steps || []).forEach(function (slot) {
+      var n = slot.step + 1, field = slot.field.charAt(0).toUpperCase() + slot.field.slice(1);
+      if (thoughts[slot.step] !== undefined && !shownThought[slot.step]) {
+        shownThought[slot.step] = true;
+        var thought = document.createElement("p");
+        thought.className = "trajedit-thought muted";
+        thought.textContent = "Step " + n + ", thought: " + thoughts[slot.step];
+        steps.appendChild(thought);
+      }
+      block(String(slot.step), slot.field, slot.original, byPlace[slot.step + "/" + slot.field],
+            "Step " + n + " \u00b7 " + field, "Corrected " + field + " for step " + n);
+    });
+    if (typeof originals.final_answer === "string") {
+      block("", "", originals.final_answer, saved.final_answer, "Final answer", "Corrected final answer");
+    }
+    if (!steps.children.length) steps.textContent = "This item has no steps to correct.";
+    sumTrajectory(fs);
+  }
+
+  function sumTrajectory(fs) {
+    var count = 0, total = 0;
+    fs.querySelectorAll(".trajedit-block").forEach(function (block) {
+      var before = block.querySelector(".edit-source").textContent, after = block.querySelector(".edit-text").value;
+      var changed = !!block.dataset.touched && before !== after;
+      block.querySelector(".trajedit-flag").textContent = changed ? "\u270e edited" : "";
+      block.classList.toggle("edited", changed);
+      if (changed) { count += 1; total += editDistance(Array.from(before), Array.from(after)); }
+    });
+    fs.querySelector(".trajedit-count").textContent = String(count);
+    fs.querySelector(".trajedit-total").textContent = String(total);
+  }
+
+  // Typing in a box (or its reason) touches it; Reset puts its original back, kept as the answer
+  // (the original needs no change). A text edit's box is its fieldset's own.
+  schemes.filter(function (fs) { return fs.dataset.type === "edit" || fs.dataset.type === "trajedit"; }).forEach(function (fs) {
+    fs.addEventListener("input", function (ev) {
+      var block = ev.target.closest(".trajedit-block") || fs;
+      block.dataset.touched = "1";
+      showEdit(block);
+      if (fs.dataset.type === "trajedit") sumTrajectory(fs);
+    });
+    fs.addEventListener("click", function (ev) {
+      var reset = ev.target.closest(".edit-reset");
+      if (!reset) return;
+      var block = reset.closest(".trajedit-block") || fs;
+      block.querySelector(".edit-text").value = block.querySelector(".edit-source").textContent;
+      block.dataset.touched = "1";
+      showEdit(block);
+      if (fs.dataset.type === "trajedit") sumTrajectory(fs);
+      fs.dispatchEvent(new Event("change"));
     });
   });
 

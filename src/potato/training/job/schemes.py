@@ -26,6 +26,9 @@ RIGHT, NEUTRAL, WRONG = "correct", "neutral", "incorrect"
 EDIT_PARTS = ("edited_text", "original_text", "edit_distance_chars", "edit_distance_words")
 """A text edit as upstream stores it: the text as rewritten, the original, and how many characters
 and words were changed."""
+STEP_EDIT_PARTS = EDIT_PARTS + ("step_index", "field", "edited", "reason")
+"""One field of a trajectory edit's step, as upstream stores it (its final answer has the first five)."""
+TRAJECTORY_EDIT_PARTS = ("steps", "final_answer", "n_steps_edited", "total_edit_distance")
 ATTRIBUTION_PARTS = ("responsible_agent", "decisive_step", "reason")
 """A failure attribution's answer, as upstream stores it: the agent that caused the failure, the
 place of the decisive step (0-based; null when not given) and why."""
@@ -60,6 +63,7 @@ class SchemeType(str, Enum):
     SOFT_LABEL = "soft_label"
     FAILURE_ATTRIBUTION = "failure_attribution"
     TEXT_EDIT = "text_edit"
+    TRAJECTORY_EDIT = "trajectory_edit"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -209,6 +213,16 @@ class Scheme:
     """A text edit shows how many words and characters it changed."""
     allow_reset: bool = True
     """A text edit has a button that puts the original back (and keeps that as the answer: no change)."""
+    edit_steps: Optional[str] = None
+    """A trajectory edit: the item's key of the steps whose ``editable_fields`` are rewritten (upstream's
+    ``steps_key``); None for other schemes."""
+    step_text_key: str = "action"
+    """What a step that is a plain string is (a trajectory edit's ``step_text_key``)."""
+    editable_fields: tuple[str, ...] = ()
+    final_answer_key: Optional[str] = None
+    """A trajectory edit also rewrites the item's final answer under this key (``edit_final_answer``)."""
+    reason_on_edit: bool = False
+    """Each step a trajectory edit changes needs a reason before the item is done (``require_reason_on_edit``)."""
 
     @property
     def multiselect(self) -> bool:
@@ -379,8 +393,9 @@ class Scheme:
         if self.annotation_type is SchemeType.FAILURE_ATTRIBUTION:
             return self._accepts_attribution(value)
         if self.annotation_type is SchemeType.TEXT_EDIT:  # the server counts the distances again
-            return (isinstance(value, dict) and "edited_text" in value and set(value) <= set(EDIT_PARTS)
-                    and isinstance(value["edited_text"], str) and len(value["edited_text"]) <= self.max_length)
+            return self._accepts_edit(value, EDIT_PARTS)
+        if self.annotation_type is SchemeType.TRAJECTORY_EDIT:
+            return self._accepts_trajectory_edit(value)
         if self.justification:
             reasons, rationale = (value.get("reasons", []), value.get("rationale", "")) if isinstance(value, dict) else ((), 0)
             return (isinstance(value, dict) and bool(value) and set(value) <= {"reasons", "rationale"}
@@ -444,6 +459,10 @@ class Scheme:
                                               f"{', '.join(self.linked_labels)}" if self.linked_labels else ""))
         if self.annotation_type is SchemeType.TEXT_EDIT:
             return f'{{"edited_text": the item\'s text as rewritten, at most {self.max_length} characters}}'
+        if self.annotation_type is SchemeType.TRAJECTORY_EDIT:
+            return ('{"steps": [{"step_index": a step\'s place (0 for the first), "field": one of '
+                    + ", ".join(self.editable_fields) + f', "edited_text": at most {self.max_length} characters, '
+                    '"reason": why}], "final_answer": {"edited_text": ...} or null}, at least one given')
         if self.annotation_type is SchemeType.FAILURE_ATTRIBUTION:
             return ('{"responsible_agent": an agent of the item, "decisive_step": a step\'s place (0 for the first), '
                     f'"reason": text of at most {self.max_length} characters}}, at least one of them given')
@@ -478,6 +497,27 @@ class Scheme:
         if severity and severity not in dict(self.severities):
             return False
         return len(rationale) <= self.max_length
+
+    def _accepts_edit(self, value: object, parts: Sequence[str]) -> bool:
+        return (isinstance(value, dict) and "edited_text" in value and set(value) <= set(parts)
+                and isinstance(value["edited_text"], str) and len(value["edited_text"]) <= self.max_length
+                and (value.get("original_text") is None or isinstance(value["original_text"], str)))
+
+    def _accepts_trajectory_edit(self, value: object) -> bool:
+        """Upstream's record (or only its edited texts): the steps' edits, each by its step's place and
+        field, and the final answer's (the counts in it are counted again on storing)."""
+        if not isinstance(value, dict) or not set(value) <= set(TRAJECTORY_EDIT_PARTS):
+            return False
+        steps, final = value.get("steps") or [], value.get("final_answer")
+        if not isinstance(steps, list) or not (steps or final is not None):
+            return False
+        for entry in steps:
+            if not (self._accepts_edit(entry, STEP_EDIT_PARTS) and entry.get("field") in self.editable_fields
+                    and isinstance(entry.get("step_index"), int) and not isinstance(entry["step_index"], bool)
+                    and entry["step_index"] >= 0 and isinstance(entry.get("reason") or "", str)
+                    and len(entry.get("reason") or "") <= self.max_length):
+                return False
+        return final is None or self._accepts_edit(final, STEP_EDIT_PARTS)
 
     def _accepts_attribution(self, value: object) -> bool:
         """Upstream's ``{"responsible_agent", "decisive_step", "reason"}``, any of them left out, empty

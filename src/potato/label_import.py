@@ -21,6 +21,7 @@ from potato import upstream_export
 from potato.errors import did_you_mean
 from potato.config.schema import Config
 from potato.edits import BadEdit, stored_any_edit
+from potato.reviews import BadReview, stored_review
 from potato.training.job.schemes import CHOICE_TYPES, Scheme, SchemeType
 from potato.errors import DataError, LabelImportError
 from potato.items import ItemSet, csv_rows, read_utf8
@@ -85,7 +86,8 @@ def _csv_value(scheme: Scheme, raw: str) -> Any:
     """CSV cells are text: a multiselect cell holds a JSON list or labels separated by '|', a slider,
     number or pairwise scale cell a number, an answer row by row a JSON object."""
     kind = scheme.annotation_type
-    if scheme.by_rows or kind in (SchemeType.SOFT_LABEL, SchemeType.TEXT_EDIT, SchemeType.TRAJECTORY_EDIT):
+    if scheme.by_rows or kind in (SchemeType.SOFT_LABEL, SchemeType.TEXT_EDIT, SchemeType.TRAJECTORY_EDIT,
+                                  SchemeType.TOOL_CALL_REVIEW, SchemeType.HANDOFF_REVIEW):
         try:
             return json.loads(raw)
         except json.JSONDecodeError:
@@ -167,6 +169,8 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
         return _turn_entry(config, entry.where, item_id, scheme, value, items)
     if entry.from_csv and isinstance(value, str):
         value = _csv_value(scheme, value)
+    if scheme.review_steps is not None:
+        return _review_entry(config, entry.where, item_id, scheme, value, items)
     if scheme.edit_source is not None or scheme.edit_steps is not None:
         return _edit_entry(config, entry.where, item_id, scheme, value, items)
     if scheme.annotation_type is SchemeType.SPAN:
@@ -226,6 +230,23 @@ def _edit_entry(config: Config, where: str, item_id: str, scheme: Scheme, value:
         return (item_id, scheme.name, stored_any_edit(scheme, value, config.edit_sources(items.get(item_id))[scheme.name])), None
     except BadEdit as bad:
         return None, f"{where}: '{scheme.name}' on item {item_id!r}: {bad}"
+
+
+def _review_entry(config: Config, where: str, item_id: str, scheme: Scheme, value: Any,
+                  items: ItemSet | None) -> tuple[tuple[str, str, Any] | None, str | None]:
+    """A review of an item's tool calls or handoffs, checked against the item's and stored with what
+    each part is, from the item."""
+    if items is None or item_id not in items:
+        return None, f"{where}: the steps of item {item_id!r} are unknown here, so its answer to '{scheme.name}' cannot be checked"
+    if not scheme.accepts(value):
+        return None, f"{where}: {value!r} is not a valid label for '{scheme.name}'; expected {scheme.valid_answers()}"[:400]
+    try:
+        kept = stored_review(value, config.review_parts(items.get(item_id))[scheme.name], scheme.review_answers)
+    except BadReview as bad:
+        return None, f"{where}: '{scheme.name}' on item {item_id!r}: {bad}"
+    if not kept:
+        return None, f"{where}: '{scheme.name}' on item {item_id!r} answers nothing; leave the entry out"
+    return (item_id, scheme.name, kept), None
 
 
 @dataclass(frozen=True)

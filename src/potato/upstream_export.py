@@ -33,7 +33,8 @@ from potato.labels import Label
 FIXED_NAMES = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeType.NUMBER: "number",
                SchemeType.SELECT: "select-one", SchemeType.TRIAGE: "decision"}
 """The one label name upstream gives the answer of these kinds of scheme (a text scheme without labels)."""
-JSON_TEXT = (SchemeType.FAILURE_ATTRIBUTION, SchemeType.TEXT_EDIT, SchemeType.TRAJECTORY_EDIT)
+JSON_TEXT = (SchemeType.FAILURE_ATTRIBUTION, SchemeType.TEXT_EDIT, SchemeType.TRAJECTORY_EDIT,
+             SchemeType.TOOL_CALL_REVIEW, SchemeType.HANDOFF_REVIEW)
 """The kinds of answer upstream keeps as one JSON text, named by the scheme (its page's hidden input)."""
 PAIRWISE_NAMES = {"binary": "selection", "scale": "scale_value"}
 """The label name of a pairwise comparison's answer in upstream's layout (by dimension for the third mode)."""

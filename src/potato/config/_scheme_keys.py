@@ -96,6 +96,9 @@ KEY_CHECKS: Mapping[str, Check] = {
     "require_reason_on_edit": boolean,
     "edit_final_answer": boolean,
     "final_answer_key": text(),
+    "verdict_options": text_list("[correct, wrong_tool, wrong_args]", unique=True),
+    "flags": text_list("[info_loss, dropped_constraint, garbling, goal_drift]", unique=True),
+    "quality_scale": integer(2, 10),
     "agents": text_list("[Planner, Researcher]", unique=True),
     "step_text_key": text(),
     "mode": text(),  # each type's own modes: checked with the type
@@ -174,9 +177,11 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("hierarchical_multiselect",) for key in ("taxonomy", "taxonomy_preset", "tooltips", "auto_select_children",
                                                       "auto_select_parent", "show_search")},
     **{key: ("trajectory_eval",) for key in ("correctness_options", "error_types", "severities", "show_score", "max_score")},
-    "steps_key": ("process_reward", "trajectory_eval", "failure_attribution", "trajectory_edit"),
+    "steps_key": ("process_reward", "trajectory_eval", "failure_attribution", "trajectory_edit", "tool_call_review",
+                  "handoff_review"),
     "step_text_key": ("process_reward", "trajectory_eval", "trajectory_edit"),
-    **{key: ("failure_attribution",) for key in ("agent_key", "agents")},
+    "agent_key": ("failure_attribution", "handoff_review"), "agents": ("failure_attribution",),
+    "verdict_options": ("tool_call_review",), **{key: ("handoff_review",) for key in ("flags", "quality_scale")},
     "source_field": ("text_edit",),
     **{key: ("text_edit", "trajectory_edit") for key in ("show_diff", "show_edit_distance", "allow_reset")},
     **{key: ("trajectory_edit",) for key in ("editable_fields", "require_reason_on_edit", "edit_final_answer",
@@ -186,7 +191,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
 
 _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_reward", "rubric_eval",
               "consensus_tracking", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution", "text_edit",
-              "trajectory_edit")
+              "trajectory_edit", "tool_call_review", "handoff_review")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -257,6 +262,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _text_edit(raw, values)
     elif kind == "trajectory_edit":
         problems += _trajectory_edit(raw, values)
+    elif kind in ("tool_call_review", "handoff_review"):
+        problems += _review(kind, raw, values)
     elif kind == "rubric_eval":
         problems += _rubric(raw, values)
     elif kind == "multirate":
@@ -331,6 +338,24 @@ def _trajectory_edit(raw: Mapping[Any, object], values: dict[str, Any]) -> list[
     values["reason_on_edit"] = values.pop("require_reason_on_edit", False)
     if raw.get("labels") not in (None, []):
         return [(".labels", "a trajectory_edit scheme's answer is the steps as rewritten; remove labels")]
+    return []
+
+
+def _review(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's reviews of a trace's parts: each tool call judged with one of ``verdict_options`` and
+    notes, or each handoff between agents flagged with ``flags`` and rated 1 to ``quality_scale``."""
+    values["review_steps"] = values.pop("steps_key", "steps")
+    if kind == "tool_call_review":
+        words = values.pop("verdict_options", ("correct", "wrong_tool", "wrong_args"))
+    else:
+        words = values.pop("flags", ("info_loss", "dropped_constraint", "garbling", "goal_drift"))
+        values["review_agent_key"] = values.pop("agent_key", "agent")
+        values["quality_scale"] = values.pop("quality_scale", 5)
+    values["options"] = tuple(LabelOption(word, text=word.replace("_", " ")) for word in words)
+    values["sequential_key_binding"] = False  # a key could not say which call or handoff it answers
+    if raw.get("labels") not in (None, []):
+        what = "verdict_options" if kind == "tool_call_review" else "flags"
+        return [(".labels", f"a {kind} scheme's answers are its {what}; remove labels, and list them under {what}")]
     return []
 
 

@@ -257,4 +257,7 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         editable_fields=values.get("editable_fields", ()),
         final_answer_key=values.get("final_answer_key"),
         reason_on_edit=values.get("reason_on_edit", False),
+        review_steps=values.get("review_steps"),
+        review_agent_key=values.get("review_agent_key", "agent"),
+        quality_scale=values.get("quality_scale", 0),
     )

@@ -22,6 +22,7 @@ from potato.training.launch.containers import ContainerSpec
 from potato.training.job.schemes import Scheme
 from potato.items import shown_text
 from potato.edits import Originals, trajectory_originals
+from potato.reviews import HANDOFFS, TOOL_CALLS, Part, parts_of
 
 
 FREE_RESPONSE = "free_response"
@@ -548,6 +549,12 @@ class Config:
                 out[s.name] = trajectory_originals(item.data, s.edit_steps, s.step_text_key, s.editable_fields,
                                                    s.final_answer_key)
         return out
+
+    def review_parts(self, item: Any) -> dict[str, list[Part]]:
+        """The tool calls or handoffs each review scheme asks about on ``item``, by scheme."""
+        return {s.name: parts_of(TOOL_CALLS if s.annotation_type.value == "tool_call_review" else HANDOFFS,
+                                 item.data.get(s.review_steps), s.review_agent_key)
+                for s in self.annotation_schemes if s.review_steps is not None}
 
     def scheme(self, name: str) -> Scheme | None:
         for s in self.annotation_schemes:

@@ -195,8 +195,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "card_sort": "sorting cards into groups",
     "conjoint": "conjoint choice sets",
     # Upstream's agent-evaluation types: each reads the item's steps or turns itself.
-    "tool_call_review": "judging each tool call of an agent",
-    "handoff_review": "judging the handoffs between agents",
     "agent_scorecard": "scoring each agent of a team on several dimensions",
     "emergent_behavior": "marking emergent behaviours across a trace's turns",
     "agent_interaction_graph": "marking the critical path through agents' interactions",

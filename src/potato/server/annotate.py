@@ -19,6 +19,7 @@ from potato.display.fields import field_payload, media_path, span_text
 from potato.display.keywords import find_keywords
 from potato.display.media import MediaFileError
 from potato.edits import BadEdit, Originals, stored_any_edit, unexplained
+from potato.reviews import BadReview, Part, stored_review
 from potato.study.assist import option_highlights
 from potato.training.job.schemes import SchemeType
 from potato.training.job.spans import Texts
@@ -43,7 +44,8 @@ bp = Blueprint("annotate", __name__)
 def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | None = None,
                   partial: bool = False, texts: str | Texts = "",
                   turns: Mapping[str, Sequence[Turn]] | None = None,
-                  sources: Mapping[str, Originals] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
+                  sources: Mapping[str, Originals] | None = None,
+                  parts: Mapping[str, Sequence[Part]] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
     """Split a submitted ``{schema: value}`` into values to store and schemas to clear.
 
     Returns (store, clear, problems); problems name the schema and the valid answers. A scheme
@@ -56,7 +58,8 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
     ``turns`` (by field, as ``Config.item_turns`` gives them) and stored with each turn's place and text.
     A text or trajectory edit is stored with the originals the item has (``sources``, as
     ``Config.edit_sources`` gives them) and the edit distances counted here; a trajectory edit that
-    asks for reasons needs one for each change before the item is done.
+    asks for reasons needs one for each change before the item is done. A review of a trace's tool calls
+    or handoffs is checked against the item's (``parts``, as ``Config.review_parts`` gives them).
     """
     store: dict[str, Any] = {}
     clear: list[str] = []
@@ -89,6 +92,19 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
                 store[scheme.name] = scheme.stored_attribution(value, (turns or {}).get(scheme.names_step.source, ()))
             except BadTurns as bad:
                 problems.append(f"'{scheme.name}': {bad}")
+        elif scheme.review_steps is not None and value not in (None, "", []):
+            if not scheme.accepts(value):
+                problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {scheme.valid_answers()})")
+                continue
+            try:
+                kept = stored_review(value, (parts or {}).get(scheme.name, ()), scheme.review_answers)
+            except BadReview as bad:
+                problems.append(f"'{scheme.name}': {bad}")
+                continue
+            if kept:
+                store[scheme.name] = kept
+            else:
+                clear.append(scheme.name)
         elif (scheme.edit_source is not None or scheme.edit_steps is not None) and value not in (None, "", {}):
             if not scheme.accepts(value):
                 problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {scheme.valid_answers()})")
@@ -176,6 +192,7 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "fields": [shown_field(project, f, item.data.get(f.key)) for f in project.config.page.display_fields],
         **_with_turns(project.config, project.config.item_turns(item)),
         "edit_sources": {name: originals.shown() for name, originals in project.config.edit_sources(item).items()},
+        "review_parts": {name: [part.shown() for part in parts] for name, parts in project.config.review_parts(item).items()},
         **({"codebook": codebook_payload(project)} if project.config.codebook_mode else {}),
     }
 
@@ -569,7 +586,7 @@ def label() -> Any:
     item = project.items.get(item_id)
     store, clear, problems = check_answers(config, body.get("labels"), stored, partial=partial,
                                            texts=config.span_texts(item), turns=config.item_turns(item),
-                                           sources=config.edit_sources(item))
+                                           sources=config.edit_sources(item), parts=config.review_parts(item))
     if problems:
         return jsonify(error="; ".join(problems)), 400
     accepted = body.get("accepted")

@@ -351,6 +351,8 @@
       fs.querySelector(".edit-text").value = value && typeof value.edited_text === "string" ? value.edited_text : source;
       fs.dataset.touched = value ? "1" : "";
       showEdit(fs);
+    } else if (type === "review") {  // [{index, verdict, notes}] or [{index, flags, quality}]
+      drawReview(fs, (state.item.review_parts || {})[fs.dataset.schema] || [], Array.isArray(value) ? value : []);
     } else if (type === "trajedit") {  // {steps: [{step_index, field, edited_text, reason}], final_answer}
       drawTrajectory(fs, (state.item.edit_sources || {})[fs.dataset.schema] || {}, value && typeof value === "object" ? value : {});
     } else if (type === "attribution") {  // {responsible_agent, decisive_step, reason}
@@ -417,6 +419,25 @@
     }
     if (type === "edit") {  // untouched, the original in the box is no one's answer
       return fs.dataset.touched ? { edited_text: fs.querySelector(".edit-text").value } : null;
+    }
+    if (type === "review") {  // the parts given an answer, by their number; null for none
+      var reviews = [];
+      fs.querySelectorAll(".review-part").forEach(function (card) {
+        var entry = { index: Number(card.dataset.index) }, any = false;
+        card.querySelectorAll("[data-part]").forEach(function (input) {
+          var part = input.dataset.part;
+          if (part === "flags") {
+            entry.flags = entry.flags || [];
+            if (input.checked) { entry.flags.push(input.value); any = true; }
+          } else if (input.type === "radio") {
+            if (input.checked) { entry[part] = part === "quality" ? Number(input.value) : input.value; any = true; }
+          } else if (input.value) {
+            entry[part] = input.value; any = true;
+          }
+        });
+        if (any) reviews.push(entry);
+      });
+      return reviews.length ? reviews : null;
     }
     if (type === "trajedit") {  // the boxes edited (an untouched one is not sent), null for none
       var edits = { steps: [], final_answer: null }, any = false;
@@ -540,6 +561,36 @@
       changes.appendChild(el);
       changes.appendChild(document.createTextNode(" "));
     });
+  }
+
+  // A review of a trace's tool calls or handoffs: a card for each, its answers restored by its number
+  // (a stored review holds only the parts given one). Each card's choices are a group of their own.
+  function drawReview(fs, parts, saved) {
+    var list = fs.querySelector(".review-parts"), template = fs.querySelector(".review-template"), byIndex = {};
+    saved.forEach(function (e) { byIndex[e.index] = e; });
+    list.textContent = "";
+    parts.forEach(function (part) {
+      var card = template.content.firstElementChild.cloneNode(true), entry = byIndex[part.index] || {};
+      var name = part.tool !== undefined ? part.tool : part.from + " \u2192 " + part.to;
+      var what = part.tool !== undefined ? "Call " + (part.index + 1) + " (" + part.tool + ")" : "Handoff " + (part.index + 1) + " (" + name + ")";
+      card.dataset.index = part.index;
+      card.querySelector(".review-name").textContent = name;
+      card.querySelector(".review-step").textContent = "step " + (part.step + 1);
+      var detail = card.querySelector(".review-detail");
+      if (detail) detail.textContent = part.detail;
+      card.querySelectorAll("[data-part]").forEach(function (input) {
+        var key = input.dataset.part, given = entry[key];
+        input.name = fs.dataset.schema + "/" + part.index + "/" + key;
+        if (input.type === "checkbox") input.checked = Array.isArray(given) && given.indexOf(input.value) >= 0;
+        else if (input.type === "radio") input.checked = given !== undefined && String(given) === input.value;
+        else input.value = given || "";
+        input.setAttribute("aria-label", what + ", " + key + (input.type === "text" ? "" : ": " + input.value));
+      });
+      list.appendChild(card);
+    });
+    if (!parts.length) {
+      list.textContent = template.content.querySelector("[data-part=verdict]") ? "No tool calls in this trace." : "No handoffs in this trace.";
+    }
   }
 
   // A trajectory edit: a box for each editable field of each step, and the final answer, each a

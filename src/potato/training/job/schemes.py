@@ -64,6 +64,8 @@ class SchemeType(str, Enum):
     FAILURE_ATTRIBUTION = "failure_attribution"
     TEXT_EDIT = "text_edit"
     TRAJECTORY_EDIT = "trajectory_edit"
+    TOOL_CALL_REVIEW = "tool_call_review"
+    HANDOFF_REVIEW = "handoff_review"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -223,6 +225,13 @@ class Scheme:
     """A trajectory edit also rewrites the item's final answer under this key (``edit_final_answer``)."""
     reason_on_edit: bool = False
     """Each step a trajectory edit changes needs a reason before the item is done (``require_reason_on_edit``)."""
+    review_steps: Optional[str] = None
+    """A review of a trace's tool calls or handoffs, one answer each (:mod:`potato.reviews`): the item's
+    key of its steps; None for other schemes. Its ``labels`` are a call's verdicts or a handoff's flags."""
+    review_agent_key: str = "agent"
+    """Where a step names its agent, for the handoffs between them."""
+    quality_scale: int = 0
+    """A handoff's quality is rated 1 to this."""
 
     @property
     def multiselect(self) -> bool:
@@ -396,6 +405,9 @@ class Scheme:
             return self._accepts_edit(value, EDIT_PARTS)
         if self.annotation_type is SchemeType.TRAJECTORY_EDIT:
             return self._accepts_trajectory_edit(value)
+        if self.review_steps is not None:
+            return (isinstance(value, list) and bool(value) and all(self._accepts_review(entry) for entry in value)
+                    and len({entry["index"] for entry in value}) == len(value))
         if self.justification:
             reasons, rationale = (value.get("reasons", []), value.get("rationale", "")) if isinstance(value, dict) else ((), 0)
             return (isinstance(value, dict) and bool(value) and set(value) <= {"reasons", "rationale"}
@@ -459,6 +471,12 @@ class Scheme:
                                               f"{', '.join(self.linked_labels)}" if self.linked_labels else ""))
         if self.annotation_type is SchemeType.TEXT_EDIT:
             return f'{{"edited_text": the item\'s text as rewritten, at most {self.max_length} characters}}'
+        if self.annotation_type is SchemeType.TOOL_CALL_REVIEW:
+            return ('a list of {"index": a call\'s number (0 for the first), "verdict": one of '
+                    + ", ".join(self.labels) + f', "notes": text of at most {self.max_length} characters}}')
+        if self.annotation_type is SchemeType.HANDOFF_REVIEW:
+            return ('a list of {"index": a handoff\'s number (0 for the first), "flags": a list of '
+                    + ", ".join(self.labels) + f', "quality": 1 to {self.quality_scale}}}')
         if self.annotation_type is SchemeType.TRAJECTORY_EDIT:
             return ('{"steps": [{"step_index": a step\'s place (0 for the first), "field": one of '
                     + ", ".join(self.editable_fields) + f', "edited_text": at most {self.max_length} characters, '
@@ -518,6 +536,27 @@ class Scheme:
                     and len(entry.get("reason") or "") <= self.max_length):
                 return False
         return final is None or self._accepts_edit(final, STEP_EDIT_PARTS)
+
+    @property
+    def review_answers(self) -> tuple[str, ...]:
+        """What a review gives each part: a tool call a verdict and notes, a handoff flags and a quality."""
+        return ("verdict", "notes") if self.annotation_type is SchemeType.TOOL_CALL_REVIEW else ("flags", "quality")
+
+    def _accepts_review(self, entry: object) -> bool:
+        """One part's answer (what names the part may be sent too: it is written from the item again)."""
+        if not isinstance(entry, dict) or not set(entry) <= {"index", "step", "tool", "from", "to", *self.review_answers}:
+            return False
+        index = entry.get("index")
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            return False
+        if self.annotation_type is SchemeType.TOOL_CALL_REVIEW:
+            verdict, notes = entry.get("verdict") or "", entry.get("notes") or ""
+            return (isinstance(verdict, str) and (verdict == "" or verdict in self.labels)
+                    and isinstance(notes, str) and len(notes) <= self.max_length)
+        flags, quality = entry.get("flags") or [], entry.get("quality") or 0
+        return (isinstance(flags, list) and all(isinstance(f, str) and f in self.labels for f in flags)
+                and len(set(flags)) == len(flags) and isinstance(quality, int) and not isinstance(quality, bool)
+                and 0 <= quality <= self.quality_scale)
 
     def _accepts_attribution(self, value: object) -> bool:
         """Upstream's ``{"responsible_agent", "decisive_step", "reason"}``, any of them left out, empty

@@ -97,12 +97,12 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
                 problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {scheme.valid_answers()})")
                 continue
             try:
-                kept = stored_review(value, (parts or {}).get(scheme.name, ()), scheme.review_answers)
+                reviewed = stored_review(value, (parts or {}).get(scheme.name, ()), scheme.review_answers)
             except BadReview as bad:
                 problems.append(f"'{scheme.name}': {bad}")
                 continue
-            if kept:
-                store[scheme.name] = kept
+            if reviewed:
+                store[scheme.name] = reviewed
             else:
                 clear.append(scheme.name)
         elif (scheme.edit_source is not None or scheme.edit_steps is not None) and value not in (None, "", {}):

@@ -103,7 +103,7 @@ def _csv_value(scheme: Scheme, raw: str) -> Any:
             return json.loads(raw)
         except json.JSONDecodeError:
             return raw
-    if kind not in (SchemeType.MULTISELECT, SchemeType.HIERARCHICAL_MULTISELECT):
+    if kind not in (SchemeType.MULTISELECT, SchemeType.HIERARCHICAL_MULTISELECT, SchemeType.RANKING):
         return raw
     raw = raw.strip()
     if raw.startswith("["):
@@ -186,7 +186,8 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
             want = f"one of: {', '.join(scheme.labels)}"
         elif scheme.annotation_type is SchemeType.MULTISELECT:
             want = f"a list of distinct labels from: {', '.join(scheme.labels)}"
-        elif scheme.numeric or scheme.pairwise_mode or scheme.by_rows or scheme.annotation_type is SchemeType.SOFT_LABEL:
+        elif (scheme.numeric or scheme.pairwise_mode or scheme.by_rows
+              or scheme.annotation_type in (SchemeType.SOFT_LABEL, SchemeType.RANKING)):
             want = scheme.valid_answers()
         else:
             want = "a string"

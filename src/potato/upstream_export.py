@@ -36,6 +36,8 @@ FIXED_NAMES = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeT
 JSON_TEXT = (SchemeType.FAILURE_ATTRIBUTION, SchemeType.TEXT_EDIT, SchemeType.TRAJECTORY_EDIT,
              SchemeType.TOOL_CALL_REVIEW, SchemeType.HANDOFF_REVIEW)
 """The kinds of answer upstream keeps as one JSON text, named by the scheme (its page's hidden input)."""
+RANK_ORDER = "rank_order"
+"""Upstream's label name of a ranking: the labels in order, joined by commas."""
 PAIRWISE_NAMES = {"binary": "selection", "scale": "scale_value"}
 """The label name of a pairwise comparison's answer in upstream's layout (by dimension for the third mode)."""
 SPANS_COLUMN = "_spans"
@@ -57,6 +59,8 @@ def upstream_labels(scheme: Scheme | None, value: Any) -> dict[str, str]:
         return {PAIRWISE_NAMES[scheme.pairwise_mode]: _text(value)}
     if scheme is not None and scheme.annotation_type in JSON_TEXT:  # one JSON text, named by the scheme
         return {scheme.name: json.dumps(value, ensure_ascii=False)}
+    if scheme is not None and scheme.annotation_type is SchemeType.RANKING and isinstance(value, list):
+        return {RANK_ORDER: ",".join(str(v) for v in value)}  # the order, comma-joined, as upstream's input holds it
     if scheme is not None and scheme.depths and isinstance(value, list):  # a tree's picks, as upstream joins them
         return {scheme.name: ",".join(str(v) for v in value)}
     if isinstance(value, dict):  # a text scheme's boxes, or a comparison's choices, by label or dimension
@@ -404,6 +408,8 @@ def our_value(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     if scheme.pairwise_mode in PAIRWISE_NAMES:
         name = PAIRWISE_NAMES[scheme.pairwise_mode]
         return answer[name] if set(answer) == {name} else dict(answer)
+    if kind is SchemeType.RANKING:
+        return _picks(answer[RANK_ORDER], scheme.labels) if set(answer) == {RANK_ORDER} else list(answer)
     if kind in JSON_TEXT:
         return _json_text(answer[scheme.name]) if set(answer) == {scheme.name} else dict(answer)
     if scheme.depths and set(answer) == {scheme.name} and isinstance(answer[scheme.name], str):
@@ -452,7 +458,7 @@ def _justification(raw: Any) -> Any:
 
 
 def _picks(joined: str, labels: Sequence[str]) -> list[str]:
-    """Upstream's comma-joined picks of a tree as its labels: a label with a comma in its name is
+    """Upstream's comma-joined picks of a tree (or a ranking's order) as its labels: a label with a comma in its name is
     put back together from the pieces (pure)."""
     out: list[str] = []
     piece = ""

@@ -99,6 +99,7 @@ KEY_CHECKS: Mapping[str, Check] = {
     "verdict_options": text_list("[correct, wrong_tool, wrong_args]", unique=True),
     "flags": text_list("[info_loss, dropped_constraint, garbling, goal_drift]", unique=True),
     "quality_scale": integer(2, 10),
+    "allow_ties": boolean,
     "agents": text_list("[Planner, Researcher]", unique=True),
     "step_text_key": text(),
     "mode": text(),  # each type's own modes: checked with the type
@@ -181,7 +182,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
                   "handoff_review"),
     "step_text_key": ("process_reward", "trajectory_eval", "trajectory_edit"),
     "agent_key": ("failure_attribution", "handoff_review"), "agents": ("failure_attribution",),
-    "verdict_options": ("tool_call_review",), **{key: ("handoff_review",) for key in ("flags", "quality_scale")},
+    "verdict_options": ("tool_call_review",), "allow_ties": ("ranking",), **{key: ("handoff_review",) for key in ("flags", "quality_scale")},
     "source_field": ("text_edit",),
     **{key: ("text_edit", "trajectory_edit") for key in ("show_diff", "show_edit_distance", "allow_reset")},
     **{key: ("trajectory_edit",) for key in ("editable_fields", "require_reason_on_edit", "edit_final_answer",
@@ -238,6 +239,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
             values["options"] = tuple(LabelOption(str(i)) for i in range(1, values.get("size", 2) + 1))
     elif kind in ("radio", "multiselect", "select", "likert", "span"):
         problems += label_options(kind, raw.get("labels"), values, one_choice)
+    elif kind == "ranking":
+        problems += label_options("radio", raw.get("labels"), values) + _ranking(values)
     elif kind == "process_reward":
         problems += _process_reward(raw, values)
     elif kind == "pairwise":
@@ -338,6 +341,16 @@ def _trajectory_edit(raw: Mapping[Any, object], values: dict[str, Any]) -> list[
     values["reason_on_edit"] = values.pop("require_reason_on_edit", False)
     if raw.get("labels") not in (None, []):
         return [(".labels", "a trajectory_edit scheme's answer is the steps as rewritten; remove labels")]
+    return []
+
+
+def _ranking(values: dict[str, Any]) -> list[Problem]:
+    """Upstream's ranking: its labels put in order, best first, by moving them up and down. Its page
+    reads ``allow_ties`` and offers no tie, so only ``false`` is taken."""
+    values["sequential_key_binding"] = False  # the arrow keys move the focused label; a number would say nothing
+    if values.pop("allow_ties", False):
+        return [(".allow_ties", "ties in a ranking are not offered (upstream's page offers none either); remove "
+                                "allow_ties, or ask for a rating of each label with annotation_type: multirate")]
     return []
 
 

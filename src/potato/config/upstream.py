@@ -185,7 +185,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "video_annotation": "segmenting video",
     "video": "a video player",
     "pure_display": "display-only text between the annotation questions (a study page's question file may hold it)",
-    "ranking": "ranking labels by dragging",
     "bws": "best-worst scaling",
     "range_slider": "picking a range with two slider handles",
     "constant_sum": "spreading points over labels",

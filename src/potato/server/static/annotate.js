@@ -351,6 +351,16 @@
       fs.querySelector(".edit-text").value = value && typeof value.edited_text === "string" ? value.edited_text : source;
       fs.dataset.touched = value ? "1" : "";
       showEdit(fs);
+    } else if (type === "ranking") {  // every label once, best first; untouched, the page's order is no answer
+      var list = fs.querySelector(".ranking"), items = Array.prototype.slice.call(list.children);
+      var order = Array.isArray(value) ? value : JSON.parse(fs.dataset.order || "null") || items.map(function (li) { return li.dataset.label; });
+      if (!fs.dataset.order) fs.dataset.order = JSON.stringify(items.map(function (li) { return li.dataset.label; }));
+      order.forEach(function (label) {
+        var li = items.filter(function (x) { return x.dataset.label === label; })[0];
+        if (li) list.appendChild(li);
+      });
+      fs.dataset.touched = Array.isArray(value) ? "1" : "";
+      showRanking(fs);
     } else if (type === "review") {  // [{index, verdict, notes}] or [{index, flags, quality}]
       drawReview(fs, (state.item.review_parts || {})[fs.dataset.schema] || [], Array.isArray(value) ? value : []);
     } else if (type === "trajedit") {  // {steps: [{step_index, field, edited_text, reason}], final_answer}
@@ -419,6 +429,10 @@
     }
     if (type === "edit") {  // untouched, the original in the box is no one's answer
       return fs.dataset.touched ? { edited_text: fs.querySelector(".edit-text").value } : null;
+    }
+    if (type === "ranking") {
+      if (!fs.dataset.touched) return null;
+      return Array.prototype.map.call(fs.querySelectorAll(".rank-item"), function (li) { return li.dataset.label; });
     }
     if (type === "review") {  // the parts given an answer, by their number; null for none
       var reviews = [];
@@ -562,6 +576,57 @@
       changes.appendChild(document.createTextNode(" "));
     });
   }
+
+  // A ranking: each label's place shown in its name for screen readers; the first move (or "Keep this
+  // order") makes the order the annotator's answer, and each move is saved as it is made.
+  function showRanking(fs) {
+    var items = fs.querySelectorAll(".rank-item"), n = items.length;
+    items.forEach(function (li, k) {
+      li.setAttribute("aria-label", (k + 1) + " of " + n + ": " + li.querySelector(".rank-label").textContent);
+      li.dataset.rank = String(k + 1);
+    });
+    fs.querySelector(".rank-state").textContent = fs.dataset.touched ? "Your ranking, best first."
+      : "Not ranked yet: move a label, or keep this order.";
+  }
+  function ranked(fs, li, focus) {
+    fs.dataset.touched = "1";
+    showRanking(fs);
+    if (focus) li.focus();
+    fs.dispatchEvent(new Event("change"));
+  }
+  function moveRank(fs, li, by) {
+    var list = li.parentNode, other = by < 0 ? li.previousElementSibling : li.nextElementSibling;
+    if (!other) return false;
+    if (by < 0) list.insertBefore(li, other); else list.insertBefore(other, li);
+    return true;
+  }
+  schemes.filter(function (fs) { return fs.dataset.type === "ranking"; }).forEach(function (fs) {
+    var list = fs.querySelector(".ranking"), dragged = null;
+    list.addEventListener("keydown", function (ev) {
+      var li = ev.target.closest && ev.target.closest(".rank-item");
+      if (!li || (ev.key !== "ArrowUp" && ev.key !== "ArrowDown") || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+      ev.preventDefault();
+      if (moveRank(fs, li, ev.key === "ArrowUp" ? -1 : 1)) ranked(fs, li, true);
+    });
+    list.addEventListener("click", function (ev) {
+      var btn = ev.target.closest(".rank-move");
+      if (!btn) return;
+      var li = btn.closest(".rank-item");
+      if (moveRank(fs, li, Number(btn.dataset.by))) ranked(fs, li, false);
+    });
+    list.addEventListener("dragstart", function (ev) { dragged = ev.target.closest(".rank-item"); });
+    list.addEventListener("dragover", function (ev) { if (dragged) ev.preventDefault(); });
+    list.addEventListener("drop", function (ev) {
+      var target = ev.target.closest && ev.target.closest(".rank-item");
+      ev.preventDefault();
+      if (!dragged || !target || target === dragged) { dragged = null; return; }
+      var after = Array.prototype.indexOf.call(list.children, dragged) < Array.prototype.indexOf.call(list.children, target);
+      list.insertBefore(dragged, after ? target.nextElementSibling : target);
+      ranked(fs, dragged, false);
+      dragged = null;
+    });
+    fs.querySelector(".rank-keep").addEventListener("click", function () { ranked(fs, null, false); });
+  });
 
   // A review of a trace's tool calls or handoffs: a card for each, its answers restored by its number
   // (a stored review holds only the parts given one). Each card's choices are a group of their own.

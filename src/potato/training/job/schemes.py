@@ -66,6 +66,7 @@ class SchemeType(str, Enum):
     TRAJECTORY_EDIT = "trajectory_edit"
     TOOL_CALL_REVIEW = "tool_call_review"
     HANDOFF_REVIEW = "handoff_review"
+    RANKING = "ranking"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -405,6 +406,8 @@ class Scheme:
             return self._accepts_edit(value, EDIT_PARTS)
         if self.annotation_type is SchemeType.TRAJECTORY_EDIT:
             return self._accepts_trajectory_edit(value)
+        if self.annotation_type is SchemeType.RANKING:  # every label once, best first
+            return isinstance(value, list) and sorted(value, key=str) == sorted(self.labels)
         if self.review_steps is not None:
             return (isinstance(value, list) and bool(value) and all(self._accepts_review(entry) for entry in value)
                     and len({entry["index"] for entry in value}) == len(value))
@@ -471,6 +474,8 @@ class Scheme:
                                               f"{', '.join(self.linked_labels)}" if self.linked_labels else ""))
         if self.annotation_type is SchemeType.TEXT_EDIT:
             return f'{{"edited_text": the item\'s text as rewritten, at most {self.max_length} characters}}'
+        if self.annotation_type is SchemeType.RANKING:
+            return "a list of every label once, best first: " + ", ".join(self.labels)
         if self.annotation_type is SchemeType.TOOL_CALL_REVIEW:
             return ('a list of {"index": a call\'s number (0 for the first), "verdict": one of '
                     + ", ".join(self.labels) + f', "notes": text of at most {self.max_length} characters}}')

@@ -86,7 +86,7 @@ def _csv_value(scheme: Scheme, raw: str) -> Any:
     """CSV cells are text: a multiselect cell holds a JSON list or labels separated by '|', a slider,
     number or pairwise scale cell a number, an answer row by row a JSON object."""
     kind = scheme.annotation_type
-    if scheme.by_rows or kind in (SchemeType.SOFT_LABEL, SchemeType.TEXT_EDIT, SchemeType.TRAJECTORY_EDIT,
+    if scheme.by_rows or kind in (SchemeType.SOFT_LABEL, SchemeType.CONSTANT_SUM, SchemeType.TEXT_EDIT, SchemeType.TRAJECTORY_EDIT,
                                   SchemeType.TOOL_CALL_REVIEW, SchemeType.HANDOFF_REVIEW):
         try:
             return json.loads(raw)
@@ -187,7 +187,7 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
         elif scheme.annotation_type is SchemeType.MULTISELECT:
             want = f"a list of distinct labels from: {', '.join(scheme.labels)}"
         elif (scheme.numeric or scheme.pairwise_mode or scheme.by_rows
-              or scheme.annotation_type in (SchemeType.SOFT_LABEL, SchemeType.RANKING)):
+              or scheme.annotation_type in (SchemeType.SOFT_LABEL, SchemeType.RANKING, SchemeType.CONSTANT_SUM)):
             want = scheme.valid_answers()
         else:
             want = "a string"

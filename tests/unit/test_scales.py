@@ -179,3 +179,15 @@ def test_shares_are_stored_exported_and_imported_back(tmp_path: Path, fmt: str) 
     result = _run("import-labels", fresh, source, "--user", "ann")
     assert result.exit_code == 0, result.output
     assert _stored(fresh) == _stored(path) == {("v1", "sentiment_dist"): {"Positive": 60, "Neutral": 30, "Negative": 10}}
+
+
+def test_a_share_of_nothing_is_kept_so_the_answer_still_adds_up_and_imports_back(tmp_path: Path) -> None:
+    """A label given 0 was dropped on storing: the stored shares then lacked a label, and their own
+    export was refused on import."""
+    path = _project(tmp_path / "project", [SOFT])
+    shares = {"Positive": 100, "Neutral": 0, "Negative": 0}
+    with annotator(path) as client:
+        assert client.post("/api/label", json={"id": "v1", "go": "stay", "labels": {"sentiment_dist": shares}}).status_code == 200
+    fresh = _project(tmp_path / "fresh", [SOFT])
+    assert _run("import-labels", fresh, exported(path, tmp_path, "jsonl"), "--user", "ann").exit_code == 0
+    assert _stored(fresh) == _stored(path) == {("v1", "sentiment_dist"): shares}

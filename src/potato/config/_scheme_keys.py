@@ -100,6 +100,9 @@ KEY_CHECKS: Mapping[str, Check] = {
     "flags": text_list("[info_loss, dropped_constraint, garbling, goal_drift]", unique=True),
     "quality_scale": integer(2, 10),
     "allow_ties": boolean,
+    "total_points": integer(1, 1_000_000),
+    "min_per_item": integer(0, 1_000_000),
+    "input_type": choice(("number", "slider"), "input_type"),
     "agents": text_list("[Planner, Researcher]", unique=True),
     "step_text_key": text(),
     "mode": text(),  # each type's own modes: checked with the type
@@ -182,7 +185,8 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
                   "handoff_review"),
     "step_text_key": ("process_reward", "trajectory_eval", "trajectory_edit"),
     "agent_key": ("failure_attribution", "handoff_review"), "agents": ("failure_attribution",),
-    "verdict_options": ("tool_call_review",), "allow_ties": ("ranking",), **{key: ("handoff_review",) for key in ("flags", "quality_scale")},
+    "verdict_options": ("tool_call_review",), "allow_ties": ("ranking",),
+    **{key: ("constant_sum",) for key in ("total_points", "min_per_item", "input_type")}, **{key: ("handoff_review",) for key in ("flags", "quality_scale")},
     "source_field": ("text_edit",),
     **{key: ("text_edit", "trajectory_edit") for key in ("show_diff", "show_edit_distance", "allow_reset")},
     **{key: ("trajectory_edit",) for key in ("editable_fields", "require_reason_on_edit", "edit_final_answer",
@@ -241,6 +245,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += label_options(kind, raw.get("labels"), values, one_choice)
     elif kind == "ranking":
         problems += label_options("radio", raw.get("labels"), values) + _ranking(values)
+    elif kind == "constant_sum":
+        problems += label_options("radio", raw.get("labels"), values) or _points(values)
     elif kind == "process_reward":
         problems += _process_reward(raw, values)
     elif kind == "pairwise":
@@ -341,6 +347,18 @@ def _trajectory_edit(raw: Mapping[Any, object], values: dict[str, Any]) -> list[
     values["reason_on_edit"] = values.pop("require_reason_on_edit", False)
     if raw.get("labels") not in (None, []):
         return [(".labels", "a trajectory_edit scheme's answer is the steps as rewritten; remove labels")]
+    return []
+
+
+def _points(values: dict[str, Any]) -> list[Problem]:
+    """Upstream's constant sum: ``total_points`` (100) spread over the labels in whole points, each at
+    least ``min_per_item`` (0), in a number box each or, with ``input_type: slider``, a slider each."""
+    total, least = values.pop("total_points", 100), values.pop("min_per_item", 0)
+    if least * len(values.get("options", ())) > total:
+        return [(".min_per_item", f"{least} for each of {len(values['options'])} labels is more than total_points "
+                                  f"({total}); lower min_per_item or raise total_points")]
+    values.update(total=float(total), min_value=least, sequential_key_binding=False,
+                  points_by_slider=values.pop("input_type", "number") == "slider")
     return []
 
 

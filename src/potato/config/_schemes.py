@@ -204,6 +204,7 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
     kind = SchemeType(values["annotation_type"])
     options = tuple(replace(o, key=keys.get((index, o.name), "")) for o in values.get("options", ()))
     numeric = kind in NUMERIC_TYPES or values.get("pairwise_mode") == "scale"
+    shares = kind in (SchemeType.SOFT_LABEL, SchemeType.CONSTANT_SUM)
     return Scheme(
         annotation_type=kind,
         name=values["name"],
@@ -223,7 +224,7 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         total=values.get("total"),
         min_label=values.get("min_label", ""),
         max_label=values.get("max_label", ""),
-        min_value=values.get("min_value") if numeric or kind is SchemeType.SOFT_LABEL else None,
+        min_value=values.get("min_value") if numeric or shares else None,
         max_value=values.get("max_value") if numeric else None,
         step=values.get("step") if numeric else None,
         starting_value=values.get("starting_value") if numeric else None,
@@ -260,4 +261,5 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         review_steps=values.get("review_steps"),
         review_agent_key=values.get("review_agent_key", "agent"),
         quality_scale=values.get("quality_scale", 0),
+        points_by_slider=values.get("points_by_slider", False),
     )

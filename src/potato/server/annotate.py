@@ -133,7 +133,9 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
         elif not scheme.accepts(value):
             problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {scheme.valid_answers()})")
         else:
-            store[scheme.name] = {k: v for k, v in value.items() if v} if isinstance(value, dict) else value
+            # A box left empty is no answer; a share or points of 0 are (a soft label's, a constant sum's).
+            shares = scheme.annotation_type in (SchemeType.SOFT_LABEL, SchemeType.CONSTANT_SUM)
+            store[scheme.name] = {k: v for k, v in value.items() if v} if isinstance(value, dict) and not shares else value
     if problems:
         return store, clear, problems
     merged = {k: v for k, v in (stored or {}).items() if k not in clear}
@@ -148,6 +150,8 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
             problems.append(f"'{scheme.name}' needs an answer: it is required")
         elif scheme.required and not partial and scheme.unfinished(store.get(scheme.name)):
             problems.append(f"'{scheme.name}' needs {scheme.unfinished(store.get(scheme.name))}: it is required")
+        elif not partial and scheme.incomplete(merged.get(scheme.name)):
+            problems.append(f"'{scheme.name}' needs {scheme.incomplete(merged.get(scheme.name))}")
     return store, clear, problems
 
 

@@ -351,6 +351,14 @@
       fs.querySelector(".edit-text").value = value && typeof value.edited_text === "string" ? value.edited_text : source;
       fs.dataset.touched = value ? "1" : "";
       showEdit(fs);
+    } else if (type === "constant_sum") {  // {label: points}; a box left empty has none yet
+      var given = value && typeof value === "object" ? value : {};
+      fs.querySelectorAll(".points input").forEach(function (input) {
+        var has = typeof given[input.dataset.label] === "number";
+        input.value = has ? String(given[input.dataset.label]) : (input.type === "range" ? input.min : "");
+        input.dataset.given = has ? "1" : "";
+      });
+      showPoints(fs);
     } else if (type === "ranking") {  // every label once, best first; untouched, the page's order is no answer
       var list = fs.querySelector(".ranking"), items = Array.prototype.slice.call(list.children);
       var order = Array.isArray(value) ? value : JSON.parse(fs.dataset.order || "null") || items.map(function (li) { return li.dataset.label; });
@@ -429,6 +437,13 @@
     }
     if (type === "edit") {  // untouched, the original in the box is no one's answer
       return fs.dataset.touched ? { edited_text: fs.querySelector(".edit-text").value } : null;
+    }
+    if (type === "constant_sum") {
+      var points = {}, anyPoints = false;
+      fs.querySelectorAll(".points input").forEach(function (input) {
+        if (input.dataset.given && input.value !== "") { points[input.dataset.label] = Number(input.value); anyPoints = true; }
+      });
+      return anyPoints ? points : null;
     }
     if (type === "ranking") {
       if (!fs.dataset.touched) return null;
@@ -576,6 +591,46 @@
       changes.appendChild(document.createTextNode(" "));
     });
   }
+
+  // A constant sum: whole points, each box at least the least and the boxes together at most the total
+  // (a number that would pass it is lowered to what is left); the line under them says what is left.
+  // Points given so far are saved as they are; the item is done once they add up to the total.
+  function showPoints(fs) {
+    var box = fs.querySelector(".points"), total = Number(box.dataset.total), sum = 0, any = false;
+    fs.querySelectorAll(".points input").forEach(function (input) {
+      if (input.dataset.given && input.value !== "") { sum += Number(input.value); any = true; }
+      var out = input.parentNode.querySelector(".points-value");
+      if (out) out.textContent = input.dataset.given ? input.value : "\u2013";
+    });
+    fs.querySelector(".points-total").textContent = !any ? "Allocated: 0 / " + total
+      : "Allocated: " + sum + " / " + total + (sum === total ? " \u2713" : " \u00b7 " + (total - sum) + " left");
+  }
+  function unallocated(a) {
+    return schemes.filter(function (fs) {
+      if (fs.dataset.type !== "constant_sum" || fs.hidden || !a[fs.dataset.schema]) return false;
+      var total = Number(fs.querySelector(".points").dataset.total), given = a[fs.dataset.schema];
+      var sum = Object.keys(given).reduce(function (s, k) { return s + given[k]; }, 0);
+      return sum !== total || Object.keys(given).length !== fs.querySelectorAll(".points input").length;
+    }).map(function (fs) { return fs.querySelector("legend").firstChild.textContent.trim(); });
+  }
+  schemes.filter(function (fs) { return fs.dataset.type === "constant_sum"; }).forEach(function (fs) {
+    var box = fs.querySelector(".points"), total = Number(box.dataset.total), least = Number(box.dataset.least);
+    fs.addEventListener("input", function (ev) {
+      var input = ev.target;
+      if (!input.dataset || !input.dataset.label) return;
+      input.dataset.given = input.value === "" ? "" : "1";
+      if (input.value !== "") {
+        var others = 0;
+        fs.querySelectorAll(".points input").forEach(function (x) {
+          if (x !== input && x.dataset.given && x.value !== "") others += Number(x.value);
+        });
+        var value = Math.round(Number(input.value));
+        value = Math.max(least, Math.min(value, total - others));
+        if (String(value) !== input.value) input.value = String(value);
+      }
+      showPoints(fs);
+    });
+  });
 
   // A ranking: each label's place shown in its name for screen readers; the first move (or "Keep this
   // order") makes the order the annotator's answer, and each move is saved as it is made.
@@ -1007,6 +1062,11 @@
     var missing = missingRequired(a), forward = go === "next" || go === "next_unlabelled";
     if (missing.length && (hasAnswer || forward)) {
       setStatus("Answer \u201c" + missing.join("\u201d, \u201c") + "\u201d first: it is required.", true);
+      return true;
+    }
+    var open = unallocated(a);
+    if (open.length) {
+      setStatus("Allocate every point of \u201c" + open.join("\u201d, \u201c") + "\u201d first: they must add up to the total.", true);
       return true;
     }
     var skipped = forward && nothingPicked(a) ? state.item : null;

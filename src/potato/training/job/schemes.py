@@ -67,6 +67,7 @@ class SchemeType(str, Enum):
     TOOL_CALL_REVIEW = "tool_call_review"
     HANDOFF_REVIEW = "handoff_review"
     RANKING = "ranking"
+    CONSTANT_SUM = "constant_sum"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -233,6 +234,8 @@ class Scheme:
     """Where a step names its agent, for the handoffs between them."""
     quality_scale: int = 0
     """A handoff's quality is rated 1 to this."""
+    points_by_slider: bool = False
+    """A constant sum's points are set with a slider each (``input_type: slider``), else typed in a box each."""
 
     @property
     def multiselect(self) -> bool:
@@ -266,6 +269,15 @@ class Scheme:
     def by_rows(self) -> bool:
         """Answered row by row (a multi_dimension comparison, a multirate scheme, a rubric)."""
         return bool(self.dimensions)
+
+    def incomplete(self, value: object) -> str:
+        """What an answer given still lacks before its item is done, required or not ("" for nothing):
+        points allocated are kept as they are given, and must add up to the total by then."""
+        if self.annotation_type is SchemeType.CONSTANT_SUM and isinstance(value, dict):
+            given = sum(value.values())
+            if given != self.total or set(value) != set(self.labels):
+                return f"points for every label adding up to {self.total or 0:g} ({given:g} given so far)"
+        return ""
 
     def unfinished(self, value: object) -> str:
         """What a required answer still lacks ("" for nothing): a question answered row by row needs
@@ -406,6 +418,8 @@ class Scheme:
             return self._accepts_edit(value, EDIT_PARTS)
         if self.annotation_type is SchemeType.TRAJECTORY_EDIT:
             return self._accepts_trajectory_edit(value)
+        if self.annotation_type is SchemeType.CONSTANT_SUM:
+            return self._accepts_points(value)
         if self.annotation_type is SchemeType.RANKING:  # every label once, best first
             return isinstance(value, list) and sorted(value, key=str) == sorted(self.labels)
         if self.review_steps is not None:
@@ -476,6 +490,9 @@ class Scheme:
             return f'{{"edited_text": the item\'s text as rewritten, at most {self.max_length} characters}}'
         if self.annotation_type is SchemeType.RANKING:
             return "a list of every label once, best first: " + ", ".join(self.labels)
+        if self.annotation_type is SchemeType.CONSTANT_SUM:
+            return (f"an object of whole points by label ({', '.join(self.labels)}), each at least {self.min_value or 0:g}, "
+                    f"together {self.total or 0:g}")
         if self.annotation_type is SchemeType.TOOL_CALL_REVIEW:
             return ('a list of {"index": a call\'s number (0 for the first), "verdict": one of '
                     + ", ".join(self.labels) + f', "notes": text of at most {self.max_length} characters}}')
@@ -546,6 +563,15 @@ class Scheme:
     def review_answers(self) -> tuple[str, ...]:
         """What a review gives each part: a tool call a verdict and notes, a handoff flags and a quality."""
         return ("verdict", "notes") if self.annotation_type is SchemeType.TOOL_CALL_REVIEW else ("flags", "quality")
+
+    def _accepts_points(self, value: object) -> bool:
+        """Points allocated so far: whole numbers, each at least ``min_value``, by label (some may be
+        still to give), together at most ``total`` (:meth:`incomplete` asks for all of it)."""
+        if not isinstance(value, dict) or not value or not set(value) <= set(self.labels):
+            return False
+        points = list(value.values())
+        return (all(isinstance(v, int) and not isinstance(v, bool) and v >= (self.min_value or 0) for v in points)
+                and sum(points) <= (self.total or 0))
 
     def _accepts_review(self, entry: object) -> bool:
         """One part's answer (what names the part may be sent too: it is written from the item again)."""

@@ -103,6 +103,8 @@ KEY_CHECKS: Mapping[str, Check] = {
     "total_points": integer(1, 1_000_000),
     "min_per_item": integer(0, 1_000_000),
     "input_type": choice(("number", "slider"), "input_type"),
+    "target_schema": text(),
+    "scale_type": choice(("likert", "slider"), "scale_type"),
     "agents": text_list("[Planner, Researcher]", unique=True),
     "step_text_key": text(),
     "mode": text(),  # each type's own modes: checked with the type
@@ -158,10 +160,12 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "max_length": ("text",), "textarea": ("text",), "multiline": ("text",), "single_line": ("text",),
     "text_box_single_line": ("text",), "rows": ("text",), "placeholder": ("text",),
     "size": ("likert",), "min_label": ("likert",), "max_label": ("likert",),
-    "min_value": ("slider", "number", "vas"), "max_value": ("slider", "number", "vas"), "min": ("number",),
+    "min_value": ("slider", "number", "vas", "confidence"), "max_value": ("slider", "number", "vas", "confidence"),
+    "min": ("number",),
     "max": ("number",),
-    **{key: ("vas",) for key in ("left_label", "right_label", "show_value", "precision")},
-    "starting_value": ("slider",), "step": ("slider", "number"),
+    **{key: ("vas", "confidence") for key in ("left_label", "right_label")},
+    **{key: ("vas",) for key in ("show_value", "precision")},
+    "starting_value": ("slider",), "step": ("slider", "number", "confidence"),
     "horizontal": ("radio", "multiselect", "likert"),
     "sequential_key_binding": ("radio", "multiselect", "likert", "span", "pairwise", "multirate"),
     "has_free_response": ("radio", "multiselect"),
@@ -173,7 +177,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "mode": ("process_reward", "pairwise"),
     "options": ("multirate",),
     **{key: ("rubric_eval",) for key in ("scale_labels", "criteria", "show_overall")},
-    "scale_points": ("rubric_eval", "semantic_differential"), "pairs": ("semantic_differential",),
+    "scale_points": ("rubric_eval", "semantic_differential", "confidence"), "pairs": ("semantic_differential",),
     **{key: ("soft_label",) for key in ("total", "min_per_label", "show_distribution_chart")},
     **{key: ("consensus_tracking",) for key in ("turns_key", "acts", "linked_acts", "hint")},
     **{key: ("triage",) for key in ("accept_label", "reject_label", "skip_label", "accept_key", "reject_key", "skip_key",
@@ -186,7 +190,8 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "step_text_key": ("process_reward", "trajectory_eval", "trajectory_edit"),
     "agent_key": ("failure_attribution", "handoff_review"), "agents": ("failure_attribution",),
     "verdict_options": ("tool_call_review",), "allow_ties": ("ranking",),
-    **{key: ("constant_sum",) for key in ("total_points", "min_per_item", "input_type")}, **{key: ("handoff_review",) for key in ("flags", "quality_scale")},
+    **{key: ("constant_sum",) for key in ("total_points", "min_per_item", "input_type")},
+    **{key: ("confidence",) for key in ("target_schema", "scale_type")}, **{key: ("handoff_review",) for key in ("flags", "quality_scale")},
     "source_field": ("text_edit",),
     **{key: ("text_edit", "trajectory_edit") for key in ("show_diff", "show_edit_distance", "allow_reset")},
     **{key: ("trajectory_edit",) for key in ("editable_fields", "require_reason_on_edit", "edit_final_answer",
@@ -245,6 +250,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += label_options(kind, raw.get("labels"), values, one_choice)
     elif kind == "ranking":
         problems += label_options("radio", raw.get("labels"), values) + _ranking(values)
+    elif kind == "confidence":
+        problems += _confidence(raw, values)
     elif kind == "constant_sum":
         problems += label_options("radio", raw.get("labels"), values) or _points(values)
     elif kind == "process_reward":
@@ -347,6 +354,42 @@ def _trajectory_edit(raw: Mapping[Any, object], values: dict[str, Any]) -> list[
     values["reason_on_edit"] = values.pop("require_reason_on_edit", False)
     if raw.get("labels") not in (None, []):
         return [(".labels", "a trajectory_edit scheme's answer is the steps as rewritten; remove labels")]
+    return []
+
+
+CONFIDENCE_WORDS = ("Guessing", "Somewhat confident", "Fairly confident", "Confident", "Certain")
+"""Upstream's confidence scale, least sure first, where a scheme names no labels of its own."""
+
+
+def _confidence(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's confidence rating of another answer (``target_schema``): a point on a scale of
+    ``scale_points`` (5), each named by its ``labels`` (else upstream's words; points beyond them
+    "Level n") and stored as its number, "1" the least sure; or, with ``scale_type: slider``, a number
+    from ``min_value`` (0, ``left_label``) to ``max_value`` (100, ``right_label``)."""
+    values["rates"] = values.pop("target_schema", "")
+    values["sequential_key_binding"] = False  # upstream's scale has no keys; the question it rates keeps its own
+    if values.pop("scale_type", "likert") == "slider":
+        if raw.get("labels") not in (None, []):
+            return [(".labels", "a confidence slider has no points to name; remove labels, and name its ends with "
+                                "left_label and right_label")]
+        values.pop("labels", None)
+        values.pop("scale_points", None)
+        values.setdefault("min_value", 0)
+        values.setdefault("max_value", 100)
+        values.setdefault("step", 1)
+        values["min_label"] = values.pop("left_label", "Not confident")
+        values["max_label"] = values.pop("right_label", "Very confident")
+        if values["min_value"] >= values["max_value"]:
+            return [(".max_value", f"must be above min_value ({values['min_value']:g}); got {values['max_value']:g}")]
+        return []
+    given = raw.get("labels") or []
+    if not isinstance(given, list):
+        return [(".labels", f"must be a list of the scale's names, least sure first, got {show(given)}")]
+    words = [str(w.get("name", "")) if isinstance(w, dict) else str(w) for w in given] or list(CONFIDENCE_WORDS)
+    points = values.pop("scale_points", len(words) if given else 5)
+    words = (words if given else words[:points]) + [f"Level {n}" for n in range(len(words) + 1, points + 1)]
+    values.pop("labels", None)
+    values["options"] = tuple(LabelOption(str(n), text=f"{n} · {word}") for n, word in enumerate(words, 1))
     return []
 
 

@@ -203,7 +203,8 @@ def _scheme_values(item: object, at: str, findings: Findings,
 def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], str]) -> Scheme:
     kind = SchemeType(values["annotation_type"])
     options = tuple(replace(o, key=keys.get((index, o.name), "")) for o in values.get("options", ()))
-    numeric = kind in NUMERIC_TYPES or values.get("pairwise_mode") == "scale"
+    numeric = (kind in NUMERIC_TYPES or values.get("pairwise_mode") == "scale"
+               or (kind is SchemeType.CONFIDENCE and not values.get("options")))  # a confidence slider
     shares = kind in (SchemeType.SOFT_LABEL, SchemeType.CONSTANT_SUM)
     return Scheme(
         annotation_type=kind,
@@ -262,4 +263,5 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         review_agent_key=values.get("review_agent_key", "agent"),
         quality_scale=values.get("quality_scale", 0),
         points_by_slider=values.get("points_by_slider", False),
+        rates=values.get("rates", ""),
     )

@@ -187,7 +187,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "pure_display": "display-only text between the annotation questions (a study page's question file may hold it)",
     "bws": "best-worst scaling",
     "range_slider": "picking a range with two slider handles",
-    "confidence": "a confidence rating of another answer",
     "error_span": "marking error spans with severities",
     "extractive_qa": "marking an answer span",
     "card_sort": "sorting cards into groups",

@@ -29,6 +29,7 @@ from potato.config import _page as page_keys
 from potato.config.study import phases as phase_keys
 from potato.config.training.active import as_auto_retrain, check_active_learning
 from potato.config._checks import Findings, Invalid, section, show
+from potato.errors import did_you_mean
 from potato.config._files import resolve, warn_open_folder
 from potato.config._keywords import check_keywords
 from potato.config._items import check_item_properties, span_target
@@ -90,6 +91,19 @@ def _pairs_shown(schemes: tuple[Scheme, ...], text_key: str, fields: tuple[Displ
                            f"name the key of the item that holds the two options, e.g. items_key: {text_key}")
 
 
+def _rated_known(schemes: tuple[Scheme, ...], findings: Findings) -> None:
+    """A confidence rating's ``target_schema`` names another question of the page."""
+    names = [s.name for s in schemes]
+    index = -1
+    for scheme in schemes:
+        index += 0 if scheme.free_response_of else 1
+        if scheme.rates and (scheme.rates not in names or scheme.rates == scheme.name):
+            findings.error(f"annotation_schemes[{index}].target_schema",
+                           f"names {scheme.rates!r}, which is not another scheme of this config (its schemes: "
+                           f"{', '.join(names)}){did_you_mean(scheme.rates, names)}; name the question whose answer "
+                           "this confidence rates")
+
+
 def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
                   file_mode: int | None = None) -> tuple[Config | None, list[str]]:
     """All top-level checks; the config (None if anything failed) and the declared backend names."""
@@ -123,6 +137,8 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
         schemes = turn_ratings(schemes, page["page"].display_fields, findings)
     if schemes is not None and page is not None and item_properties is not None:
         _pairs_shown(schemes, item_properties.text_key, page["page"].display_fields, findings)
+    if schemes is not None:
+        _rated_known(schemes, findings)
     phases_ok, phases = phase_keys.check(raw, schemes, task_dir, findings)
     codebook = _codebook_mode(raw.get("codebook_mode"), schemes or (), page, findings)
     if page is not None:

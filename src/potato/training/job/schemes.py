@@ -68,6 +68,7 @@ class SchemeType(str, Enum):
     HANDOFF_REVIEW = "handoff_review"
     RANKING = "ranking"
     CONSTANT_SUM = "constant_sum"
+    CONFIDENCE = "confidence"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -234,6 +235,8 @@ class Scheme:
     """Where a step names its agent, for the handoffs between them."""
     quality_scale: int = 0
     """A handoff's quality is rated 1 to this."""
+    rates: str = ""
+    """A confidence rating: the scheme whose answer it rates (upstream's ``target_schema``)."""
     points_by_slider: bool = False
     """A constant sum's points are set with a slider each (``input_type: slider``), else typed in a box each."""
 
@@ -244,7 +247,8 @@ class Scheme:
     @property
     def numeric(self) -> bool:
         """Its answer is a number (a slider, a number box, a pairwise scale)."""
-        return self.annotation_type in NUMERIC_TYPES or self.pairwise_mode == "scale"
+        return (self.annotation_type in NUMERIC_TYPES or self.pairwise_mode == "scale"
+                or (self.annotation_type is SchemeType.CONFIDENCE and not self.labels))
 
     @property
     def spans(self) -> bool:
@@ -420,6 +424,8 @@ class Scheme:
             return self._accepts_trajectory_edit(value)
         if self.annotation_type is SchemeType.CONSTANT_SUM:
             return self._accepts_points(value)
+        if self.annotation_type is SchemeType.CONFIDENCE and self.labels:  # a point of its scale, "1" for the least
+            return isinstance(value, str) and value in self.labels
         if self.annotation_type is SchemeType.RANKING:  # every label once, best first
             return isinstance(value, list) and sorted(value, key=str) == sorted(self.labels)
         if self.review_steps is not None:

@@ -264,4 +264,5 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         quality_scale=values.get("quality_scale", 0),
         points_by_slider=values.get("points_by_slider", False),
         rates=values.get("rates", ""),
+        shuffled=values.get("option_randomization", False),
     )

@@ -164,7 +164,6 @@ SCHEME_KEYS: Mapping[str, Feature] = {
     "dynamic_options": _e("options taken from each item"),
     "dynamic_options_field": _e("options taken from each item"),
     "options_from_data": _e("options taken from each item"),
-    "option_randomization": _e("shuffling the labels for each annotator"),
     "bad_text_label": _e("an extra \"bad text\" answer"),
     "display_config": _w("display options of the labels"),
     "displaying_score": _w("hiding the point numbers of a likert scale"),

@@ -7,6 +7,7 @@ a client can also store and move in one request. The page never reloads; each sa
 
 from __future__ import annotations
 
+import random
 from typing import Any, Callable, Mapping, Sequence
 
 from flask import Blueprint, Flask, current_app, jsonify, redirect, render_template, request, url_for
@@ -21,7 +22,7 @@ from potato.display.media import MediaFileError
 from potato.edits import BadEdit, Originals, stored_any_edit, unexplained
 from potato.reviews import BadReview, Part, stored_review
 from potato.study.assist import option_highlights
-from potato.training.job.schemes import SchemeType
+from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.job.spans import Texts
 from potato.training.job.turns import BadTurns, Turn, answer_of
 from potato.label_import import stored_spans
@@ -455,7 +456,19 @@ def annotate() -> Any:
         ai_help=project.config.ai_support,
         chat=project.config.chat_support if helped else None,
         first=first,
+        arranged=lambda scheme, entries: arranged(scheme, entries, user),
     )
+
+
+def arranged(scheme: Scheme, entries: Sequence[Any], user: str) -> list[Any]:
+    """A scheme's labels (a multirate's rows) in the order ``user`` sees them: as the config lists them,
+    or, with ``option_randomization``, in an order of the annotator's own, the same on every item and
+    every visit (seeded by the annotator and the scheme), as upstream's page shuffles them (pure)."""
+    if not scheme.shuffled or (scheme.annotation_type is SchemeType.MULTIRATE and entries is scheme.options):
+        return list(entries)
+    order = list(entries)
+    random.Random(f"{user}\x1f{scheme.name}").shuffle(order)
+    return order
 
 
 MOVES = ("next", "prev", "stay", "next_unlabelled", "prev_unlabelled")

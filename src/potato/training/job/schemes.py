@@ -235,6 +235,9 @@ class Scheme:
     """Where a step names its agent, for the handoffs between them."""
     quality_scale: int = 0
     """A handoff's quality is rated 1 to this."""
+    shuffled: bool = False
+    """Each annotator sees the labels (a multirate's rows) in an order of their own, the same on every
+    item (upstream's ``option_randomization``)."""
     rates: str = ""
     """A confidence rating: the scheme whose answer it rates (upstream's ``target_schema``)."""
     points_by_slider: bool = False

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -23,6 +24,7 @@ import pytest
 import requests
 import yaml
 
+from potato.config import load_config
 from tests.conftest import ADMIN_KEY
 from tests.harness.adminapi import stored_labels
 from tests.harness.llmserver import ChatServer, chat_server
@@ -122,6 +124,12 @@ def _served(llm: ChatServer, calls: int) -> int:
     return llm.requests_served()
 
 
+def _given_up(srv: ServerProcess) -> int:
+    """Calls the project's database records as given up on at ai_config.timeout."""
+    with sqlite3.connect(load_config(srv.config_path).database_path) as db:
+        return int(db.execute("SELECT COUNT(*) FROM ai_calls WHERE problem LIKE 'no answer within %'").fetchone()[0])
+
+
 def _problem(srv: ServerProcess) -> str:
     """The admin page's latest problem line, to say why a test saw no answer."""
     return str(_settled_status(srv)["last_problem"])
@@ -184,10 +192,11 @@ def test_an_llm_servers_picks_reach_the_page_in_the_background_and_are_kept(
         # Kept: a second annotator and a reload see the same picks without a new call.
         status = _settled_status(srv)
         assert status["answered"] >= 3
-        # Every call made is counted, none twice. A call given up on at its timeout is counted at once,
-        # and answered by the one-at-a-time loopback server when its turn comes.
-        settled = _served(llm, int(status["calls"]))
-        assert status["calls"] == settled, _problem(srv)
+        # Every call made is counted, none twice: each is one the server answered, or one given up on at
+        # ai_config.timeout on a busy machine (which the server may answer later, or drop unanswered).
+        gave_up = _given_up(srv)
+        settled = _served(llm, int(status["calls"]) - gave_up)
+        assert settled <= status["calls"] <= settled + gave_up, _problem(srv)
         other = requests.Session()
         other.post(f"{srv.url}/login", data={"name": "bo"}, timeout=10)
         first = _payload(srv, other, "1")
@@ -195,7 +204,8 @@ def test_an_llm_servers_picks_reach_the_page_in_the_background_and_are_kept(
         page.goto(srv.url + "/annotate?item=1")
         page.wait_for_selector("#item-number:text('1 of 6')")
         assert set(_options(page, ".ai-highlighted")) == set(bright)  # with the item itself, no waiting
-        assert _settled_status(srv)["calls"] == settled == llm.requests_served()  # nothing asked twice
+        # Nothing asked twice.
+        assert _settled_status(srv)["calls"] == status["calls"] and llm.requests_served() == settled
         page.goto(srv.url + "/admin/")
         page.fill("#key", ADMIN_KEY)
         page.press("#key", "Enter")

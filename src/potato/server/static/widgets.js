@@ -1,0 +1,403 @@
+// The answer types whose widgets are drawn from the item or count as they are typed (annotate.js
+// reads and fills their answers through get and set, by the fieldset's data-type):
+// - edit: a text rewritten in a box that starts with the original (upstream's text_edit);
+// - trajedit: a box for each editable field of each step of a trace (trajectory_edit);
+// - review: a card for each tool call or handoff of a trace (tool_call_review, handoff_review);
+// - ranking: the labels put in order, best first;
+// - constant_sum: whole points spread over the labels, adding up to a total;
+// - attribution: the agent, the decisive step and why a multi-agent trace failed.
+// What an item offers (its originals, its parts, its agents and steps) comes with the item from the
+// server, which checks every answer against the same; everything is drawn with textContent only.
+(function () {
+  "use strict";
+
+  var SCHEMES = Array.prototype.slice.call(document.querySelectorAll("fieldset.scheme"));
+
+  // A text edit counts what it changed as it is typed, as the server counts it on saving:
+  // characters and words (split at whitespace) inserted, deleted or replaced, and shows the words
+  // struck out and added. Levenshtein in Hyyro's bit-parallel form (BigInt masks), as potato/edits.py.
+  function editDistance(a, b) {
+    if (!a.length || !b.length) return a.length + b.length;
+    var masks = new Map(), m = a.length, one = BigInt(1);
+    a.forEach(function (x, i) { masks.set(x, (masks.get(x) || BigInt(0)) | (one << BigInt(i))); });
+    var full = (one << BigInt(m)) - one, top = one << BigInt(m - 1);
+    var plus = full, minus = BigInt(0), score = m, zero = BigInt(0);
+    b.forEach(function (x) {
+      var eq = masks.get(x) || zero, xv = eq | minus;
+      var xh = (((eq & plus) + plus) ^ plus) | eq;
+      var up = minus | (~(xh | plus) & full), down = plus & xh;
+      if ((up & top) !== zero) score += 1; else if ((down & top) !== zero) score -= 1;
+      up = ((up << one) | one) & full;
+      down = (down << one) & full;
+      plus = (down | ~(xv | up)) & full;
+      minus = up & xv;
+    });
+    return score;
+  }
+  function wordsOf(text) { return text.split(/\s+/).filter(Boolean); }
+
+  // The words of the original struck out and those of the edit added, in order (a longest common
+  // subsequence of words); drawn as text nodes, never markup.
+  function wordChanges(a, b) {
+    var n = a.length, m = b.length, table = [], i, j;
+    for (i = 0; i <= n; i++) { table.push(new Array(m + 1).fill(0)); }
+    for (i = n - 1; i >= 0; i--) {
+      for (j = m - 1; j >= 0; j--) {
+        table[i][j] = a[i] === b[j] ? table[i + 1][j + 1] + 1 : Math.max(table[i + 1][j], table[i][j + 1]);
+      }
+    }
+    var out = [];
+    for (i = 0, j = 0; i < n || j < m;) {
+      if (i < n && j < m && a[i] === b[j]) { out.push(["same", a[i]]); i++; j++; }
+      else if (i < n && (j === m || table[i + 1][j] >= table[i][j + 1])) { out.push(["del", a[i]]); i++; }
+      else { out.push(["ins", b[j]]); j++; }
+    }
+    return out;
+  }
+
+  var EDIT_DIFF_WORDS = 2000;  // beyond this many words the struck-out view is left out (its table grows squared)
+  function showEdit(fs) {
+    var source = fs.querySelector(".edit-source").textContent, edited = fs.querySelector(".edit-text").value;
+    var before = wordsOf(source), after = wordsOf(edited);
+    var stats = fs.querySelector(".edit-stats");
+    if (stats) {
+      stats.querySelector(".edit-words").textContent = String(editDistance(before, after));
+      stats.querySelector(".edit-chars").textContent = String(editDistance(Array.from(source), Array.from(edited)));
+    }
+    var changes = fs.querySelector(".edit-changes");
+    if (!changes) return;
+    changes.textContent = "";
+    if (before.length > EDIT_DIFF_WORDS || after.length > EDIT_DIFF_WORDS) {
+      changes.textContent = "(too long to show word by word)";
+      return;
+    }
+    wordChanges(before, after).forEach(function (part) {
+      var el = document.createElement(part[0] === "same" ? "span" : part[0]);
+      el.textContent = part[1];
+      changes.appendChild(el);
+      changes.appendChild(document.createTextNode(" "));
+    });
+  }
+
+  // A constant sum: whole points, each box at least the least and the boxes together at most the total
+  // (a number that would pass it is lowered to what is left); the line under them says what is left.
+  // Points given so far are saved as they are; the item is done once they add up to the total.
+  function showPoints(fs) {
+    var box = fs.querySelector(".points"), total = Number(box.dataset.total), sum = 0, any = false;
+    fs.querySelectorAll(".points input").forEach(function (input) {
+      if (input.dataset.given && input.value !== "") { sum += Number(input.value); any = true; }
+      var out = input.parentNode.querySelector(".points-value");
+      if (out) out.textContent = input.dataset.given ? input.value : "\u2013";
+    });
+    fs.querySelector(".points-total").textContent = !any ? "Allocated: 0 / " + total
+      : "Allocated: " + sum + " / " + total + (sum === total ? " \u2713" : " \u00b7 " + (total - sum) + " left");
+  }
+  // The constant sums (shown) whose points given do not add up yet, by their question.
+  function unallocated(a) {
+    return SCHEMES.filter(function (fs) {
+      if (fs.dataset.type !== "constant_sum" || fs.hidden || !a[fs.dataset.schema]) return false;
+      var total = Number(fs.querySelector(".points").dataset.total), given = a[fs.dataset.schema];
+      var sum = Object.keys(given).reduce(function (s, k) { return s + given[k]; }, 0);
+      return sum !== total || Object.keys(given).length !== fs.querySelectorAll(".points input").length;
+    }).map(function (fs) { return fs.querySelector("legend").firstChild.textContent.trim(); });
+  }
+  SCHEMES.filter(function (fs) { return fs.dataset.type === "constant_sum"; }).forEach(function (fs) {
+    var box = fs.querySelector(".points"), total = Number(box.dataset.total), least = Number(box.dataset.least);
+    fs.addEventListener("input", function (ev) {
+      var input = ev.target;
+      if (!input.dataset || !input.dataset.label) return;
+      input.dataset.given = input.value === "" ? "" : "1";
+      if (input.value !== "") {
+        var others = 0;
+        fs.querySelectorAll(".points input").forEach(function (x) {
+          if (x !== input && x.dataset.given && x.value !== "") others += Number(x.value);
+        });
+        var value = Math.round(Number(input.value));
+        value = Math.max(least, Math.min(value, total - others));
+        if (String(value) !== input.value) input.value = String(value);
+      }
+      showPoints(fs);
+    });
+  });
+
+  // A ranking: each label's place shown in its name for screen readers; the first move (or "Keep this
+  // order") makes the order the annotator's answer, and each move is saved as it is made.
+  function showRanking(fs) {
+    var items = fs.querySelectorAll(".rank-item"), n = items.length;
+    items.forEach(function (li, k) {
+      li.setAttribute("aria-label", (k + 1) + " of " + n + ": " + li.querySelector(".rank-label").textContent);
+      li.dataset.rank = String(k + 1);
+    });
+    fs.querySelector(".rank-state").textContent = fs.dataset.touched ? "Your ranking, best first."
+      : "Not ranked yet: move a label, or keep this order.";
+  }
+  function ranked(fs, li, focus) {
+    fs.dataset.touched = "1";
+    showRanking(fs);
+    if (focus) li.focus();
+    fs.dispatchEvent(new Event("change"));
+  }
+  function moveRank(fs, li, by) {
+    var list = li.parentNode, other = by < 0 ? li.previousElementSibling : li.nextElementSibling;
+    if (!other) return false;
+    if (by < 0) list.insertBefore(li, other); else list.insertBefore(other, li);
+    return true;
+  }
+  SCHEMES.filter(function (fs) { return fs.dataset.type === "ranking"; }).forEach(function (fs) {
+    var list = fs.querySelector(".ranking"), dragged = null;
+    list.addEventListener("keydown", function (ev) {
+      var li = ev.target.closest && ev.target.closest(".rank-item");
+      if (!li || (ev.key !== "ArrowUp" && ev.key !== "ArrowDown") || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+      ev.preventDefault();
+      if (moveRank(fs, li, ev.key === "ArrowUp" ? -1 : 1)) ranked(fs, li, true);
+    });
+    list.addEventListener("click", function (ev) {
+      var btn = ev.target.closest(".rank-move");
+      if (!btn) return;
+      var li = btn.closest(".rank-item");
+      if (moveRank(fs, li, Number(btn.dataset.by))) ranked(fs, li, false);
+    });
+    list.addEventListener("dragstart", function (ev) { dragged = ev.target.closest(".rank-item"); });
+    list.addEventListener("dragover", function (ev) { if (dragged) ev.preventDefault(); });
+    list.addEventListener("drop", function (ev) {
+      var target = ev.target.closest && ev.target.closest(".rank-item");
+      ev.preventDefault();
+      if (!dragged || !target || target === dragged) { dragged = null; return; }
+      var after = Array.prototype.indexOf.call(list.children, dragged) < Array.prototype.indexOf.call(list.children, target);
+      list.insertBefore(dragged, after ? target.nextElementSibling : target);
+      ranked(fs, dragged, false);
+      dragged = null;
+    });
+    fs.querySelector(".rank-keep").addEventListener("click", function () { ranked(fs, null, false); });
+  });
+
+  // A review of a trace's tool calls or handoffs: a card for each, its answers restored by its number
+  // (a stored review holds only the parts given one). Each card's choices are a group of their own.
+  function drawReview(fs, parts, saved) {
+    var list = fs.querySelector(".review-parts"), template = fs.querySelector(".review-template"), byIndex = {};
+    saved.forEach(function (e) { byIndex[e.index] = e; });
+    list.textContent = "";
+    parts.forEach(function (part) {
+      var card = template.content.firstElementChild.cloneNode(true), entry = byIndex[part.index] || {};
+      var name = part.tool !== undefined ? part.tool : part.from + " \u2192 " + part.to;
+      var what = part.tool !== undefined ? "Call " + (part.index + 1) + " (" + part.tool + ")" : "Handoff " + (part.index + 1) + " (" + name + ")";
+      card.dataset.index = part.index;
+      card.querySelector(".review-name").textContent = name;
+      card.querySelector(".review-step").textContent = "step " + (part.step + 1);
+      var detail = card.querySelector(".review-detail");
+      if (detail) detail.textContent = part.detail;
+      card.querySelectorAll("[data-part]").forEach(function (input) {
+        var key = input.dataset.part, given = entry[key];
+        input.name = fs.dataset.schema + "/" + part.index + "/" + key;
+        if (input.type === "checkbox") input.checked = Array.isArray(given) && given.indexOf(input.value) >= 0;
+        else if (input.type === "radio") input.checked = given !== undefined && String(given) === input.value;
+        else input.value = given || "";
+        input.setAttribute("aria-label", what + ", " + key + (input.type === "text" ? "" : ": " + input.value));
+      });
+      list.appendChild(card);
+    });
+    if (!parts.length) {
+      list.textContent = template.content.querySelector("[data-part=verdict]") ? "No tool calls in this trace." : "No handoffs in this trace.";
+    }
+  }
+
+  // A trajectory edit: a box for each editable field of each step, and the final answer, each a
+  // text edit of its own (its block is what showEdit reads); a step's thought above its boxes.
+  function drawTrajectory(fs, originals, saved) {
+    var steps = fs.querySelector(".trajedit-steps"), template = fs.querySelector(".trajedit-template");
+    var byPlace = {}, thoughts = originals.thoughts || {}, shownThought = {};
+    (saved.steps || []).forEach(function (e) { byPlace[e.step_index + "/" + e.field] = e; });
+    steps.textContent = "";
+    function block(step, field, original, entry, name, label) {
+      var el = template.content.firstElementChild.cloneNode(true);
+      el.dataset.step = step;
+      el.dataset.field = field;
+      el.querySelector(".trajedit-name").textContent = name;
+      el.querySelector(".edit-source").textContent = original;
+      var box = el.querySelector(".edit-text");
+      box.value = entry ? entry.edited_text : original;
+      box.setAttribute("aria-label", label);
+      var reason = el.querySelector(".edit-reason");
+      if (reason) { reason.value = (entry && entry.reason) || ""; reason.setAttribute("aria-label", "Reason for editing " + name); }
+      el.dataset.touched = entry ? "1" : "";
+      steps.appendChild(el);
+      showEdit(el);
+    }
+    (originals.steps || []).forEach(function (slot) {
+      var n = slot.step + 1, field = slot.field.charAt(0).toUpperCase() + slot.field.slice(1);
+      if (thoughts[slot.step] !== undefined && !shownThought[slot.step]) {
+        shownThought[slot.step] = true;
+        var thought = document.createElement("p");
+        thought.className = "trajedit-thought muted";
+        thought.textContent = "Step " + n + ", thought: " + thoughts[slot.step];
+        steps.appendChild(thought);
+      }
+      block(String(slot.step), slot.field, slot.original, byPlace[slot.step + "/" + slot.field],
+            "Step " + n + " \u00b7 " + field, "Corrected " + field + " for step " + n);
+    });
+    if (typeof originals.final_answer === "string") {
+      block("", "", originals.final_answer, saved.final_answer, "Final answer", "Corrected final answer");
+    }
+    if (!steps.children.length) steps.textContent = "This item has no steps to correct.";
+    sumTrajectory(fs);
+  }
+
+  function sumTrajectory(fs) {
+    var count = 0, total = 0;
+    fs.querySelectorAll(".trajedit-block").forEach(function (block) {
+      var before = block.querySelector(".edit-source").textContent, after = block.querySelector(".edit-text").value;
+      var changed = !!block.dataset.touched && before !== after;
+      block.querySelector(".trajedit-flag").textContent = changed ? "\u270e edited" : "";
+      block.classList.toggle("edited", changed);
+      if (changed) { count += 1; total += editDistance(Array.from(before), Array.from(after)); }
+    });
+    fs.querySelector(".trajedit-count").textContent = String(count);
+    fs.querySelector(".trajedit-total").textContent = String(total);
+  }
+
+  // Typing in a box (or its reason) touches it; Reset puts its original back, kept as the answer
+  // (the original needs no change). A text edit's box is its fieldset's own.
+  SCHEMES.filter(function (fs) { return fs.dataset.type === "edit" || fs.dataset.type === "trajedit"; }).forEach(function (fs) {
+    fs.addEventListener("input", function (ev) {
+      var block = ev.target.closest(".trajedit-block") || fs;
+      block.dataset.touched = "1";
+      showEdit(block);
+      if (fs.dataset.type === "trajedit") sumTrajectory(fs);
+    });
+    fs.addEventListener("click", function (ev) {
+      var reset = ev.target.closest(".edit-reset");
+      if (!reset) return;
+      var block = reset.closest(".trajedit-block") || fs;
+      block.querySelector(".edit-text").value = block.querySelector(".edit-source").textContent;
+      block.dataset.touched = "1";
+      showEdit(block);
+      if (fs.dataset.type === "trajedit") sumTrajectory(fs);
+      fs.dispatchEvent(new Event("change"));
+    });
+  });
+
+  // A failure attribution offers the item's own agents and steps (the server reads them from the
+  // item: step_choices). An answer naming one the item no longer lists keeps it as a choice, so
+  // showing an answer never changes it.
+  function offerSteps(fs, choices, given) {
+    var agents = (choices && choices.agents) || [], steps = (choices && choices.steps) || [];
+    var agentsAt = fs.querySelector(".fa-agent"), stepsAt = fs.querySelector(".fa-step");
+    function fill(select, entries) {
+      while (select.options.length > 1) select.remove(1);
+      entries.forEach(function (e) { select.add(new Option(e[1], e[0])); });
+    }
+    if (given.responsible_agent && agents.indexOf(given.responsible_agent) < 0) agents = agents.concat([given.responsible_agent]);
+    var listed = steps.map(function (s) { return [String(s.index), s.caption]; });
+    var step = given.decisive_step;
+    if (typeof step === "number" && !steps.some(function (s) { return s.index === step; })) {
+      listed.push([String(step), (step + 1) + ". (not in this item's steps)"]);
+    }
+    fill(agentsAt, agents.map(function (a) { return [a, a]; }));
+    fill(stepsAt, listed);
+  }
+
+
+  var SETTERS = {
+    edit: function (fs, value, item) {  // {edited_text, ...}: the box starts with the original until edited
+      var source = ((item.edit_sources || {})[fs.dataset.schema] || {}).text || "";
+      fs.querySelector(".edit-source").textContent = source;
+      fs.querySelector(".edit-text").value = value && typeof value.edited_text === "string" ? value.edited_text : source;
+      fs.dataset.touched = value ? "1" : "";
+      showEdit(fs);
+    },
+    constant_sum: function (fs, value) {  // {label: points}; a box left empty has none yet
+      var given = value && typeof value === "object" ? value : {};
+      fs.querySelectorAll(".points input").forEach(function (input) {
+        var has = typeof given[input.dataset.label] === "number";
+        input.value = has ? String(given[input.dataset.label]) : (input.type === "range" ? input.min : "");
+        input.dataset.given = has ? "1" : "";
+      });
+      showPoints(fs);
+    },
+    ranking: function (fs, value) {  // every label once, best first; untouched, the page's order is no answer
+      var list = fs.querySelector(".ranking"), items = Array.prototype.slice.call(list.children);
+      if (!fs.dataset.order) fs.dataset.order = JSON.stringify(items.map(function (li) { return li.dataset.label; }));
+      (Array.isArray(value) ? value : JSON.parse(fs.dataset.order)).forEach(function (label) {
+        var li = items.filter(function (x) { return x.dataset.label === label; })[0];
+        if (li) list.appendChild(li);
+      });
+      fs.dataset.touched = Array.isArray(value) ? "1" : "";
+      showRanking(fs);
+    },
+    review: function (fs, value, item) {  // [{index, verdict, notes}] or [{index, flags, quality}]
+      drawReview(fs, (item.review_parts || {})[fs.dataset.schema] || [], Array.isArray(value) ? value : []);
+    },
+    trajedit: function (fs, value, item) {  // {steps: [{step_index, field, edited_text, reason}], final_answer}
+      drawTrajectory(fs, (item.edit_sources || {})[fs.dataset.schema] || {}, value && typeof value === "object" ? value : {});
+    },
+    attribution: function (fs, value, item) {  // {responsible_agent, decisive_step, reason}
+      var given = value && typeof value === "object" ? value : {};
+      offerSteps(fs, (item.step_choices || {})[fs.dataset.schema], given);
+      fs.querySelector(".fa-agent").value = given.responsible_agent || "";
+      fs.querySelector(".fa-step").value = typeof given.decisive_step === "number" ? String(given.decisive_step) : "";
+      fs.querySelector("[data-part=reason]").value = given.reason || "";
+    }
+  };
+
+  var GETTERS = {
+    edit: function (fs) {  // untouched, the original in the box is no one's answer
+      return fs.dataset.touched ? { edited_text: fs.querySelector(".edit-text").value } : null;
+    },
+    constant_sum: function (fs) {
+      var points = {}, any = false;
+      fs.querySelectorAll(".points input").forEach(function (input) {
+        if (input.dataset.given && input.value !== "") { points[input.dataset.label] = Number(input.value); any = true; }
+      });
+      return any ? points : null;
+    },
+    ranking: function (fs) {
+      if (!fs.dataset.touched) return null;
+      return Array.prototype.map.call(fs.querySelectorAll(".rank-item"), function (li) { return li.dataset.label; });
+    },
+    review: function (fs) {  // the parts given an answer, by their number; null for none
+      var reviews = [];
+      fs.querySelectorAll(".review-part").forEach(function (card) {
+        var entry = { index: Number(card.dataset.index) }, any = false;
+        card.querySelectorAll("[data-part]").forEach(function (input) {
+          var part = input.dataset.part;
+          if (part === "flags") {
+            entry.flags = entry.flags || [];
+            if (input.checked) { entry.flags.push(input.value); any = true; }
+          } else if (input.type === "radio") {
+            if (input.checked) { entry[part] = part === "quality" ? Number(input.value) : input.value; any = true; }
+          } else if (input.value) {
+            entry[part] = input.value; any = true;
+          }
+        });
+        if (any) reviews.push(entry);
+      });
+      return reviews.length ? reviews : null;
+    },
+    trajedit: function (fs) {  // the boxes edited (an untouched one is not sent), null for none
+      var edits = { steps: [], final_answer: null }, any = false;
+      fs.querySelectorAll(".trajedit-block").forEach(function (block) {
+        if (!block.dataset.touched) return;
+        any = true;
+        var text = block.querySelector(".edit-text").value;
+        if (block.dataset.field === "") { edits.final_answer = { edited_text: text }; return; }
+        var reason = block.querySelector(".edit-reason");
+        edits.steps.push({ step_index: Number(block.dataset.step), field: block.dataset.field, edited_text: text,
+                           reason: reason ? reason.value : "" });
+      });
+      return any ? edits : null;
+    },
+    attribution: function (fs) {
+      var agent = fs.querySelector(".fa-agent").value, step = fs.querySelector(".fa-step").value;
+      var reason = fs.querySelector("[data-part=reason]").value;
+      if (!agent && step === "" && !reason) return null;
+      return { responsible_agent: agent, decisive_step: step === "" ? null : Number(step), reason: reason };
+    }
+  };
+
+  window.PotatoWidgets = {
+    handles: function (type) { return Object.prototype.hasOwnProperty.call(SETTERS, type); },
+    set: function (fs, type, value, item) { SETTERS[type](fs, value, item); },
+    get: function (fs, type) { return GETTERS[type](fs); },
+    unallocated: unallocated
+  };
+})();

@@ -20,8 +20,7 @@ from typing import Any, Iterable, Mapping
 from potato import upstream_export
 from potato.errors import did_you_mean
 from potato.config.schema import Config
-from potato.edits import BadEdit, stored_any_edit
-from potato.reviews import BadReview, stored_review
+from potato.item_answers import MISFITS, on_item, stored_on_item
 from potato.training.job.schemes import CHOICE_TYPES, Scheme, SchemeType
 from potato.errors import DataError, LabelImportError
 from potato.items import ItemSet, csv_rows, read_utf8
@@ -82,12 +81,16 @@ class _Unparsable:
     reason: str
 
 
+JSON_CELLS = (SchemeType.SOFT_LABEL, SchemeType.CONSTANT_SUM, SchemeType.FAILURE_ATTRIBUTION, SchemeType.TEXT_EDIT,
+              SchemeType.TRAJECTORY_EDIT, SchemeType.TOOL_CALL_REVIEW, SchemeType.HANDOFF_REVIEW)
+"""The kinds of answer a csv cell holds as JSON text (an object or a list)."""
+
+
 def _csv_value(scheme: Scheme, raw: str) -> Any:
     """CSV cells are text: a multiselect cell holds a JSON list or labels separated by '|', a slider,
     number or pairwise scale cell a number, an answer row by row a JSON object."""
     kind = scheme.annotation_type
-    if scheme.by_rows or kind in (SchemeType.SOFT_LABEL, SchemeType.CONSTANT_SUM, SchemeType.TEXT_EDIT, SchemeType.TRAJECTORY_EDIT,
-                                  SchemeType.TOOL_CALL_REVIEW, SchemeType.HANDOFF_REVIEW):
+    if scheme.by_rows or kind in JSON_CELLS:
         try:
             return json.loads(raw)
         except json.JSONDecodeError:
@@ -165,14 +168,12 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
         near = did_you_mean(str(data["schema"]), [s.name for s in config.annotation_schemes])
         return None, f"{entry.where}: unknown schema {data['schema']!r}{near}; valid schemas: {valid}"
     value = data["label"]
-    if scheme.turns is not None or scheme.names_step is not None:
+    if scheme.turns is not None:
         return _turn_entry(config, entry.where, item_id, scheme, value, items)
     if entry.from_csv and isinstance(value, str):
         value = _csv_value(scheme, value)
-    if scheme.review_steps is not None:
-        return _review_entry(config, entry.where, item_id, scheme, value, items)
-    if scheme.edit_source is not None or scheme.edit_steps is not None:
-        return _edit_entry(config, entry.where, item_id, scheme, value, items)
+    if on_item(scheme):
+        return _item_entry(config, entry.where, item_id, scheme, value, items)
     if scheme.annotation_type is SchemeType.SPAN:
         text = texts[item_id]
         if text is None:
@@ -197,8 +198,7 @@ def check_entry(config: Config, texts: Mapping[str, str | Texts | None],
 
 def _turn_entry(config: Config, where: str, item_id: str, scheme: Scheme, value: Any,
                 items: ItemSet | None) -> tuple[tuple[str, str, Any] | None, str | None]:
-    """A turn-level answer checked against the item's turns and stored with each turn's place and text;
-    an answer naming one of the item's steps (a failure attribution) checked against its steps."""
+    """A turn-level answer checked against the item's turns and stored with each turn's place and text."""
     if items is None or item_id not in items:
         return None, f"{where}: the turns of item {item_id!r} are unknown here, so its answers to '{scheme.name}' cannot be checked"
     if isinstance(value, str):  # a csv cell holds the answers as JSON text
@@ -206,12 +206,9 @@ def _turn_entry(config: Config, where: str, item_id: str, scheme: Scheme, value:
             value = json.loads(value)
         except json.JSONDecodeError:
             pass
-    turns = config.item_turns(items.get(item_id))
+    assert scheme.turns is not None
     try:
-        if scheme.names_step is not None:
-            return (item_id, scheme.name, scheme.stored_attribution(value, turns.get(scheme.names_step.source, []))), None
-        assert scheme.turns is not None
-        kept = scheme.stored_turns(value, turns.get(scheme.turns.source, []))
+        kept = scheme.stored_turns(value, config.item_turns(items.get(item_id)).get(scheme.turns.source, []))
     except BadTurns as bad:
         return None, f"{where}: '{scheme.name}' on item {item_id!r}: {bad}"
     if not kept:
@@ -219,33 +216,19 @@ def _turn_entry(config: Config, where: str, item_id: str, scheme: Scheme, value:
     return (item_id, scheme.name, kept), None
 
 
-def _edit_entry(config: Config, where: str, item_id: str, scheme: Scheme, value: Any,
+def _item_entry(config: Config, where: str, item_id: str, scheme: Scheme, value: Any,
                 items: ItemSet | None) -> tuple[tuple[str, str, Any] | None, str | None]:
-    """A text or trajectory edit checked against what the item has to edit, stored with the distances
-    counted again."""
+    """An answer that names what its item holds (a failure attribution, an edit, a review), checked
+    against the item and stored as the annotation page stores it."""
     if items is None or item_id not in items:
-        return None, f"{where}: the text of item {item_id!r} is unknown here, so its edit for '{scheme.name}' cannot be checked"
+        return None, f"{where}: item {item_id!r} is unknown here, so its answer to '{scheme.name}' cannot be checked"
     if not scheme.accepts(value):
         return None, f"{where}: {value!r} is not a valid label for '{scheme.name}'; expected {scheme.valid_answers()}"[:400]
     try:
-        return (item_id, scheme.name, stored_any_edit(scheme, value, config.edit_sources(items.get(item_id))[scheme.name])), None
-    except BadEdit as bad:
+        kept = stored_on_item(config, scheme, value, items.get(item_id))
+    except MISFITS as bad:
         return None, f"{where}: '{scheme.name}' on item {item_id!r}: {bad}"
-
-
-def _review_entry(config: Config, where: str, item_id: str, scheme: Scheme, value: Any,
-                  items: ItemSet | None) -> tuple[tuple[str, str, Any] | None, str | None]:
-    """A review of an item's tool calls or handoffs, checked against the item's and stored with what
-    each part is, from the item."""
-    if items is None or item_id not in items:
-        return None, f"{where}: the steps of item {item_id!r} are unknown here, so its answer to '{scheme.name}' cannot be checked"
-    if not scheme.accepts(value):
-        return None, f"{where}: {value!r} is not a valid label for '{scheme.name}'; expected {scheme.valid_answers()}"[:400]
-    try:
-        kept = stored_review(value, config.review_parts(items.get(item_id))[scheme.name], scheme.review_answers)
-    except BadReview as bad:
-        return None, f"{where}: '{scheme.name}' on item {item_id!r}: {bad}"
-    if not kept:
+    if kept is None:
         return None, f"{where}: '{scheme.name}' on item {item_id!r} answers nothing; leave the entry out"
     return (item_id, scheme.name, kept), None
 

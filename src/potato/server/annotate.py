@@ -19,8 +19,9 @@ from potato.codebook import Codebook, current_config
 from potato.display.fields import field_payload, media_path, span_text
 from potato.display.keywords import find_keywords
 from potato.display.media import MediaFileError
-from potato.edits import BadEdit, Originals, stored_any_edit, unexplained
-from potato.reviews import BadReview, Part, stored_review
+from potato.edits import unexplained
+from potato.item_answers import MISFITS, blank, on_item, stored_on_item
+from potato.items import Item
 from potato.study.assist import option_highlights
 from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.job.spans import Texts
@@ -45,8 +46,7 @@ bp = Blueprint("annotate", __name__)
 def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | None = None,
                   partial: bool = False, texts: str | Texts = "",
                   turns: Mapping[str, Sequence[Turn]] | None = None,
-                  sources: Mapping[str, Originals] | None = None,
-                  parts: Mapping[str, Sequence[Part]] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
+                  item: Item | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
     """Split a submitted ``{schema: value}`` into values to store and schemas to clear.
 
     Returns (store, clear, problems); problems name the schema and the valid answers. A scheme
@@ -57,10 +57,9 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
     ``Config.span_texts`` gives them) and stored by position, each with the text it covers; an empty
     list of spans is an answer (nothing to mark). A turn-level answer is checked against the item's
     ``turns`` (by field, as ``Config.item_turns`` gives them) and stored with each turn's place and text.
-    A text or trajectory edit is stored with the originals the item has (``sources``, as
-    ``Config.edit_sources`` gives them) and the edit distances counted here; a trajectory edit that
-    asks for reasons needs one for each change before the item is done. A review of a trace's tool calls
-    or handoffs is checked against the item's (``parts``, as ``Config.review_parts`` gives them).
+    An answer that names what the ``item`` holds (a failure attribution, an edit, a review of its tool
+    calls or handoffs) is checked against it and stored as :func:`potato.item_answers.stored_on_item`
+    says; a trajectory edit that asks for reasons needs one for each change before the item is done.
     """
     store: dict[str, Any] = {}
     clear: list[str] = []
@@ -85,37 +84,26 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
                 store[scheme.name] = kept
             else:
                 clear.append(scheme.name)
-        elif scheme.names_step is not None:
-            if value is None or value == "" or (isinstance(value, dict) and all(v in (None, "") for v in value.values())):
+        elif on_item(scheme):
+            if blank(scheme, value):
                 clear.append(scheme.name)
                 continue
-            try:
-                store[scheme.name] = scheme.stored_attribution(value, (turns or {}).get(scheme.names_step.source, ()))
-            except BadTurns as bad:
-                problems.append(f"'{scheme.name}': {bad}")
-        elif scheme.review_steps is not None and value not in (None, "", []):
             if not scheme.accepts(value):
                 problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {scheme.valid_answers()})")
                 continue
+            if item is None:
+                problems.append(f"'{scheme.name}' is answered on an item, which was not given to check it against")
+                continue
             try:
-                reviewed = stored_review(value, (parts or {}).get(scheme.name, ()), scheme.review_answers)
-            except BadReview as bad:
+                kept_on_item = stored_on_item(config, scheme, value, item)
+            except MISFITS as bad:
                 problems.append(f"'{scheme.name}': {bad}")
                 continue
-            if reviewed:
-                store[scheme.name] = reviewed
-            else:
+            if kept_on_item is None:
                 clear.append(scheme.name)
-        elif (scheme.edit_source is not None or scheme.edit_steps is not None) and value not in (None, "", {}):
-            if not scheme.accepts(value):
-                problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {scheme.valid_answers()})")
                 continue
-            try:
-                store[scheme.name] = stored_any_edit(scheme, value, (sources or {}).get(scheme.name, Originals()))
-            except BadEdit as bad:
-                problems.append(f"'{scheme.name}': {bad}")
-                continue
-            missing = unexplained(store[scheme.name]) if scheme.reason_on_edit and not partial else []
+            store[scheme.name] = kept_on_item
+            missing = unexplained(kept_on_item) if scheme.reason_on_edit and not partial else []
             if missing:
                 problems.append(f"'{scheme.name}' needs a reason for each edit ({', '.join(missing)} has none)")
         elif scheme.annotation_type is SchemeType.SPAN and value is not None:
@@ -602,8 +590,7 @@ def label() -> Any:
     config = current_config(project.config, project.db)  # with the codes annotators added
     item = project.items.get(item_id)
     store, clear, problems = check_answers(config, body.get("labels"), stored, partial=partial,
-                                           texts=config.span_texts(item), turns=config.item_turns(item),
-                                           sources=config.edit_sources(item), parts=config.review_parts(item))
+                                           texts=config.span_texts(item), turns=config.item_turns(item), item=item)
     if problems:
         return jsonify(error="; ".join(problems)), 400
     accepted = body.get("accepted")

@@ -1,0 +1,43 @@
+"""Answers that name what their item holds, checked against it and stored with it (pure): a failure
+attribution (the item's agents and steps), a text or trajectory edit (its originals, the distances
+counted here) and a review of its tool calls or handoffs (its parts). The annotation page's saves and
+an import of labels both store these through :func:`stored_on_item`, so the two never differ.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from potato.config.schema import Config
+from potato.edits import BadEdit, stored_any_edit
+from potato.items import Item
+from potato.reviews import BadReview, stored_review
+from potato.training.job.schemes import Scheme
+from potato.training.job.turns import BadTurns
+
+MISFITS = (BadTurns, BadEdit, BadReview)
+"""What :func:`stored_on_item` raises for an answer that does not fit its item; each message says why."""
+
+
+def on_item(scheme: Scheme) -> bool:
+    """Whether the scheme's answers name what the item holds, and so are checked against it."""
+    return any(part is not None for part in (scheme.names_step, scheme.edit_source, scheme.edit_steps,
+                                             scheme.review_steps))
+
+
+def blank(scheme: Scheme, value: object) -> bool:
+    """No answer: nothing sent, or a failure attribution with every part left empty (an edit of the
+    text down to nothing is an answer)."""
+    if value is None or value == "" or value == [] or value == {}:
+        return True
+    return scheme.names_step is not None and isinstance(value, dict) and all(v in (None, "") for v in value.values())
+
+
+def stored_on_item(config: Config, scheme: Scheme, value: Any, item: Item) -> Any:
+    """``value`` (which ``scheme.accepts``) as it is stored for ``item``; None for a review that
+    answers none of the item's parts. Raises one of :data:`MISFITS` naming what the item lacks."""
+    if scheme.names_step is not None:
+        return scheme.stored_attribution(value, config.item_turns(item).get(scheme.names_step.source, ()))
+    if scheme.review_steps is not None:
+        return stored_review(value, config.review_parts(item)[scheme.name], scheme.review_answers) or None
+    return stored_any_edit(scheme, value, config.edit_sources(item)[scheme.name])

@@ -5,7 +5,6 @@ again after a reload."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -13,7 +12,7 @@ import pytest
 
 from tests.harness.adminapi import answers_become
 from tests.harness.pages import sign_in
-from tests.harness.servers import ServerProcess
+from tests.harness.servers import ServerProcess, serving_items
 from tests.unit.test_confidence import ITEMS, SENTIMENT, SLIDER, SURE
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -21,11 +20,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 @pytest.fixture
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
-    path = make_project(n_items=2, annotation_schemes=[SENTIMENT, SURE, SLIDER])
-    (path.parent / "data" / "reviews.json").write_text(json.dumps(ITEMS), encoding="utf-8")
-    srv = ServerProcess(path).start()
-    yield srv
-    srv.stop()
+    with serving_items(make_project, ITEMS, annotation_schemes=[SENTIMENT, SURE, SLIDER]) as srv:
+        yield srv
 
 
 @pytest.mark.parametrize("width", [390, 1280])

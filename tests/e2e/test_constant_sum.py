@@ -5,7 +5,6 @@ are, and the item is not left until they add up; after a reload the points are w
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -13,7 +12,7 @@ import pytest
 
 from tests.harness.adminapi import answers_become
 from tests.harness.pages import sign_in
-from tests.harness.servers import ServerProcess
+from tests.harness.servers import ServerProcess, serving_items
 from tests.unit.test_constant_sum import ITEMS, POINTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -21,11 +20,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 @pytest.fixture
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
-    path = make_project(n_items=2, annotation_schemes=[POINTS])
-    (path.parent / "data" / "reviews.json").write_text(json.dumps(ITEMS), encoding="utf-8")
-    srv = ServerProcess(path).start()
-    yield srv
-    srv.stop()
+    with serving_items(make_project, ITEMS, annotation_schemes=[POINTS]) as srv:
+        yield srv
 
 
 def box(label: str) -> str:

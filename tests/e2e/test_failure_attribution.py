@@ -5,7 +5,6 @@ is there again after going on and coming back and after a reload. A step's hosti
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -13,7 +12,7 @@ import pytest
 
 from tests.harness.adminapi import answers_become
 from tests.harness.pages import sign_in
-from tests.harness.servers import ServerProcess
+from tests.harness.servers import ServerProcess, serving_items
 from tests.unit.test_failure_attribution import ATTRIBUTION, ITEMS
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -22,15 +21,12 @@ FS = "fieldset[data-schema=attribution]"
 
 @pytest.fixture
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
-    path = make_project(n_items=2, annotation_schemes=[ATTRIBUTION], item_properties={"id_key": "id", "text_key": "task"},
-                        instance_display={"fields": [
-                            {"key": "task", "type": "text", "label": "Task"},
-                            {"key": "steps", "type": "agent_trace", "label": "Agent Interactions",
-                             "display_options": {"speaker_key": "agent", "text_key": "content"}}]})
-    (path.parent / "data" / "reviews.json").write_text(json.dumps(ITEMS), encoding="utf-8")
-    srv = ServerProcess(path).start()
-    yield srv
-    srv.stop()
+    fields = [{"key": "task", "type": "text", "label": "Task"},
+              {"key": "steps", "type": "agent_trace", "label": "Agent Interactions",
+               "display_options": {"speaker_key": "agent", "text_key": "content"}}]
+    with serving_items(make_project, ITEMS, annotation_schemes=[ATTRIBUTION], instance_display={"fields": fields},
+                       item_properties={"id_key": "id", "text_key": "task"}) as srv:
+        yield srv
 
 
 def choices(page: Any, part: str) -> list[str]:

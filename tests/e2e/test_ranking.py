@@ -5,7 +5,6 @@ order as it is; after going on and back and after a reload the order is the one 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -13,7 +12,7 @@ import pytest
 
 from tests.harness.adminapi import answers_become
 from tests.harness.pages import sign_in
-from tests.harness.servers import ServerProcess
+from tests.harness.servers import ServerProcess, serving_items
 from tests.unit.test_ranking import ITEMS, RANKING
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -22,11 +21,8 @@ A, B, C, D = RANKING["labels"]
 
 @pytest.fixture
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
-    path = make_project(n_items=2, annotation_schemes=[RANKING])
-    (path.parent / "data" / "reviews.json").write_text(json.dumps(ITEMS), encoding="utf-8")
-    srv = ServerProcess(path).start()
-    yield srv
-    srv.stop()
+    with serving_items(make_project, ITEMS, annotation_schemes=[RANKING]) as srv:
+        yield srv
 
 
 def order(page: Any) -> list[str]:

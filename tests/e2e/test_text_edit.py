@@ -6,7 +6,6 @@ original's markup is shown as text and runs nothing."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -15,7 +14,7 @@ import pytest
 from potato.edits import edit_record
 from tests.harness.adminapi import answers_become
 from tests.harness.pages import sign_in
-from tests.harness.servers import ServerProcess
+from tests.harness.servers import ServerProcess, serving_items
 from tests.unit.test_text_edit import POST_EDIT
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -28,11 +27,8 @@ ITEMS = [{"id": "te001", "text": "Die Katze saß auf der Matte.", "mt_output": M
 
 @pytest.fixture
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
-    path = make_project(n_items=2, annotation_schemes=[POST_EDIT])
-    (path.parent / "data" / "reviews.json").write_text(json.dumps(ITEMS), encoding="utf-8")
-    srv = ServerProcess(path).start()
-    yield srv
-    srv.stop()
+    with serving_items(make_project, ITEMS, annotation_schemes=[POST_EDIT]) as srv:
+        yield srv
 
 
 def stats(page: Any) -> tuple[str, str]:

@@ -6,7 +6,6 @@ where it was given. A hostile tool name and arguments are shown as text and run 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -14,7 +13,7 @@ import pytest
 
 from tests.harness.adminapi import answers_become
 from tests.harness.pages import sign_in
-from tests.harness.servers import ServerProcess
+from tests.harness.servers import ServerProcess, serving_items
 from tests.unit.test_trace_reviews import HANDOFFS, HOSTILE, ITEMS, TOOLS
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -22,11 +21,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 @pytest.fixture
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
-    path = make_project(n_items=2, annotation_schemes=[TOOLS, HANDOFFS], item_properties={"id_key": "id", "text_key": "task"})
-    (path.parent / "data" / "reviews.json").write_text(json.dumps(ITEMS), encoding="utf-8")
-    srv = ServerProcess(path).start()
-    yield srv
-    srv.stop()
+    with serving_items(make_project, ITEMS, annotation_schemes=[TOOLS, HANDOFFS], item_properties={"id_key": "id", "text_key": "task"}) as srv:
+        yield srv
 
 
 def focused(page: Any) -> str:

@@ -6,7 +6,6 @@ steps changed. After going on and back and after a reload the boxes hold the edi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -14,7 +13,7 @@ import pytest
 
 from tests.harness.adminapi import stored_labels
 from tests.harness.pages import sign_in
-from tests.harness.servers import ServerProcess
+from tests.harness.servers import ServerProcess, serving_items
 from tests.harness.waiting import wait_until
 from tests.unit.test_trajectory_edit import CORRECTION, FIXED, ITEMS
 
@@ -24,12 +23,9 @@ FS = "fieldset[data-schema=corrected_trajectory]"
 
 @pytest.fixture
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
-    path = make_project(n_items=2, annotation_schemes=[CORRECTION],
-                        item_properties={"id_key": "id", "text_key": "task_description"})
-    (path.parent / "data" / "reviews.json").write_text(json.dumps(ITEMS), encoding="utf-8")
-    srv = ServerProcess(path).start()
-    yield srv
-    srv.stop()
+    with serving_items(make_project, ITEMS, annotation_schemes=[CORRECTION],
+                       item_properties={"id_key": "id", "text_key": "task_description"}) as srv:
+        yield srv
 
 
 def boxes(page: Any) -> list[str]:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Callable, Iterator
 
 import requests
 
@@ -150,3 +153,16 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.kill9()
         self._close_log()
+
+
+@contextmanager
+def serving_items(make_project: Callable[..., Path], items: list[dict[str, Any]], **config: Any) -> Iterator[ServerProcess]:
+    """A project (``make_project``, the conftest fixture, with ``config``'s top-level keys) whose items
+    are ``items``, under gunicorn, stopped afterwards: what a browser test of one answer type serves."""
+    path = make_project(n_items=len(items), **config)
+    (path.parent / "data" / "reviews.json").write_text(json.dumps(items), encoding="utf-8")
+    srv = ServerProcess(path).start()
+    try:
+        yield srv
+    finally:
+        srv.stop()

@@ -201,12 +201,12 @@ def _turn_entry(config: Config, where: str, item_id: str, scheme: Scheme, value:
     """A turn-level answer checked against the item's turns and stored with each turn's place and text."""
     if items is None or item_id not in items:
         return None, f"{where}: the turns of item {item_id!r} are unknown here, so its answers to '{scheme.name}' cannot be checked"
+    assert scheme.turns is not None
     if isinstance(value, str):  # a csv cell holds the answers as JSON text
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
             pass
-    assert scheme.turns is not None
     try:
         kept = scheme.stored_turns(value, config.item_turns(items.get(item_id)).get(scheme.turns.source, []))
     except BadTurns as bad:

@@ -193,7 +193,8 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "verdict_options": ("tool_call_review",), "allow_ties": ("ranking",),
     **{key: ("constant_sum",) for key in ("total_points", "min_per_item", "input_type")},
     **{key: ("confidence",) for key in ("target_schema", "scale_type")},
-    "option_randomization": ("radio", "multiselect", "select", "multirate"), **{key: ("handoff_review",) for key in ("flags", "quality_scale")},
+    "option_randomization": ("radio", "multiselect", "select", "multirate"),
+    **{key: ("handoff_review",) for key in ("flags", "quality_scale")},
     "source_field": ("text_edit",),
     **{key: ("text_edit", "trajectory_edit") for key in ("show_diff", "show_edit_distance", "allow_reset")},
     **{key: ("trajectory_edit",) for key in ("editable_fields", "require_reason_on_edit", "edit_final_answer",
@@ -202,8 +203,8 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
 
 
 _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_reward", "rubric_eval",
-              "consensus_tracking", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution", "text_edit",
-              "trajectory_edit", "tool_call_review", "handoff_review")
+              "consensus_tracking", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution",
+              "text_edit", "trajectory_edit", "tool_call_review", "handoff_review")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 

@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Hashable, Mapping, Optional, Sequence, Tuple
 
+from potato.training.job.turns import short
+
 
 class BadEdit(ValueError):
     """An edit that does not fit its item; the message says why and what fits."""
@@ -65,14 +67,9 @@ def stored_edit(value: Mapping[str, Any], original: str) -> dict[str, Any]:
     (an export of an item whose text has changed since: the edit was of a text this item no longer has)."""
     sent = value.get("original_text")
     if sent is not None and sent != original:
-        raise BadEdit(f"it edits {_quoted(sent)}, but this item's text to edit is {_quoted(original)}; "
+        raise BadEdit(f"it edits {short(sent)}, but this item's text to edit is {short(original)}; "
                       "edit the item's text as it is now")
     return edit_record(original, str(value["edited_text"]))
-
-
-def _quoted(text: Any) -> str:
-    shown = repr(text)
-    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 @dataclass(frozen=True)

@@ -122,9 +122,9 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
         elif not scheme.accepts(value):
             problems.append(f"{shorten(value)} is not an answer to '{scheme.name}' (valid: {scheme.valid_answers()})")
         else:
-            # A box left empty is no answer; a share or points of 0 are (a soft label's, a constant sum's).
-            shares = scheme.annotation_type in (SchemeType.SOFT_LABEL, SchemeType.CONSTANT_SUM)
-            store[scheme.name] = {k: v for k, v in value.items() if v} if isinstance(value, dict) and not shares else value
+            # A text box (or a justification's part) left empty is no answer; a share or points of 0 are.
+            boxes = scheme.justification or (scheme.annotation_type is SchemeType.TEXT and bool(scheme.labels))
+            store[scheme.name] = {k: v for k, v in value.items() if v} if isinstance(value, dict) and boxes else value
     if problems:
         return store, clear, problems
     merged = {k: v for k, v in (stored or {}).items() if k not in clear}

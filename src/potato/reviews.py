@@ -1,10 +1,12 @@
-"""The parts of an agent's trace an annotator reviews one by one (pure): its tool calls (upstream's
-``tool_call_review``) and its handoffs between agents (``handoff_review``).
+"""The parts of an item an annotator reviews one by one (pure): an agent's tool calls (upstream's
+``tool_call_review``), its handoffs between agents (``handoff_review``), the blocks of a multimodal
+reasoning trace (``multimodal_reasoning``), a GUI agent's steps on their screenshots
+(``gui_trajectory``) and the segments of a timed transcript (``speech_transcript``).
 
-Both are read from the item's list of steps as upstream's pages read them, and numbered in the
-trace's order; an answer names a part by that number (``index``). What a part is (its step, its
-tool, the agents it passes between) is written into the stored answer from the item here, never
-taken from what was sent, so an answer always describes the trace it was given on.
+Each is read from the item's list as upstream's pages read it, and numbered in the item's order; an
+answer names a part by that number (``index``). What a part is (its step, its tool, the agents it
+passes between, a segment's times) is written into the stored answer from the item here, never taken
+from what was sent, so an answer always describes the item it was given on.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
-TOOL_CALLS, HANDOFFS = "tool_calls", "handoffs"
+TOOL_CALLS, HANDOFFS, REASONING, GUI_STEPS, SEGMENTS = "tool_calls", "handoffs", "reasoning", "gui_steps", "segments"
+KINDS = {"tool_call_review": TOOL_CALLS, "handoff_review": HANDOFFS, "multimodal_reasoning": REASONING,
+         "gui_trajectory": GUI_STEPS, "speech_transcript": SEGMENTS}
+"""The parts each review type asks about, by its annotation type."""
 
 
 class BadReview(ValueError):
@@ -22,38 +27,63 @@ class BadReview(ValueError):
 
 @dataclass(frozen=True)
 class Part:
-    """One reviewed part of a trace: its number, the step it is at, what names it (a tool; the agent
-    handing off and the one taking over) and what it carried (a call's arguments, shown as JSON)."""
+    """One reviewed part of an item: its number; its card's heading (``name``, and ``place``: where it
+    is) and what its answers are called to a screen reader (``what``); what the stored answer says it
+    is (the ``step`` of a trace it is at, and ``names``: a tool, the agents of a handoff, a segment's
+    times); and what the card shows: a text (a call's arguments as JSON, a
+    block's reasoning, a segment's words), an image with its caption, and where on the image a GUI
+    agent clicked (``marker``, each coordinate from 0 to 1)."""
 
     index: int
-    step: int
-    names: Tuple[Tuple[str, str], ...]
+    name: str
+    place: str
+    what: str
+    step: Optional[int] = None
+    names: Tuple[Tuple[str, Any], ...] = ()
     detail: str = ""
+    image: str = ""
+    caption: str = ""
+    marker: Optional[Tuple[float, float]] = None
 
     def shown(self) -> dict[str, Any]:
-        return {"index": self.index, "step": self.step, **dict(self.names), "detail": self.detail}
+        return {"index": self.index, **({"step": self.step} if self.step is not None else {}), "name": self.name,
+                "place": self.place, "what": self.what, **dict(self.names), "detail": self.detail,
+                "image": self.image, "caption": self.caption, "marker": list(self.marker) if self.marker else None}
 
 
 def _pretty(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
 
 
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else "" if value is None else _pretty(value)
+
+
+def _listed(steps: Any) -> list[Any]:
+    return steps if isinstance(steps, list) else []
+
+
 def tool_calls(steps: Any) -> list[Part]:
     """Each call a step made: its ``tool_calls`` (or ``tool_call``), each named by its ``name`` or
     ``tool``; else a step that is a call itself (a ``tool``, or ``action_type: tool``)."""
     found: list[Part] = []
-    for n, step in enumerate(steps if isinstance(steps, list) else []):
+
+    def call(n: int, name: str, args: Any) -> Part:
+        return Part(len(found), name, f"step {n + 1}", f"Call {len(found) + 1} ({name})", n, (("tool", name),),
+                    _pretty(args))
+
+    for n, step in enumerate(_listed(steps)):
         if not isinstance(step, dict):
             continue
         calls = step.get("tool_calls") or ([step["tool_call"]] if step.get("tool_call") else [])
         if isinstance(calls, list) and calls:
-            for call in calls:
-                call = call if isinstance(call, dict) else {}
-                args = call.get("args", call.get("arguments", call.get("input", {})))
-                found.append(Part(len(found), n, (("tool", str(call.get("name") or call.get("tool") or "tool")),), _pretty(args)))
+            for c in calls:
+                c = c if isinstance(c, dict) else {}
+                found.append(call(n, str(c.get("name") or c.get("tool") or "tool"),
+                                  c.get("args", c.get("arguments", c.get("input", {})))))
         elif step.get("tool") or step.get("action_type") == "tool":
-            args = step.get("args", step.get("arguments", step.get("input", {})))
-            found.append(Part(len(found), n, (("tool", str(step.get("tool") or step.get("name") or "tool")),), _pretty(args)))
+            found.append(call(n, str(step.get("tool") or step.get("name") or "tool"),
+                              step.get("args", step.get("arguments", step.get("input", {})))))
     return found
 
 
@@ -62,24 +92,101 @@ def handoffs(steps: Any, agent_key: str) -> list[Part]:
     ``agent_key``, else the step's speaker or role; a step naming none is an agent of its own)."""
     found: list[Part] = []
     before: Optional[str] = None
-    for n, step in enumerate(steps if isinstance(steps, list) else []):
+    for n, step in enumerate(_listed(steps)):
         agent = str(step.get(agent_key) or step.get("speaker") or step.get("role") or "") if isinstance(step, dict) else ""
         agent = agent or f"agent {n + 1}"
         if before is not None and agent != before:
-            found.append(Part(len(found), n, (("from", before), ("to", agent))))
+            name = f"{before} \u2192 {agent}"
+            found.append(Part(len(found), name, f"step {n + 1}", f"Handoff {len(found) + 1} ({name})",
+                              n, (("from", before), ("to", agent))))
         before = agent
     return found
 
 
-def parts_of(kind: str, steps: Any, agent_key: str) -> list[Part]:
-    return tool_calls(steps) if kind == TOOL_CALLS else handoffs(steps, agent_key)
+def reasoning(steps: Any, type_key: str) -> list[Part]:
+    """Each block of a multimodal reasoning trace, by its type (``type_key``; else what it holds): a
+    text's reasoning, an image with its caption, a tool call with its arguments, an action."""
+    found: list[Part] = []
+    for n, step in enumerate(_listed(steps)):
+        step = step if isinstance(step, dict) else {"text": _text(step)}
+        kind = str(step.get(type_key) or "").lower() or (
+            "image" if step.get("image") or step.get("image_url") else
+            "tool" if step.get("tool") or step.get("tool_calls") or step.get("tool_call") else
+            "action" if step.get("action") else "text")
+        image = (step.get("image") or step.get("image_url") or "") if kind == "image" else ""
+        if kind == "tool":
+            call: dict[str, Any] = step["tool_call"] if isinstance(step.get("tool_call"), dict) else step
+            detail = (f"{call.get('tool') or call.get('name') or 'tool'}\n"
+                      + _pretty(call.get("args", call.get("arguments", call.get("input", {})))))
+        else:
+            detail = _text(step.get("action") if kind == "action" else step.get("text") or step.get("content"))
+        found.append(Part(n, f"Step {n + 1}", kind, f"Step {n + 1}", None, (), detail, image if isinstance(image, str) else "",
+                          _text(step.get("caption"))))
+    return found
+
+
+def _coordinate(value: Any) -> Optional[float]:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def gui_steps(steps: Any, screenshot_key: str, action_key: str, coord_space: str) -> list[Part]:
+    """Each step of a GUI agent: the screenshot it saw, the action it took, and where it clicked (``x``
+    and ``y``, or a ``click``), marked on the screenshot when the coordinates are fractions of it
+    (``coord_space: normalized``) and written out in either space."""
+    found: list[Part] = []
+    for n, step in enumerate(_listed(steps)):
+        step = step if isinstance(step, dict) else {}
+        where: dict[str, Any] = step if "x" in step else step["click"] if isinstance(step.get("click"), dict) else {}
+        x, y = _coordinate(where.get("x")), _coordinate(where.get("y"))
+        action = _text(step.get(action_key) or step.get("text") or step.get("content"))
+        marker = None
+        if x is not None and y is not None:
+            action += f"\nclick at {x:g}, {y:g}" + (" px" if coord_space == "pixels" else "")
+            if coord_space != "pixels" and 0 <= x <= 1 and 0 <= y <= 1:
+                marker = (x, y)
+        shot = step.get(screenshot_key) or step.get("image") or ""
+        found.append(Part(n, f"Step {n + 1}", "", f"Step {n + 1}", None, (), action, shot if isinstance(shot, str) else "",
+                          "" if shot else "no screenshot", marker))
+    return found
+
+
+def _seconds(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def segments(value: Any) -> list[Part]:
+    """Each segment of a timed transcript (``start``, ``end``, ``text`` and a ``speaker``), by its time."""
+    found: list[Part] = []
+    for n, seg in enumerate(_listed(value)):
+        seg = seg if isinstance(seg, dict) else {"text": _text(seg)}
+        start = _seconds(seg.get("start"))
+        end = _seconds(seg.get("end")) or start
+        speaker = _text(seg.get("speaker") or seg.get("role"))
+        found.append(Part(n, f"{start:.1f}\u2013{end:.1f} s", speaker, f"Segment {n + 1}", None, (("start", start), ("end", end)),
+                          _text(seg.get("text") or seg.get("content"))))
+    return found
+
+
+def parts_of(kind: str, listed: Any, reads: Mapping[str, str]) -> list[Part]:
+    """The parts of one :data:`KINDS` in the item's ``listed`` steps or segments; ``reads`` are the
+    scheme's keys for what a step holds (its agent, type, screenshot, action; the coordinates' space)."""
+    if kind == TOOL_CALLS:
+        return tool_calls(listed)
+    if kind == HANDOFFS:
+        return handoffs(listed, reads.get("agent", "agent"))
+    if kind == REASONING:
+        return reasoning(listed, reads.get("type", "type"))
+    if kind == GUI_STEPS:
+        return gui_steps(listed, reads.get("screenshot", "screenshot"), reads.get("action", "action"),
+                         reads.get("coord_space", "normalized"))
+    return segments(listed)
 
 
 def stored_review(value: Sequence[Mapping[str, Any]], parts: Sequence[Part], answer_keys: Sequence[str]) -> list[dict[str, Any]]:
-    """A review as upstream stores it: one entry per part given an answer, in the trace's order, each
-    with what the part is (from the item) and its answers (``answer_keys``: a verdict and notes, or
-    flags and a quality); parts left without one are left out. :class:`BadReview` names a part the
-    item does not have, or one answered twice."""
+    """A review as upstream stores it: one entry per part given an answer, in the item's order, each
+    with what the part is (from the item) and its answers (``answer_keys``: a verdict and notes, flags
+    and a quality, errors and a correction); parts left without one are left out. :class:`BadReview`
+    names a part the item does not have, or one answered twice."""
     known = {part.index: part for part in parts}
     out: dict[int, dict[str, Any]] = {}
     for entry in value:
@@ -92,5 +199,6 @@ def stored_review(value: Sequence[Mapping[str, Any]], parts: Sequence[Part], ans
         answers = {key: entry[key] for key in answer_keys if entry.get(key) not in (None, "", [], 0)}
         if answers:
             part = known[index]
-            out[index] = {"index": index, "step": part.step, **dict(part.names), **answers}
+            out[index] = {"index": index, **({"step": part.step} if part.step is not None else {}), **dict(part.names),
+                          **answers}
     return [out[index] for index in sorted(out)]

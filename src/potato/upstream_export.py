@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from potato.config.schema import FREE_RESPONSE, JUSTIFICATION, Config, free_response_name, justification_name
-from potato.training.job.schemes import NEUTRAL, RIGHT, WRONG, Scheme, SchemeType
+from potato.training.job.schemes import NEUTRAL, RIGHT, TAGGED_TURNS, WRONG, Scheme, SchemeType
 from potato.training.job.private import write_atomic
 from potato.training.job.turns import KEPT
 from potato.labels import Label
@@ -34,7 +34,8 @@ FIXED_NAMES = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeT
                SchemeType.SELECT: "select-one", SchemeType.TRIAGE: "decision"}
 """The one label name upstream gives the answer of these kinds of scheme (a text scheme without labels)."""
 JSON_TEXT = (SchemeType.FAILURE_ATTRIBUTION, SchemeType.TEXT_EDIT, SchemeType.TRAJECTORY_EDIT,
-             SchemeType.TOOL_CALL_REVIEW, SchemeType.HANDOFF_REVIEW)
+             SchemeType.TOOL_CALL_REVIEW, SchemeType.HANDOFF_REVIEW, SchemeType.MULTIMODAL_REASONING,
+             SchemeType.GUI_TRAJECTORY, SchemeType.SPEECH_TRANSCRIPT)
 """The kinds of answer upstream keeps as one JSON text, named by the scheme (its page's hidden input)."""
 RANK_ORDER = "rank_order"
 """Upstream's label name of a ranking: the labels in order, joined by commas."""
@@ -98,7 +99,7 @@ def upstream_turns(scheme: Scheme, value: Any) -> dict[str, str]:
     upstream's (:func:`upstream_steps`) (pure)."""
     if scheme.annotation_type is SchemeType.PROCESS_REWARD:
         return upstream_steps(scheme, value)
-    if scheme.annotation_type is SchemeType.CONSENSUS_TRACKING:
+    if scheme.annotation_type in TAGGED_TURNS:
         return upstream_acts(scheme, value)
     if scheme.annotation_type is SchemeType.TRAJECTORY_EVAL:
         return upstream_verdicts(scheme, value)
@@ -232,7 +233,7 @@ def our_turns(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
     not read that way is handed back as it is, for the check to refuse with what is valid."""
     if scheme.annotation_type is SchemeType.PROCESS_REWARD:
         return our_steps(scheme, answer)
-    if scheme.annotation_type is SchemeType.CONSENSUS_TRACKING:
+    if scheme.annotation_type in TAGGED_TURNS:
         return our_acts(scheme, answer)
     if scheme.annotation_type is SchemeType.TRAJECTORY_EVAL:
         return our_verdicts(scheme, answer)

@@ -95,3 +95,36 @@ def test_upstreams_list_of_tags_and_ours_import_back(project: tuple[Path, Any], 
     result = _run("import-labels", fresh, source, "--user", "ann")
     assert result.exit_code == 0, result.output
     assert _stored(fresh) == _stored(path)
+
+
+CONTEXT = {"annotation_type": "context_attribution", "name": "memory_use", "description": "How did the agent use its context?",
+           "turns_key": "conversation"}
+DINNER = [{"speaker": "User", "text": "Vegetarian, and nothing after 8pm."},
+          {"speaker": "Assistant", "text": "Got it: vegetarian, seated by 8pm."},
+          {"speaker": "Assistant", "text": "I recommend Luna at 9:15; you said you prefer late dinners."}]
+
+
+def test_context_attribution_tags_each_turn_with_upstreams_acts_and_the_turn_it_draws_on(tmp_path: Path) -> None:
+    """Upstream's context_attribution is a consensus tracker with acts of its own: how each turn used
+    what was said before, an invented or a correctly used context naming the turn in question."""
+    report = validate(upstream(annotation_schemes=[CONTEXT]), CONFIG)
+    assert report.errors == []
+    memory = report.config.annotation_schemes[0]
+    assert memory.labels == ("used_context_correctly", "hallucinated_context", "ignored_context")
+    assert memory.linked_labels == ("used_context_correctly", "hallucinated_context")
+    assert "ask for the earlier turn" in memory.turns.label
+    path = write_project(tmp_path / "project", "Memory", [{"id": "c1", "text": "dinner", "conversation": DINNER}], [CONTEXT])
+    with annotator(path) as client:
+        saved = client.post("/api/label", json={"id": "c1", "go": "stay", "labels": {"memory_use": {
+            "t1": {"act": "used_context_correctly", "ref": "t0"}, "t2": {"act": "hallucinated_context", "ref": "t0"}}}})
+        assert saved.status_code == 200, saved.get_json()
+        alone = client.post("/api/label", json={"id": "c1", "go": "stay", "labels": {"memory_use": {
+            "t2": {"act": "ignored_context", "ref": "t0"}}}})
+        assert "is not an answer for turn 't2'" in alone.get_json()["error"]
+    source = exported(path, tmp_path, "jsonl")
+    tags = json.loads(json.loads(source.read_text().splitlines()[0])["labels"]["memory_use"]["memory_use"])
+    assert tags == [{"turn": 1, "act": "used_context_correctly", "agent_id": "Assistant", "ref": 0},
+                    {"turn": 2, "act": "hallucinated_context", "agent_id": "Assistant", "ref": 0}]
+    fresh = write_project(tmp_path / "fresh", "Memory", [{"id": "c1", "text": "dinner", "conversation": DINNER}], [CONTEXT])
+    assert _run("import-labels", fresh, source, "--user", "ann").exit_code == 0
+    assert _stored(fresh) == _stored(path)

@@ -84,7 +84,9 @@ def test_each_part_is_stored_with_what_it_is_and_a_part_the_item_lacks_is_refuse
         assert 'data-type="review"' in page and 'data-part="verdict" value="wrong_tool"' in page
         parts = client.get("/api/item/1").get_json()["item"]["review_parts"]
         assert [p["tool"] for p in parts["tool_review"]] == ["get_weather", "book_table", HOSTILE, "notify"]
-        assert parts["handoffs"][2] == {"index": 2, "step": 3, "from": "Planner", "to": "Booker", "detail": ""}
+        assert parts["handoffs"][2] == {"index": 2, "step": 3, "from": "Planner", "to": "Booker", "detail": "",
+                                        "name": "Planner → Booker", "place": "step 4", "what": "Handoff 3 (Planner → Booker)",
+                                        "image": "", "caption": "", "marker": None}
         # What names a part is written from the item, whatever was sent; parts left blank are left out.
         sent = {"tool_review": [{"index": 1, "tool": "something else", "verdict": "wrong_args", "notes": "no restaurant"},
                                 {"index": 0, "verdict": "", "notes": ""}],

@@ -99,6 +99,12 @@ KEY_CHECKS: Mapping[str, Check] = {
     "verdict_options": text_list("[correct, wrong_tool, wrong_args]", unique=True),
     "flags": text_list("[info_loss, dropped_constraint, garbling, goal_drift]", unique=True),
     "quality_scale": integer(2, 10),
+    "type_key": text(),
+    "screenshot_key": text(),
+    "action_key": text(),
+    "coord_space": choice(("normalized", "pixels"), "coord_space"),
+    "segments_key": text(),
+    "allow_correction": boolean,
     "allow_ties": boolean,
     "total_points": integer(1, 1_000_000),
     "min_per_item": integer(0, 1_000_000),
@@ -180,17 +186,21 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("rubric_eval",) for key in ("scale_labels", "criteria", "show_overall")},
     "scale_points": ("rubric_eval", "semantic_differential", "confidence"), "pairs": ("semantic_differential",),
     **{key: ("soft_label",) for key in ("total", "min_per_label", "show_distribution_chart")},
-    **{key: ("consensus_tracking",) for key in ("turns_key", "acts", "linked_acts", "hint")},
+    **{key: ("consensus_tracking", "context_attribution") for key in ("turns_key", "acts", "linked_acts", "hint")},
     **{key: ("triage",) for key in ("accept_label", "reject_label", "skip_label", "accept_key", "reject_key", "skip_key",
                                     "auto_advance", "show_progress")},
     **{key: ("hierarchical_multiselect",) for key in ("taxonomy", "taxonomy_preset", "tooltips", "auto_select_children",
                                                       "auto_select_parent", "show_search")},
-    **{key: ("trajectory_eval",) for key in ("correctness_options", "error_types", "severities", "show_score", "max_score")},
+    **{key: ("trajectory_eval",) for key in ("correctness_options", "severities", "show_score", "max_score")},
+    "error_types": ("trajectory_eval", "speech_transcript"),
     "steps_key": ("process_reward", "trajectory_eval", "failure_attribution", "trajectory_edit", "tool_call_review",
-                  "handoff_review"),
+                  "handoff_review", "multimodal_reasoning", "gui_trajectory"),
     "step_text_key": ("process_reward", "trajectory_eval", "trajectory_edit"),
     "agent_key": ("failure_attribution", "handoff_review"), "agents": ("failure_attribution",),
-    "verdict_options": ("tool_call_review",), "allow_ties": ("ranking",),
+    "verdict_options": ("tool_call_review", "multimodal_reasoning", "gui_trajectory"), "allow_ties": ("ranking",),
+    "type_key": ("multimodal_reasoning",),
+    **{key: ("gui_trajectory",) for key in ("screenshot_key", "action_key", "coord_space")},
+    **{key: ("speech_transcript",) for key in ("segments_key", "allow_correction")},
     **{key: ("constant_sum",) for key in ("total_points", "min_per_item", "input_type")},
     **{key: ("confidence",) for key in ("target_schema", "scale_type")},
     "option_randomization": ("radio", "multiselect", "select", "multirate"),
@@ -203,8 +213,9 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
 
 
 _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_reward", "rubric_eval",
-              "consensus_tracking", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution",
-              "text_edit", "trajectory_edit", "tool_call_review", "handoff_review")
+              "consensus_tracking", "context_attribution", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution",
+              "text_edit", "trajectory_edit", "tool_call_review", "handoff_review", "multimodal_reasoning", "gui_trajectory",
+              "speech_transcript")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -273,15 +284,15 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _vas(values)
     elif kind == "semantic_differential" and raw.get("labels") in (None, []):
         problems += _differential(values)
-    elif kind == "consensus_tracking":
-        problems += _consensus(raw, values)
+    elif kind in ("consensus_tracking", "context_attribution"):
+        problems += _consensus(kind, raw, values)
     elif kind == "failure_attribution":
         problems += _attribution(raw, values)
     elif kind == "text_edit":
         problems += _text_edit(raw, values)
     elif kind == "trajectory_edit":
         problems += _trajectory_edit(raw, values)
-    elif kind in ("tool_call_review", "handoff_review"):
+    elif kind in REVIEWS:
         problems += _review(kind, raw, values)
     elif kind == "rubric_eval":
         problems += _rubric(raw, values)
@@ -418,20 +429,47 @@ def _ranking(values: dict[str, Any]) -> list[Problem]:
     return []
 
 
+REVIEWS = {
+    "tool_call_review": ("verdict_options", ("correct", "wrong_tool", "wrong_args"), ("verdict", "notes")),
+    "handoff_review": ("flags", ("info_loss", "dropped_constraint", "garbling", "goal_drift"), ("flags", "quality")),
+    "multimodal_reasoning": ("verdict_options", ("coherent", "incoherent", "visual_hallucination", "uncertain"),
+                             ("verdict", "notes")),
+    "gui_trajectory": ("verdict_options", ("correct", "wrong_element", "wrong_action", "hallucinated"),
+                       ("verdict", "notes")),
+    "speech_transcript": ("error_types", ("asr_error", "tts_artifact", "mispronunciation", "disfluency"),
+                          ("errors", "correction")),
+}
+"""Upstream's reviews of an item's parts, one answer each: the key listing the words a part is given,
+upstream's words, and what each part's answer holds (:data:`~potato.training.job.schemes.REVIEW_ANSWERS`)."""
+
+
 def _review(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
-    """Upstream's reviews of a trace's parts: each tool call judged with one of ``verdict_options`` and
-    notes, or each handoff between agents flagged with ``flags`` and rated 1 to ``quality_scale``."""
-    values["review_steps"] = values.pop("steps_key", "steps")
-    if kind == "tool_call_review":
-        words = values.pop("verdict_options", ("correct", "wrong_tool", "wrong_args"))
-    else:
-        words = values.pop("flags", ("info_loss", "dropped_constraint", "garbling", "goal_drift"))
-        values["review_agent_key"] = values.pop("agent_key", "agent")
+    """Upstream's reviews of an item's parts (:mod:`potato.reviews`): each tool call, reasoning block or
+    GUI step judged with one of ``verdict_options`` and notes; each handoff between agents flagged
+    with ``flags`` and rated 1 to ``quality_scale``; each segment of a transcript tagged with its
+    ``error_types`` and, with ``allow_correction``, its words as they should be."""
+    what, words, given = REVIEWS[kind]
+    answers: tuple[str, ...] = given
+    values["review_steps"] = values.pop("segments_key" if kind == "speech_transcript" else "steps_key",
+                                        "segments" if kind == "speech_transcript" else "steps")
+    reads = {"handoff_review": {"agent": values.pop("agent_key", "agent")},
+             "multimodal_reasoning": {"type": values.pop("type_key", "type")},
+             "gui_trajectory": {"screenshot": values.pop("screenshot_key", "screenshot"),
+                                "action": values.pop("action_key", "action"),
+                                "coord_space": values.pop("coord_space", "normalized")}}.get(kind, {})
+    values["review_reads"] = tuple(reads.items())
+    if kind == "handoff_review":
         values["quality_scale"] = values.pop("quality_scale", 5)
+    if not values.pop("allow_correction", True):
+        answers = answers[:1]
+    values["review_answers"] = answers
+    words = values.pop(what, words)
+    if what == "error_types" and (not isinstance(words, (list, tuple)) or not words
+                                  or not all(isinstance(w, str) and w for w in words) or len(set(words)) != len(words)):
+        return [(".error_types", f"must be a list of different words, such as [asr_error, disfluency], got {show(words)}")]
     values["options"] = tuple(LabelOption(word, text=word.replace("_", " ")) for word in words)
-    values["sequential_key_binding"] = False  # a key could not say which call or handoff it answers
+    values["sequential_key_binding"] = False  # a key could not say which part it answers
     if raw.get("labels") not in (None, []):
-        what = "verdict_options" if kind == "tool_call_review" else "flags"
         return [(".labels", f"a {kind} scheme's answers are its {what}; remove labels, and list them under {what}")]
     return []
 
@@ -630,26 +668,30 @@ def _trajectory(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Probl
     return problems
 
 
-ACTS = ("proposal", "agreement", "disagreement", "decision", "concession")
-LINKED_ACTS = ("agreement", "disagreement", "concession")
-"""Upstream's acts of a discussion, and those that answer another turn."""
+ACTS = {"consensus_tracking": ("proposal", "agreement", "disagreement", "decision", "concession"),
+        "context_attribution": ("used_context_correctly", "hallucinated_context", "ignored_context")}
+LINKED_ACTS = {"consensus_tracking": ("agreement", "disagreement", "concession"),
+               "context_attribution": ("used_context_correctly", "hallucinated_context")}
+"""Upstream's default acts, and those that name the turn they answer (or draw on), by type."""
+CONTEXT_HINT = ("Tag how each turn uses earlier context. used context correctly and hallucinated context then ask "
+                "for the earlier turn being (mis)used; ignored context stands alone.")
 
 
-def _consensus(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
-    """Upstream's consensus tracking: each turn of the item's list under ``turns_key`` tagged with one
-    of ``acts``; one of ``linked_acts`` may name the turn it answers."""
+def _consensus(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's tags on each turn of the item's list under ``turns_key``, one of ``acts`` each; one
+    of ``linked_acts`` may name the turn it answers. Consensus tracking tags a negotiation's moves;
+    context attribution, how an agent used (or invented) what was said before, with its own acts."""
     if raw.get("labels") not in (None, []):
-        return [(".labels", "a consensus_tracking scheme's answers are its acts; remove labels, and list them under "
-                            "acts")]
-    acts = tuple(values.pop("acts", ACTS))
-    linked = tuple(values.pop("linked_acts", tuple(a for a in LINKED_ACTS if a in acts)))
+        return [(".labels", f"a {kind} scheme's answers are its acts; remove labels, and list them under acts")]
+    acts = tuple(values.pop("acts", ACTS[kind]))
+    linked = tuple(values.pop("linked_acts", tuple(a for a in LINKED_ACTS[kind] if a in acts)))
     stray = [a for a in linked if a not in acts]
     if stray:
         return [(".linked_acts", f"names {', '.join(map(show, stray))}, which is not one of the acts ({', '.join(acts)}); "
                                  "list only acts")]
     values["options"] = tuple(LabelOption(a, text=a.replace("_", " ")) for a in acts)
     values["linked_labels"] = linked
-    hint = values.pop("hint", "")
+    hint = values.pop("hint", CONTEXT_HINT if kind == "context_attribution" else "")
     values["turns"] = TurnBinding(field=values.pop("turns_key", "conversation"), steps_text="text", placement="inline",
                                   label=str(hint or values.get("description") or values.get("name", "")))
     return []

@@ -132,7 +132,7 @@ def scheme_types(raw: object) -> dict[str, str | None]:
     return out
 
 
-STEP_ANSWERS = ("process_reward", "consensus_tracking", "trajectory_eval")
+STEP_ANSWERS = ("process_reward", "consensus_tracking", "context_attribution", "trajectory_eval")
 """The types asked on each step or turn of a trace whatever the config says."""
 LEARNT_BY_STEP = ("radio", "multiselect", "likert", "select", "triage", *STEP_ANSWERS)
 """A question asked on each step whose answers a step classifier learns (each step's answer one
@@ -260,7 +260,8 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         final_answer_key=values.get("final_answer_key"),
         reason_on_edit=values.get("reason_on_edit", False),
         review_steps=values.get("review_steps"),
-        review_agent_key=values.get("review_agent_key", "agent"),
+        review_answers=values.get("review_answers", ()),
+        review_reads=values.get("review_reads", ()),
         quality_scale=values.get("quality_scale", 0),
         points_by_slider=values.get("points_by_slider", False),
         rates=values.get("rates", ""),

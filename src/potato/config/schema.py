@@ -22,7 +22,8 @@ from potato.training.launch.containers import ContainerSpec
 from potato.training.job.schemes import Scheme
 from potato.items import shown_text
 from potato.edits import Originals, trajectory_originals
-from potato.reviews import HANDOFFS, TOOL_CALLS, Part, parts_of
+from potato.reviews import KINDS as REVIEW_KINDS
+from potato.reviews import Part, parts_of
 
 
 FREE_RESPONSE = "free_response"
@@ -551,9 +552,8 @@ class Config:
         return out
 
     def review_parts(self, item: Any) -> dict[str, list[Part]]:
-        """The tool calls or handoffs each review scheme asks about on ``item``, by scheme."""
-        return {s.name: parts_of(TOOL_CALLS if s.annotation_type.value == "tool_call_review" else HANDOFFS,
-                                 item.data.get(s.review_steps), s.review_agent_key)
+        """The parts (tool calls, handoffs, steps, segments) each review scheme asks about on ``item``, by scheme."""
+        return {s.name: parts_of(REVIEW_KINDS[s.annotation_type.value], item.data.get(s.review_steps), dict(s.review_reads))
                 for s in self.annotation_schemes if s.review_steps is not None}
 
     def scheme(self, name: str) -> Scheme | None:

@@ -2,7 +2,8 @@
 // reads and fills their answers through get and set, by the fieldset's data-type):
 // - edit: a text rewritten in a box that starts with the original (upstream's text_edit);
 // - trajedit: a box for each editable field of each step of a trace (trajectory_edit);
-// - review: a card for each tool call or handoff of a trace (tool_call_review, handoff_review);
+// - review: a card for each part of an item (tool_call_review, handoff_review, multimodal_reasoning,
+//   gui_trajectory, speech_transcript);
 // - ranking: the labels put in order, best first;
 // - constant_sum: whole points spread over the labels, adding up to a total;
 // - attribution: the agent, the decisive step and why a multi-agent trace failed.
@@ -171,34 +172,45 @@
     fs.querySelector(".rank-keep").addEventListener("click", function () { ranked(fs, null, false); });
   });
 
-  // A review of a trace's tool calls or handoffs: a card for each, its answers restored by its number
-  // (a stored review holds only the parts given one). Each card's choices are a group of their own.
+  // A review of an item's parts (tool calls, handoffs, reasoning blocks, GUI steps, transcript segments):
+  // a card for each, its answers restored by its number (a stored review holds only the parts given
+  // one). Each card's choices are a group of their own. A GUI step's click is marked on its screenshot.
   function drawReview(fs, parts, saved) {
     var list = fs.querySelector(".review-parts"), template = fs.querySelector(".review-template"), byIndex = {};
     saved.forEach(function (e) { byIndex[e.index] = e; });
     list.textContent = "";
     parts.forEach(function (part) {
       var card = template.content.firstElementChild.cloneNode(true), entry = byIndex[part.index] || {};
-      var name = part.tool !== undefined ? part.tool : part.from + " \u2192 " + part.to;
-      var what = part.tool !== undefined ? "Call " + (part.index + 1) + " (" + part.tool + ")" : "Handoff " + (part.index + 1) + " (" + name + ")";
       card.dataset.index = part.index;
-      card.querySelector(".review-name").textContent = name;
-      card.querySelector(".review-step").textContent = "step " + (part.step + 1);
-      var detail = card.querySelector(".review-detail");
-      if (detail) detail.textContent = part.detail;
+      card.querySelector(".review-name").textContent = part.name;
+      card.querySelector(".review-step").textContent = part.place;
+      var detail = card.querySelector(".review-detail"), shot = card.querySelector(".review-shot");
+      detail.textContent = part.detail;
+      detail.hidden = !part.detail;
+      shot.hidden = !part.image && !part.caption;
+      card.querySelector(".review-caption").textContent = part.caption;
+      var image = card.querySelector(".review-image"), marker = card.querySelector(".review-marker");
+      image.hidden = !part.image;
+      if (part.image) {
+        image.src = part.image;
+        image.alt = part.caption || part.what;
+      }
+      marker.hidden = !part.marker;
+      if (part.marker) {  // CSSOM, which the page's policy allows (a style attribute it would not)
+        marker.style.left = (part.marker[0] * 100) + "%";
+        marker.style.top = (part.marker[1] * 100) + "%";
+      }
       card.querySelectorAll("[data-part]").forEach(function (input) {
         var key = input.dataset.part, given = entry[key];
         input.name = fs.dataset.schema + "/" + part.index + "/" + key;
         if (input.type === "checkbox") input.checked = Array.isArray(given) && given.indexOf(input.value) >= 0;
         else if (input.type === "radio") input.checked = given !== undefined && String(given) === input.value;
         else input.value = given || "";
-        input.setAttribute("aria-label", what + ", " + key + (input.type === "text" ? "" : ": " + input.value));
+        input.setAttribute("aria-label", part.what + ", " + key + (input.type === "text" ? "" : ": " + input.value));
       });
       list.appendChild(card);
     });
-    if (!parts.length) {
-      list.textContent = template.content.querySelector("[data-part=verdict]") ? "No tool calls in this trace." : "No handoffs in this trace.";
-    }
+    if (!parts.length) list.textContent = list.dataset.empty;
   }
 
   // A trajectory edit: a box for each editable field of each step, and the final answer, each a
@@ -360,9 +372,9 @@
         var entry = { index: Number(card.dataset.index) }, any = false;
         card.querySelectorAll("[data-part]").forEach(function (input) {
           var part = input.dataset.part;
-          if (part === "flags") {
-            entry.flags = entry.flags || [];
-            if (input.checked) { entry.flags.push(input.value); any = true; }
+          if (input.type === "checkbox") {
+            entry[part] = entry[part] || [];
+            if (input.checked) { entry[part].push(input.value); any = true; }
           } else if (input.type === "radio") {
             if (input.checked) { entry[part] = part === "quality" ? Number(input.value) : input.value; any = true; }
           } else if (input.value) {

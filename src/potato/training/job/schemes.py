@@ -69,11 +69,25 @@ class SchemeType(str, Enum):
     RANKING = "ranking"
     CONSTANT_SUM = "constant_sum"
     CONFIDENCE = "confidence"
+    CONTEXT_ATTRIBUTION = "context_attribution"
+    MULTIMODAL_REASONING = "multimodal_reasoning"
+    GUI_TRAJECTORY = "gui_trajectory"
+    SPEECH_TRANSCRIPT = "speech_transcript"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
-                          SchemeType.CONSENSUS_TRACKING, SchemeType.TRIAGE})
+                          SchemeType.CONSENSUS_TRACKING, SchemeType.CONTEXT_ATTRIBUTION, SchemeType.TRIAGE})
 """One label of a fixed list: what trainers learn as classes, whatever the page draws."""
+TAGGED_TURNS = frozenset({SchemeType.CONSENSUS_TRACKING, SchemeType.CONTEXT_ATTRIBUTION})
+"""Each turn tagged with one act, some of which name the earlier turn they answer or draw on (a
+negotiation's moves; how an agent used its context)."""
+REVIEW_ANSWERS = {"verdict": "choice", "notes": "text", "flags": "choices", "quality": "scale", "errors": "choices",
+                  "correction": "text"}
+"""What a review may give each part, and what each is: one of the labels, a text, labels, a point."""
+NAMING = ("step", "tool", "from", "to", "start", "end")
+"""What a stored review may say its part is (written from the item, so a sent one is not read)."""
+_REVIEWED = {SchemeType.TOOL_CALL_REVIEW: "call", SchemeType.HANDOFF_REVIEW: "handoff",
+             SchemeType.SPEECH_TRANSCRIPT: "segment"}
 NUMERIC_TYPES = frozenset({SchemeType.SLIDER, SchemeType.NUMBER, SchemeType.VAS})
 RATED_ROWS = frozenset({SchemeType.MULTIRATE, SchemeType.RUBRIC_EVAL, SchemeType.SEMANTIC_DIFFERENTIAL})
 """Each row (a multirate's option, a rubric's criterion, a pair of opposite adjectives) rated with
@@ -229,10 +243,15 @@ class Scheme:
     reason_on_edit: bool = False
     """Each step a trajectory edit changes needs a reason before the item is done (``require_reason_on_edit``)."""
     review_steps: Optional[str] = None
-    """A review of a trace's tool calls or handoffs, one answer each (:mod:`potato.reviews`): the item's
-    key of its steps; None for other schemes. Its ``labels`` are a call's verdicts or a handoff's flags."""
-    review_agent_key: str = "agent"
-    """Where a step names its agent, for the handoffs between them."""
+    """A review of an item's parts (a trace's tool calls, handoffs or steps; a transcript's segments),
+    one answer each (:mod:`potato.reviews`): the item's key of its list of them; None for other
+    schemes. Its ``labels`` are a part's verdicts, flags or errors."""
+    review_answers: tuple[str, ...] = ()
+    """What a review gives each part, of :data:`REVIEW_ANSWERS`: a verdict and notes (a tool call, a
+    reasoning block, a GUI step), flags and a quality (a handoff), errors and a correction (a segment)."""
+    review_reads: tuple[tuple[str, str], ...] = ()
+    """The scheme's keys for what a part holds: a step's agent, type, screenshot or action, and the
+    space of a click's coordinates (:func:`potato.reviews.parts_of`)."""
     quality_scale: int = 0
     """A handoff's quality is rated 1 to this."""
     shuffled: bool = False
@@ -440,7 +459,7 @@ class Scheme:
                     and isinstance(reasons, list) and all(isinstance(r, str) and r in self.labels for r in reasons)
                     and len(set(reasons)) == len(reasons)
                     and isinstance(rationale, str) and len(rationale) <= self.max_length)
-        if self.annotation_type is SchemeType.CONSENSUS_TRACKING and isinstance(value, dict):
+        if self.annotation_type in TAGGED_TURNS and isinstance(value, dict):
             return (set(value) <= {"act", "ref"} and value.get("act") in self.linked_labels
                     and (value.get("ref") is None or isinstance(value.get("ref"), str)))
         if self.annotation_type in CHOICE_TYPES:
@@ -492,7 +511,7 @@ class Scheme:
             return ('{"correctness": ' + " or ".join(self.labels) + '} with, for an error, "error_type" ('
                     + ", ".join(name for name, _ in self.error_types) + '), "error_subtype", "severity" ('
                     + ", ".join(name for name, _ in self.severities) + ') and "rationale"')
-        if self.annotation_type is SchemeType.CONSENSUS_TRACKING:
+        if self.annotation_type in TAGGED_TURNS:
             return (", ".join(self.labels) + (f"; or {{\"act\", \"ref\": the turn it answers}} for "
                                               f"{', '.join(self.linked_labels)}" if self.linked_labels else ""))
         if self.annotation_type is SchemeType.TEXT_EDIT:
@@ -502,12 +521,12 @@ class Scheme:
         if self.annotation_type is SchemeType.CONSTANT_SUM:
             return (f"an object of whole points by label ({', '.join(self.labels)}), each at least {self.min_value or 0:g}, "
                     f"together {self.total or 0:g}")
-        if self.annotation_type is SchemeType.TOOL_CALL_REVIEW:
-            return ('a list of {"index": a call\'s number (0 for the first), "verdict": one of '
-                    + ", ".join(self.labels) + f', "notes": text of at most {self.max_length} characters}}')
-        if self.annotation_type is SchemeType.HANDOFF_REVIEW:
-            return ('a list of {"index": a handoff\'s number (0 for the first), "flags": a list of '
-                    + ", ".join(self.labels) + f', "quality": 1 to {self.quality_scale}}}')
+        if self.review_steps is not None:
+            said = {"verdict": "one of " + ", ".join(self.labels), "flags": "a list of " + ", ".join(self.labels),
+                    "errors": "a list of " + ", ".join(self.labels), "quality": f"1 to {self.quality_scale}"}
+            return (f'a list of {{"index": a {_REVIEWED.get(self.annotation_type, "step")}\'s number (0 for the first), '
+                    + ", ".join(f'"{key}": ' + said.get(key, f"text of at most {self.max_length} characters")
+                                for key in self.review_answers) + "}")
         if self.annotation_type is SchemeType.TRAJECTORY_EDIT:
             return ('{"steps": [{"step_index": a step\'s place (0 for the first), "field": one of '
                     + ", ".join(self.editable_fields) + f', "edited_text": at most {self.max_length} characters, '
@@ -568,11 +587,6 @@ class Scheme:
                 return False
         return final is None or self._accepts_edit(final, STEP_EDIT_PARTS)
 
-    @property
-    def review_answers(self) -> tuple[str, ...]:
-        """What a review gives each part: a tool call a verdict and notes, a handoff flags and a quality."""
-        return ("verdict", "notes") if self.annotation_type is SchemeType.TOOL_CALL_REVIEW else ("flags", "quality")
-
     def _accepts_points(self, value: object) -> bool:
         """Points allocated so far: whole numbers, each at least ``min_value``, by label (some may be
         still to give), together at most ``total`` (:meth:`incomplete` asks for all of it)."""
@@ -584,19 +598,23 @@ class Scheme:
 
     def _accepts_review(self, entry: object) -> bool:
         """One part's answer (what names the part may be sent too: it is written from the item again)."""
-        if not isinstance(entry, dict) or not set(entry) <= {"index", "step", "tool", "from", "to", *self.review_answers}:
+        if not isinstance(entry, dict) or not set(entry) <= {"index", *NAMING, *self.review_answers}:
             return False
         index = entry.get("index")
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             return False
-        if self.annotation_type is SchemeType.TOOL_CALL_REVIEW:
-            verdict, notes = entry.get("verdict") or "", entry.get("notes") or ""
-            return (isinstance(verdict, str) and (verdict == "" or verdict in self.labels)
-                    and isinstance(notes, str) and len(notes) <= self.max_length)
-        flags, quality = entry.get("flags") or [], entry.get("quality") or 0
-        return (isinstance(flags, list) and all(isinstance(f, str) and f in self.labels for f in flags)
-                and len(set(flags)) == len(flags) and isinstance(quality, int) and not isinstance(quality, bool)
-                and 0 <= quality <= self.quality_scale)
+        return all(entry.get(key) in (None, "", [], 0) or self._accepts_part_answer(REVIEW_ANSWERS[key], entry[key])
+                   for key in self.review_answers)
+
+    def _accepts_part_answer(self, kind: str, value: object) -> bool:
+        if kind == "choice":
+            return isinstance(value, str) and value in self.labels
+        if kind == "text":
+            return isinstance(value, str) and len(value) <= self.max_length
+        if kind == "choices":
+            return (isinstance(value, list) and all(isinstance(v, str) and v in self.labels for v in value)
+                    and len(set(value)) == len(value))
+        return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= self.quality_scale
 
     def _accepts_attribution(self, value: object) -> bool:
         """Upstream's ``{"responsible_agent", "decisive_step", "reason"}``, any of them left out, empty

@@ -12,17 +12,18 @@ from potato.config.schema import Config
 from potato.edits import BadEdit, stored_any_edit
 from potato.items import Item
 from potato.reviews import BadReview, stored_review
-from potato.training.job.schemes import Scheme
+from potato.teams import BadTeamAnswer, stored_behaviours, stored_scorecard
+from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.job.turns import BadTurns
 
-MISFITS = (BadTurns, BadEdit, BadReview)
+MISFITS = (BadTurns, BadEdit, BadReview, BadTeamAnswer)
 """What :func:`stored_on_item` raises for an answer that does not fit its item; each message says why."""
 
 
 def on_item(scheme: Scheme) -> bool:
     """Whether the scheme's answers name what the item holds, and so are checked against it."""
     return any(part is not None for part in (scheme.names_step, scheme.edit_source, scheme.edit_steps,
-                                             scheme.review_steps))
+                                             scheme.review_steps, scheme.team_steps))
 
 
 def blank(scheme: Scheme, value: object) -> bool:
@@ -38,6 +39,9 @@ def stored_on_item(config: Config, scheme: Scheme, value: Any, item: Item) -> An
     answers none of the item's parts. Raises one of :data:`MISFITS` naming what the item lacks."""
     if scheme.names_step is not None:
         return scheme.stored_attribution(value, config.item_turns(item).get(scheme.names_step.source, ()))
+    if scheme.team_steps is not None:
+        team = config.teams(item)[scheme.name]
+        return (stored_scorecard if scheme.annotation_type is SchemeType.AGENT_SCORECARD else stored_behaviours)(value, team)
     if scheme.review_steps is not None:
         return stored_review(value, config.review_parts(item)[scheme.name], scheme.review_answers) or None
     return stored_any_edit(scheme, value, config.edit_sources(item)[scheme.name])

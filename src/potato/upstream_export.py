@@ -35,7 +35,8 @@ FIXED_NAMES = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeT
 """The one label name upstream gives the answer of these kinds of scheme (a text scheme without labels)."""
 JSON_TEXT = (SchemeType.FAILURE_ATTRIBUTION, SchemeType.TEXT_EDIT, SchemeType.TRAJECTORY_EDIT,
              SchemeType.TOOL_CALL_REVIEW, SchemeType.HANDOFF_REVIEW, SchemeType.MULTIMODAL_REASONING,
-             SchemeType.GUI_TRAJECTORY, SchemeType.SPEECH_TRANSCRIPT)
+             SchemeType.GUI_TRAJECTORY, SchemeType.SPEECH_TRANSCRIPT,
+             SchemeType.AGENT_SCORECARD, SchemeType.EMERGENT_BEHAVIOR)
 """The kinds of answer upstream keeps as one JSON text, named by the scheme (its page's hidden input)."""
 RANK_ORDER = "rank_order"
 """Upstream's label name of a ranking: the labels in order, joined by commas."""

@@ -140,8 +140,9 @@ def test_a_wrong_process_reward_says_what_is_wrong_and_how_to_fix_it() -> None:
         "LLM's suggested reward for each step; remove it or run that project on upstream Potato"]
     radio_errors = [i.message for i in _report([{**QUALITY, "steps_key": "structured_turns"}]).errors]
     assert radio_errors == ["annotation_schemes[0].steps_key: applies to process_reward, trajectory_eval, "
-                            "failure_attribution, trajectory_edit, tool_call_review, handoff_review, multimodal_reasoning "
-                            "and gui_trajectory schemes only; remove it from this radio scheme"]
+                            "failure_attribution, trajectory_edit, tool_call_review, handoff_review, multimodal_reasoning, "
+                            "gui_trajectory, agent_scorecard and emergent_behavior schemes only; remove it from this radio "
+                            "scheme"]
 
 
 # -- answers ---------------------------------------------------------------------------------------

@@ -105,6 +105,11 @@ KEY_CHECKS: Mapping[str, Check] = {
     "coord_space": choice(("normalized", "pixels"), "coord_space"),
     "segments_key": text(),
     "allow_correction": boolean,
+    "agent_dimensions": text_list("[role fidelity, contribution]", unique=True),
+    "team_dimensions": text_list("[coordination, communication]", unique=True),
+    "milestones": text_list("[plan produced, result verified]", unique=True),
+    "behaviors": text_list("[collusion, groupthink]", unique=True),
+    "allow_note": boolean,
     "allow_ties": boolean,
     "total_points": integer(1, 1_000_000),
     "min_per_item": integer(0, 1_000_000),
@@ -180,7 +185,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "title": ("span",), "show_span_labels": ("span",), "allow_overlapping": ("span",),
     "allow_discontinuous": ("span",), "entity_linking": ("span",), "target_field": ("span",),
     **{key: ("process_reward",) for key in _PROCESS_REWARD},
-    **{key: ("pairwise",) for key in _PAIRWISE},
+    **{key: ("pairwise",) for key in _PAIRWISE if key != "scale"}, "scale": ("pairwise", "agent_scorecard"),
     "mode": ("process_reward", "pairwise"),
     "options": ("multirate",),
     **{key: ("rubric_eval",) for key in ("scale_labels", "criteria", "show_overall")},
@@ -194,9 +199,12 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("trajectory_eval",) for key in ("correctness_options", "severities", "show_score", "max_score")},
     "error_types": ("trajectory_eval", "speech_transcript"),
     "steps_key": ("process_reward", "trajectory_eval", "failure_attribution", "trajectory_edit", "tool_call_review",
-                  "handoff_review", "multimodal_reasoning", "gui_trajectory"),
+                  "handoff_review", "multimodal_reasoning", "gui_trajectory", "agent_scorecard", "emergent_behavior"),
     "step_text_key": ("process_reward", "trajectory_eval", "trajectory_edit"),
-    "agent_key": ("failure_attribution", "handoff_review"), "agents": ("failure_attribution",),
+    "agent_key": ("failure_attribution", "handoff_review", "agent_scorecard", "emergent_behavior"),
+    "agents": ("failure_attribution", "agent_scorecard"),
+    **{key: ("agent_scorecard",) for key in ("agent_dimensions", "team_dimensions", "milestones")},
+    **{key: ("emergent_behavior",) for key in ("behaviors", "allow_note")},
     "verdict_options": ("tool_call_review", "multimodal_reasoning", "gui_trajectory"), "allow_ties": ("ranking",),
     "type_key": ("multimodal_reasoning",),
     **{key: ("gui_trajectory",) for key in ("screenshot_key", "action_key", "coord_space")},
@@ -215,7 +223,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
 _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_reward", "rubric_eval",
               "consensus_tracking", "context_attribution", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution",
               "text_edit", "trajectory_edit", "tool_call_review", "handoff_review", "multimodal_reasoning", "gui_trajectory",
-              "speech_transcript")
+              "speech_transcript", "agent_scorecard", "emergent_behavior")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -292,6 +300,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _text_edit(raw, values)
     elif kind == "trajectory_edit":
         problems += _trajectory_edit(raw, values)
+    elif kind in ("agent_scorecard", "emergent_behavior"):
+        problems += _team(kind, raw, values)
     elif kind in REVIEWS:
         problems += _review(kind, raw, values)
     elif kind == "rubric_eval":
@@ -471,6 +481,37 @@ def _review(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> lis
     values["sequential_key_binding"] = False  # a key could not say which part it answers
     if raw.get("labels") not in (None, []):
         return [(".labels", f"a {kind} scheme's answers are its {what}; remove labels, and list them under {what}")]
+    return []
+
+
+AGENT_DIMENSIONS = ("role fidelity", "contribution", "coordination")
+TEAM_DIMENSIONS = ("coordination", "communication", "efficiency")
+BEHAVIOURS = ("collusion", "groupthink", "cascading_error", "role_drift")
+"""Upstream's defaults for a scorecard's dimensions and the emergent behaviours asked about."""
+
+
+def _team(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's answers about a multi-agent trace's team (:mod:`potato.teams`): a scorecard scores
+    each agent (``agents``, else those of the item's steps) on ``agent_dimensions`` and the team on
+    ``team_dimensions``, 1 to ``scale``, and checks off ``milestones``; emergent behaviours are, for
+    each of ``behaviors``, the turns that take part (and a note, with ``allow_note``)."""
+    values["team_steps"] = values.pop("steps_key", "steps")
+    values["team_agent_key"] = values.pop("agent_key", "agent")
+    if raw.get("labels") not in (None, []):
+        what = "agent_dimensions, team_dimensions and milestones" if kind == "agent_scorecard" else "behaviors"
+        return [(".labels", f"a {kind} scheme's answers are its {what}; remove labels, and list them there")]
+    if kind == "emergent_behavior":
+        values["options"] = tuple(LabelOption(b, text=b.replace("_", " ")) for b in values.pop("behaviors", BEHAVIOURS))
+        values["allow_note"] = values.pop("allow_note", False)
+        return []
+    values["agents"] = tuple(values.pop("agents", ()))
+    values["agent_dimensions"] = tuple(values.pop("agent_dimensions", AGENT_DIMENSIONS))
+    values["team_dimensions"] = tuple(values.pop("team_dimensions", TEAM_DIMENSIONS))
+    values["milestones"] = tuple(values.pop("milestones", ()))
+    scale = values.pop("scale", 5)
+    if isinstance(scale, bool) or not isinstance(scale, int) or not 2 <= scale <= 10:
+        return [(".scale", f"must be a whole number of points from 2 to 10, such as 5, got {show(scale)}")]
+    values["quality_scale"] = scale
     return []
 
 

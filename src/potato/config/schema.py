@@ -24,6 +24,7 @@ from potato.items import shown_text
 from potato.edits import Originals, trajectory_originals
 from potato.reviews import KINDS as REVIEW_KINDS
 from potato.reviews import Part, parts_of
+from potato.teams import Team, team_of
 
 
 FREE_RESPONSE = "free_response"
@@ -550,6 +551,11 @@ class Config:
                 out[s.name] = trajectory_originals(item.data, s.edit_steps, s.step_text_key, s.editable_fields,
                                                    s.final_answer_key)
         return out
+
+    def teams(self, item: Any) -> dict[str, Team]:
+        """The agents and turns each scorecard or behaviour scheme asks about on ``item``, by scheme."""
+        return {s.name: team_of(item.data.get(s.team_steps), s.team_agent_key, s.agents)
+                for s in self.annotation_schemes if s.team_steps is not None}
 
     def review_parts(self, item: Any) -> dict[str, list[Part]]:
         """The parts (tool calls, handoffs, steps, segments) each review scheme asks about on ``item``, by scheme."""

@@ -191,8 +191,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "card_sort": "sorting cards into groups",
     "conjoint": "conjoint choice sets",
     # Upstream's agent-evaluation types: each reads the item's steps or turns itself.
-    "agent_scorecard": "scoring each agent of a team on several dimensions",
-    "emergent_behavior": "marking emergent behaviours across a trace's turns",
     "agent_interaction_graph": "marking the critical path through agents' interactions",
     "code_review": "reviewing a coding agent's diff with comments per line",
     "tool_contention": "labelling agents' contention for shared tools",

@@ -186,6 +186,7 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         **_with_turns(project.config, project.config.item_turns(item)),
         "edit_sources": {name: originals.shown() for name, originals in project.config.edit_sources(item).items()},
         "review_parts": {name: [part.shown() for part in parts] for name, parts in project.config.review_parts(item).items()},
+        "teams": {name: team.shown() for name, team in project.config.teams(item).items()},
         **({"codebook": codebook_payload(project)} if project.config.codebook_mode else {}),
     }
 

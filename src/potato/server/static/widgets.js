@@ -6,7 +6,9 @@
 //   gui_trajectory, speech_transcript);
 // - ranking: the labels put in order, best first;
 // - constant_sum: whole points spread over the labels, adding up to a total;
-// - attribution: the agent, the decisive step and why a multi-agent trace failed.
+// - attribution: the agent, the decisive step and why a multi-agent trace failed;
+// - scorecard: each agent of a team and the team scored on dimensions, milestones checked off;
+// - behaviours: for each emergent behaviour, the turns (across agents) that take part.
 // What an item offers (its originals, its parts, its agents and steps) comes with the item from the
 // server, which checks every answer against the same; everything is drawn with textContent only.
 (function () {
@@ -309,6 +311,67 @@
   }
 
 
+  // An agent scorecard: a card for each of the item's agents, a scale for each dimension.
+  function drawScorecard(fs, team, given) {
+    var list = fs.querySelector(".scorecard-agents"), template = fs.querySelector(".scorecard-template");
+    var scores = given.agents || {};
+    list.textContent = "";
+    (team.agents || []).forEach(function (agent) {
+      var card = template.content.firstElementChild.cloneNode(true);
+      card.dataset.agent = agent;
+      card.querySelector(".scorecard-name").textContent = agent;
+      card.querySelectorAll("[data-dim]").forEach(function (row) {
+        row.querySelectorAll("input").forEach(function (input) {
+          input.name = fs.dataset.schema + "/" + agent + "/" + row.dataset.dim;
+          input.checked = String((scores[agent] || {})[row.dataset.dim]) === input.value;
+          input.setAttribute("aria-label", agent + ", " + row.dataset.dim + ": " + input.value);
+        });
+      });
+      list.appendChild(card);
+    });
+    if (!(team.agents || []).length) list.textContent = "No agents in this trace.";
+    fs.querySelectorAll(".scorecard-team [data-dim] input").forEach(function (input) {
+      input.checked = String((given.team || {})[input.closest("[data-dim]").dataset.dim]) === input.value;
+    });
+    fs.querySelectorAll(".scorecard-milestones input").forEach(function (input) {
+      input.checked = (given.milestones || {})[input.value] === true;
+    });
+  }
+
+  function scores(rows) {
+    var out = {}, any = false;
+    rows.forEach(function (row) {
+      var on = row.querySelector("input:checked");
+      if (on) { out[row.dataset.dim] = Number(on.value); any = true; }
+    });
+    return any ? out : null;
+  }
+
+  // Emergent behaviours: under each, a box for each turn of the item, named by its place and agent.
+  function drawBehaviours(fs, team, given) {
+    fs.querySelectorAll(".behaviour").forEach(function (block) {
+      var name = block.dataset.behaviour, mine = given[name] || {}, turns = block.querySelector(".behaviour-turns");
+      var picked = Array.isArray(mine.turns) ? mine.turns : [];
+      turns.textContent = "";
+      (team.turns || []).forEach(function (turn) {
+        var label = document.createElement("label"), box = document.createElement("input"), words = document.createElement("span");
+        label.className = "option";
+        box.type = "checkbox";
+        box.value = String(turn.index);
+        box.checked = picked.indexOf(turn.index) >= 0;
+        box.setAttribute("aria-label", name + ", turn " + (turn.index + 1) + " (" + turn.agent + ")");
+        words.textContent = (turn.index + 1) + ". " + turn.agent + ": " + turn.text;
+        label.appendChild(box);
+        label.appendChild(document.createTextNode(" "));
+        label.appendChild(words);
+        turns.appendChild(label);
+      });
+      if (!(team.turns || []).length) turns.textContent = "No turns in this trace.";
+      var note = block.querySelector(".behaviour-note");
+      if (note) note.value = mine.note || "";
+    });
+  }
+
   var SETTERS = {
     edit: function (fs, value, item) {  // {edited_text, ...}: the box starts with the original until edited
       var source = ((item.edit_sources || {})[fs.dataset.schema] || {}).text || "";
@@ -341,6 +404,12 @@
     },
     trajedit: function (fs, value, item) {  // {steps: [{step_index, field, edited_text, reason}], final_answer}
       drawTrajectory(fs, (item.edit_sources || {})[fs.dataset.schema] || {}, value && typeof value === "object" ? value : {});
+    },
+    scorecard: function (fs, value, item) {  // {agents: {agent: {dimension: score}}, team: {...}, milestones: {...}}
+      drawScorecard(fs, (item.teams || {})[fs.dataset.schema] || {}, value && typeof value === "object" ? value : {});
+    },
+    behaviours: function (fs, value, item) {  // {behaviour: {turns: [place, ...], note}}
+      drawBehaviours(fs, (item.teams || {})[fs.dataset.schema] || {}, value && typeof value === "object" ? value : {});
     },
     attribution: function (fs, value, item) {  // {responsible_agent, decisive_step, reason}
       var given = value && typeof value === "object" ? value : {};
@@ -397,6 +466,28 @@
                            reason: reason ? reason.value : "" });
       });
       return any ? edits : null;
+    },
+    scorecard: function (fs) {  // only what was scored or reached; null for nothing
+      var out = { agents: {}, team: scores(Array.prototype.slice.call(fs.querySelectorAll(".scorecard-team [data-dim]"))) || {},
+                  milestones: {} };
+      fs.querySelectorAll(".scorecard-agent").forEach(function (card) {
+        var mine = scores(Array.prototype.slice.call(card.querySelectorAll("[data-dim]")));
+        if (mine) out.agents[card.dataset.agent] = mine;
+      });
+      fs.querySelectorAll(".scorecard-milestones input:checked").forEach(function (input) { out.milestones[input.value] = true; });
+      return Object.keys(out.agents).length || Object.keys(out.team).length || Object.keys(out.milestones).length ? out : null;
+    },
+    behaviours: function (fs) {  // the behaviours given turns or a note; null for none
+      var out = {}, any = false;
+      fs.querySelectorAll(".behaviour").forEach(function (block) {
+        var turns = Array.prototype.map.call(block.querySelectorAll(".behaviour-turns input:checked"), function (i) { return Number(i.value); });
+        var note = block.querySelector(".behaviour-note"), words = note ? note.value : "";
+        if (turns.length || words) {
+          out[block.dataset.behaviour] = words ? { turns: turns, note: words } : { turns: turns };
+          any = true;
+        }
+      });
+      return any ? out : null;
     },
     attribution: function (fs) {
       var agent = fs.querySelector(".fa-agent").value, step = fs.querySelector(".fa-step").value;

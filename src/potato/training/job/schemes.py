@@ -73,6 +73,8 @@ class SchemeType(str, Enum):
     MULTIMODAL_REASONING = "multimodal_reasoning"
     GUI_TRAJECTORY = "gui_trajectory"
     SPEECH_TRANSCRIPT = "speech_transcript"
+    AGENT_SCORECARD = "agent_scorecard"
+    EMERGENT_BEHAVIOR = "emergent_behavior"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -246,6 +248,18 @@ class Scheme:
     """A review of an item's parts (a trace's tool calls, handoffs or steps; a transcript's segments),
     one answer each (:mod:`potato.reviews`): the item's key of its list of them; None for other
     schemes. Its ``labels`` are a part's verdicts, flags or errors."""
+    team_steps: Optional[str] = None
+    """An agent scorecard or emergent behaviours (:mod:`potato.teams`): the item's key of the steps its
+    team took; None for other schemes. A behaviour scheme's ``labels`` are its behaviours."""
+    team_agent_key: str = "agent"
+    """Where a step names the agent that took it (else its speaker or role)."""
+    agent_dimensions: tuple[str, ...] = ()
+    team_dimensions: tuple[str, ...] = ()
+    milestones: tuple[str, ...] = ()
+    """A scorecard scores each agent on ``agent_dimensions`` and the team on ``team_dimensions``, 1 to
+    ``quality_scale``, and checks off the ``milestones`` reached."""
+    allow_note: bool = False
+    """Each emergent behaviour may have a note."""
     review_answers: tuple[str, ...] = ()
     """What a review gives each part, of :data:`REVIEW_ANSWERS`: a verdict and notes (a tool call, a
     reasoning block, a GUI step), flags and a quality (a handoff), errors and a correction (a segment)."""
@@ -450,6 +464,10 @@ class Scheme:
             return isinstance(value, str) and value in self.labels
         if self.annotation_type is SchemeType.RANKING:  # every label once, best first
             return isinstance(value, list) and sorted(value, key=str) == sorted(self.labels)
+        if self.annotation_type is SchemeType.AGENT_SCORECARD:
+            return self._accepts_scorecard(value)
+        if self.annotation_type is SchemeType.EMERGENT_BEHAVIOR:
+            return self._accepts_behaviours(value)
         if self.review_steps is not None:
             return (isinstance(value, list) and bool(value) and all(self._accepts_review(entry) for entry in value)
                     and len({entry["index"] for entry in value}) == len(value))
@@ -521,6 +539,13 @@ class Scheme:
         if self.annotation_type is SchemeType.CONSTANT_SUM:
             return (f"an object of whole points by label ({', '.join(self.labels)}), each at least {self.min_value or 0:g}, "
                     f"together {self.total or 0:g}")
+        if self.annotation_type is SchemeType.AGENT_SCORECARD:
+            return ('{"agents": {an agent of the item: {' + ", ".join(self.agent_dimensions) + f': 1 to {self.quality_scale}}}}}, '
+                    '"team": {' + ", ".join(self.team_dimensions) + f': 1 to {self.quality_scale}}}, "milestones": {{'
+                    + ", ".join(self.milestones) + ": true or false}}")
+        if self.annotation_type is SchemeType.EMERGENT_BEHAVIOR:
+            return ("{" + ", ".join(self.labels) + ': {"turns": a list of turns\' places (0 for the first)'
+                    + (f', "note": text of at most {self.max_length} characters' if self.allow_note else "") + "}}")
         if self.review_steps is not None:
             said = {"verdict": "one of " + ", ".join(self.labels), "flags": "a list of " + ", ".join(self.labels),
                     "errors": "a list of " + ", ".join(self.labels), "quality": f"1 to {self.quality_scale}"}
@@ -605,6 +630,38 @@ class Scheme:
             return False
         return all(entry.get(key) in (None, "", [], 0) or self._accepts_part_answer(REVIEW_ANSWERS[key], entry[key])
                    for key in self.review_answers)
+
+    def _score(self, value: object) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= self.quality_scale
+
+    def _accepts_scorecard(self, value: object) -> bool:
+        """Upstream's ``{"agents": {agent: {dimension: score}}, "team": {dimension: score}, "milestones":
+        {milestone: reached}}``, any part left out (which agents the item has is checked with it)."""
+        if not isinstance(value, dict) or not value or not set(value) <= {"agents", "team", "milestones"}:
+            return False
+        agents, team, reached = value.get("agents") or {}, value.get("team") or {}, value.get("milestones") or {}
+        return (isinstance(agents, dict) and all(isinstance(name, str) and isinstance(dims, dict)
+                                                 and set(dims) <= set(self.agent_dimensions)
+                                                 and all(self._score(v) for v in dims.values())
+                                                 for name, dims in agents.items())
+                and isinstance(team, dict) and set(team) <= set(self.team_dimensions)
+                and all(self._score(v) for v in team.values())
+                and isinstance(reached, dict) and set(reached) <= set(self.milestones)
+                and all(isinstance(v, bool) for v in reached.values()))
+
+    def _accepts_behaviours(self, value: object) -> bool:
+        """Upstream's ``{behaviour: {"turns": [place, ...], "note": text}}`` (which turns the item has is
+        checked with it)."""
+        if not isinstance(value, dict) or not value or not set(value) <= set(self.labels):
+            return False
+        for given in value.values():
+            if not isinstance(given, dict) or not set(given) <= {"turns", "note"}:
+                return False
+            turns, note = given.get("turns") or [], given.get("note") or ""
+            if not (isinstance(turns, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in turns)
+                    and isinstance(note, str) and len(note) <= self.max_length and (self.allow_note or not note)):
+                return False
+        return True
 
     def _accepts_part_answer(self, kind: str, value: object) -> bool:
         if kind == "choice":

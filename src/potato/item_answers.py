@@ -11,7 +11,7 @@ from typing import Any
 from potato.config.schema import Config
 from potato.edits import BadEdit, stored_any_edit
 from potato.items import Item
-from potato.reviews import BadReview, stored_review
+from potato.reviews import BadReview, stored_keyed, stored_review
 from potato.teams import BadTeamAnswer, stored_behaviours, stored_scorecard
 from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.job.turns import BadTurns
@@ -42,6 +42,8 @@ def stored_on_item(config: Config, scheme: Scheme, value: Any, item: Item) -> An
     if scheme.team_steps is not None:
         team = config.teams(item)[scheme.name]
         return (stored_scorecard if scheme.annotation_type is SchemeType.AGENT_SCORECARD else stored_behaviours)(value, team)
+    if scheme.keyed is not None:
+        return stored_keyed(value, scheme.keyed, config.review_parts(item)[scheme.name])
     if scheme.review_steps is not None:
         return stored_review(value, config.review_parts(item)[scheme.name], scheme.review_answers) or None
     return stored_any_edit(scheme, value, config.edit_sources(item)[scheme.name])

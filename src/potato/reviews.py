@@ -1,7 +1,9 @@
 """The parts of an item an annotator reviews one by one (pure): an agent's tool calls (upstream's
 ``tool_call_review``), its handoffs between agents (``handoff_review``), the blocks of a multimodal
 reasoning trace (``multimodal_reasoning``), a GUI agent's steps on their screenshots
-(``gui_trajectory``) and the segments of a timed transcript (``speech_transcript``).
+(``gui_trajectory``), the segments of a timed transcript (``speech_transcript``), the times two agents'
+calls hold the same resource at once (``tool_contention``) and the times a caller and a voice agent
+speak at once (``voice_interaction``).
 
 Each is read from the item's list as upstream's pages read it, and numbered in the item's order; an
 answer names a part by that number (``index``). What a part is (its step, its tool, the agents it
@@ -16,8 +18,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
 TOOL_CALLS, HANDOFFS, REASONING, GUI_STEPS, SEGMENTS = "tool_calls", "handoffs", "reasoning", "gui_steps", "segments"
+CONTENTIONS, OVERLAPS = "contentions", "overlaps"
 KINDS = {"tool_call_review": TOOL_CALLS, "handoff_review": HANDOFFS, "multimodal_reasoning": REASONING,
-         "gui_trajectory": GUI_STEPS, "speech_transcript": SEGMENTS}
+         "gui_trajectory": GUI_STEPS, "speech_transcript": SEGMENTS, "tool_contention": CONTENTIONS,
+         "voice_interaction": OVERLAPS}
 """The parts each review type asks about, by its annotation type."""
 
 
@@ -167,6 +171,50 @@ def segments(value: Any) -> list[Part]:
     return found
 
 
+def _interval(entry: Mapping[str, Any]) -> tuple[float, float]:
+    start = _seconds(entry.get("start"))
+    return start, _seconds(entry.get("end")) or start
+
+
+def _at_once(spans: Sequence[tuple[float, float]], pairs: Sequence[tuple[int, int]]) -> list[tuple[float, float, int, int]]:
+    """Where each pair of ``spans`` overlaps (by more than an instant), earliest first, ties in the
+    pairs' order (the order upstream's pages number them in)."""
+    found = []
+    for a, b in pairs:
+        start, end = max(spans[a][0], spans[b][0]), min(spans[a][1], spans[b][1])
+        if end > start:
+            found.append((start, end, a, b))
+    return sorted(found, key=lambda region: region[0])
+
+
+def contentions(calls: Any, agent_key: str, resource_key: str) -> list[Part]:
+    """Each time two calls (``start`` to ``end``, in seconds) hold the same resource (``resource_key``,
+    else ``lock``) at once; a call is made by the agent its ``agent_key`` names, else its role."""
+    listed = [c if isinstance(c, dict) else {} for c in _listed(calls)]
+    listed = [c for c in listed if _interval(c)[1] >= _interval(c)[0]]
+    held = [str(c.get(resource_key) or c.get("lock") or "") for c in listed]
+    who = [f"{c.get(agent_key) or c.get('role') or 'agent'}: {c.get('tool') or c.get('name') or 'tool'}" for c in listed]
+    pairs = [(a, b) for a in range(len(listed)) for b in range(a + 1, len(listed)) if held[a] and held[a] == held[b]]
+    return [Part(n, held[a], f"{start:.1f}\u2013{end:.1f} s", f"Contention {n + 1} ({held[a]})",
+                 detail=f"{who[a]} \u27f7 {who[b]}")
+            for n, (start, end, a, b) in enumerate(_at_once([_interval(c) for c in listed], pairs))]
+
+
+def overlaps(turns: Any, speaker_key: str, user_speakers: Sequence[str]) -> list[Part]:
+    """Each time a caller (a speaker of ``user_speakers``, in any case) and the agent talk at once."""
+    listed = [t if isinstance(t, dict) else {} for t in _listed(turns)]
+    users = {s.lower() for s in user_speakers}
+    caller = [str(t.get(speaker_key) or t.get("role") or "").lower() in users for t in listed]
+    pairs = [(a, b) for a in range(len(listed)) for b in range(a + 1, len(listed)) if caller[a] != caller[b]]
+    regions = _at_once([_interval(t) for t in listed], pairs)
+    parts = []
+    for n, (start, end, a, b) in enumerate(regions):
+        user, agent = (a, b) if caller[a] else (b, a)
+        parts.append(Part(n, f"Overlap {n + 1}", f"{start:.1f}\u2013{end:.1f} s", f"Overlap {n + 1}",
+                          detail=f"caller: {_text(listed[user].get('text'))}\nagent: {_text(listed[agent].get('text'))}"))
+    return parts
+
+
 def parts_of(kind: str, listed: Any, reads: Mapping[str, str]) -> list[Part]:
     """The parts of one :data:`KINDS` in the item's ``listed`` steps or segments; ``reads`` are the
     scheme's keys for what a step holds (its agent, type, screenshot, action; the coordinates' space)."""
@@ -176,10 +224,29 @@ def parts_of(kind: str, listed: Any, reads: Mapping[str, str]) -> list[Part]:
         return handoffs(listed, reads.get("agent", "agent"))
     if kind == REASONING:
         return reasoning(listed, reads.get("type", "type"))
+    if kind == CONTENTIONS:
+        return contentions(listed, reads.get("agent", "agent"), reads.get("resource", "resource"))
+    if kind == OVERLAPS:
+        return overlaps(listed, reads.get("speaker", "speaker"), reads.get("users", "user,human,caller").split(","))
     if kind == GUI_STEPS:
         return gui_steps(listed, reads.get("screenshot", "screenshot"), reads.get("action", "action"),
                          reads.get("coord_space", "normalized"))
     return segments(listed)
+
+
+def stored_keyed(value: Mapping[str, Any], key: str, parts: Sequence[Part]) -> dict[str, Any] | None:
+    """A review upstream stores by the parts' numbers, ``{key: {"0": label, ...}, "rating": point}``
+    (contentions; overlaps, with the call's rating): the labels given, in the parts' order, and the
+    rating where given; None when neither is. :class:`BadReview` names a part the item does not have."""
+    labels = {int(index): label for index, label in (value.get(key) or {}).items() if label}
+    missing = [index for index in labels if index >= len(parts)]
+    if missing:
+        raise BadReview(f"this item has {len(parts)} {key}, numbered 0 to {len(parts) - 1}; there is no {missing[0]}"
+                        if parts else f"this item has no {key}; leave them out")
+    out: dict[str, Any] = {key: {str(index): labels[index] for index in sorted(labels)}} if labels else {}
+    if value.get("rating"):
+        out["rating"] = value["rating"]
+    return out or None
 
 
 def stored_review(value: Sequence[Mapping[str, Any]], parts: Sequence[Part], answer_keys: Sequence[str]) -> list[dict[str, Any]]:

@@ -36,7 +36,8 @@ FIXED_NAMES = {SchemeType.TEXT: "text_box", SchemeType.SLIDER: "slider", SchemeT
 JSON_TEXT = (SchemeType.FAILURE_ATTRIBUTION, SchemeType.TEXT_EDIT, SchemeType.TRAJECTORY_EDIT,
              SchemeType.TOOL_CALL_REVIEW, SchemeType.HANDOFF_REVIEW, SchemeType.MULTIMODAL_REASONING,
              SchemeType.GUI_TRAJECTORY, SchemeType.SPEECH_TRANSCRIPT,
-             SchemeType.AGENT_SCORECARD, SchemeType.EMERGENT_BEHAVIOR)
+             SchemeType.AGENT_SCORECARD, SchemeType.EMERGENT_BEHAVIOR, SchemeType.TOOL_CONTENTION,
+             SchemeType.VOICE_INTERACTION)
 """The kinds of answer upstream keeps as one JSON text, named by the scheme (its page's hidden input)."""
 RANK_ORDER = "rank_order"
 """Upstream's label name of a ranking: the labels in order, joined by commas."""

@@ -110,6 +110,13 @@ KEY_CHECKS: Mapping[str, Check] = {
     "milestones": text_list("[plan produced, result verified]", unique=True),
     "behaviors": text_list("[collusion, groupthink]", unique=True),
     "allow_note": boolean,
+    "calls_key": text(),
+    "resource_key": text(),
+    "contention_labels": text_list("[deadlock, race_condition, benign]", unique=True),
+    "speaker_key": text(),
+    "user_speakers": text_list("[user, caller]", unique=True),
+    "overlap_labels": text_list("[agent_should_respond, backchannel]", unique=True),
+    "rating_scale": integer(2, 10),
     "allow_ties": boolean,
     "total_points": integer(1, 1_000_000),
     "min_per_item": integer(0, 1_000_000),
@@ -191,7 +198,10 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("rubric_eval",) for key in ("scale_labels", "criteria", "show_overall")},
     "scale_points": ("rubric_eval", "semantic_differential", "confidence"), "pairs": ("semantic_differential",),
     **{key: ("soft_label",) for key in ("total", "min_per_label", "show_distribution_chart")},
-    **{key: ("consensus_tracking", "context_attribution") for key in ("turns_key", "acts", "linked_acts", "hint")},
+    **{key: ("consensus_tracking", "context_attribution") for key in ("acts", "linked_acts", "hint")},
+    "turns_key": ("consensus_tracking", "context_attribution", "voice_interaction"),
+    **{key: ("tool_contention",) for key in ("calls_key", "resource_key", "contention_labels")},
+    **{key: ("voice_interaction",) for key in ("speaker_key", "user_speakers", "overlap_labels", "rating_scale")},
     **{key: ("triage",) for key in ("accept_label", "reject_label", "skip_label", "accept_key", "reject_key", "skip_key",
                                     "auto_advance", "show_progress")},
     **{key: ("hierarchical_multiselect",) for key in ("taxonomy", "taxonomy_preset", "tooltips", "auto_select_children",
@@ -201,7 +211,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "steps_key": ("process_reward", "trajectory_eval", "failure_attribution", "trajectory_edit", "tool_call_review",
                   "handoff_review", "multimodal_reasoning", "gui_trajectory", "agent_scorecard", "emergent_behavior"),
     "step_text_key": ("process_reward", "trajectory_eval", "trajectory_edit"),
-    "agent_key": ("failure_attribution", "handoff_review", "agent_scorecard", "emergent_behavior"),
+    "agent_key": ("failure_attribution", "handoff_review", "agent_scorecard", "emergent_behavior", "tool_contention"),
     "agents": ("failure_attribution", "agent_scorecard"),
     **{key: ("agent_scorecard",) for key in ("agent_dimensions", "team_dimensions", "milestones")},
     **{key: ("emergent_behavior",) for key in ("behaviors", "allow_note")},
@@ -223,7 +233,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
 _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_reward", "rubric_eval",
               "consensus_tracking", "context_attribution", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution",
               "text_edit", "trajectory_edit", "tool_call_review", "handoff_review", "multimodal_reasoning", "gui_trajectory",
-              "speech_transcript", "agent_scorecard", "emergent_behavior")
+              "speech_transcript", "agent_scorecard", "emergent_behavior", "tool_contention", "voice_interaction")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -448,6 +458,9 @@ REVIEWS = {
                        ("verdict", "notes")),
     "speech_transcript": ("error_types", ("asr_error", "tts_artifact", "mispronunciation", "disfluency"),
                           ("errors", "correction")),
+    "tool_contention": ("contention_labels", ("deadlock", "circular_wait", "race_condition", "benign"), ("verdict",)),
+    "voice_interaction": ("overlap_labels", ("agent_should_respond", "agent_should_resume", "backchannel", "uncertain"),
+                          ("verdict",)),
 }
 """Upstream's reviews of an item's parts, one answer each: the key listing the words a part is given,
 upstream's words, and what each part's answer holds (:data:`~potato.training.job.schemes.REVIEW_ANSWERS`)."""
@@ -457,12 +470,18 @@ def _review(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> lis
     """Upstream's reviews of an item's parts (:mod:`potato.reviews`): each tool call, reasoning block or
     GUI step judged with one of ``verdict_options`` and notes; each handoff between agents flagged
     with ``flags`` and rated 1 to ``quality_scale``; each segment of a transcript tagged with its
-    ``error_types`` and, with ``allow_correction``, its words as they should be."""
+    ``error_types`` and, with ``allow_correction``, its words as they should be; each contention for a
+    resource labelled with one of ``contention_labels``; each overlap of a caller and a voice agent with
+    one of ``overlap_labels``, and the call's turn-taking rated 1 to ``rating_scale``."""
     what, words, given = REVIEWS[kind]
     answers: tuple[str, ...] = given
-    values["review_steps"] = values.pop("segments_key" if kind == "speech_transcript" else "steps_key",
-                                        "segments" if kind == "speech_transcript" else "steps")
+    listed, default = {"speech_transcript": ("segments_key", "segments"), "tool_contention": ("calls_key", "calls"),
+                       "voice_interaction": ("turns_key", "turns")}.get(kind, ("steps_key", "steps"))
+    values["review_steps"] = values.pop(listed, default)
     reads = {"handoff_review": {"agent": values.pop("agent_key", "agent")},
+             "tool_contention": {"agent": values.pop("agent_key", "agent"), "resource": values.pop("resource_key", "resource")},
+             "voice_interaction": {"speaker": values.pop("speaker_key", "speaker"),
+                                   "users": ",".join(values.pop("user_speakers", ("user", "human", "caller")))},
              "multimodal_reasoning": {"type": values.pop("type_key", "type")},
              "gui_trajectory": {"screenshot": values.pop("screenshot_key", "screenshot"),
                                 "action": values.pop("action_key", "action"),
@@ -470,6 +489,10 @@ def _review(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> lis
     values["review_reads"] = tuple(reads.items())
     if kind == "handoff_review":
         values["quality_scale"] = values.pop("quality_scale", 5)
+    if kind in ("tool_contention", "voice_interaction"):  # stored by the parts' numbers, as upstream stores them
+        values["keyed"] = "contentions" if kind == "tool_contention" else "overlaps"
+    if kind == "voice_interaction":
+        values["quality_scale"] = values.pop("rating_scale", 5)
     if not values.pop("allow_correction", True):
         answers = answers[:1]
     values["review_answers"] = answers

@@ -267,6 +267,7 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         milestones=values.get("milestones", ()),
         allow_note=values.get("allow_note", False),
         review_answers=values.get("review_answers", ()),
+        keyed=values.get("keyed"),
         review_reads=values.get("review_reads", ()),
         quality_scale=values.get("quality_scale", 0),
         points_by_slider=values.get("points_by_slider", False),

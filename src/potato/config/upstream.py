@@ -193,8 +193,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     # Upstream's agent-evaluation types: each reads the item's steps or turns itself.
     "agent_interaction_graph": "marking the critical path through agents' interactions",
     "code_review": "reviewing a coding agent's diff with comments per line",
-    "tool_contention": "labelling agents' contention for shared tools",
-    "voice_interaction": "labelling overlaps between speakers of a voice call",
     "table_grid": "labelling the cells of a table's image",
     "temporal_grounding": "placing events on a video's timeline",
     "rollout_evaluation": "finding where a world model's rollout breaks",

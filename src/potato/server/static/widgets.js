@@ -399,8 +399,16 @@
       fs.dataset.touched = Array.isArray(value) ? "1" : "";
       showRanking(fs);
     },
-    review: function (fs, value, item) {  // [{index, verdict, notes}] or [{index, flags, quality}]
-      drawReview(fs, (item.review_parts || {})[fs.dataset.schema] || [], Array.isArray(value) ? value : []);
+    review: function (fs, value, item) {  // [{index, verdict, notes}], [{index, flags, quality}], or {keyed: {n: label}, rating}
+      var keyed = fs.querySelector(".review-parts").dataset.keyed, saved = Array.isArray(value) ? value : [];
+      if (keyed) {
+        var labels = (value && value[keyed]) || {};
+        saved = Object.keys(labels).map(function (n) { return { index: Number(n), verdict: labels[n] }; });
+        fs.querySelectorAll(".review-rating input").forEach(function (input) {
+          input.checked = !!value && String(value.rating) === input.value;
+        });
+      }
+      drawReview(fs, (item.review_parts || {})[fs.dataset.schema] || [], saved);
     },
     trajedit: function (fs, value, item) {  // {steps: [{step_index, field, edited_text, reason}], final_answer}
       drawTrajectory(fs, (item.edit_sources || {})[fs.dataset.schema] || {}, value && typeof value === "object" ? value : {});
@@ -452,6 +460,14 @@
         });
         if (any) reviews.push(entry);
       });
+      var keyed = fs.querySelector(".review-parts").dataset.keyed;
+      if (keyed) {  // upstream's {keyed: {part's number: label}}, with an overall rating where asked
+        var out = {}, labels = {}, rating = fs.querySelector(".review-rating input:checked");
+        reviews.forEach(function (e) { if (e.verdict) labels[String(e.index)] = e.verdict; });
+        if (Object.keys(labels).length) out[keyed] = labels;
+        if (rating) out.rating = Number(rating.value);
+        return Object.keys(out).length ? out : null;
+      }
       return reviews.length ? reviews : null;
     },
     trajedit: function (fs) {  // the boxes edited (an untouched one is not sent), null for none

@@ -75,6 +75,8 @@ class SchemeType(str, Enum):
     SPEECH_TRANSCRIPT = "speech_transcript"
     AGENT_SCORECARD = "agent_scorecard"
     EMERGENT_BEHAVIOR = "emergent_behavior"
+    TOOL_CONTENTION = "tool_contention"
+    VOICE_INTERACTION = "voice_interaction"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -263,6 +265,9 @@ class Scheme:
     review_answers: tuple[str, ...] = ()
     """What a review gives each part, of :data:`REVIEW_ANSWERS`: a verdict and notes (a tool call, a
     reasoning block, a GUI step), flags and a quality (a handoff), errors and a correction (a segment)."""
+    keyed: Optional[str] = None
+    """A review upstream stores by the parts' numbers, ``{keyed: {"0": label}}`` (``contentions``, or
+    ``overlaps`` with the call's ``rating`` 1 to ``quality_scale``), not as a list; None: as a list."""
     review_reads: tuple[tuple[str, str], ...] = ()
     """The scheme's keys for what a part holds: a step's agent, type, screenshot or action, and the
     space of a click's coordinates (:func:`potato.reviews.parts_of`)."""
@@ -468,6 +473,8 @@ class Scheme:
             return self._accepts_scorecard(value)
         if self.annotation_type is SchemeType.EMERGENT_BEHAVIOR:
             return self._accepts_behaviours(value)
+        if self.keyed is not None:
+            return self._accepts_keyed(value)
         if self.review_steps is not None:
             return (isinstance(value, list) and bool(value) and all(self._accepts_review(entry) for entry in value)
                     and len({entry["index"] for entry in value}) == len(value))
@@ -546,6 +553,10 @@ class Scheme:
         if self.annotation_type is SchemeType.EMERGENT_BEHAVIOR:
             return ("{" + ", ".join(self.labels) + ': {"turns": a list of turns\' places (0 for the first)'
                     + (f', "note": text of at most {self.max_length} characters' if self.allow_note else "") + "}}")
+        if self.keyed is not None:
+            return (f'{{"{self.keyed}": {{a part\'s number as text ("0" for the first): one of {", ".join(self.labels)}}}'
+                    + (f', "rating": 1 to {self.quality_scale}' if self.annotation_type is SchemeType.VOICE_INTERACTION else "")
+                    + "}")
         if self.review_steps is not None:
             said = {"verdict": "one of " + ", ".join(self.labels), "flags": "a list of " + ", ".join(self.labels),
                     "errors": "a list of " + ", ".join(self.labels), "quality": f"1 to {self.quality_scale}"}
@@ -662,6 +673,17 @@ class Scheme:
                     and isinstance(note, str) and len(note) <= self.max_length and (self.allow_note or not note)):
                 return False
         return True
+
+    def _accepts_keyed(self, value: object) -> bool:
+        """``{keyed: {part's number: label}}``, and an overlap review's ``rating`` (which parts the item
+        has is checked with it)."""
+        rated = self.annotation_type is SchemeType.VOICE_INTERACTION
+        if not isinstance(value, dict) or not value or not set(value) <= {self.keyed, *(("rating",) if rated else ())}:
+            return False
+        labels = value.get(self.keyed) or {}
+        return (isinstance(labels, dict) and all(isinstance(k, str) and k.isdigit() and (v == "" or v in self.labels)
+                                                 for k, v in labels.items())
+                and self._score(value.get("rating") or 0))
 
     def _accepts_part_answer(self, kind: str, value: object) -> bool:
         if kind == "choice":

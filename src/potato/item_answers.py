@@ -12,7 +12,7 @@ from potato.config.schema import Config
 from potato.edits import BadEdit, stored_any_edit
 from potato.items import Item
 from potato.reviews import BadReview, stored_keyed, stored_review
-from potato.teams import BadTeamAnswer, stored_behaviours, stored_scorecard
+from potato.teams import BadTeamAnswer, stored_behaviours, stored_graph, stored_scorecard
 from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.job.turns import BadTurns
 
@@ -41,7 +41,9 @@ def stored_on_item(config: Config, scheme: Scheme, value: Any, item: Item) -> An
         return scheme.stored_attribution(value, config.item_turns(item).get(scheme.names_step.source, ()))
     if scheme.team_steps is not None:
         team = config.teams(item)[scheme.name]
-        return (stored_scorecard if scheme.annotation_type is SchemeType.AGENT_SCORECARD else stored_behaviours)(value, team)
+        store = {SchemeType.AGENT_SCORECARD: stored_scorecard, SchemeType.EMERGENT_BEHAVIOR: stored_behaviours,
+                 SchemeType.AGENT_INTERACTION_GRAPH: stored_graph}[scheme.annotation_type]
+        return store(value, team)
     if scheme.keyed is not None:
         return stored_keyed(value, scheme.keyed, config.review_parts(item)[scheme.name])
     if scheme.review_steps is not None:

@@ -1,6 +1,8 @@
 """What a multi-agent trace's team is, and the answers about it (pure): upstream's
 ``agent_scorecard`` (each agent and the team scored on dimensions, milestones checked off) and
-``emergent_behavior`` (for each collective behaviour, the turns, across agents, that take part).
+``emergent_behavior`` (for each collective behaviour, the turns, across agents, that take part) and
+``agent_interaction_graph`` (the agents on the critical path, and the handoffs between agents that
+were critical or problematic).
 
 Both read the item's list of steps as upstream's pages read it: each step is taken by the agent its
 ``agent_key`` names (else its speaker or role; a step naming none is an agent of its own), and the
@@ -36,8 +38,20 @@ class Team:
     agents: Tuple[str, ...]
     turns: Tuple[TeamTurn, ...]
 
+    @property
+    def edges(self) -> dict[str, Tuple[str, str, int]]:
+        """Each passage from one agent to another between consecutive turns, named ``"A->B"`` as upstream
+        names it, with how often it happens, in the order first taken."""
+        out: dict[str, Tuple[str, str, int]] = {}
+        for before, after in zip(self.turns, self.turns[1:]):
+            if before.agent != after.agent:
+                key = f"{before.agent}->{after.agent}"
+                out[key] = (before.agent, after.agent, out[key][2] + 1 if key in out else 1)
+        return out
+
     def shown(self) -> dict[str, Any]:
-        return {"agents": list(self.agents), "turns": [{"index": t.index, "agent": t.agent, "text": t.text} for t in self.turns]}
+        return {"agents": list(self.agents), "turns": [{"index": t.index, "agent": t.agent, "text": t.text} for t in self.turns],
+                "edges": [{"key": key, "from": a, "to": b, "count": n} for key, (a, b, n) in self.edges.items()]}
 
 
 def _words(step: Mapping[str, Any]) -> str:
@@ -88,3 +102,26 @@ def stored_behaviours(value: Mapping[str, Any], team: Team) -> dict[str, Any] | 
         if turns or note:
             out[name] = {"turns": turns, **({"note": note} if note else {})}
     return out or None
+
+
+EDGE_MARKS = ("critical", "problematic")
+"""What a passage between agents may be marked as in an interaction graph (unmarked: normal)."""
+
+
+def stored_graph(value: Mapping[str, Any], team: Team) -> dict[str, Any] | None:
+    """An interaction graph as upstream stores it, ``{"critical_nodes": [agent, ...], "edges": {"A->B":
+    "critical" or "problematic"}}``, the agents in the team's order, unmarked passages left out; None
+    when nothing is marked."""
+    critical = set(value.get("critical_nodes") or [])
+    stray = [name for name in critical if name not in team.agents]
+    if stray:
+        raise BadTeamAnswer(f"this item's agents are {', '.join(team.agents) or 'none'}; there is no {sorted(stray)[0]!r}")
+    edges = {key: mark for key, mark in (value.get("edges") or {}).items() if mark}
+    known = team.edges
+    missing = [key for key in edges if key not in known]
+    if missing:
+        raise BadTeamAnswer(f"this item's agents pass to each other as {', '.join(known) or 'nothing'}; there is no "
+                            f"{missing[0]!r}" if known else "no agent of this item passes to another; leave the edges out")
+    out: dict[str, Any] = {"critical_nodes": [name for name in team.agents if name in critical],
+                           "edges": {key: edges[key] for key in known if key in edges}}
+    return out if out["critical_nodes"] or out["edges"] else None

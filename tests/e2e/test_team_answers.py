@@ -15,7 +15,7 @@ import pytest
 from tests.harness.adminapi import answers_become
 from tests.harness.pages import sign_in
 from tests.harness.servers import ServerProcess, serving_items
-from tests.unit.test_team_answers import EMERGENT, HOSTILE, ITEMS, SCORECARD
+from tests.unit.test_team_answers import EMERGENT, GRAPH, HOSTILE, ITEMS, SCORECARD
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -87,3 +87,31 @@ def test_agents_the_team_and_behaviours_are_answered_by_keyboard_and_kept(server
         "the fare's rules were lost")
     assert page.evaluate("window.__pwned") is None
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_an_interaction_graphs_critical_path_and_passages_are_marked_by_keyboard(make_project: Callable[..., Path],
+                                                                                page: Any, width: int) -> None:
+    with serving_items(make_project, ITEMS, annotation_schemes=[GRAPH]) as server:
+        sign_in(page, server, "ana", width, first="b1")
+        graph = "fieldset[data-schema=graph]"
+        assert page.eval_on_selector_all(f"{graph} .graph-edge-name", "l => l.map(n => n.textContent)") == [
+            "Planner → Researcher", "Researcher → Planner", f"Planner → {HOSTILE}"]
+        assert page.eval_on_selector_all(f"{graph} svg.graph-picture circle", "l => l.length") == 3
+        page.focus(f"{graph} .graph-nodes input[value=Researcher]")
+        page.keyboard.press("Space")
+        page.focus(f"{graph} .graph-edge >> nth=1 >> input[value='']")
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("ArrowDown")
+        assert focused(page) == "Researcher → Planner: problematic"
+        answers_become(server.url, "ana", {("b1", "graph"): {"critical_nodes": ["Researcher"],
+                                                            "edges": {"Researcher->Planner": "problematic"}}})
+        # The picture follows: the Researcher filled, the passage dashed.
+        assert page.eval_on_selector_all(f"{graph} circle.critical", "l => l.length") == 1
+        assert page.eval_on_selector_all(f"{graph} line.problematic", "l => l.length") == 1
+        page.reload()
+        page.wait_for_selector("#item-id:text('b1')")
+        assert picked(page) == ["Researcher, on the critical path", "Planner → Researcher: normal",
+                                "Researcher → Planner: problematic", f"Planner → {HOSTILE}: normal"]
+        assert page.evaluate("window.__pwned") is None
+        assert page.evaluate("document.documentElement.scrollWidth") <= width

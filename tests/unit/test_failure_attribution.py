@@ -72,7 +72,7 @@ def test_upstreams_failure_attribution_validates_as_a_question_naming_a_step() -
                                                        "agent_key": "agent"}]), CONFIG)
     assert [i.message for i in elsewhere.errors] == [
         "annotation_schemes[0].agent_key: applies to failure_attribution, handoff_review, agent_scorecard, "
-        "emergent_behavior and tool_contention schemes only; remove it from this radio scheme"]
+        "emergent_behavior, tool_contention and agent_interaction_graph schemes only; remove it from this radio scheme"]
 
 
 def test_the_item_offers_its_own_agents_and_steps_and_refuses_others(tmp_path: Path) -> None:

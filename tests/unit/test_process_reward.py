@@ -141,8 +141,8 @@ def test_a_wrong_process_reward_says_what_is_wrong_and_how_to_fix_it() -> None:
     radio_errors = [i.message for i in _report([{**QUALITY, "steps_key": "structured_turns"}]).errors]
     assert radio_errors == ["annotation_schemes[0].steps_key: applies to process_reward, trajectory_eval, "
                             "failure_attribution, trajectory_edit, tool_call_review, handoff_review, multimodal_reasoning, "
-                            "gui_trajectory, agent_scorecard and emergent_behavior schemes only; remove it from this radio "
-                            "scheme"]
+                            "gui_trajectory, agent_scorecard, emergent_behavior and agent_interaction_graph schemes only; "
+                            "remove it from this radio scheme"]
 
 
 # -- answers ---------------------------------------------------------------------------------------

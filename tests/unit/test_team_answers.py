@@ -113,3 +113,36 @@ def test_both_exports_import_back_as_the_same_stored_answers(tmp_path: Path, fmt
     result = invoke("import-labels", fresh, source, "--user", "ann")
     assert result.exit_code == 0, result.output
     assert stored_answers(fresh) == stored_answers(path) and len(stored_answers(fresh)) == 2
+
+
+GRAPH = {"annotation_type": "agent_interaction_graph", "name": "graph", "description": "Mark the critical path",
+         "steps_key": "steps", "agent_key": "agent"}
+
+
+def test_an_interaction_graph_marks_the_items_agents_and_passages_as_upstream_stores_them(tmp_path: Path) -> None:
+    """Upstream's agent_interaction_graph: the agents on the critical path and the passages between
+    consecutive turns of different agents (``"A->B"``, counted) marked critical or problematic."""
+    team = team_of(ITEMS[0]["steps"] + [{"agent": "Planner", "content": "Done."}], "agent")
+    assert team.edges == {"Planner->Researcher": ("Planner", "Researcher", 1), "Researcher->Planner": ("Researcher", "Planner", 1),
+                          f"Planner->{HOSTILE}": ("Planner", HOSTILE, 1), f"{HOSTILE}->Planner": (HOSTILE, "Planner", 1)}
+    assert team_of([{"agent": "A"}, {"agent": "B"}, {"agent": "A"}, {"agent": "B"}], "agent").edges["A->B"] == ("A", "B", 2)
+    assert validate(upstream(annotation_schemes=[GRAPH]), CONFIG).errors == []
+    path = write_project(tmp_path / "project", "Graph", ITEMS, [GRAPH])
+    with annotator(path) as client:
+        shown = client.get("/api/item/1").get_json()["item"]["teams"]["graph"]
+        assert [e["key"] for e in shown["edges"]] == ["Planner->Researcher", "Researcher->Planner", f"Planner->{HOSTILE}"]
+        sent = {"critical_nodes": [HOSTILE, "Planner"], "edges": {"Researcher->Planner": "problematic",
+                                                                  "Planner->Researcher": "critical", f"Planner->{HOSTILE}": ""}}
+        assert _label(client, "b1", {"graph": sent}).status_code == 200
+        backwards = _label(client, "b1", {"graph": {"edges": {"Researcher->Booker": "critical"}}})
+        assert backwards.get_json()["error"] == (
+            f"'graph': this item's agents pass to each other as Planner->Researcher, Researcher->Planner, Planner->{HOSTILE}; "
+            "there is no 'Researcher->Booker'")
+        alone = _label(client, "b2", {"graph": {"edges": {"A->B": "critical"}}})
+        assert alone.get_json()["error"] == "'graph': no agent of this item passes to another; leave the edges out"
+    assert stored_answers(path) == {("b1", "graph"): {
+        "critical_nodes": ["Planner", HOSTILE], "edges": {"Planner->Researcher": "critical", "Researcher->Planner": "problematic"}}}
+    source = exported(path, tmp_path, "jsonl")
+    fresh = write_project(tmp_path / "fresh", "Graph", ITEMS, [GRAPH])
+    assert invoke("import-labels", fresh, source, "--user", "ann").exit_code == 0
+    assert stored_answers(fresh) == stored_answers(path)

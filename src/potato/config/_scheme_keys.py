@@ -209,9 +209,11 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("trajectory_eval",) for key in ("correctness_options", "severities", "show_score", "max_score")},
     "error_types": ("trajectory_eval", "speech_transcript"),
     "steps_key": ("process_reward", "trajectory_eval", "failure_attribution", "trajectory_edit", "tool_call_review",
-                  "handoff_review", "multimodal_reasoning", "gui_trajectory", "agent_scorecard", "emergent_behavior"),
+                  "handoff_review", "multimodal_reasoning", "gui_trajectory", "agent_scorecard", "emergent_behavior",
+                  "agent_interaction_graph"),
     "step_text_key": ("process_reward", "trajectory_eval", "trajectory_edit"),
-    "agent_key": ("failure_attribution", "handoff_review", "agent_scorecard", "emergent_behavior", "tool_contention"),
+    "agent_key": ("failure_attribution", "handoff_review", "agent_scorecard", "emergent_behavior", "tool_contention",
+                  "agent_interaction_graph"),
     "agents": ("failure_attribution", "agent_scorecard"),
     **{key: ("agent_scorecard",) for key in ("agent_dimensions", "team_dimensions", "milestones")},
     **{key: ("emergent_behavior",) for key in ("behaviors", "allow_note")},
@@ -233,7 +235,8 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
 _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_reward", "rubric_eval",
               "consensus_tracking", "context_attribution", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution",
               "text_edit", "trajectory_edit", "tool_call_review", "handoff_review", "multimodal_reasoning", "gui_trajectory",
-              "speech_transcript", "agent_scorecard", "emergent_behavior", "tool_contention", "voice_interaction")
+              "speech_transcript", "agent_scorecard", "emergent_behavior", "tool_contention", "voice_interaction",
+              "agent_interaction_graph")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -310,7 +313,7 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _text_edit(raw, values)
     elif kind == "trajectory_edit":
         problems += _trajectory_edit(raw, values)
-    elif kind in ("agent_scorecard", "emergent_behavior"):
+    elif kind in ("agent_scorecard", "emergent_behavior", "agent_interaction_graph"):
         problems += _team(kind, raw, values)
     elif kind in REVIEWS:
         problems += _review(kind, raw, values)
@@ -517,12 +520,18 @@ def _team(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> list[
     """Upstream's answers about a multi-agent trace's team (:mod:`potato.teams`): a scorecard scores
     each agent (``agents``, else those of the item's steps) on ``agent_dimensions`` and the team on
     ``team_dimensions``, 1 to ``scale``, and checks off ``milestones``; emergent behaviours are, for
-    each of ``behaviors``, the turns that take part (and a note, with ``allow_note``)."""
+    each of ``behaviors``, the turns that take part (and a note, with ``allow_note``); an interaction
+    graph marks the agents on the critical path and the passages between agents that mattered."""
     values["team_steps"] = values.pop("steps_key", "steps")
     values["team_agent_key"] = values.pop("agent_key", "agent")
     if raw.get("labels") not in (None, []):
+        if kind == "agent_interaction_graph":
+            return [(".labels", "an agent_interaction_graph scheme's answers are the item's agents and the passages "
+                                "between them; remove labels")]
         what = "agent_dimensions, team_dimensions and milestones" if kind == "agent_scorecard" else "behaviors"
         return [(".labels", f"a {kind} scheme's answers are its {what}; remove labels, and list them there")]
+    if kind == "agent_interaction_graph":
+        return []
     if kind == "emergent_behavior":
         values["options"] = tuple(LabelOption(b, text=b.replace("_", " ")) for b in values.pop("behaviors", BEHAVIOURS))
         values["allow_note"] = values.pop("allow_note", False)

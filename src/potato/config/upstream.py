@@ -191,7 +191,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "card_sort": "sorting cards into groups",
     "conjoint": "conjoint choice sets",
     # Upstream's agent-evaluation types: each reads the item's steps or turns itself.
-    "agent_interaction_graph": "marking the critical path through agents' interactions",
     "code_review": "reviewing a coding agent's diff with comments per line",
     "table_grid": "labelling the cells of a table's image",
     "temporal_grounding": "placing events on a video's timeline",

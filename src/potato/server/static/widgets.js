@@ -8,7 +8,8 @@
 // - constant_sum: whole points spread over the labels, adding up to a total;
 // - attribution: the agent, the decisive step and why a multi-agent trace failed;
 // - scorecard: each agent of a team and the team scored on dimensions, milestones checked off;
-// - behaviours: for each emergent behaviour, the turns (across agents) that take part.
+// - behaviours: for each emergent behaviour, the turns (across agents) that take part;
+// - graph: the agents on a trace's critical path, and the passages between agents that mattered.
 // What an item offers (its originals, its parts, its agents and steps) comes with the item from the
 // server, which checks every answer against the same; everything is drawn with textContent only.
 (function () {
@@ -372,6 +373,88 @@
     });
   }
 
+  // An interaction graph: a box for each agent (on the critical path or not), a card for each passage
+  // from one agent to another (normal, critical or problematic), and a picture of both.
+  var SVG = "http://www.w3.org/2000/svg";
+  function drawGraph(fs, team, given) {
+    var nodes = fs.querySelector(".graph-nodes"), edges = fs.querySelector(".graph-edges");
+    var template = fs.querySelector(".graph-edge-template"), critical = given.critical_nodes || [], marks = given.edges || {};
+    nodes.textContent = "";
+    edges.textContent = "";
+    (team.agents || []).forEach(function (agent) {
+      var label = document.createElement("label"), box = document.createElement("input"), name = document.createElement("span");
+      label.className = "option";
+      box.type = "checkbox";
+      box.value = agent;
+      box.checked = critical.indexOf(agent) >= 0;
+      box.setAttribute("aria-label", agent + ", on the critical path");
+      name.textContent = agent;
+      label.appendChild(box);
+      label.appendChild(document.createTextNode(" "));
+      label.appendChild(name);
+      nodes.appendChild(label);
+    });
+    if (!(team.agents || []).length) nodes.textContent = "No agents in this trace.";
+    (team.edges || []).forEach(function (edge, n) {
+      var card = template.content.firstElementChild.cloneNode(true), what = edge.from + " \u2192 " + edge.to;
+      card.dataset.key = edge.key;
+      card.querySelector(".graph-edge-name").textContent = what;
+      card.querySelector(".graph-edge-count").textContent = edge.count === 1 ? "once" : edge.count + " times";
+      card.querySelectorAll("input").forEach(function (input) {
+        input.name = fs.dataset.schema + "/edge/" + n;
+        input.checked = (marks[edge.key] || "") === input.value;
+        input.setAttribute("aria-label", what + ": " + (input.value || "normal"));
+      });
+      edges.appendChild(card);
+    });
+    drawPicture(fs, team);
+  }
+
+  // The picture: the agents on a circle, a line for each passage; marks shown by the lines' width and
+  // dashes and the circles' fill as well as their colour, so they never rest on colour alone.
+  function drawPicture(fs, team) {
+    var svg = fs.querySelector(".graph-picture"), agents = team.agents || [], at = {}, critical = {}, marks = {};
+    svg.textContent = "";
+    svg.classList.toggle("empty", !agents.length);
+    fs.querySelectorAll(".graph-nodes input:checked").forEach(function (i) { critical[i.value] = true; });
+    fs.querySelectorAll(".graph-edge").forEach(function (card) {
+      var on = card.querySelector("input:checked");
+      marks[card.dataset.key] = on ? on.value : "";
+    });
+    agents.forEach(function (agent, n) {
+      var angle = 2 * Math.PI * n / agents.length - Math.PI / 2, r = agents.length > 1 ? 1 : 0;
+      at[agent] = [160 + 110 * Math.cos(angle) * r, 105 + 75 * Math.sin(angle) * r];
+    });
+    (team.edges || []).forEach(function (edge) {
+      var a = at[edge.from], b = at[edge.to], line = document.createElementNS(SVG, "line");
+      if (!a || !b) return;
+      line.setAttribute("x1", a[0]);
+      line.setAttribute("y1", a[1]);
+      line.setAttribute("x2", a[0] + (b[0] - a[0]) * 0.85);
+      line.setAttribute("y2", a[1] + (b[1] - a[1]) * 0.85);
+      line.setAttribute("class", "graph-line " + (marks[edge.key] || "normal"));
+      svg.appendChild(line);
+    });
+    agents.forEach(function (agent) {
+      var dot = document.createElementNS(SVG, "circle"), name = document.createElementNS(SVG, "text");
+      dot.setAttribute("cx", at[agent][0]);
+      dot.setAttribute("cy", at[agent][1]);
+      dot.setAttribute("r", 9);
+      dot.setAttribute("class", "graph-node" + (critical[agent] ? " critical" : ""));
+      name.setAttribute("x", at[agent][0]);
+      name.setAttribute("y", at[agent][1] + 24);
+      name.setAttribute("class", "graph-name");
+      name.textContent = agent.length > 24 ? agent.slice(0, 23) + "\u2026" : agent;
+      svg.appendChild(dot);
+      svg.appendChild(name);
+    });
+  }
+
+  document.addEventListener("change", function (e) {  // the picture follows the answer
+    var fs = e.target.closest && e.target.closest("fieldset[data-type=graph]");
+    if (fs && fs.graphTeam) drawPicture(fs, fs.graphTeam);
+  });
+
   var SETTERS = {
     edit: function (fs, value, item) {  // {edited_text, ...}: the box starts with the original until edited
       var source = ((item.edit_sources || {})[fs.dataset.schema] || {}).text || "";
@@ -418,6 +501,10 @@
     },
     behaviours: function (fs, value, item) {  // {behaviour: {turns: [place, ...], note}}
       drawBehaviours(fs, (item.teams || {})[fs.dataset.schema] || {}, value && typeof value === "object" ? value : {});
+    },
+    graph: function (fs, value, item) {  // {critical_nodes: [agent, ...], edges: {"A->B": mark}}
+      fs.graphTeam = (item.teams || {})[fs.dataset.schema] || {};
+      drawGraph(fs, fs.graphTeam, value && typeof value === "object" ? value : {});
     },
     attribution: function (fs, value, item) {  // {responsible_agent, decisive_step, reason}
       var given = value && typeof value === "object" ? value : {};
@@ -504,6 +591,15 @@
         }
       });
       return any ? out : null;
+    },
+    graph: function (fs) {  // what is marked; null for nothing
+      var critical = Array.prototype.map.call(fs.querySelectorAll(".graph-nodes input:checked"), function (i) { return i.value; });
+      var edges = {};
+      fs.querySelectorAll(".graph-edge").forEach(function (card) {
+        var on = card.querySelector("input:checked");
+        if (on && on.value) edges[card.dataset.key] = on.value;
+      });
+      return critical.length || Object.keys(edges).length ? { critical_nodes: critical, edges: edges } : null;
     },
     attribution: function (fs) {
       var agent = fs.querySelector(".fa-agent").value, step = fs.querySelector(".fa-step").value;

@@ -77,6 +77,7 @@ class SchemeType(str, Enum):
     EMERGENT_BEHAVIOR = "emergent_behavior"
     TOOL_CONTENTION = "tool_contention"
     VOICE_INTERACTION = "voice_interaction"
+    AGENT_INTERACTION_GRAPH = "agent_interaction_graph"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -473,6 +474,8 @@ class Scheme:
             return self._accepts_scorecard(value)
         if self.annotation_type is SchemeType.EMERGENT_BEHAVIOR:
             return self._accepts_behaviours(value)
+        if self.annotation_type is SchemeType.AGENT_INTERACTION_GRAPH:
+            return self._accepts_graph(value)
         if self.keyed is not None:
             return self._accepts_keyed(value)
         if self.review_steps is not None:
@@ -550,6 +553,9 @@ class Scheme:
             return ('{"agents": {an agent of the item: {' + ", ".join(self.agent_dimensions) + f': 1 to {self.quality_scale}}}}}, '
                     '"team": {' + ", ".join(self.team_dimensions) + f': 1 to {self.quality_scale}}}, "milestones": {{'
                     + ", ".join(self.milestones) + ": true or false}}")
+        if self.annotation_type is SchemeType.AGENT_INTERACTION_GRAPH:
+            return ('{"critical_nodes": a list of the item\'s agents, "edges": {"an agent->another": critical or '
+                    'problematic}}')
         if self.annotation_type is SchemeType.EMERGENT_BEHAVIOR:
             return ("{" + ", ".join(self.labels) + ': {"turns": a list of turns\' places (0 for the first)'
                     + (f', "note": text of at most {self.max_length} characters' if self.allow_note else "") + "}}")
@@ -673,6 +679,16 @@ class Scheme:
                     and isinstance(note, str) and len(note) <= self.max_length and (self.allow_note or not note)):
                 return False
         return True
+
+    @staticmethod
+    def _accepts_graph(value: object) -> bool:
+        """Upstream's ``{"critical_nodes": [agent, ...], "edges": {"A->B": "critical" or "problematic"}}``
+        (which agents and passages the item has is checked with it)."""
+        if not isinstance(value, dict) or not value or not set(value) <= {"critical_nodes", "edges"}:
+            return False
+        nodes, edges = value.get("critical_nodes") or [], value.get("edges") or {}
+        return (isinstance(nodes, list) and all(isinstance(n, str) for n in nodes) and isinstance(edges, dict)
+                and all(isinstance(k, str) and v in ("", "critical", "problematic") for k, v in edges.items()))
 
     def _accepts_keyed(self, value: object) -> bool:
         """``{keyed: {part's number: label}}``, and an overlap review's ``rating`` (which parts the item

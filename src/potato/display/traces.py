@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
 from potato.display.fields import FieldType, media_problem, media_path, register_field_type
@@ -394,6 +394,48 @@ def cot_trace(value: Any, options: Mapping[str, Any], label: str, media_url: str
             "numbered": options.get("show_step_numbers", True) is not False, "max_lines": limit}
 
 
+def run_tree(nodes: Any, steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """An item's tree of sub-agent runs (upstream's ``run_tree``: nodes with ``id``, ``parent_id``,
+    ``name``, ``run_type``, ``status`` and ``turn_range``) in reading order, each node with its depth
+    and the places of the ``steps`` its run and the runs under it took: those whose ``run_id`` is one
+    of them, else (a trace naming no runs) those within its ``turn_range``. A node whose parent is not
+    in the tree is a root; nodes that are not objects with an id are left out."""
+    listed = [n for n in (nodes if isinstance(nodes, list) else []) if isinstance(n, dict) and n.get("id") not in (None, "")]
+    known = {str(n["id"]) for n in listed}
+    children: dict[str, list[Mapping[str, Any]]] = {}
+    roots: list[Mapping[str, Any]] = []
+    for n in listed:
+        parent = n.get("parent_id")
+        (children.setdefault(str(parent), []) if parent is not None and str(parent) in known and str(parent) != str(n["id"])
+         else roots).append(n)
+    by_run = any(s.get("run_id") for s in steps)
+    out: list[dict[str, Any]] = []
+
+    def visit(node: Mapping[str, Any], depth: int, seen: frozenset[str]) -> set[int]:
+        node_id = str(node["id"])
+        at = len(out)
+        out.append({})
+        places: set[int] = set()
+        for child in children.get(node_id, []):
+            if str(child["id"]) not in seen:
+                places |= visit(child, depth + 1, seen | {str(child["id"])})
+        span = node.get("turn_range")
+        lo, hi = (span if isinstance(span, list) and len(span) == 2 and all(isinstance(v, int) for v in span) else (None, None))
+        if by_run:
+            places |= {i for i, s in enumerate(steps) if str(s.get("run_id", "")) == node_id}
+        elif lo is not None and hi is not None:
+            places |= {i for i in range(len(steps)) if lo <= i <= hi}
+        out[at] = {"id": node_id, "name": text_of(node.get("name") or node.get("run_type") or "run"),
+                   "type": text_of(node.get("run_type") or ""), "status": text_of(node.get("status") or ""),
+                   "depth": depth, "steps": sorted(places),
+                   "range": "" if lo is None or hi is None else f"step {lo}" if lo == hi else f"steps {lo}\u2013{hi}"}
+        return places
+
+    for root in roots:
+        visit(root, 0, frozenset({str(root["id"])}))
+    return out
+
+
 def trace_text(value: Any, options: Mapping[str, Any]) -> str:
     """A trace as plain text, one step per line (what an export or a model reads of it)."""
     return "\n".join(f"{s['speaker']}: {s['text']}" if s["speaker"] else s["text"] for s in _options_steps(value, options))
@@ -405,9 +447,8 @@ _LOOKS = frozenset({"compact", "step_type_colors"})
 for _kind in (
         FieldType("agent_trace", agent_trace,
                   honoured=_SPEAKERS | {"show_step_numbers", "show_summary", "show_timestamps", "collapse_observations",
-                                        "show_screenshots"},
-                  looks=_LOOKS,
-                  refused={"show_run_tree": "a tree of an agent's sub-agent runs beside its trace"}),
+                                        "show_screenshots", "show_run_tree"},
+                  looks=_LOOKS),
         FieldType("eval_trace", eval_trace,
                   honoured=_SPEAKERS | {"pane_labels", "show_step_numbers", "collapse_long_outputs", "max_output_lines",
                                         "link_steps"},

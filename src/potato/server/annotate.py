@@ -17,6 +17,7 @@ from potato.assignment import items_done
 from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
 from potato.display.fields import field_payload, media_path, span_text
+from potato.display.traces import run_tree
 from potato.display.keywords import find_keywords
 from potato.display.media import MediaFileError
 from potato.edits import unexplained
@@ -182,7 +183,8 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "ai_pending": asking,
         "keywords": find_keywords(item.text, project.config.keywords, project.config.keyword_settings, user, item.id)
         if project.config.keywords else [],
-        "fields": [shown_field(project, f, item.data.get(f.key)) for f in project.config.page.display_fields],
+        "fields": [shown_field(project, f, item.data.get(f.key), item.data.get("run_tree"))
+                   for f in project.config.page.display_fields],
         **_with_turns(project.config, project.config.item_turns(item)),
         "edit_sources": {name: originals.shown() for name, originals in project.config.edit_sources(item).items()},
         "review_parts": {name: [part.shown() for part in parts] for name, parts in project.config.review_parts(item).items()},
@@ -249,9 +251,12 @@ def shorten_text(text: str, limit: int = 80) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
-def shown_field(project: Project, field: DisplayField, value: Any) -> dict[str, Any]:
-    """One field of an item as the page draws it (``potato.display.fields``); a PDF with its page count."""
+def shown_field(project: Project, field: DisplayField, value: Any, runs: Any = None) -> dict[str, Any]:
+    """One field of an item as the page draws it (``potato.display.fields``); a PDF with its page count;
+    an agent trace with the item's tree of sub-agent runs (``runs``), unless ``show_run_tree`` is false."""
     out = field_payload(field.type, field.label or field.key, value, field.options, request.script_root + MEDIA_URL)
+    if out["type"] == "agent_trace" and runs and field.options.get("show_run_tree", True) is not False:
+        out["run_tree"] = run_tree(runs, out["steps"])
     if field.span_target:
         # The name a span on this field gives ("" for the item's own text) and the text it marks.
         out["span_target"] = True

@@ -12,7 +12,7 @@
   function walkable(box) {
     box.addEventListener("keydown", function (ev) {
       if (ev.ctrlKey || ev.metaKey || ev.altKey) { return; }
-      var steps = Array.prototype.slice.call(box.querySelectorAll(".trace-step"));
+      var steps = Array.prototype.slice.call(box.querySelectorAll(".trace-step:not([hidden])"));
       var at = steps.indexOf(document.activeElement), to = -1;
       if (at < 0) { return; }
       if (ev.key === "ArrowDown") { to = Math.min(at + 1, steps.length - 1); }
@@ -85,8 +85,51 @@
       }
       list.appendChild(item);
     });
+    if (f.run_tree && f.run_tree.length) { box.appendChild(runTree(f.run_tree, list)); }
     box.appendChild(list);
     return walkable(box);
+  }
+
+  // The tree of sub-agent runs beside a trace: choosing a run shows only the steps it and the runs
+  // under it took (upstream's show_run_tree); "All steps" shows them all again.
+  function runTree(nodes, list) {
+    var nav = el("nav", "run-tree"), tree = el("ul", "run-tree-nodes"), said = el("p", "run-tree-state muted");
+    nav.setAttribute("aria-label", "Sub-agent runs");
+    said.setAttribute("aria-live", "polite");
+    var buttons = [];
+    function choose(button, node) {
+      var keep = node ? node.steps : null, shown = 0;
+      Array.prototype.forEach.call(list.children, function (item, i) {
+        item.hidden = keep !== null && keep.indexOf(i) < 0;
+        if (!item.hidden) { shown += 1; }
+      });
+      buttons.forEach(function (b) { b.setAttribute("aria-pressed", String(b === button)); });
+      said.textContent = node ? "Showing the " + node.name + " run: " + shown + " of " + list.children.length + " steps" : "";
+    }
+    function add(node) {
+      var li = el("li", "run-node depth-" + Math.min(node.depth, 6)), button = el("button", "ghost run-button");
+      button.type = "button";
+      button.appendChild(el("span", "run-name", node.name));
+      if (node.type) { button.appendChild(el("span", "run-type muted", node.type)); }
+      if (node.status) { button.appendChild(el("span", "run-status " + (node.status === "error" ? "failed" : "ok"), node.status)); }
+      if (node.range) { button.appendChild(el("span", "run-range muted", node.range)); }
+      button.addEventListener("click", function () { choose(button, node); });
+      buttons.push(button);
+      li.appendChild(button);
+      tree.appendChild(li);
+    }
+    var all = el("button", "ghost run-button run-all", "All steps");
+    all.type = "button";
+    all.addEventListener("click", function () { choose(all, null); });
+    buttons.push(all);
+    var first = el("li", "run-node");
+    first.appendChild(all);
+    tree.appendChild(first);
+    nodes.forEach(add);
+    all.setAttribute("aria-pressed", "true");
+    nav.appendChild(tree);
+    nav.appendChild(said);
+    return nav;
   }
 
   function evalTrace(f) {

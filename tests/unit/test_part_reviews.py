@@ -133,3 +133,14 @@ def test_both_exports_import_back_as_the_same_stored_answers(tmp_path: Path, fmt
     result = invoke("import-labels", fresh, source, "--user", "ann")
     assert result.exit_code == 0, result.output
     assert stored_answers(fresh) == stored_answers(path) and len(stored_answers(fresh)) == 3
+
+
+def test_an_image_is_loaded_only_from_the_item_an_https_address_or_media_directory() -> None:
+    from potato.server.annotate import _with_image
+
+    part = {"image": CHART, "caption": "chart"}
+    assert _with_image(part, "/media/") == part
+    assert _with_image({"image": "shots/1.png", "caption": ""}, "/media/") == {"image": "/media/shots/1.png", "caption": ""}
+    assert _with_image({"image": "javascript:alert(1)", "caption": "x"}, "/media/") == {
+        "image": "", "caption": "image not shown: javascript: addresses are not shown; use https:// or a file"}
+    assert _with_image({"image": "data:text/html,<script>1</script>", "caption": ""}, "/media/")["image"] == ""

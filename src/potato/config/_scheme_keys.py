@@ -117,6 +117,12 @@ KEY_CHECKS: Mapping[str, Check] = {
     "user_speakers": text_list("[user, caller]", unique=True),
     "overlap_labels": text_list("[agent_should_respond, backchannel]", unique=True),
     "rating_scale": integer(2, 10),
+    "image_key": text(),
+    "rows_key": text(),
+    "cols_key": text(),
+    "default_rows": integer(1, 40),
+    "default_cols": integer(1, 40),
+    "roles": text_list("[data, col_header, row_header, empty]", unique=True),
     "allow_ties": boolean,
     "total_points": integer(1, 1_000_000),
     "min_per_item": integer(0, 1_000_000),
@@ -202,6 +208,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "turns_key": ("consensus_tracking", "context_attribution", "voice_interaction"),
     **{key: ("tool_contention",) for key in ("calls_key", "resource_key", "contention_labels")},
     **{key: ("voice_interaction",) for key in ("speaker_key", "user_speakers", "overlap_labels", "rating_scale")},
+    **{key: ("table_grid",) for key in ("image_key", "rows_key", "cols_key", "default_rows", "default_cols", "roles")},
     **{key: ("triage",) for key in ("accept_label", "reject_label", "skip_label", "accept_key", "reject_key", "skip_key",
                                     "auto_advance", "show_progress")},
     **{key: ("hierarchical_multiselect",) for key in ("taxonomy", "taxonomy_preset", "tooltips", "auto_select_children",
@@ -210,10 +217,10 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "error_types": ("trajectory_eval", "speech_transcript"),
     "steps_key": ("process_reward", "trajectory_eval", "failure_attribution", "trajectory_edit", "tool_call_review",
                   "handoff_review", "multimodal_reasoning", "gui_trajectory", "agent_scorecard", "emergent_behavior",
-                  "agent_interaction_graph"),
+                  "agent_interaction_graph", "table_grid"),
     "step_text_key": ("process_reward", "trajectory_eval", "trajectory_edit"),
     "agent_key": ("failure_attribution", "handoff_review", "agent_scorecard", "emergent_behavior", "tool_contention",
-                  "agent_interaction_graph"),
+                  "agent_interaction_graph", "table_grid"),
     "agents": ("failure_attribution", "agent_scorecard"),
     **{key: ("agent_scorecard",) for key in ("agent_dimensions", "team_dimensions", "milestones")},
     **{key: ("emergent_behavior",) for key in ("behaviors", "allow_note")},
@@ -236,7 +243,7 @@ _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_rewar
               "consensus_tracking", "context_attribution", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution",
               "text_edit", "trajectory_edit", "tool_call_review", "handoff_review", "multimodal_reasoning", "gui_trajectory",
               "speech_transcript", "agent_scorecard", "emergent_behavior", "tool_contention", "voice_interaction",
-              "agent_interaction_graph")
+              "agent_interaction_graph", "table_grid")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -313,6 +320,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _text_edit(raw, values)
     elif kind == "trajectory_edit":
         problems += _trajectory_edit(raw, values)
+    elif kind == "table_grid":
+        problems += _grid(raw, values)
     elif kind in ("agent_scorecard", "emergent_behavior", "agent_interaction_graph"):
         problems += _team(kind, raw, values)
     elif kind in REVIEWS:
@@ -507,6 +516,22 @@ def _review(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> lis
     values["sequential_key_binding"] = False  # a key could not say which part it answers
     if raw.get("labels") not in (None, []):
         return [(".labels", f"a {kind} scheme's answers are its {what}; remove labels, and list them under {what}")]
+    return []
+
+
+def _grid(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's table grid: a table's image (the item's ``image_key``) with a grid of its cells, its
+    size from the item (``rows_key``, ``cols_key``; else ``default_rows`` by ``default_cols``) and
+    changeable, each cell marked with one of ``roles`` (the first: a cell not marked)."""
+    values["grid_keys"] = (values.pop("image_key", "image"), values.pop("rows_key", "rows"), values.pop("cols_key", "cols"))
+    values["grid_size"] = (values.pop("default_rows", 3), values.pop("default_cols", 3))
+    roles = values.pop("roles", ("data", "col_header", "row_header", "empty"))
+    values["options"] = tuple(LabelOption(role, text=role.replace("_", " ")) for role in roles)
+    values["sequential_key_binding"] = False  # keys move between the cells
+    if raw.get("labels") not in (None, []):
+        return [(".labels", "a table_grid scheme's answers are its roles; remove labels, and list them under roles")]
+    if len(roles) < 2:
+        return [(".roles", "needs at least two roles, the first for a cell not marked, such as [data, col_header]")]
     return []
 
 

@@ -268,6 +268,8 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         allow_note=values.get("allow_note", False),
         review_answers=values.get("review_answers", ()),
         keyed=values.get("keyed"),
+        grid_keys=values.get("grid_keys"),
+        grid_size=values.get("grid_size", (3, 3)),
         review_reads=values.get("review_reads", ()),
         quality_scale=values.get("quality_scale", 0),
         points_by_slider=values.get("points_by_slider", False),

@@ -192,7 +192,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "conjoint": "conjoint choice sets",
     # Upstream's agent-evaluation types: each reads the item's steps or turns itself.
     "code_review": "reviewing a coding agent's diff with comments per line",
-    "table_grid": "labelling the cells of a table's image",
     "temporal_grounding": "placing events on a video's timeline",
     "rollout_evaluation": "finding where a world model's rollout breaks",
 }

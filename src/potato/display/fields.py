@@ -125,6 +125,24 @@ def media_problem(value: Any) -> str | None:
     return None if media_path(value) else "the path leaves media_directory; name a file inside it"
 
 
+INLINE_IMAGE = re.compile(r"data:image/(png|jpeg|gif|webp|svg\+xml)[;,]")
+"""An image written into the item itself, as upstream's agent-trace examples write screenshots and
+charts: drawn by an ``img`` element, where even an SVG runs no script."""
+
+
+def image_src(value: Any, media_url: str) -> tuple[str, str]:
+    """Where the page loads an image an answer type shows from (a screenshot, a chart, a table), and
+    why not where it cannot (pure): an image written into the item, an http(s) address, or a file
+    under ``media_directory`` from the media route."""
+    if isinstance(value, str) and INLINE_IMAGE.match(value):
+        return value, ""
+    problem = media_problem(value)
+    if problem:
+        return "", problem
+    path = media_path(value)
+    return (media_url + quote(path) if path else value), ""
+
+
 def field_payload(kind: str, label: str, value: Any, options: Mapping[str, Any], media_url: str) -> dict[str, Any]:
     """What the page needs to draw one field of one item. ``media_url`` is where ``media_directory``'s
     files are served (``/media/``)."""

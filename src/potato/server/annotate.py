@@ -16,7 +16,7 @@ from potato.accounts import AccountError, Accounts
 from potato.assignment import items_done
 from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
-from potato.display.fields import field_payload, media_path, span_text
+from potato.display.fields import field_payload, image_src, media_path, span_text
 from potato.display.traces import run_tree
 from potato.display.keywords import find_keywords
 from potato.display.media import MediaFileError
@@ -24,7 +24,7 @@ from potato.edits import unexplained
 from potato.item_answers import MISFITS, blank, on_item, stored_on_item
 from potato.items import Item
 from potato.study.assist import option_highlights
-from potato.training.job.schemes import Scheme, SchemeType
+from potato.training.job.schemes import GRID_MAX, Scheme, SchemeType
 from potato.training.job.spans import Texts
 from potato.training.job.turns import BadTurns, Turn, answer_of
 from potato.label_import import stored_spans
@@ -167,6 +167,7 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
     if llm is not None and helped:  # an LLM server's answers so far; the page asks again for the rest
         highlights, asking = llm.lookup(item)
         llm.ask_ahead(user, position)
+    media = request.script_root + MEDIA_URL
     return {
         "position": position,
         "number": position + 1,
@@ -187,10 +188,32 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
                    for f in project.config.page.display_fields],
         **_with_turns(project.config, project.config.item_turns(item)),
         "edit_sources": {name: originals.shown() for name, originals in project.config.edit_sources(item).items()},
-        "review_parts": {name: [part.shown() for part in parts] for name, parts in project.config.review_parts(item).items()},
+        "review_parts": {name: [_with_image(part.shown(), media) for part in parts]
+                         for name, parts in project.config.review_parts(item).items()},
+        "grids": {s.name: _grid(s, item, media) for s in project.config.annotation_schemes if s.grid_keys is not None},
         "teams": {name: team.shown() for name, team in project.config.teams(item).items()},
         **({"codebook": codebook_payload(project)} if project.config.codebook_mode else {}),
     }
+
+
+def _with_image(shown: dict[str, Any], media_url: str) -> dict[str, Any]:
+    """A part of an item as the page draws it, its image where the page loads it from (or why not)."""
+    if shown.get("image"):
+        src, problem = image_src(shown["image"], media_url)
+        shown = {**shown, "image": src, "caption": shown["caption"] if src else f"image not shown: {problem}"}
+    return shown
+
+
+def _grid(scheme: Scheme, item: Any, media_url: str) -> dict[str, Any]:
+    """A table grid's table: its image (or why it is not shown) and the size to start from."""
+    image, rows, cols = scheme.grid_keys or ("image", "rows", "cols")
+    src, problem = image_src(item.data.get(image), media_url)
+
+    def size(value: Any, default: int) -> int:
+        return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= GRID_MAX else default
+
+    return {"image": src, "problem": problem, "rows": size(item.data.get(rows), scheme.grid_size[0]),
+            "cols": size(item.data.get(cols), scheme.grid_size[1])}
 
 
 def _with_turns(config: Config, turns: Mapping[str, Sequence[Turn]]) -> dict[str, Any]:

@@ -9,7 +9,8 @@
 // - attribution: the agent, the decisive step and why a multi-agent trace failed;
 // - scorecard: each agent of a team and the team scored on dimensions, milestones checked off;
 // - behaviours: for each emergent behaviour, the turns (across agents) that take part;
-// - graph: the agents on a trace's critical path, and the passages between agents that mattered.
+// - graph: the agents on a trace's critical path, and the passages between agents that mattered;
+// - grid: the roles of a table's cells (headers, empty cells) beside the table's image.
 // What an item offers (its originals, its parts, its agents and steps) comes with the item from the
 // server, which checks every answer against the same; everything is drawn with textContent only.
 (function () {
@@ -455,6 +456,97 @@
     if (fs && fs.graphTeam) drawPicture(fs, fs.graphTeam);
   });
 
+  // A table grid: the table's image above a grid of its cells, each cell's role moved on by Enter,
+  // Space or a click, the arrow keys moving between cells (they are not the page's here).
+  var ROLE_MARKS = { data: "", col_header: "CH", row_header: "RH", empty: "\u2205", header: "H", merged: "M" };
+  function roleMark(role) { return ROLE_MARKS.hasOwnProperty(role) ? ROLE_MARKS[role] : role.slice(0, 2).toUpperCase(); }
+  function gridRoles(fs) { return JSON.parse(fs.querySelector(".grid-cells").dataset.roles); }
+
+  function drawCells(fs) {
+    var grid = fs.querySelector(".grid-cells"), roles = gridRoles(fs), cells = fs.gridCells || {};
+    var rows = Number(fs.querySelector(".grid-rows").value), cols = Number(fs.querySelector(".grid-cols").value);
+    grid.textContent = "";
+    grid.style.gridTemplateColumns = "repeat(" + cols + ", minmax(2rem, 1fr))";
+    for (var r = 0; r < rows; r++) {
+      for (var c = 0; c < cols; c++) {
+        var role = cells[r + "," + c] || roles[0], cell = document.createElement("button");
+        cell.type = "button";
+        cell.className = "grid-cell role-" + role;
+        cell.dataset.r = String(r);
+        cell.dataset.c = String(c);
+        cell.textContent = roleMark(role);
+        cell.setAttribute("aria-label", "row " + (r + 1) + " column " + (c + 1) + ", " + role.replace(/_/g, " "));
+        cell.tabIndex = r === 0 && c === 0 ? 0 : -1;
+        grid.appendChild(cell);
+      }
+    }
+  }
+
+  function setGrid(fs, value, item) {
+    var table = (item.grids || {})[fs.dataset.schema] || {}, given = value && typeof value === "object" ? value : null;
+    var image = fs.querySelector(".grid-image");
+    image.hidden = !table.image;
+    if (table.image) { image.src = table.image; }
+    fs.querySelector(".grid-problem").textContent = table.problem ? "The table's image is not shown: " + table.problem : "";
+    fs.querySelector(".grid-rows").value = String(given ? given.rows : table.rows || 3);
+    fs.querySelector(".grid-cols").value = String(given ? given.cols : table.cols || 3);
+    fs.gridCells = given && given.cells ? JSON.parse(JSON.stringify(given.cells)) : {};
+    fs.dataset.touched = given ? "1" : "";
+    var legend = fs.querySelector(".grid-legend");
+    legend.textContent = gridRoles(fs).map(function (role) {
+      return (roleMark(role) || "blank") + " = " + role.replace(/_/g, " ");
+    }).join(", ");
+    drawCells(fs);
+  }
+
+  function changed(fs) {
+    fs.dataset.touched = "1";
+    fs.querySelector(".grid-cells").dispatchEvent(new Event("change", { bubbles: true }));
+  }
+
+  document.querySelectorAll("fieldset[data-type=grid]").forEach(function (fs) {
+    var grid = fs.querySelector(".grid-cells");
+    fs.querySelectorAll(".grid-rows, .grid-cols").forEach(function (input) {
+      input.addEventListener("change", function () {
+        var n = Math.max(1, Math.min(40, Math.round(Number(input.value)) || 1)), keep = {};
+        input.value = String(n);
+        var rows = Number(fs.querySelector(".grid-rows").value), cols = Number(fs.querySelector(".grid-cols").value);
+        Object.keys(fs.gridCells || {}).forEach(function (k) {
+          var p = k.split(",");
+          if (Number(p[0]) < rows && Number(p[1]) < cols) { keep[k] = fs.gridCells[k]; }
+        });
+        fs.gridCells = keep;
+        drawCells(fs);
+        fs.dataset.touched = "1";
+      });
+    });
+    grid.addEventListener("click", function (e) {
+      var cell = e.target.closest(".grid-cell");
+      if (!cell) { return; }
+      var roles = gridRoles(fs), key = cell.dataset.r + "," + cell.dataset.c;
+      var next = roles[(roles.indexOf(fs.gridCells[key] || roles[0]) + 1) % roles.length];
+      if (next === roles[0]) { delete fs.gridCells[key]; } else { fs.gridCells[key] = next; }
+      cell.className = "grid-cell role-" + next;
+      cell.textContent = roleMark(next);
+      cell.setAttribute("aria-label", "row " + (Number(cell.dataset.r) + 1) + " column " + (Number(cell.dataset.c) + 1) + ", " +
+                        next.replace(/_/g, " "));
+      changed(fs);
+    });
+    grid.addEventListener("keydown", function (e) {
+      var cell = e.target.closest(".grid-cell"), moves = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
+      if (!cell || !moves[e.key] || e.ctrlKey || e.metaKey || e.altKey) { return; }
+      e.preventDefault();
+      e.stopPropagation();
+      var to = grid.querySelector(".grid-cell[data-r='" + (Number(cell.dataset.r) + moves[e.key][0]) + "'][data-c='" +
+                                  (Number(cell.dataset.c) + moves[e.key][1]) + "']");
+      if (to) {
+        cell.tabIndex = -1;
+        to.tabIndex = 0;
+        to.focus();
+      }
+    });
+  });
+
   var SETTERS = {
     edit: function (fs, value, item) {  // {edited_text, ...}: the box starts with the original until edited
       var source = ((item.edit_sources || {})[fs.dataset.schema] || {}).text || "";
@@ -506,6 +598,7 @@
       fs.graphTeam = (item.teams || {})[fs.dataset.schema] || {};
       drawGraph(fs, fs.graphTeam, value && typeof value === "object" ? value : {});
     },
+    grid: function (fs, value, item) { setGrid(fs, value, item); },  // {rows, cols, cells: {"r,c": role}}
     attribution: function (fs, value, item) {  // {responsible_agent, decisive_step, reason}
       var given = value && typeof value === "object" ? value : {};
       offerSteps(fs, (item.step_choices || {})[fs.dataset.schema], given);
@@ -600,6 +693,12 @@
         if (on && on.value) edges[card.dataset.key] = on.value;
       });
       return critical.length || Object.keys(edges).length ? { critical_nodes: critical, edges: edges } : null;
+    },
+    grid: function (fs) {  // the size and the cells not in the first role; null until something is changed
+      if (!fs.dataset.touched) { return null; }
+      var out = { rows: Number(fs.querySelector(".grid-rows").value), cols: Number(fs.querySelector(".grid-cols").value) };
+      if (Object.keys(fs.gridCells || {}).length) { out.cells = JSON.parse(JSON.stringify(fs.gridCells)); }
+      return out;
     },
     attribution: function (fs) {
       var agent = fs.querySelector(".fa-agent").value, step = fs.querySelector(".fa-step").value;

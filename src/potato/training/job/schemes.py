@@ -78,6 +78,7 @@ class SchemeType(str, Enum):
     TOOL_CONTENTION = "tool_contention"
     VOICE_INTERACTION = "voice_interaction"
     AGENT_INTERACTION_GRAPH = "agent_interaction_graph"
+    TABLE_GRID = "table_grid"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -90,6 +91,8 @@ REVIEW_ANSWERS = {"verdict": "choice", "notes": "text", "flags": "choices", "qua
                   "correction": "text"}
 """What a review may give each part, and what each is: one of the labels, a text, labels, a point."""
 NAMING = ("step", "tool", "from", "to", "start", "end")
+GRID_MAX = 40
+"""The most rows, and columns, a table grid has (upstream's page's limit)."""
 """What a stored review may say its part is (written from the item, so a sent one is not read)."""
 _REVIEWED = {SchemeType.TOOL_CALL_REVIEW: "call", SchemeType.HANDOFF_REVIEW: "handoff",
              SchemeType.SPEECH_TRANSCRIPT: "segment"}
@@ -266,6 +269,12 @@ class Scheme:
     review_answers: tuple[str, ...] = ()
     """What a review gives each part, of :data:`REVIEW_ANSWERS`: a verdict and notes (a tool call, a
     reasoning block, a GUI step), flags and a quality (a handoff), errors and a correction (a segment)."""
+    grid_keys: Optional[tuple[str, str, str]] = None
+    """A table grid: the item's keys of the table's image and of its rows and columns to start from
+    (``image_key``, ``rows_key``, ``cols_key``); None for other schemes. Its ``labels`` are the cells'
+    roles, the first the role of a cell not marked."""
+    grid_size: tuple[int, int] = (3, 3)
+    """The rows and columns a table grid starts with when the item gives none."""
     keyed: Optional[str] = None
     """A review upstream stores by the parts' numbers, ``{keyed: {"0": label}}`` (``contentions``, or
     ``overlaps`` with the call's ``rating`` 1 to ``quality_scale``), not as a list; None: as a list."""
@@ -476,6 +485,8 @@ class Scheme:
             return self._accepts_behaviours(value)
         if self.annotation_type is SchemeType.AGENT_INTERACTION_GRAPH:
             return self._accepts_graph(value)
+        if self.annotation_type is SchemeType.TABLE_GRID:
+            return self._accepts_grid(value)
         if self.keyed is not None:
             return self._accepts_keyed(value)
         if self.review_steps is not None:
@@ -553,6 +564,9 @@ class Scheme:
             return ('{"agents": {an agent of the item: {' + ", ".join(self.agent_dimensions) + f': 1 to {self.quality_scale}}}}}, '
                     '"team": {' + ", ".join(self.team_dimensions) + f': 1 to {self.quality_scale}}}, "milestones": {{'
                     + ", ".join(self.milestones) + ": true or false}}")
+        if self.annotation_type is SchemeType.TABLE_GRID:
+            return (f'{{"rows": 1 to {GRID_MAX}, "cols": 1 to {GRID_MAX}, "cells": {{"row,col" (0,0 for the first): '
+                    + " or ".join(self.labels) + "}}")
         if self.annotation_type is SchemeType.AGENT_INTERACTION_GRAPH:
             return ('{"critical_nodes": a list of the item\'s agents, "edges": {"an agent->another": critical or '
                     'problematic}}')
@@ -689,6 +703,21 @@ class Scheme:
         nodes, edges = value.get("critical_nodes") or [], value.get("edges") or {}
         return (isinstance(nodes, list) and all(isinstance(n, str) for n in nodes) and isinstance(edges, dict)
                 and all(isinstance(k, str) and v in ("", "critical", "problematic") for k, v in edges.items()))
+
+    def _accepts_grid(self, value: object) -> bool:
+        """Upstream's ``{"rows", "cols", "cells": {"row,col": role}}`` (from 0; 1 to 40 of each)."""
+        if not isinstance(value, dict) or not {"rows", "cols"} <= set(value) <= {"rows", "cols", "cells"}:
+            return False
+        rows, cols, cells = value["rows"], value["cols"], value.get("cells") or {}
+        if not all(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= GRID_MAX for n in (rows, cols)):
+            return False
+        if not isinstance(cells, dict):
+            return False
+        for where, role in cells.items():
+            r, _, c = str(where).partition(",")
+            if not (r.isdigit() and c.isdigit() and int(r) < rows and int(c) < cols and role in self.labels):
+                return False
+        return True
 
     def _accepts_keyed(self, value: object) -> bool:
         """``{keyed: {part's number: label}}``, and an overlap review's ``rating`` (which parts the item

@@ -192,9 +192,9 @@ def load_items(files: Sequence[Path], id_key: str = "id", text_key: str = "text"
                 raise DataError(
                     f"{where}: the text holds an HTML <{media.group(1).lower()}> tag. Upstream Potato shows item "
                     "text as HTML (images, video, embedded pages); this server shows it as text, so annotators "
-                    "would see the tag, not the media. Put the text itself in the file; an image or a PDF goes in "
-                    "a key of its own (its address, or a file under media_directory), shown by an instance_display "
-                    "field of type image or pdf.")
+                    "would see the tag, not the media. Put the text itself in the file; an image, a sound, a video "
+                    "or a PDF goes in a key of its own (its address, or a file under media_directory), shown by an "
+                    "instance_display field of type image, audio, video or pdf.")
             seen[item_id] = where
             items.append(Item(id=item_id, text=text, data=record))
     if not items:

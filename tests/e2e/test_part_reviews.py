@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.harness.adminapi import answers_become
-from tests.harness.pages import sign_in
+from tests.harness.pages import becomes, sign_in
 from tests.harness.servers import ServerProcess, serving_items
 from tests.unit.test_part_reviews import GUI, ITEM, REASONING, SPEECH
 
@@ -52,7 +52,7 @@ def test_each_block_step_and_segment_is_judged_by_keyboard_and_kept(server: Serv
     assert chart.get_attribute("alt") == "Bar chart: Q3 tallest" and chart.evaluate("i => i.naturalWidth") > 0
     assert page.inner_text(f"{mmr} .review-part >> nth=1 >> .review-caption") == "Bar chart: Q3 tallest"
     # The click is marked where it landed: a quarter across the screenshot, half way down.
-    page.wait_for_function("document.querySelector('fieldset[data-schema=gui_review] img.review-image').complete")
+    becomes(page.locator(f"{gui} .review-part >> nth=0 >> img.review-image"), "i => i.complete")
     shot = page.locator(f"{gui} .review-part >> nth=0 >> img.review-image").bounding_box()
     mark = page.locator(f"{gui} .review-part >> nth=0 >> .review-marker").bounding_box()
     assert abs(mark["x"] + mark["width"] / 2 - (shot["x"] + shot["width"] / 4)) < 3

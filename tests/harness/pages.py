@@ -63,3 +63,13 @@ def open_page(page: Any, url: str) -> None:
         page.fill("#key", ADMIN_KEY)
         page.press("#key", "Enter")
     page.wait_for_selector("#start")
+
+
+def becomes(element: Any, predicate: str, within: float = 15.0) -> None:
+    """``predicate`` (a JavaScript function of the element) holds of ``element`` within ``within``
+    seconds, polled from here: the page's policy forbids the evaluated predicates Playwright's own
+    wait_for_function polls with, once they have to be polled at all."""
+    deadline = time.monotonic() + within
+    while not element.evaluate(predicate):
+        assert time.monotonic() < deadline, f"{predicate} did not hold within {within} s"
+        time.sleep(0.05)

@@ -20,12 +20,15 @@ from potato.display.media import (DOWNLOAD, MediaLink, MediaMissing, MediaNotAFi
     ("cat.PNG", b"\x89PNG", Served("image/png", True)),
     ("cat.jpeg", b"", Served("image/jpeg", True)),
     ("logo.svg", b"<svg onload=x()>", Served("image/svg+xml", True)),  # sandboxed when opened on its own
+    ("call.mp3", b"ID3", Served("audio/mpeg", True)),  # a sound or a video, for the page's player (issue 45)
+    ("clip.WEBM", b"", Served("video/webm", True)),
+    ("clip.mp4", b"", Served("video/mp4", True)),
     ("evil.html", b"<html>", Served(DOWNLOAD, False)),
     ("evil.js", b"alert(1)", Served(DOWNLOAD, False)),
     ("style.css", b"body{}", Served(DOWNLOAD, False)),
     ("notes", b"text", Served(DOWNLOAD, False)),
 ])
-def test_a_file_is_sent_as_a_pdf_an_image_or_a_download(name: str, head: bytes, served: Served) -> None:
+def test_a_file_is_sent_as_a_pdf_an_image_a_sound_a_video_or_a_download(name: str, head: bytes, served: Served) -> None:
     assert served_as(name, head) == served
 
 

@@ -439,6 +439,16 @@ def _image(value: Any, options: Mapping[str, Any], label: str, media_url: str) -
     return out
 
 
+def _played(value: Any, options: Mapping[str, Any], label: str, media_url: str) -> dict[str, Any]:
+    """A sound or a video with the browser's own player: its controls (unless ``controls: false``),
+    ``autoplay`` (muted, as browsers allow it) and ``loop``; a video ``max_width`` wide at most."""
+    out: dict[str, Any] = {"controls": options.get("controls", True) is not False, "autoplay": options.get("autoplay") is True,
+                           "loop": options.get("loop") is True}
+    if options.get("max_width"):
+        out["max_width"] = _css_size(options["max_width"])
+    return out
+
+
 def _dialogue_text(value: Any, options: Mapping[str, Any]) -> str:
     """A dialogue's turns one per line, ``Speaker: text`` (turn numbers are drawn beside it, never in it)."""
     return "\n".join(f"{t['speaker']}: {t['text']}" if t["speaker"] else t["text"] for t in _turns(value, options))
@@ -464,6 +474,9 @@ for _kind in (
                   span_text=lambda value, options: _plain(value)),
         FieldType("image", _image, honoured=frozenset({"max_width", "zoomable", "alt_text"}),
                   looks=frozenset({"max_height", "object_fit"}), media=True),
+        FieldType("audio", _played, honoured=frozenset({"controls", "autoplay", "loop"}), media=True),
+        FieldType("video", _played, honoured=frozenset({"controls", "autoplay", "loop", "max_width"}),
+                  looks=frozenset({"max_height"}), media=True),
         FieldType("dialogue", lambda value, options, label, media_url: {"turns": _turns(value, options),
                                                              "numbered": options.get("show_turn_numbers") is True},
                   honoured=frozenset({"speaker_extraction", "show_turn_numbers", "speaker_key", "text_key",

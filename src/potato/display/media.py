@@ -33,6 +33,13 @@ IMAGE_TYPES = {
 }
 """Images served as themselves (an ``<img>`` never runs a script, whatever the image holds; an SVG
 opened on its own is sandboxed by its policy)."""
+PLAYED_TYPES = {
+    ".mp3": "audio/mpeg", ".wav": "audio/wav", ".ogg": "audio/ogg", ".oga": "audio/ogg", ".m4a": "audio/mp4",
+    ".flac": "audio/flac", ".aac": "audio/aac", ".opus": "audio/ogg", ".mp4": "video/mp4", ".m4v": "video/mp4",
+    ".webm": "video/webm", ".ogv": "video/ogg", ".mov": "video/quicktime",
+}
+"""Sound and video served as themselves, for an ``<audio>`` or ``<video>`` element (which plays them
+and runs nothing in them)."""
 PDF_MAGIC = b"%PDF-"
 PDF_HEAD = 1024
 """A PDF's ``%PDF-`` line may come this far into the file (as PDF readers, Chromium's included, allow)."""
@@ -55,11 +62,12 @@ def is_pdf(head: bytes) -> bool:
 
 def served_as(name: str, head: bytes) -> Served:
     """How the media file ``name``, whose first bytes are ``head``, is sent (pure): a PDF by its bytes,
-    an image by its extension, anything else as a download. A ``.pdf`` that is not a PDF is a download
+    an image, a sound or a video by its extension, anything else as a download. A ``.pdf`` that is not a PDF is a download
     too: what it is, the browser never looks at (``nosniff``)."""
     if is_pdf(head):
         return Served("application/pdf", True)
-    mimetype = IMAGE_TYPES.get(PurePosixPath(name).suffix.lower())
+    suffix = PurePosixPath(name).suffix.lower()
+    mimetype = IMAGE_TYPES.get(suffix) or PLAYED_TYPES.get(suffix)
     return Served(mimetype, True) if mimetype else Served(DOWNLOAD, False)
 
 

@@ -53,15 +53,17 @@ def framed_by(policy: str, framers: Sequence[str]) -> str:
 
 
 def page_policy(scripts: str = "'self'", form_action: Sequence[str] = (), framers: Sequence[str] = (),
-                remote_images: bool = False) -> str:
+                remote_images: bool = False, remote_media: bool = False) -> str:
     """The pages' Content-Security-Policy: scripts from ``scripts``, forms posting to this server and
     ``form_action``, framed by this server and ``framers``, images from https too with
-    ``remote_images`` (items that are images on the web)."""
+    ``remote_images`` (items that are images on the web), sound and video with ``remote_media``."""
     csp = PAGE_POLICY.format(scripts=scripts)
     if form_action:
         csp = csp.replace("form-action 'self'", "form-action 'self' " + " ".join(form_action))
     if remote_images:
         csp = csp.replace("img-src 'self' data:", "img-src 'self' data: https:")
+    if remote_media:
+        csp = csp.replace("img-src", "media-src 'self' https:; img-src")
     return framed_by(csp, framers)
 
 

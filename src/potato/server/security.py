@@ -309,7 +309,8 @@ def policy(app: Flask, form_action: tuple[str, ...] = ()) -> str:
     from elsewhere on it (the media folder), issue 42."""
     scripts = script_source(request.host, request.script_root + (app.static_url_path or "/static")) \
         if has_request_context() else "'self'"
-    return page_policy(scripts, form_action, framers(app), bool(app.extensions.get("potato.remote_images")))
+    return page_policy(scripts, form_action, framers(app), bool(app.extensions.get("potato.remote_images")),
+                       bool(app.extensions.get("potato.remote_media")))
 
 
 def add_headers(response: Response) -> Response:
@@ -356,6 +357,8 @@ def init_app(app: Flask, project: Project) -> None:
     app.register_error_handler(ClientDisconnected, body_too_slow)
     if any(f.type == "image" for f in config.page.display_fields):
         app.extensions["potato.remote_images"] = True
+    if any(f.type in ("audio", "video") for f in config.page.display_fields):
+        app.extensions["potato.remote_media"] = True
     app.before_request(check_origin)
     app.after_request(add_headers)
 

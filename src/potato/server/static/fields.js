@@ -34,6 +34,22 @@
     return img;
   }
 
+  // A sound or a video in the browser's own player, which plays it and runs nothing in it.
+  function played(tag) {
+    return function (f) {
+      var player = el(tag, "field-" + tag);
+      player.src = f.src;
+      player.preload = "metadata";
+      player.controls = f.controls;
+      player.loop = f.loop;
+      if (f.autoplay) { player.muted = true; player.autoplay = true; }
+      if (f.max_width) { player.style.maxWidth = f.max_width; }
+      player.setAttribute("aria-label", f.label);
+      player.appendChild(document.createTextNode("This browser cannot play this " + tag + "."));
+      return player;
+    };
+  }
+
   function dialogue(f) {
     // show_turn_numbers: the list's own markers, which are no part of the text (span offsets stay put).
     var list = el("ol", "dialogue" + (f.numbered ? " numbered" : "")), speakers = [];
@@ -144,7 +160,7 @@
     return box;
   }
 
-  var DRAW = { image: image, dialogue: dialogue, code: code, spreadsheet: table, document: documentField, pdf: pdf };
+  var DRAW = { image: image, audio: played("audio"), video: played("video"), dialogue: dialogue, code: code, spreadsheet: table, document: documentField, pdf: pdf };
 
   // The element showing field f's content; plain text for a text field (and anything unknown).
   function draw(f) {

@@ -423,7 +423,7 @@ def our_value(scheme: Scheme, answer: Mapping[str, Any]) -> Any:
         return answer[FIXED_NAMES[kind]] if set(answer) == {FIXED_NAMES[kind]} else dict(answer)
     if kind is SchemeType.VAS:
         return answer[scheme.name] if set(answer) == {scheme.name} else dict(answer)
-    if kind in (SchemeType.SOFT_LABEL, SchemeType.CONSTANT_SUM):  # each label's share, as text: numbers again
+    if kind in (SchemeType.SOFT_LABEL, SchemeType.CONSTANT_SUM, SchemeType.RANGE_SLIDER):  # numbers as text: numbers again
         return {k: _number(v) for k, v in answer.items()}
     if kind is SchemeType.MULTISELECT:
         return list(answer)

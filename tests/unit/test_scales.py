@@ -62,8 +62,8 @@ def test_upstreams_vas_validates_as_a_scale_without_marks() -> None:
     assert errors == ["annotation_schemes[0].labels: a vas scheme takes no labels (annotators pick a number); remove "
                       "labels, or use annotation_type: radio or likert"]
     errors = [i.message for i in _report([{**PAIN, "left_label": "x", "annotation_type": "slider"}]).errors]
-    assert errors[0] == ("annotation_schemes[0].left_label: applies to vas and confidence schemes only; remove it from this "
-                         "slider scheme")
+    assert errors[0] == ("annotation_schemes[0].left_label: applies to vas, confidence and range_slider schemes only; "
+                         "remove it from this slider scheme")
 
 
 def test_the_page_draws_the_line_with_its_ends_and_stores_a_number_on_it(project: tuple[Path, Any]) -> None:

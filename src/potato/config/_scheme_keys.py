@@ -123,6 +123,9 @@ KEY_CHECKS: Mapping[str, Check] = {
     "default_rows": integer(1, 40),
     "default_cols": integer(1, 40),
     "roles": text_list("[data, col_header, row_header, empty]", unique=True),
+    "show_values": boolean,
+    "default_low": number(-float(2**31), open_low=False),
+    "default_high": number(-float(2**31), open_low=False),
     "allow_ties": boolean,
     "total_points": integer(1, 1_000_000),
     "min_per_item": integer(0, 1_000_000),
@@ -185,12 +188,14 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "max_length": ("text",), "textarea": ("text",), "multiline": ("text",), "single_line": ("text",),
     "text_box_single_line": ("text",), "rows": ("text",), "placeholder": ("text",),
     "size": ("likert",), "min_label": ("likert",), "max_label": ("likert",),
-    "min_value": ("slider", "number", "vas", "confidence"), "max_value": ("slider", "number", "vas", "confidence"),
+    "min_value": ("slider", "number", "vas", "confidence", "range_slider"),
+    "max_value": ("slider", "number", "vas", "confidence", "range_slider"),
     "min": ("number",),
     "max": ("number",),
-    **{key: ("vas", "confidence") for key in ("left_label", "right_label")},
+    **{key: ("vas", "confidence", "range_slider") for key in ("left_label", "right_label")},
+    **{key: ("range_slider",) for key in ("show_values", "default_low", "default_high")},
     **{key: ("vas",) for key in ("show_value", "precision")},
-    "starting_value": ("slider",), "step": ("slider", "number", "confidence"),
+    "starting_value": ("slider",), "step": ("slider", "number", "confidence", "range_slider"),
     "horizontal": ("radio", "multiselect", "likert"),
     "sequential_key_binding": ("radio", "multiselect", "likert", "span", "pairwise", "multirate"),
     "has_free_response": ("radio", "multiselect"),
@@ -243,7 +248,7 @@ _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_rewar
               "consensus_tracking", "context_attribution", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution",
               "text_edit", "trajectory_edit", "tool_call_review", "handoff_review", "multimodal_reasoning", "gui_trajectory",
               "speech_transcript", "agent_scorecard", "emergent_behavior", "tool_contention", "voice_interaction",
-              "agent_interaction_graph", "table_grid")
+              "agent_interaction_graph", "table_grid", "range_slider")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -322,6 +327,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _trajectory_edit(raw, values)
     elif kind == "table_grid":
         problems += _grid(raw, values)
+    elif kind == "range_slider":
+        problems += _range(raw, values)
     elif kind in ("agent_scorecard", "emergent_behavior", "agent_interaction_graph"):
         problems += _team(kind, raw, values)
     elif kind in REVIEWS:
@@ -517,6 +524,26 @@ def _review(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> lis
     if raw.get("labels") not in (None, []):
         return [(".labels", f"a {kind} scheme's answers are its {what}; remove labels, and list them under {what}")]
     return []
+
+
+def _range(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's range slider: two thumbs from ``min_value`` (0) to ``max_value`` (100) in steps of
+    ``step`` (1), between ``left_label`` and ``right_label``, the values shown (``show_values``);
+    they start at ``default_low`` and ``default_high`` (a quarter in from each end)."""
+    low, high = values.setdefault("min_value", 0), values.setdefault("max_value", 100)
+    if low >= high:
+        return [(".max_value", f"must be greater than min_value ({low:g}), got {high:g}")]
+    step = values.setdefault("step", 1)
+    span = high - low
+    start = (values.pop("default_low", low + span // 4), values.pop("default_high", high - span // 4))
+    if not low <= start[0] <= start[1] <= high:
+        return [(".default_low", f"the thumbs must start within {low:g} to {high:g}, the low one not above the high "
+                                 f"one; got {start[0]:g} and {start[1]:g}")]
+    values.update(range_start=start, min_label=values.pop("left_label", ""), max_label=values.pop("right_label", ""),
+                  show_value=values.pop("show_values", True))
+    if raw.get("labels") not in (None, []):
+        return [(".labels", "a range_slider scheme takes no labels (annotators pick two numbers); remove labels")]
+    return [] if step else [(".step", "must be greater than 0")]
 
 
 def _grid(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:

@@ -206,6 +206,7 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
     numeric = (kind in NUMERIC_TYPES or values.get("pairwise_mode") == "scale"
                or (kind is SchemeType.CONFIDENCE and not values.get("options")))  # a confidence slider
     shares = kind in (SchemeType.SOFT_LABEL, SchemeType.CONSTANT_SUM)
+    bounded = numeric or kind is SchemeType.RANGE_SLIDER  # a number, or a range's two
     return Scheme(
         annotation_type=kind,
         name=values["name"],
@@ -225,9 +226,9 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         total=values.get("total"),
         min_label=values.get("min_label", ""),
         max_label=values.get("max_label", ""),
-        min_value=values.get("min_value") if numeric or shares else None,
-        max_value=values.get("max_value") if numeric else None,
-        step=values.get("step") if numeric else None,
+        min_value=values.get("min_value") if bounded or shares else None,
+        max_value=values.get("max_value") if bounded else None,
+        step=values.get("step") if bounded else None,
         starting_value=values.get("starting_value") if numeric else None,
         display_logic=values.get("display_logic_checked"),
         allow_overlapping=values.get("allow_overlapping", False),
@@ -270,6 +271,7 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         keyed=values.get("keyed"),
         grid_keys=values.get("grid_keys"),
         grid_size=values.get("grid_size", (3, 3)),
+        range_start=values.get("range_start", (0, 0)),
         review_reads=values.get("review_reads", ()),
         quality_scale=values.get("quality_scale", 0),
         points_by_slider=values.get("points_by_slider", False),

@@ -185,7 +185,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "video": "a video player",
     "pure_display": "display-only text between the annotation questions (a study page's question file may hold it)",
     "bws": "best-worst scaling",
-    "range_slider": "picking a range with two slider handles",
     "error_span": "marking error spans with severities",
     "extractive_qa": "marking an answer span",
     "card_sort": "sorting cards into groups",

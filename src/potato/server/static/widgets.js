@@ -10,7 +10,8 @@
 // - scorecard: each agent of a team and the team scored on dimensions, milestones checked off;
 // - behaviours: for each emergent behaviour, the turns (across agents) that take part;
 // - graph: the agents on a trace's critical path, and the passages between agents that mattered;
-// - grid: the roles of a table's cells (headers, empty cells) beside the table's image.
+// - grid: the roles of a table's cells (headers, empty cells) beside the table's image;
+// - range: a range on a scale, its low and high ends (upstream's range_slider).
 // What an item offers (its originals, its parts, its agents and steps) comes with the item from the
 // server, which checks every answer against the same; everything is drawn with textContent only.
 (function () {
@@ -547,6 +548,27 @@
     });
   });
 
+  // A range slider: two thumbs (two range inputs, each with the keyboard of its own), the low one
+  // never above the high one; nothing is answered until one is moved.
+  function showRange(fs) {
+    var low = fs.querySelector(".range-low"), high = fs.querySelector(".range-high");
+    var out = fs.querySelector(".range-value");
+    if (out) { out.textContent = fs.dataset.touched ? low.value + " \u2013 " + high.value : "not set"; }
+  }
+
+  document.querySelectorAll("fieldset[data-type=range]").forEach(function (fs) {
+    fs.querySelectorAll(".range-low, .range-high").forEach(function (input) {
+      input.addEventListener("input", function () {
+        var low = fs.querySelector(".range-low"), high = fs.querySelector(".range-high");
+        if (Number(low.value) > Number(high.value)) {  // a thumb pushed past the other takes it along
+          if (input === low) { high.value = low.value; } else { low.value = high.value; }
+        }
+        fs.dataset.touched = "1";
+        showRange(fs);
+      });
+    });
+  });
+
   var SETTERS = {
     edit: function (fs, value, item) {  // {edited_text, ...}: the box starts with the original until edited
       var source = ((item.edit_sources || {})[fs.dataset.schema] || {}).text || "";
@@ -599,6 +621,14 @@
       drawGraph(fs, fs.graphTeam, value && typeof value === "object" ? value : {});
     },
     grid: function (fs, value, item) { setGrid(fs, value, item); },  // {rows, cols, cells: {"r,c": role}}
+    range: function (fs, value) {  // {range_low, range_high}; untouched, the thumbs where they start
+      var low = fs.querySelector(".range-low"), high = fs.querySelector(".range-high");
+      var given = value && typeof value === "object" && typeof value.range_low === "number";
+      low.value = String(given ? value.range_low : low.dataset.start);
+      high.value = String(given ? value.range_high : high.dataset.start);
+      fs.dataset.touched = given ? "1" : "";
+      showRange(fs);
+    },
     attribution: function (fs, value, item) {  // {responsible_agent, decisive_step, reason}
       var given = value && typeof value === "object" ? value : {};
       offerSteps(fs, (item.step_choices || {})[fs.dataset.schema], given);
@@ -699,6 +729,10 @@
       var out = { rows: Number(fs.querySelector(".grid-rows").value), cols: Number(fs.querySelector(".grid-cols").value) };
       if (Object.keys(fs.gridCells || {}).length) { out.cells = JSON.parse(JSON.stringify(fs.gridCells)); }
       return out;
+    },
+    range: function (fs) {
+      if (!fs.dataset.touched) { return null; }
+      return { range_low: Number(fs.querySelector(".range-low").value), range_high: Number(fs.querySelector(".range-high").value) };
     },
     attribution: function (fs) {
       var agent = fs.querySelector(".fa-agent").value, step = fs.querySelector(".fa-step").value;

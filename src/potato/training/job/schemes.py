@@ -79,6 +79,7 @@ class SchemeType(str, Enum):
     VOICE_INTERACTION = "voice_interaction"
     AGENT_INTERACTION_GRAPH = "agent_interaction_graph"
     TABLE_GRID = "table_grid"
+    RANGE_SLIDER = "range_slider"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -91,6 +92,8 @@ REVIEW_ANSWERS = {"verdict": "choice", "notes": "text", "flags": "choices", "qua
                   "correction": "text"}
 """What a review may give each part, and what each is: one of the labels, a text, labels, a point."""
 NAMING = ("step", "tool", "from", "to", "start", "end")
+RANGE_ENDS = ("range_low", "range_high")
+"""A range slider's answer: its two ends, as upstream names them."""
 GRID_MAX = 40
 """The most rows, and columns, a table grid has (upstream's page's limit)."""
 """What a stored review may say its part is (written from the item, so a sent one is not read)."""
@@ -275,6 +278,8 @@ class Scheme:
     roles, the first the role of a cell not marked."""
     grid_size: tuple[int, int] = (3, 3)
     """The rows and columns a table grid starts with when the item gives none."""
+    range_start: tuple[float, float] = (0, 0)
+    """Where a range slider's two thumbs start (nothing is answered until one is moved)."""
     keyed: Optional[str] = None
     """A review upstream stores by the parts' numbers, ``{keyed: {"0": label}}`` (``contentions``, or
     ``overlaps`` with the call's ``rating`` 1 to ``quality_scale``), not as a list; None: as a list."""
@@ -487,6 +492,10 @@ class Scheme:
             return self._accepts_graph(value)
         if self.annotation_type is SchemeType.TABLE_GRID:
             return self._accepts_grid(value)
+        if self.annotation_type is SchemeType.RANGE_SLIDER:  # upstream's two thumbs, the low one not above the high
+            return (isinstance(value, dict) and set(value) == set(RANGE_ENDS)
+                    and all(self._accepts_number(value[end]) for end in RANGE_ENDS)
+                    and value["range_low"] <= value["range_high"])
         if self.keyed is not None:
             return self._accepts_keyed(value)
         if self.review_steps is not None:
@@ -564,6 +573,9 @@ class Scheme:
             return ('{"agents": {an agent of the item: {' + ", ".join(self.agent_dimensions) + f': 1 to {self.quality_scale}}}}}, '
                     '"team": {' + ", ".join(self.team_dimensions) + f': 1 to {self.quality_scale}}}, "milestones": {{'
                     + ", ".join(self.milestones) + ": true or false}}")
+        if self.annotation_type is SchemeType.RANGE_SLIDER:
+            return (f'{{"range_low": a number, "range_high": a number not below it}}, each from {self.min_value or 0:g} '
+                    f'to {self.max_value or 0:g}' + (f" in steps of {self.step:g}" if self.step else ""))
         if self.annotation_type is SchemeType.TABLE_GRID:
             return (f'{{"rows": 1 to {GRID_MAX}, "cols": 1 to {GRID_MAX}, "cells": {{"row,col" (0,0 for the first): '
                     + " or ".join(self.labels) + "}}")

@@ -12,18 +12,19 @@ from potato.config.schema import Config
 from potato.edits import BadEdit, stored_any_edit
 from potato.items import Item
 from potato.reviews import BadReview, stored_keyed, stored_review
+from potato.card_sort import BadSort, cards_of, stored_sort
 from potato.teams import BadTeamAnswer, stored_behaviours, stored_graph, stored_scorecard
 from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.job.turns import BadTurns
 
-MISFITS = (BadTurns, BadEdit, BadReview, BadTeamAnswer)
+MISFITS = (BadTurns, BadEdit, BadReview, BadTeamAnswer, BadSort)
 """What :func:`stored_on_item` raises for an answer that does not fit its item; each message says why."""
 
 
 def on_item(scheme: Scheme) -> bool:
     """Whether the scheme's answers name what the item holds, and so are checked against it."""
     return any(part is not None for part in (scheme.names_step, scheme.edit_source, scheme.edit_steps,
-                                             scheme.review_steps, scheme.team_steps))
+                                             scheme.review_steps, scheme.team_steps, scheme.sort_cards))
 
 
 def blank(scheme: Scheme, value: object) -> bool:
@@ -39,6 +40,8 @@ def stored_on_item(config: Config, scheme: Scheme, value: Any, item: Item) -> An
     answers none of the item's parts. Raises one of :data:`MISFITS` naming what the item lacks."""
     if scheme.names_step is not None:
         return scheme.stored_attribution(value, config.item_turns(item).get(scheme.names_step.source, ()))
+    if scheme.sort_cards is not None:
+        return stored_sort(value, scheme.labels, cards_of(item.data.get(scheme.sort_cards)), scheme.cards_anywhere)
     if scheme.team_steps is not None:
         team = config.teams(item)[scheme.name]
         store = {SchemeType.AGENT_SCORECARD: stored_scorecard, SchemeType.EMERGENT_BEHAVIOR: stored_behaviours,

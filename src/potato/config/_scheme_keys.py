@@ -124,6 +124,10 @@ KEY_CHECKS: Mapping[str, Check] = {
     "default_cols": integer(1, 40),
     "roles": text_list("[data, col_header, row_header, empty]", unique=True),
     "show_values": boolean,
+    "items_field": text(),
+    "groups": text_list("[Science, Politics, Sports]", unique=True),
+    "allow_empty_groups": boolean,
+    "allow_multiple": boolean,
     "default_low": number(-float(2**31), open_low=False),
     "default_high": number(-float(2**31), open_low=False),
     "allow_ties": boolean,
@@ -194,6 +198,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "max": ("number",),
     **{key: ("vas", "confidence", "range_slider") for key in ("left_label", "right_label")},
     **{key: ("range_slider",) for key in ("show_values", "default_low", "default_high")},
+    **{key: ("card_sort",) for key in ("items_field", "groups", "allow_empty_groups", "allow_multiple")},
     **{key: ("vas",) for key in ("show_value", "precision")},
     "starting_value": ("slider",), "step": ("slider", "number", "confidence", "range_slider"),
     "horizontal": ("radio", "multiselect", "likert"),
@@ -204,7 +209,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "allow_discontinuous": ("span",), "entity_linking": ("span",), "target_field": ("span",),
     **{key: ("process_reward",) for key in _PROCESS_REWARD},
     **{key: ("pairwise",) for key in _PAIRWISE if key != "scale"}, "scale": ("pairwise", "agent_scorecard"),
-    "mode": ("process_reward", "pairwise"),
+    "mode": ("process_reward", "pairwise", "card_sort"),
     "options": ("multirate",),
     **{key: ("rubric_eval",) for key in ("scale_labels", "criteria", "show_overall")},
     "scale_points": ("rubric_eval", "semantic_differential", "confidence"), "pairs": ("semantic_differential",),
@@ -248,7 +253,7 @@ _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_rewar
               "consensus_tracking", "context_attribution", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution",
               "text_edit", "trajectory_edit", "tool_call_review", "handoff_review", "multimodal_reasoning", "gui_trajectory",
               "speech_transcript", "agent_scorecard", "emergent_behavior", "tool_contention", "voice_interaction",
-              "agent_interaction_graph", "table_grid", "range_slider")
+              "agent_interaction_graph", "table_grid", "range_slider", "card_sort")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -329,6 +334,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _grid(raw, values)
     elif kind == "range_slider":
         problems += _range(raw, values)
+    elif kind == "card_sort":
+        problems += _card_sort(raw, values)
     elif kind in ("agent_scorecard", "emergent_behavior", "agent_interaction_graph"):
         problems += _team(kind, raw, values)
     elif kind in REVIEWS:
@@ -523,6 +530,29 @@ def _review(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> lis
     values["sequential_key_binding"] = False  # a key could not say which part it answers
     if raw.get("labels") not in (None, []):
         return [(".labels", f"a {kind} scheme's answers are its {what}; remove labels, and list them under {what}")]
+    return []
+
+
+def _card_sort(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's card sort, closed: each of the item's cards (its list under ``items_field``) put in
+    one of ``groups`` (or several, with ``allow_multiple``); with ``allow_empty_groups: false`` every
+    group needs a card. Open mode, where annotators make the groups, is refused by name."""
+    mode = values.pop("mode", "closed")
+    if mode == "open":
+        return [(".mode", unsupported_message("card_sort mode: open", "groups annotators make themselves; list the "
+                                              "groups under groups and use mode: closed"))]
+    if mode != "closed":
+        return [(".mode", f"must be closed (the groups listed under groups) or open, got {show(mode)}")]
+    groups = values.pop("groups", ())
+    if len(groups) < 2:
+        return [(".groups", "list at least two groups to sort the cards into, such as [Science, Politics]")]
+    values["options"] = tuple(LabelOption(group) for group in groups)
+    values["sort_cards"] = values.pop("items_field", "items")
+    values["cards_anywhere"] = values.pop("allow_multiple", False)
+    values["groups_filled"] = not values.pop("allow_empty_groups", True)
+    values["sequential_key_binding"] = False
+    if raw.get("labels") not in (None, []):
+        return [(".labels", "a card_sort scheme's answers are its groups; remove labels, and list them under groups")]
     return []
 
 

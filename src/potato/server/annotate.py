@@ -17,6 +17,7 @@ from potato.assignment import items_done
 from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
 from potato.display.fields import field_payload, image_src, media_path, span_text
+from potato.card_sort import cards_of
 from potato.display.traces import run_tree
 from potato.display.keywords import find_keywords
 from potato.display.media import MediaFileError
@@ -191,6 +192,8 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "review_parts": {name: [_with_image(part.shown(), media) for part in parts]
                          for name, parts in project.config.review_parts(item).items()},
         "grids": {s.name: _grid(s, item, media) for s in project.config.annotation_schemes if s.grid_keys is not None},
+        "cards": {s.name: cards_of(item.data.get(s.sort_cards)) for s in project.config.annotation_schemes
+                  if s.sort_cards is not None},
         "teams": {name: team.shown() for name, team in project.config.teams(item).items()},
         **({"codebook": codebook_payload(project)} if project.config.codebook_mode else {}),
     }

@@ -11,7 +11,8 @@
 // - behaviours: for each emergent behaviour, the turns (across agents) that take part;
 // - graph: the agents on a trace's critical path, and the passages between agents that mattered;
 // - grid: the roles of a table's cells (headers, empty cells) beside the table's image;
-// - range: a range on a scale, its low and high ends (upstream's range_slider).
+// - range: a range on a scale, its low and high ends (upstream's range_slider);
+// - cards: the item's cards sorted into groups (upstream's card_sort).
 // What an item offers (its originals, its parts, its agents and steps) comes with the item from the
 // server, which checks every answer against the same; everything is drawn with textContent only.
 (function () {
@@ -569,6 +570,56 @@
     });
   });
 
+  // A card sort: each of the item's cards with the group it goes in (a list of the groups, or a box
+  // for each where a card may go in several), and how many cards each group has.
+  function drawCards(fs, cards, given) {
+    var list = fs.querySelector(".cards"), template = fs.querySelector(".card-template");
+    list.textContent = "";
+    cards.forEach(function (text, n) {
+      var card = template.content.firstElementChild.cloneNode(true);
+      card.dataset.card = text;
+      card.querySelector(".card-text").textContent = text;
+      card.querySelectorAll("select, input").forEach(function (input) {
+        if (input.tagName === "SELECT") {
+          input.value = "";
+          Object.keys(given).forEach(function (group) { if (given[group].indexOf(text) >= 0) { input.value = group; } });
+          input.setAttribute("aria-label", "Card " + (n + 1) + ": group");
+        } else {
+          input.checked = (given[input.value] || []).indexOf(text) >= 0;
+          input.setAttribute("aria-label", "Card " + (n + 1) + ", in " + input.value);
+        }
+      });
+      list.appendChild(card);
+    });
+    if (!cards.length) { list.textContent = "No cards in this item."; }
+    showCards(fs);
+  }
+
+  function sortedCards(fs) {
+    var out = {}, any = false;
+    fs.querySelectorAll(".card").forEach(function (card) {
+      card.querySelectorAll("select, input:checked").forEach(function (input) {
+        if (!input.value) { return; }
+        (out[input.value] = out[input.value] || []).push(card.dataset.card);
+        any = true;
+      });
+    });
+    return any ? out : null;
+  }
+
+  function showCards(fs) {
+    var sorted = sortedCards(fs) || {};
+    fs.querySelector(".card-summary").textContent = Array.prototype.map.call(fs.querySelectorAll(".card-groups li"), function (li) {
+      var n = (sorted[li.dataset.group] || []).length;
+      return li.textContent.trim() + ": " + n;
+    }).join(" \u00b7 ");
+  }
+
+  document.addEventListener("change", function (e) {
+    var fs = e.target.closest && e.target.closest("fieldset[data-type=cards]");
+    if (fs) { showCards(fs); }
+  });
+
   var SETTERS = {
     edit: function (fs, value, item) {  // {edited_text, ...}: the box starts with the original until edited
       var source = ((item.edit_sources || {})[fs.dataset.schema] || {}).text || "";
@@ -628,6 +679,9 @@
       high.value = String(given ? value.range_high : high.dataset.start);
       fs.dataset.touched = given ? "1" : "";
       showRange(fs);
+    },
+    cards: function (fs, value, item) {  // {group: [card, ...]}
+      drawCards(fs, (item.cards || {})[fs.dataset.schema] || [], value && typeof value === "object" ? value : {});
     },
     attribution: function (fs, value, item) {  // {responsible_agent, decisive_step, reason}
       var given = value && typeof value === "object" ? value : {};
@@ -734,6 +788,7 @@
       if (!fs.dataset.touched) { return null; }
       return { range_low: Number(fs.querySelector(".range-low").value), range_high: Number(fs.querySelector(".range-high").value) };
     },
+    cards: function (fs) { return sortedCards(fs); },  // the cards sorted so far, by group; null for none
     attribution: function (fs) {
       var agent = fs.querySelector(".fa-agent").value, step = fs.querySelector(".fa-step").value;
       var reason = fs.querySelector("[data-part=reason]").value;

@@ -80,6 +80,7 @@ class SchemeType(str, Enum):
     AGENT_INTERACTION_GRAPH = "agent_interaction_graph"
     TABLE_GRID = "table_grid"
     RANGE_SLIDER = "range_slider"
+    CARD_SORT = "card_sort"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -278,6 +279,13 @@ class Scheme:
     roles, the first the role of a cell not marked."""
     grid_size: tuple[int, int] = (3, 3)
     """The rows and columns a table grid starts with when the item gives none."""
+    sort_cards: Optional[str] = None
+    """A card sort: the item's key of its cards, sorted into the ``labels`` as groups (upstream's
+    ``items_field``); None for other schemes."""
+    cards_anywhere: bool = False
+    """A card may go in more than one group (``allow_multiple``)."""
+    groups_filled: bool = False
+    """Every group needs a card before the item is done (``allow_empty_groups: false``)."""
     range_start: tuple[float, float] = (0, 0)
     """Where a range slider's two thumbs start (nothing is answered until one is moved)."""
     keyed: Optional[str] = None
@@ -337,6 +345,10 @@ class Scheme:
             given = sum(value.values())
             if given != self.total or set(value) != set(self.labels):
                 return f"points for every label adding up to {self.total or 0:g} ({given:g} given so far)"
+        if self.annotation_type is SchemeType.CARD_SORT and self.groups_filled and isinstance(value, dict):
+            empty = [group for group in self.labels if not value.get(group)]
+            if empty:
+                return f"a card in every group ({', '.join(empty)} still empty)"
         return ""
 
     def unfinished(self, value: object) -> str:
@@ -492,6 +504,9 @@ class Scheme:
             return self._accepts_graph(value)
         if self.annotation_type is SchemeType.TABLE_GRID:
             return self._accepts_grid(value)
+        if self.annotation_type is SchemeType.CARD_SORT:  # {group: [card, ...]} (the item's cards checked with it)
+            return (isinstance(value, dict) and bool(value) and set(value) <= set(self.labels)
+                    and all(isinstance(cards, list) and all(isinstance(c, str) for c in cards) for cards in value.values()))
         if self.annotation_type is SchemeType.RANGE_SLIDER:  # upstream's two thumbs, the low one not above the high
             return (isinstance(value, dict) and set(value) == set(RANGE_ENDS)
                     and all(self._accepts_number(value[end]) for end in RANGE_ENDS)
@@ -573,6 +588,8 @@ class Scheme:
             return ('{"agents": {an agent of the item: {' + ", ".join(self.agent_dimensions) + f': 1 to {self.quality_scale}}}}}, '
                     '"team": {' + ", ".join(self.team_dimensions) + f': 1 to {self.quality_scale}}}, "milestones": {{'
                     + ", ".join(self.milestones) + ": true or false}}")
+        if self.annotation_type is SchemeType.CARD_SORT:
+            return "{" + ", ".join(self.labels) + ": a list of the item's cards}"
         if self.annotation_type is SchemeType.RANGE_SLIDER:
             return (f'{{"range_low": a number, "range_high": a number not below it}}, each from {self.min_value or 0:g} '
                     f'to {self.max_value or 0:g}' + (f" in steps of {self.step:g}" if self.step else ""))

@@ -450,11 +450,13 @@ def test_instance_display_text_fields_are_shown_and_others_refused() -> None:
     assert [(f.key, f.label) for f in page.display_fields] == [("text", "Review"), ("product", "Product")]
     display["fields"].append({"key": "photo", "type": "image", "label": "Photo"})  # shown since issue 36
     assert messages(report_of(upstream(instance_display=display)).errors) == []
-    display["fields"].append({"key": "clip", "type": "video", "label": "Clip"})
+    display["fields"].append({"key": "clip", "type": "video", "label": "Clip"})  # shown since issue 45
+    assert messages(report_of(upstream(instance_display=display)).errors) == []
+    display["fields"].append({"key": "depth", "type": "depth_map", "label": "Depth"})
     assert messages(report_of(upstream(instance_display=display)).errors) == [
-        "instance_display.fields[3].type: 'type: video' is a Potato feature this server does not support: video "
-        "fields in instance_display (this server shows text, image, dialogue, code, spreadsheet, document, pdf, "
-        "agent_trace, eval_trace, coding_trace, multi_agent_discussion, cot_trace); "
+        "instance_display.fields[4].type: 'type: depth_map' is a Potato feature this server does not support: depth_map "
+        "fields in instance_display (this server shows text, image, audio, video, dialogue, code, spreadsheet, document, "
+        "pdf, agent_trace, eval_trace, coding_trace, multi_agent_discussion, cot_trace); "
         "remove it or run that project on upstream Potato"]
 
 

@@ -128,6 +128,7 @@ KEY_CHECKS: Mapping[str, Check] = {
     "groups": text_list("[Science, Politics, Sports]", unique=True),
     "allow_empty_groups": boolean,
     "allow_multiple": boolean,
+    "allow_html": boolean,
     "default_low": number(-float(2**31), open_low=False),
     "default_high": number(-float(2**31), open_low=False),
     "allow_ties": boolean,
@@ -199,6 +200,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("vas", "confidence", "range_slider") for key in ("left_label", "right_label")},
     **{key: ("range_slider",) for key in ("show_values", "default_low", "default_high")},
     **{key: ("card_sort",) for key in ("items_field", "groups", "allow_empty_groups", "allow_multiple")},
+    "allow_html": ("pure_display",),
     **{key: ("vas",) for key in ("show_value", "precision")},
     "starting_value": ("slider",), "step": ("slider", "number", "confidence", "range_slider"),
     "horizontal": ("radio", "multiselect", "likert"),
@@ -336,6 +338,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _range(raw, values)
     elif kind == "card_sort":
         problems += _card_sort(raw, values)
+    elif kind == "pure_display":
+        problems += _pure_display(raw, values)
     elif kind in ("agent_scorecard", "emergent_behavior", "agent_interaction_graph"):
         problems += _team(kind, raw, values)
     elif kind in REVIEWS:
@@ -530,6 +534,19 @@ def _review(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> lis
     values["sequential_key_binding"] = False  # a key could not say which part it answers
     if raw.get("labels") not in (None, []):
         return [(".labels", f"a {kind} scheme's answers are its {what}; remove labels, and list them under {what}")]
+    return []
+
+
+def _pure_display(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's display-only block between the questions: its description, then each of its labels,
+    shown as Markdown (a heading such as ``## Scales``), or as HTML kept to harmless elements with
+    ``allow_html``; it takes no answer."""
+    labels = raw.get("labels") or []
+    if not isinstance(labels, list) or not all(isinstance(line, str) for line in labels):
+        return [(".labels", f"a pure_display scheme's labels are the lines it shows, as a list of text; got {show(labels)}")]
+    values.pop("labels", None)
+    values["display_text"] = "\n\n".join([str(values.get("description") or ""), *labels]).strip()
+    values["display_html"] = values.pop("allow_html", False)
     return []
 
 

@@ -183,7 +183,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "audio_annotation": "segmenting audio",
     "video_annotation": "segmenting video",
     "video": "a video player",
-    "pure_display": "display-only text between the annotation questions (a study page's question file may hold it)",
     "bws": "best-worst scaling",
     "error_span": "marking error spans with severities",
     "extractive_qa": "marking an answer span",

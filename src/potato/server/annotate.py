@@ -16,7 +16,7 @@ from potato.accounts import AccountError, Accounts
 from potato.assignment import items_done
 from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
-from potato.display.fields import field_payload, image_src, media_path, span_text
+from potato.display.fields import field_payload, image_src, markdown, media_path, sanitise_html, span_text
 from potato.card_sort import cards_of
 from potato.display.traces import run_tree
 from potato.display.keywords import find_keywords
@@ -477,7 +477,14 @@ def annotate() -> Any:
         chat=project.config.chat_support if helped else None,
         first=first,
         arranged=lambda scheme, entries: arranged(scheme, entries, user),
+        display_blocks=display_blocks,
     )
+
+
+def display_blocks(scheme: Scheme) -> list[Any]:
+    """A display-only block's text as the elements the page draws (a document field's, pure)."""
+    text = scheme.display_text or ""
+    return sanitise_html(text) if scheme.display_html else markdown(text)
 
 
 def arranged(scheme: Scheme, entries: Sequence[Any], user: str) -> list[Any]:

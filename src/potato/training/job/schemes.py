@@ -81,6 +81,7 @@ class SchemeType(str, Enum):
     TABLE_GRID = "table_grid"
     RANGE_SLIDER = "range_slider"
     CARD_SORT = "card_sort"
+    PURE_DISPLAY = "pure_display"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -279,6 +280,11 @@ class Scheme:
     roles, the first the role of a cell not marked."""
     grid_size: tuple[int, int] = (3, 3)
     """The rows and columns a table grid starts with when the item gives none."""
+    display_text: Optional[str] = None
+    """What a display-only block between the questions shows (upstream's ``pure_display``: its
+    description and labels), as Markdown, or HTML with ``display_html``; None for other schemes. It
+    takes no answer."""
+    display_html: bool = False
     sort_cards: Optional[str] = None
     """A card sort: the item's key of its cards, sorted into the ``labels`` as groups (upstream's
     ``items_field``); None for other schemes."""
@@ -504,6 +510,8 @@ class Scheme:
             return self._accepts_graph(value)
         if self.annotation_type is SchemeType.TABLE_GRID:
             return self._accepts_grid(value)
+        if self.annotation_type is SchemeType.PURE_DISPLAY:  # shown, never answered
+            return False
         if self.annotation_type is SchemeType.CARD_SORT:  # {group: [card, ...]} (the item's cards checked with it)
             return (isinstance(value, dict) and bool(value) and set(value) <= set(self.labels)
                     and all(isinstance(cards, list) and all(isinstance(c, str) for c in cards) for cards in value.values()))
@@ -588,6 +596,8 @@ class Scheme:
             return ('{"agents": {an agent of the item: {' + ", ".join(self.agent_dimensions) + f': 1 to {self.quality_scale}}}}}, '
                     '"team": {' + ", ".join(self.team_dimensions) + f': 1 to {self.quality_scale}}}, "milestones": {{'
                     + ", ".join(self.milestones) + ": true or false}}")
+        if self.annotation_type is SchemeType.PURE_DISPLAY:
+            return "nothing: it is shown, not answered"
         if self.annotation_type is SchemeType.CARD_SORT:
             return "{" + ", ".join(self.labels) + ": a list of the item's cards}"
         if self.annotation_type is SchemeType.RANGE_SLIDER:

@@ -12,19 +12,21 @@ from potato.config.schema import Config
 from potato.edits import BadEdit, stored_any_edit
 from potato.items import Item
 from potato.reviews import BadReview, stored_keyed, stored_review
+from potato.answer_spans import BadAnswerSpan, stored_answer_span
 from potato.card_sort import BadSort, cards_of, stored_sort
 from potato.teams import BadTeamAnswer, stored_behaviours, stored_graph, stored_scorecard
 from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.job.turns import BadTurns
 
-MISFITS = (BadTurns, BadEdit, BadReview, BadTeamAnswer, BadSort)
+MISFITS = (BadTurns, BadEdit, BadReview, BadTeamAnswer, BadSort, BadAnswerSpan)
 """What :func:`stored_on_item` raises for an answer that does not fit its item; each message says why."""
 
 
 def on_item(scheme: Scheme) -> bool:
     """Whether the scheme's answers name what the item holds, and so are checked against it."""
     return any(part is not None for part in (scheme.names_step, scheme.edit_source, scheme.edit_steps,
-                                             scheme.review_steps, scheme.team_steps, scheme.sort_cards))
+                                             scheme.review_steps, scheme.team_steps, scheme.sort_cards,
+                                             scheme.qa_fields))
 
 
 def blank(scheme: Scheme, value: object) -> bool:
@@ -35,11 +37,20 @@ def blank(scheme: Scheme, value: object) -> bool:
     return scheme.names_step is not None and isinstance(value, dict) and all(v in (None, "") for v in value.values())
 
 
+def passage_of(scheme: Scheme, item: Item) -> str:
+    """The passage an extractive question's answer is marked in: the item's text, or its field."""
+    key = (scheme.qa_fields or ("", ""))[1]
+    value = item.data.get(key) if key else item.text
+    return value if isinstance(value, str) else ""
+
+
 def stored_on_item(config: Config, scheme: Scheme, value: Any, item: Item) -> Any:
     """``value`` (which ``scheme.accepts``) as it is stored for ``item``; None for a review that
     answers none of the item's parts. Raises one of :data:`MISFITS` naming what the item lacks."""
     if scheme.names_step is not None:
         return scheme.stored_attribution(value, config.item_turns(item).get(scheme.names_step.source, ()))
+    if scheme.qa_fields is not None:
+        return stored_answer_span(value, passage_of(scheme, item))
     if scheme.sort_cards is not None:
         return stored_sort(value, scheme.labels, cards_of(item.data.get(scheme.sort_cards)), scheme.cards_anywhere)
     if scheme.team_steps is not None:

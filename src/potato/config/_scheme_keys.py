@@ -129,6 +129,10 @@ KEY_CHECKS: Mapping[str, Check] = {
     "allow_empty_groups": boolean,
     "allow_multiple": boolean,
     "allow_html": boolean,
+    "question_field": text(),
+    "passage_field": text(allow_empty=True),
+    "allow_unanswerable": boolean,
+    "highlight_color": text(),
     "default_low": number(-float(2**31), open_low=False),
     "default_high": number(-float(2**31), open_low=False),
     "allow_ties": boolean,
@@ -201,6 +205,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("range_slider",) for key in ("show_values", "default_low", "default_high")},
     **{key: ("card_sort",) for key in ("items_field", "groups", "allow_empty_groups", "allow_multiple")},
     "allow_html": ("pure_display",),
+    **{key: ("extractive_qa",) for key in ("question_field", "passage_field", "allow_unanswerable", "highlight_color")},
     **{key: ("vas",) for key in ("show_value", "precision")},
     "starting_value": ("slider",), "step": ("slider", "number", "confidence", "range_slider"),
     "horizontal": ("radio", "multiselect", "likert"),
@@ -255,7 +260,7 @@ _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_rewar
               "consensus_tracking", "context_attribution", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution",
               "text_edit", "trajectory_edit", "tool_call_review", "handoff_review", "multimodal_reasoning", "gui_trajectory",
               "speech_transcript", "agent_scorecard", "emergent_behavior", "tool_contention", "voice_interaction",
-              "agent_interaction_graph", "table_grid", "range_slider", "card_sort")
+              "agent_interaction_graph", "table_grid", "range_slider", "card_sort", "extractive_qa")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -340,6 +345,12 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _card_sort(raw, values)
     elif kind == "pure_display":
         problems += _pure_display(raw, values)
+    elif kind == "extractive_qa":
+        values["qa_fields"] = (values.pop("question_field", "question"), values.pop("passage_field", ""))
+        values["allow_unanswerable"] = values.pop("allow_unanswerable", True)
+        values.pop("highlight_color", None)  # the answer is marked the page's own way
+        if raw.get("labels") not in (None, []):
+            problems.append((".labels", "an extractive_qa scheme's answer is a stretch of its passage; remove labels"))
     elif kind in ("agent_scorecard", "emergent_behavior", "agent_interaction_graph"):
         problems += _team(kind, raw, values)
     elif kind in REVIEWS:

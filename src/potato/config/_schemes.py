@@ -272,6 +272,8 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         grid_keys=values.get("grid_keys"),
         grid_size=values.get("grid_size", (3, 3)),
         range_start=values.get("range_start", (0, 0)),
+        qa_fields=values.get("qa_fields"),
+        allow_unanswerable=values.get("allow_unanswerable", True),
         display_text=values.get("display_text"),
         display_html=values.get("display_html", False),
         sort_cards=values.get("sort_cards"),

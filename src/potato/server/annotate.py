@@ -22,8 +22,8 @@ from potato.display.traces import run_tree
 from potato.display.keywords import find_keywords
 from potato.display.media import MediaFileError
 from potato.edits import unexplained
-from potato.item_answers import MISFITS, blank, on_item, stored_on_item
-from potato.items import Item
+from potato.item_answers import MISFITS, blank, on_item, passage_of, stored_on_item
+from potato.items import Item, shown_text
 from potato.study.assist import option_highlights
 from potato.training.job.schemes import GRID_MAX, Scheme, SchemeType
 from potato.training.job.spans import Texts
@@ -194,6 +194,9 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "grids": {s.name: _grid(s, item, media) for s in project.config.annotation_schemes if s.grid_keys is not None},
         "cards": {s.name: cards_of(item.data.get(s.sort_cards)) for s in project.config.annotation_schemes
                   if s.sort_cards is not None},
+        "passages": {s.name: {"question": shown_text(item.data.get((s.qa_fields or ("", ""))[0]) or ""),
+                              "passage": passage_of(s, item)}
+                     for s in project.config.annotation_schemes if s.qa_fields is not None},
         "teams": {name: team.shown() for name, team in project.config.teams(item).items()},
         **({"codebook": codebook_payload(project)} if project.config.codebook_mode else {}),
     }

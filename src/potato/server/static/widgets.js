@@ -12,7 +12,8 @@
 // - graph: the agents on a trace's critical path, and the passages between agents that mattered;
 // - grid: the roles of a table's cells (headers, empty cells) beside the table's image;
 // - range: a range on a scale, its low and high ends (upstream's range_slider);
-// - cards: the item's cards sorted into groups (upstream's card_sort).
+// - cards: the item's cards sorted into groups (upstream's card_sort);
+// - qa: a question's answer marked in its passage (upstream's extractive_qa).
 // What an item offers (its originals, its parts, its agents and steps) comes with the item from the
 // server, which checks every answer against the same; everything is drawn with textContent only.
 (function () {
@@ -620,6 +621,80 @@
     if (fs) { showCards(fs); }
   });
 
+  // An extractive question: its passage, the answer marked in it by selecting the words and choosing
+  // "Use the selection", or by typing them and choosing "Find" (again: the next place they occur);
+  // "No answer in the passage" where allowed. Offsets count code points, as the server's do.
+  function points(text, units) { return Array.from(text.slice(0, units)).length; }
+  function units(text, count) { return Array.from(text).slice(0, count).join("").length; }
+
+  function showAnswer(fs) {
+    var passage = fs.querySelector(".qa-passage"), text = fs.qaPassage || "", a = fs.qaAnswer;
+    passage.textContent = "";
+    if (a && !a.unanswerable) {
+      var from = units(text, a.start), to = units(text, a.end), mark = document.createElement("mark");
+      mark.textContent = text.slice(from, to);
+      passage.appendChild(document.createTextNode(text.slice(0, from)));
+      passage.appendChild(mark);
+      passage.appendChild(document.createTextNode(text.slice(to)));
+    } else {
+      passage.textContent = text;
+    }
+    fs.querySelector(".qa-state").textContent = !a ? "No answer marked yet." : a.unanswerable ? "Marked: no answer in the passage." :
+      "Answer: \u201c" + a.answer_text + "\u201d (characters " + a.start + " to " + a.end + ")";
+    var none = fs.querySelector(".qa-none");
+    if (none) { none.setAttribute("aria-pressed", String(!!(a && a.unanswerable))); }
+  }
+
+  function answerAt(fs, from, to) {  // UTF-16 offsets into the passage
+    var text = fs.qaPassage || "";
+    if (to <= from) { return false; }
+    fs.qaAnswer = { answer_text: text.slice(from, to), start: points(text, from), end: points(text, to), unanswerable: false };
+    showAnswer(fs);
+    fs.dispatchEvent(new Event("change", { bubbles: true }));
+    return true;
+  }
+
+  document.querySelectorAll("fieldset[data-type=qa]").forEach(function (fs) {
+    fs.querySelector(".qa-use").addEventListener("click", function () {
+      var sel = window.getSelection(), passage = fs.querySelector(".qa-passage");
+      if (!sel.rangeCount || !passage.contains(sel.anchorNode) || !passage.contains(sel.focusNode)) {
+        fs.querySelector(".qa-state").textContent = "Select the answer's words in the passage first.";
+        return;
+      }
+      var range = sel.getRangeAt(0), before = document.createRange();
+      before.setStart(passage, 0);
+      before.setEnd(range.startContainer, range.startOffset);
+      var from = before.toString().length;
+      answerAt(fs, from, from + range.toString().length);
+    });
+    fs.querySelector(".qa-find").addEventListener("click", function () {
+      var words = fs.querySelector(".qa-typed").value, text = fs.qaPassage || "";
+      if (!words) { return; }
+      var after = fs.qaAnswer && !fs.qaAnswer.unanswerable && fs.qaAnswer.answer_text === words ? units(text, fs.qaAnswer.start) + 1 : 0;
+      var at = text.indexOf(words, after);
+      if (at < 0) { at = text.indexOf(words); }
+      if (at < 0 || !answerAt(fs, at, at + words.length)) {
+        fs.querySelector(".qa-state").textContent = "\u201c" + words + "\u201d is not in the passage.";
+      }
+    });
+    fs.querySelector(".qa-typed").addEventListener("keydown", function (e) {
+      if (e.key === "Enter") { e.preventDefault(); e.stopPropagation(); fs.querySelector(".qa-find").click(); }
+    });
+    fs.querySelector(".qa-clear").addEventListener("click", function () {
+      fs.qaAnswer = null;
+      showAnswer(fs);
+      fs.dispatchEvent(new Event("change", { bubbles: true }));
+    });
+    var none = fs.querySelector(".qa-none");
+    if (none) {
+      none.addEventListener("click", function () {
+        fs.qaAnswer = { answer_text: "", start: -1, end: -1, unanswerable: true };
+        showAnswer(fs);
+        fs.dispatchEvent(new Event("change", { bubbles: true }));
+      });
+    }
+  });
+
   var SETTERS = {
     edit: function (fs, value, item) {  // {edited_text, ...}: the box starts with the original until edited
       var source = ((item.edit_sources || {})[fs.dataset.schema] || {}).text || "";
@@ -682,6 +757,15 @@
     },
     cards: function (fs, value, item) {  // {group: [card, ...]}
       drawCards(fs, (item.cards || {})[fs.dataset.schema] || [], value && typeof value === "object" ? value : {});
+    },
+    qa: function (fs, value, item) {  // {answer_text, start, end, unanswerable}
+      var shown = (item.passages || {})[fs.dataset.schema] || {};
+      fs.querySelector(".qa-question").textContent = shown.question || "";
+      fs.querySelector(".qa-question").hidden = !shown.question;
+      fs.qaPassage = shown.passage || "";
+      fs.qaAnswer = value && typeof value === "object" ? value : null;
+      fs.querySelector(".qa-typed").value = "";
+      showAnswer(fs);
     },
     attribution: function (fs, value, item) {  // {responsible_agent, decisive_step, reason}
       var given = value && typeof value === "object" ? value : {};
@@ -789,6 +873,7 @@
       return { range_low: Number(fs.querySelector(".range-low").value), range_high: Number(fs.querySelector(".range-high").value) };
     },
     cards: function (fs) { return sortedCards(fs); },  // the cards sorted so far, by group; null for none
+    qa: function (fs) { return fs.qaAnswer || null; },
     attribution: function (fs) {
       var agent = fs.querySelector(".fa-agent").value, step = fs.querySelector(".fa-step").value;
       var reason = fs.querySelector("[data-part=reason]").value;

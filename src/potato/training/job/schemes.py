@@ -82,6 +82,7 @@ class SchemeType(str, Enum):
     RANGE_SLIDER = "range_slider"
     CARD_SORT = "card_sort"
     PURE_DISPLAY = "pure_display"
+    EXTRACTIVE_QA = "extractive_qa"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -280,6 +281,10 @@ class Scheme:
     roles, the first the role of a cell not marked."""
     grid_size: tuple[int, int] = (3, 3)
     """The rows and columns a table grid starts with when the item gives none."""
+    qa_fields: Optional[tuple[str, str]] = None
+    """An extractive question: the item's keys of its question and of the passage its answer is marked
+    in ("" for the item's text); None for other schemes."""
+    allow_unanswerable: bool = True
     display_text: Optional[str] = None
     """What a display-only block between the questions shows (upstream's ``pure_display``: its
     description and labels), as Markdown, or HTML with ``display_html``; None for other schemes. It
@@ -512,6 +517,8 @@ class Scheme:
             return self._accepts_grid(value)
         if self.annotation_type is SchemeType.PURE_DISPLAY:  # shown, never answered
             return False
+        if self.annotation_type is SchemeType.EXTRACTIVE_QA:
+            return self._accepts_answer_span(value)
         if self.annotation_type is SchemeType.CARD_SORT:  # {group: [card, ...]} (the item's cards checked with it)
             return (isinstance(value, dict) and bool(value) and set(value) <= set(self.labels)
                     and all(isinstance(cards, list) and all(isinstance(c, str) for c in cards) for cards in value.values()))
@@ -598,6 +605,10 @@ class Scheme:
                     + ", ".join(self.milestones) + ": true or false}}")
         if self.annotation_type is SchemeType.PURE_DISPLAY:
             return "nothing: it is shown, not answered"
+        if self.annotation_type is SchemeType.EXTRACTIVE_QA:
+            return ('{"answer_text": the passage\'s words, "start" and "end": where they are (0 for the first character), '
+                    '"unanswerable": false}' + (' or {"answer_text": "", "start": -1, "end": -1, "unanswerable": true}'
+                                                if self.allow_unanswerable else ""))
         if self.annotation_type is SchemeType.CARD_SORT:
             return "{" + ", ".join(self.labels) + ": a list of the item's cards}"
         if self.annotation_type is SchemeType.RANGE_SLIDER:
@@ -742,6 +753,19 @@ class Scheme:
         nodes, edges = value.get("critical_nodes") or [], value.get("edges") or {}
         return (isinstance(nodes, list) and all(isinstance(n, str) for n in nodes) and isinstance(edges, dict)
                 and all(isinstance(k, str) and v in ("", "critical", "problematic") for k, v in edges.items()))
+
+    def _accepts_answer_span(self, value: object) -> bool:
+        """Upstream's ``{"answer_text", "start", "end", "unanswerable"}``: a stretch of the passage (which
+        is checked with it), or, where allowed, no answer (text "", -1 and -1)."""
+        if not isinstance(value, dict) or set(value) != {"answer_text", "start", "end", "unanswerable"}:
+            return False
+        text, start, end, none = value["answer_text"], value["start"], value["end"], value["unanswerable"]
+        if not (isinstance(text, str) and isinstance(none, bool) and all(
+                isinstance(n, int) and not isinstance(n, bool) for n in (start, end))):
+            return False
+        if none:
+            return self.allow_unanswerable and text == "" and start == end == -1
+        return 0 <= start < end and len(text) == end - start
 
     def _accepts_grid(self, value: object) -> bool:
         """Upstream's ``{"rows", "cols", "cells": {"row,col": role}}`` (from 0; 1 to 40 of each)."""

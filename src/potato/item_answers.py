@@ -14,17 +14,18 @@ from potato.items import Item
 from potato.reviews import BadReview, stored_keyed, stored_review
 from potato.answer_spans import BadAnswerSpan, stored_answer_span
 from potato.card_sort import BadSort, cards_of, stored_sort
+from potato.conjoint import BadChoice, item_profiles, made_profiles, stored_choice
 from potato.teams import BadTeamAnswer, stored_behaviours, stored_graph, stored_scorecard
 from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.job.turns import BadTurns
 
-MISFITS = (BadTurns, BadEdit, BadReview, BadTeamAnswer, BadSort, BadAnswerSpan)
+MISFITS = (BadTurns, BadEdit, BadReview, BadTeamAnswer, BadSort, BadAnswerSpan, BadChoice)
 """What :func:`stored_on_item` raises for an answer that does not fit its item; each message says why."""
 
 
 def on_item(scheme: Scheme) -> bool:
     """Whether the scheme's answers name what the item holds, and so are checked against it."""
-    return any(part is not None for part in (scheme.names_step, scheme.edit_source, scheme.edit_steps,
+    return scheme.profiles_per_set > 0 or any(part is not None for part in (scheme.names_step, scheme.edit_source, scheme.edit_steps,
                                              scheme.review_steps, scheme.team_steps, scheme.sort_cards,
                                              scheme.qa_fields))
 
@@ -35,6 +36,14 @@ def blank(scheme: Scheme, value: object) -> bool:
     if value is None or value == "" or value == [] or value == {}:
         return True
     return scheme.names_step is not None and isinstance(value, dict) and all(v in (None, "") for v in value.values())
+
+
+def profiles_of(scheme: Scheme, item: Item) -> list[dict[str, str]]:
+    """The profiles a conjoint set shows on ``item``: the item's own, or made from the attributes (the
+    same for every annotator and visit: :mod:`potato.conjoint`)."""
+    if scheme.profiles_field:
+        return item_profiles(item.data.get(scheme.profiles_field))
+    return made_profiles(scheme.conjoint_attributes, scheme.profiles_per_set, f"{scheme.name}\x1f{item.id}")
 
 
 def passage_of(scheme: Scheme, item: Item) -> str:
@@ -49,6 +58,8 @@ def stored_on_item(config: Config, scheme: Scheme, value: Any, item: Item) -> An
     answers none of the item's parts. Raises one of :data:`MISFITS` naming what the item lacks."""
     if scheme.names_step is not None:
         return scheme.stored_attribution(value, config.item_turns(item).get(scheme.names_step.source, ()))
+    if scheme.profiles_per_set:
+        return stored_choice(value, profiles_of(scheme, item))
     if scheme.qa_fields is not None:
         return stored_answer_span(value, passage_of(scheme, item))
     if scheme.sort_cards is not None:

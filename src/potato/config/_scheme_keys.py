@@ -133,6 +133,10 @@ KEY_CHECKS: Mapping[str, Check] = {
     "passage_field": text(allow_empty=True),
     "allow_unanswerable": boolean,
     "highlight_color": text(),
+    "profiles_per_set": integer(2, 4),
+    "attributes": anything,
+    "show_none_option": boolean,
+    "profiles_field": text(),
     "default_low": number(-float(2**31), open_low=False),
     "default_high": number(-float(2**31), open_low=False),
     "allow_ties": boolean,
@@ -206,6 +210,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("card_sort",) for key in ("items_field", "groups", "allow_empty_groups", "allow_multiple")},
     "allow_html": ("pure_display",),
     **{key: ("extractive_qa",) for key in ("question_field", "passage_field", "allow_unanswerable", "highlight_color")},
+    **{key: ("conjoint",) for key in ("profiles_per_set", "attributes", "show_none_option", "profiles_field")},
     **{key: ("vas",) for key in ("show_value", "precision")},
     "starting_value": ("slider",), "step": ("slider", "number", "confidence", "range_slider"),
     "horizontal": ("radio", "multiselect", "likert"),
@@ -260,7 +265,8 @@ _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_rewar
               "consensus_tracking", "context_attribution", "trajectory_eval", "hierarchical_multiselect", "triage", "failure_attribution",
               "text_edit", "trajectory_edit", "tool_call_review", "handoff_review", "multimodal_reasoning", "gui_trajectory",
               "speech_transcript", "agent_scorecard", "emergent_behavior", "tool_contention", "voice_interaction",
-              "agent_interaction_graph", "table_grid", "range_slider", "card_sort", "extractive_qa")
+              "agent_interaction_graph", "table_grid", "range_slider", "card_sort", "extractive_qa",
+              "conjoint")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -345,6 +351,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _card_sort(raw, values)
     elif kind == "pure_display":
         problems += _pure_display(raw, values)
+    elif kind == "conjoint":
+        problems += _conjoint(raw, values)
     elif kind == "extractive_qa":
         values["qa_fields"] = (values.pop("question_field", "question"), values.pop("passage_field", ""))
         values["allow_unanswerable"] = values.pop("allow_unanswerable", True)
@@ -546,6 +554,41 @@ def _review(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> lis
     if raw.get("labels") not in (None, []):
         return [(".labels", f"a {kind} scheme's answers are its {what}; remove labels, and list them under {what}")]
     return []
+
+
+_ATTRIBUTE = {"name": text(), "levels": text_list("[Fast, Slow]", unique=True)}
+
+
+def _conjoint(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's conjoint choice: ``profiles_per_set`` (3) profiles, each a level of every one of
+    ``attributes`` (or the item's own under ``profiles_field``), one chosen, or none of them with
+    ``show_none_option`` (true)."""
+    problems: list[Problem] = []
+    attributes = values.pop("attributes", None)
+    parsed: list[tuple[str, tuple[str, ...]]] = []
+    for n, entry in enumerate(attributes if isinstance(attributes, list) else []):
+        try:
+            got = section(_ATTRIBUTE, f"attributes[{n}]", "{name: Speed, levels: [Fast, Slow]}")(entry)
+        except Invalid as bad:
+            problems += [(f".attributes[{n}]" + sub, detail) for sub, detail in bad.problems]
+            continue
+        if not got.get("name") or not got.get("levels"):
+            problems.append((f".attributes[{n}]", "needs a name and levels, such as {name: Speed, levels: [Fast, Slow]}"))
+            continue
+        parsed.append((got["name"], tuple(got["levels"])))
+    values["profiles_field"] = values.pop("profiles_field", None)
+    if attributes is not None and not isinstance(attributes, list):
+        problems.append((".attributes", f"must be a list such as [{{name: Speed, levels: [Fast, Slow]}}], got {show(attributes)}"))
+    elif not parsed and not values["profiles_field"] and not problems:
+        problems.append((".attributes", "missing; list the attributes and their levels, such as [{name: Speed, levels: "
+                                        "[Fast, Slow]}], or name the item's profiles with profiles_field"))
+    values["conjoint_attributes"] = tuple(parsed)
+    values["profiles_per_set"] = values.pop("profiles_per_set", 3)
+    values["show_none"] = values.pop("show_none_option", True)
+    if raw.get("labels") not in (None, []):
+        problems.append((".labels", "a conjoint scheme's answers are its profiles; remove labels, and list the "
+                                    "attributes and their levels under attributes"))
+    return problems
 
 
 def _pure_display(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:

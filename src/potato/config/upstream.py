@@ -185,7 +185,6 @@ SCHEME_TYPES: Mapping[str, str] = {
     "video": "a video player",
     "bws": "best-worst scaling",
     "error_span": "marking error spans with severities",
-    "conjoint": "conjoint choice sets",
     # Upstream's agent-evaluation types: each reads the item's steps or turns itself.
     "code_review": "reviewing a coding agent's diff with comments per line",
     "temporal_grounding": "placing events on a video's timeline",

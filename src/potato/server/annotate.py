@@ -22,7 +22,7 @@ from potato.display.traces import run_tree
 from potato.display.keywords import find_keywords
 from potato.display.media import MediaFileError
 from potato.edits import unexplained
-from potato.item_answers import MISFITS, blank, on_item, passage_of, stored_on_item
+from potato.item_answers import MISFITS, blank, on_item, passage_of, profiles_of, stored_on_item
 from potato.items import Item, shown_text
 from potato.study.assist import option_highlights
 from potato.training.job.schemes import GRID_MAX, Scheme, SchemeType
@@ -194,6 +194,7 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "grids": {s.name: _grid(s, item, media) for s in project.config.annotation_schemes if s.grid_keys is not None},
         "cards": {s.name: cards_of(item.data.get(s.sort_cards)) for s in project.config.annotation_schemes
                   if s.sort_cards is not None},
+        "profiles": {s.name: profiles_of(s, item) for s in project.config.annotation_schemes if s.profiles_per_set},
         "passages": {s.name: {"question": shown_text(item.data.get((s.qa_fields or ("", ""))[0]) or ""),
                               "passage": passage_of(s, item)}
                      for s in project.config.annotation_schemes if s.qa_fields is not None},

@@ -13,7 +13,8 @@
 // - grid: the roles of a table's cells (headers, empty cells) beside the table's image;
 // - range: a range on a scale, its low and high ends (upstream's range_slider);
 // - cards: the item's cards sorted into groups (upstream's card_sort);
-// - qa: a question's answer marked in its passage (upstream's extractive_qa).
+// - qa: a question's answer marked in its passage (upstream's extractive_qa);
+// - conjoint: one profile chosen of a set, each a level of every attribute (upstream's conjoint).
 // What an item offers (its originals, its parts, its agents and steps) comes with the item from the
 // server, which checks every answer against the same; everything is drawn with textContent only.
 (function () {
@@ -695,6 +696,34 @@
     }
   });
 
+  // A conjoint choice set: a card for each profile (its level of each attribute), one chosen, or none.
+  function drawProfiles(fs, profiles, given) {
+    var list = fs.querySelector(".profiles"), template = fs.querySelector(".profile-template");
+    var chosen = given ? given.chosen_profile : null;
+    list.textContent = "";
+    profiles.forEach(function (profile, n) {
+      var card = template.content.firstElementChild.cloneNode(true), rows = card.querySelector("tbody");
+      card.querySelector(".profile-name").textContent = "Option " + (n + 1);
+      Object.keys(profile).forEach(function (attribute) {
+        var tr = document.createElement("tr"), th = document.createElement("th"), td = document.createElement("td");
+        th.scope = "row";
+        th.textContent = attribute;
+        td.textContent = profile[attribute];
+        tr.appendChild(th);
+        tr.appendChild(td);
+        rows.appendChild(tr);
+      });
+      var pick = card.querySelector("input");
+      pick.value = String(n + 1);
+      pick.checked = chosen === n + 1;
+      pick.setAttribute("aria-label", "Choose option " + (n + 1));
+      list.appendChild(card);
+    });
+    var none = fs.querySelector(".profile-none input");
+    if (none) { none.checked = chosen === "none"; }
+    if (!profiles.length) { list.textContent = "No profiles in this item."; }
+  }
+
   var SETTERS = {
     edit: function (fs, value, item) {  // {edited_text, ...}: the box starts with the original until edited
       var source = ((item.edit_sources || {})[fs.dataset.schema] || {}).text || "";
@@ -766,6 +795,9 @@
       fs.qaAnswer = value && typeof value === "object" ? value : null;
       fs.querySelector(".qa-typed").value = "";
       showAnswer(fs);
+    },
+    conjoint: function (fs, value, item) {  // {chosen_profile: n or "none", profiles: [...]}
+      drawProfiles(fs, (item.profiles || {})[fs.dataset.schema] || [], value && typeof value === "object" ? value : null);
     },
     attribution: function (fs, value, item) {  // {responsible_agent, decisive_step, reason}
       var given = value && typeof value === "object" ? value : {};
@@ -874,6 +906,11 @@
     },
     cards: function (fs) { return sortedCards(fs); },  // the cards sorted so far, by group; null for none
     qa: function (fs) { return fs.qaAnswer || null; },
+    conjoint: function (fs) {  // the profiles are written by the server from the item
+      var on = fs.querySelector("input[type=radio]:checked");
+      if (!on) { return null; }
+      return { chosen_profile: on.value === "none" ? "none" : Number(on.value) };
+    },
     attribution: function (fs) {
       var agent = fs.querySelector(".fa-agent").value, step = fs.querySelector(".fa-step").value;
       var reason = fs.querySelector("[data-part=reason]").value;

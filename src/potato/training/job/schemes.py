@@ -83,6 +83,7 @@ class SchemeType(str, Enum):
     CARD_SORT = "card_sort"
     PURE_DISPLAY = "pure_display"
     EXTRACTIVE_QA = "extractive_qa"
+    CONJOINT = "conjoint"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -281,6 +282,14 @@ class Scheme:
     roles, the first the role of a cell not marked."""
     grid_size: tuple[int, int] = (3, 3)
     """The rows and columns a table grid starts with when the item gives none."""
+    conjoint_attributes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """A conjoint choice's attributes and their levels, the profiles of each set made from them."""
+    profiles_field: Optional[str] = None
+    """A conjoint choice whose profiles are the item's own, under this key."""
+    profiles_per_set: int = 0
+    """How many profiles a conjoint set shows (0 for other schemes)."""
+    show_none: bool = True
+    """A conjoint set offers none of its profiles as a choice."""
     qa_fields: Optional[tuple[str, str]] = None
     """An extractive question: the item's keys of its question and of the passage its answer is marked
     in ("" for the item's text); None for other schemes."""
@@ -519,6 +528,11 @@ class Scheme:
             return False
         if self.annotation_type is SchemeType.EXTRACTIVE_QA:
             return self._accepts_answer_span(value)
+        if self.annotation_type is SchemeType.CONJOINT:  # the profiles are written from the item again
+            chosen = value.get("chosen_profile") if isinstance(value, dict) else None
+            return (isinstance(value, dict) and set(value) <= {"chosen_profile", "profiles"}
+                    and ((chosen == "none" and self.show_none)
+                         or (isinstance(chosen, int) and not isinstance(chosen, bool) and chosen >= 1)))
         if self.annotation_type is SchemeType.CARD_SORT:  # {group: [card, ...]} (the item's cards checked with it)
             return (isinstance(value, dict) and bool(value) and set(value) <= set(self.labels)
                     and all(isinstance(cards, list) and all(isinstance(c, str) for c in cards) for cards in value.values()))
@@ -605,6 +619,9 @@ class Scheme:
                     + ", ".join(self.milestones) + ": true or false}}")
         if self.annotation_type is SchemeType.PURE_DISPLAY:
             return "nothing: it is shown, not answered"
+        if self.annotation_type is SchemeType.CONJOINT:
+            return ('{"chosen_profile": a profile\'s number (1 for the first)' + (' or "none"' if self.show_none else "")
+                    + "}")
         if self.annotation_type is SchemeType.EXTRACTIVE_QA:
             return ('{"answer_text": the passage\'s words, "start" and "end": where they are (0 for the first character), '
                     '"unanswerable": false}' + (' or {"answer_text": "", "start": -1, "end": -1, "unanswerable": true}'

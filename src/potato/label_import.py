@@ -86,7 +86,7 @@ JSON_CELLS = (SchemeType.SOFT_LABEL, SchemeType.CONSTANT_SUM, SchemeType.FAILURE
               SchemeType.MULTIMODAL_REASONING, SchemeType.GUI_TRAJECTORY, SchemeType.SPEECH_TRANSCRIPT,
               SchemeType.AGENT_SCORECARD, SchemeType.EMERGENT_BEHAVIOR, SchemeType.TOOL_CONTENTION,
               SchemeType.VOICE_INTERACTION, SchemeType.AGENT_INTERACTION_GRAPH, SchemeType.TABLE_GRID, SchemeType.CARD_SORT,
-              SchemeType.EXTRACTIVE_QA, SchemeType.CONJOINT,
+              SchemeType.EXTRACTIVE_QA, SchemeType.CONJOINT, SchemeType.SPAN_LINK,
               SchemeType.RANGE_SLIDER)
 """The kinds of answer a csv cell holds as JSON text (an object or a list)."""
 

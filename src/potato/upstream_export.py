@@ -38,7 +38,7 @@ JSON_TEXT = (SchemeType.FAILURE_ATTRIBUTION, SchemeType.TEXT_EDIT, SchemeType.TR
              SchemeType.GUI_TRAJECTORY, SchemeType.SPEECH_TRANSCRIPT,
              SchemeType.AGENT_SCORECARD, SchemeType.EMERGENT_BEHAVIOR, SchemeType.TOOL_CONTENTION,
              SchemeType.VOICE_INTERACTION, SchemeType.AGENT_INTERACTION_GRAPH, SchemeType.TABLE_GRID, SchemeType.CARD_SORT,
-             SchemeType.EXTRACTIVE_QA, SchemeType.CONJOINT)
+             SchemeType.EXTRACTIVE_QA, SchemeType.CONJOINT, SchemeType.SPAN_LINK)
 """The kinds of answer upstream keeps as one JSON text, named by the scheme (its page's hidden input)."""
 RANK_ORDER = "rank_order"
 """Upstream's label name of a ranking: the labels in order, joined by commas."""

@@ -38,6 +38,7 @@ from potato.training.job.schemes import (
     TIE,
     WRONG,
     LabelOption,
+    LinkType,
 )
 from potato.config.upstream import unsupported_message
 
@@ -137,6 +138,9 @@ KEY_CHECKS: Mapping[str, Check] = {
     "attributes": anything,
     "show_none_option": boolean,
     "profiles_field": text(),
+    "span_schema": text(),
+    "link_types": anything,
+    "visual_display": anything,
     "default_low": number(-float(2**31), open_low=False),
     "default_high": number(-float(2**31), open_low=False),
     "allow_ties": boolean,
@@ -211,6 +215,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     "allow_html": ("pure_display",),
     **{key: ("extractive_qa",) for key in ("question_field", "passage_field", "allow_unanswerable", "highlight_color")},
     **{key: ("conjoint",) for key in ("profiles_per_set", "attributes", "show_none_option", "profiles_field")},
+    **{key: ("span_link",) for key in ("span_schema", "link_types", "visual_display")},
     **{key: ("vas",) for key in ("show_value", "precision")},
     "starting_value": ("slider",), "step": ("slider", "number", "confidence", "range_slider"),
     "horizontal": ("radio", "multiselect", "likert"),
@@ -266,7 +271,7 @@ _NO_LABELS = ("slider", "number", "vas", "semantic_differential", "process_rewar
               "text_edit", "trajectory_edit", "tool_call_review", "handoff_review", "multimodal_reasoning", "gui_trajectory",
               "speech_transcript", "agent_scorecard", "emergent_behavior", "tool_contention", "voice_interaction",
               "agent_interaction_graph", "table_grid", "range_slider", "card_sort", "extractive_qa",
-              "conjoint")
+              "conjoint", "span_link")
 _TURN_KEYS = ("turn_level", "turn_binding", "turn_label")
 """Read by :func:`check_binding`, which names the types that take them."""
 
@@ -351,6 +356,8 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
         problems += _card_sort(raw, values)
     elif kind == "pure_display":
         problems += _pure_display(raw, values)
+    elif kind == "span_link":
+        problems += _span_link(raw, values)
     elif kind == "conjoint":
         problems += _conjoint(raw, values)
     elif kind == "extractive_qa":
@@ -554,6 +561,43 @@ def _review(kind: str, raw: Mapping[Any, object], values: dict[str, Any]) -> lis
     if raw.get("labels") not in (None, []):
         return [(".labels", f"a {kind} scheme's answers are its {what}; remove labels, and list them under {what}")]
     return []
+
+
+_LINK_TYPE = {"name": text(), "directed": boolean, "allowed_source_labels": text_list("[PERSON]"),
+              "allowed_target_labels": text_list("[ORGANIZATION]"), "color": text(), "description": text(allow_empty=True),
+              "max_spans": anything}
+
+
+def _span_link(raw: Mapping[Any, object], values: dict[str, Any]) -> list[Problem]:
+    """Upstream's links between the spans of ``span_schema`` (a span scheme of this config, checked
+    once all are read), each of one of ``link_types``: its name, ``directed`` (from the first span to
+    the last) and the labels those may have. ``visual_display`` is how upstream draws the arcs; the
+    links here are listed, and it is ignored."""
+    values.pop("visual_display", None)
+    problems: list[Problem] = []
+    schema = values.pop("span_schema", None)
+    if not schema:
+        problems.append((".span_schema", "missing; name the span scheme whose spans the links join"))
+    values["link_spans"] = schema or ""
+    kinds: list[LinkType] = []
+    raw_types = values.pop("link_types", None)
+    for n, entry in enumerate(raw_types if isinstance(raw_types, list) else []):
+        try:
+            got = section(_LINK_TYPE, f"link_types[{n}]", "{name: WORKS_FOR, directed: true}")(entry)
+        except Invalid as bad:
+            problems += [(f".link_types[{n}]" + sub, detail) for sub, detail in bad.problems]
+            continue
+        if not got.get("name"):
+            problems.append((f".link_types[{n}].name", "missing; name the kind of link, such as WORKS_FOR"))
+            continue
+        kinds.append(LinkType(got["name"], got.get("directed", True), tuple(got.get("allowed_source_labels", ())),
+                              tuple(got.get("allowed_target_labels", ()))))
+    if not isinstance(raw_types, list) or (not kinds and not problems):
+        problems.append((".link_types", "list the kinds of link, such as [{name: WORKS_FOR, directed: true}]"))
+    values["link_types"] = tuple(kinds)
+    if raw.get("labels") not in (None, []):
+        problems.append((".labels", "a span_link scheme's answers are its link_types; remove labels"))
+    return problems
 
 
 _ATTRIBUTE = {"name": text(), "levels": text_list("[Fast, Slow]", unique=True)}

@@ -272,6 +272,8 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         grid_keys=values.get("grid_keys"),
         grid_size=values.get("grid_size", (3, 3)),
         range_start=values.get("range_start", (0, 0)),
+        link_spans=values.get("link_spans"),
+        link_types=values.get("link_types", ()),
         conjoint_attributes=values.get("conjoint_attributes", ()),
         profiles_field=values.get("profiles_field"),
         profiles_per_set=values.get("profiles_per_set", 0),

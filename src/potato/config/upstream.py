@@ -176,7 +176,6 @@ SCHEME_KEYS: Mapping[str, Feature] = {
 """Scheme keys of upstream Potato this server does not honour."""
 
 SCHEME_TYPES: Mapping[str, str] = {
-    "span_link": "links between marked spans",
     "coreference": "coreference chains over spans",
     "event_annotation": "events over spans",
     "image_annotation": "drawing boxes and polygons on images",

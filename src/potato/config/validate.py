@@ -48,7 +48,7 @@ from potato.config.schema import (
     ModelTraining,
     Report,
 )
-from potato.training.job.schemes import Scheme
+from potato.training.job.schemes import Scheme, SchemeType
 
 
 def validate(raw: object, config_path: Path, file_mode: int | None = None) -> Report:
@@ -104,6 +104,29 @@ def _rated_known(schemes: tuple[Scheme, ...], findings: Findings) -> None:
                            "this confidence rates")
 
 
+def _links_known(schemes: tuple[Scheme, ...], findings: Findings) -> None:
+    """Links between spans name a span scheme of the page as their ``span_schema``, and their link
+    types' labels are that scheme's."""
+    spans = {s.name: s for s in schemes if s.annotation_type is SchemeType.SPAN}
+    index = -1
+    for scheme in schemes:
+        index += 0 if scheme.free_response_of else 1
+        if scheme.link_spans is None:
+            continue
+        target = spans.get(scheme.link_spans)
+        if target is None:
+            findings.error(f"annotation_schemes[{index}].span_schema",
+                           f"names {scheme.link_spans!r}, which is not a span scheme of this config (its span schemes: "
+                           f"{', '.join(spans) or 'none'}); name the span scheme whose spans the links join")
+            continue
+        for n, kind in enumerate(scheme.link_types):
+            stray = [label for label in (*kind.sources, *kind.targets) if label not in target.labels]
+            if stray:
+                findings.error(f"annotation_schemes[{index}].link_types[{n}]",
+                               f"names the label {stray[0]!r}, which {target.name!r} does not have (its labels: "
+                               f"{', '.join(target.labels)})")
+
+
 def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
                   file_mode: int | None = None) -> tuple[Config | None, list[str]]:
     """All top-level checks; the config (None if anything failed) and the declared backend names."""
@@ -139,6 +162,7 @@ def _check_config(raw: Mapping[Any, object], path: Path, findings: Findings,
         _pairs_shown(schemes, item_properties.text_key, page["page"].display_fields, findings)
     if schemes is not None:
         _rated_known(schemes, findings)
+        _links_known(schemes, findings)
     phases_ok, phases = phase_keys.check(raw, schemes, task_dir, findings)
     codebook = _codebook_mode(raw.get("codebook_mode"), schemes or (), page, findings)
     if page is not None:

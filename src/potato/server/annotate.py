@@ -18,6 +18,7 @@ from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
 from potato.display.fields import field_payload, image_src, markdown, media_path, sanitise_html, span_text
 from potato.card_sort import cards_of
+from potato.span_links import pruned
 from potato.display.traces import run_tree
 from potato.display.keywords import find_keywords
 from potato.display.media import MediaFileError
@@ -131,6 +132,16 @@ def check_answers(config: Config, answers: object, stored: Mapping[str, Any] | N
         return store, clear, problems
     merged = {k: v for k, v in (stored or {}).items() if k not in clear}
     merged.update(store)
+    for scheme in config.annotation_schemes:  # a link is kept only while the spans it joins are marked
+        if scheme.link_spans is not None and merged.get(scheme.name):
+            links: Any = pruned(merged[scheme.name], merged.get(scheme.link_spans))
+            if len(links) != len(merged[scheme.name]):
+                if links:
+                    store[scheme.name] = merged[scheme.name] = links
+                else:
+                    store.pop(scheme.name, None)
+                    merged.pop(scheme.name)
+                    clear.append(scheme.name)
     for scheme in config.annotation_schemes:
         if not scheme.shown_for(merged):
             store.pop(scheme.name, None)
@@ -482,6 +493,7 @@ def annotate() -> Any:
         first=first,
         arranged=lambda scheme, entries: arranged(scheme, entries, user),
         display_blocks=display_blocks,
+        link_types=lambda scheme: [kind._asdict() for kind in scheme.link_types],
     )
 
 
@@ -644,7 +656,7 @@ def label() -> Any:
     revision = Codebook(project.db).revision() if project.config.codebook_mode else None
     for schema, value in store.items():
         scheme = project.config.scheme(schema)
-        value, source = provenance(value, body["labels"][schema], shown.get(schema), claims.get(schema),
+        value, source = provenance(value, body["labels"].get(schema, value), shown.get(schema), claims.get(schema),
                                    spans=scheme is not None and scheme.annotation_type is SchemeType.SPAN,
                                    turns=scheme is not None and scheme.turns is not None)
         rows.append(Label(user=user, item_id=item_id, schema=schema, value=value, codebook_revision=revision,

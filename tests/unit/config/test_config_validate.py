@@ -346,7 +346,7 @@ def test_scheme_type_lists_valid_types() -> None:
     assert message == (
         "annotation_schemes[0].annotation_type: 'star_rating' is not a valid annotation_type; "
         "valid choices: radio, multiselect, text, likert, select, slider, number, span, process_reward, pairwise, "
-        "multirate, rubric_eval, consensus_tracking, trajectory_eval, hierarchical_multiselect, triage, vas, semantic_differential, soft_label, failure_attribution, text_edit, trajectory_edit, tool_call_review, handoff_review, ranking, constant_sum, confidence, context_attribution, multimodal_reasoning, gui_trajectory, speech_transcript, agent_scorecard, emergent_behavior, tool_contention, voice_interaction, agent_interaction_graph, table_grid, range_slider, card_sort, pure_display, extractive_qa, conjoint"
+        "multirate, rubric_eval, consensus_tracking, trajectory_eval, hierarchical_multiselect, triage, vas, semantic_differential, soft_label, failure_attribution, text_edit, trajectory_edit, tool_call_review, handoff_review, ranking, constant_sum, confidence, context_attribution, multimodal_reasoning, gui_trajectory, speech_transcript, agent_scorecard, emergent_behavior, tool_contention, voice_interaction, agent_interaction_graph, table_grid, range_slider, card_sort, pure_display, extractive_qa, conjoint, span_link"
     )
     message = scheme_error({"annotation_type": "radi", "name": "x", "labels": ["a", "b"]})
     assert "(did you mean 'radio'?)" in message
@@ -358,7 +358,7 @@ def test_scheme_type_and_name_are_required() -> None:
     assert errors(validate(raw, CONFIG)) == [
         "annotation_schemes[0].annotation_type: missing; valid types: radio, multiselect, text, likert, select, "
         "slider, number, span, process_reward, pairwise, multirate, rubric_eval, consensus_tracking, trajectory_eval, "
-        "hierarchical_multiselect, triage, vas, semantic_differential, soft_label, failure_attribution, text_edit, trajectory_edit, tool_call_review, handoff_review, ranking, constant_sum, confidence, context_attribution, multimodal_reasoning, gui_trajectory, speech_transcript, agent_scorecard, emergent_behavior, tool_contention, voice_interaction, agent_interaction_graph, table_grid, range_slider, card_sort, pure_display, extractive_qa, conjoint",
+        "hierarchical_multiselect, triage, vas, semantic_differential, soft_label, failure_attribution, text_edit, trajectory_edit, tool_call_review, handoff_review, ranking, constant_sum, confidence, context_attribution, multimodal_reasoning, gui_trajectory, speech_transcript, agent_scorecard, emergent_behavior, tool_contention, voice_interaction, agent_interaction_graph, table_grid, range_slider, card_sort, pure_display, extractive_qa, conjoint, span_link",
         "annotation_schemes[0].name: missing; name the scheme, e.g. name: sentiment",
     ]
 

@@ -1044,6 +1044,8 @@
   // What the question says under its labels, and its suggestion box.
   function showSpanState(fs) {
     var st = SP[fs.dataset.schema], n = st.spans.length, line = fs.querySelector(".span-state");
+    // Links between spans (widgets.js) follow the spans marked now, with their words.
+    document.dispatchEvent(new CustomEvent("potato:spans", { detail: { schema: fs.dataset.schema, spans: canonSpans(st.spans) } }));
     var text = !st.answered ? "No spans marked yet: select text, then " + (touchScreen() ? "tap" : "pick") + " a label."
       : n === 0 ? "Nothing to mark: saved as your answer. Marking a span replaces it."
       : n + (n === 1 ? " span" : " spans") + " marked: click one to remove it.";

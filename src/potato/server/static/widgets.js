@@ -14,7 +14,8 @@
 // - range: a range on a scale, its low and high ends (upstream's range_slider);
 // - cards: the item's cards sorted into groups (upstream's card_sort);
 // - qa: a question's answer marked in its passage (upstream's extractive_qa);
-// - conjoint: one profile chosen of a set, each a level of every attribute (upstream's conjoint).
+// - conjoint: one profile chosen of a set, each a level of every attribute (upstream's conjoint);
+// - links: links between the spans another question marks (upstream's span_link).
 // What an item offers (its originals, its parts, its agents and steps) comes with the item from the
 // server, which checks every answer against the same; everything is drawn with textContent only.
 (function () {
@@ -724,6 +725,111 @@
     if (!profiles.length) { list.textContent = "No profiles in this item."; }
   }
 
+  // Links between the spans another question marks (upstream's span_link): the spans marked now,
+  // picked in order (the source first), joined by a link of a chosen type; a link goes when a span it
+  // joins is removed. The spans come from annotate.js each time they change (potato:spans).
+  function linkKey(s) { return [s.start, s.end, s.label, s.field || ""].join("|"); }
+  function linkSpan(s) { var out = { start: s.start, end: s.end, label: s.label }; if (s.field) { out.field = s.field; } return out; }
+  function spanWords(s) { return s.label + ": \u201c" + (s.text !== undefined ? s.text : s.start + "\u2013" + s.end) + "\u201d"; }
+
+  function drawLinkSpans(fs) {
+    var box = fs.querySelector(".link-spans"), spans = fs.linkSpans || [];
+    fs.linkPicked = (fs.linkPicked || []).filter(function (k) { return spans.some(function (s) { return linkKey(s) === k; }); });
+    box.textContent = "";
+    spans.forEach(function (s) {
+      var label = document.createElement("label"), pick = document.createElement("input"), words = document.createElement("span");
+      label.className = "option";
+      pick.type = "checkbox";
+      pick.value = linkKey(s);
+      pick.checked = fs.linkPicked.indexOf(pick.value) >= 0;
+      pick.setAttribute("aria-label", "Link " + spanWords(s));
+      words.textContent = spanWords(s);
+      label.appendChild(pick);
+      label.appendChild(document.createTextNode(" "));
+      label.appendChild(words);
+      box.appendChild(label);
+    });
+    if (!spans.length) { box.textContent = "No spans marked yet: mark them first, then link them here."; }
+  }
+
+  function drawLinks(fs) {
+    var list = fs.querySelector(".link-list");
+    list.textContent = "";
+    (fs.links || []).forEach(function (link, n) {
+      var li = document.createElement("li"), what = document.createElement("span"), remove = document.createElement("button");
+      var arrow = link.direction === "undirected" ? " \u2014 " : " \u2192 ";
+      what.textContent = link.link_type + ": " + link.spans.map(spanWords).join(arrow);
+      remove.type = "button";
+      remove.className = "ghost link-remove";
+      remove.textContent = "Remove";
+      remove.setAttribute("aria-label", "Remove link " + (n + 1) + " (" + what.textContent + ")");
+      remove.addEventListener("click", function () {
+        fs.links.splice(n, 1);
+        drawLinks(fs);
+        fs.dispatchEvent(new Event("change", { bubbles: true }));
+      });
+      li.appendChild(what);
+      li.appendChild(document.createTextNode(" "));
+      li.appendChild(remove);
+      list.appendChild(li);
+    });
+  }
+
+  function linkedWith(fs, spans) {  // the links whose spans are all still marked
+    var marked = spans.map(linkKey);
+    return (fs.links || []).filter(function (link) {
+      return link.spans.every(function (s) { return marked.indexOf(linkKey(s)) >= 0; });
+    });
+  }
+
+  document.addEventListener("potato:spans", function (e) {
+    document.querySelectorAll("fieldset[data-type=links]").forEach(function (fs) {
+      if (fs.querySelector(".links").dataset.spans !== e.detail.schema) { return; }
+      fs.linkSpans = e.detail.spans;
+      drawLinkSpans(fs);
+      var kept = linkedWith(fs, e.detail.spans);
+      if (fs.links && kept.length !== fs.links.length) {
+        fs.links = kept;
+        drawLinks(fs);
+        fs.dispatchEvent(new Event("change", { bubbles: true }));
+      }
+    });
+  });
+
+  document.querySelectorAll("fieldset[data-type=links]").forEach(function (fs) {
+    var types = JSON.parse(fs.querySelector(".links").dataset.types), state = fs.querySelector(".link-state");
+    fs.querySelector(".link-spans").addEventListener("change", function (e) {
+      e.stopPropagation();  // picking spans is not yet an answer
+      var key = e.target.value;
+      fs.linkPicked = (fs.linkPicked || []).filter(function (k) { return k !== key; });
+      if (e.target.checked) { fs.linkPicked.push(key); }
+    });
+    fs.querySelector(".link-type").addEventListener("change", function (e) { e.stopPropagation(); });
+    fs.querySelector(".link-add").addEventListener("click", function () {
+      var kind = types.filter(function (t) { return t.name === fs.querySelector(".link-type").value; })[0];
+      var spans = (fs.linkPicked || []).map(function (k) {
+        return (fs.linkSpans || []).filter(function (s) { return linkKey(s) === k; })[0];
+      });
+      if (spans.length < 2) { state.textContent = "Pick at least two spans to link, the source first."; return; }
+      var first = spans[0].label, last = spans[spans.length - 1].label;
+      if (kind.sources.length && kind.sources.indexOf(first) < 0) {
+        state.textContent = "A " + kind.name + " link starts at " + kind.sources.join(" or ") + ", not " + first + ".";
+        return;
+      }
+      if (kind.targets.length && kind.targets.indexOf(last) < 0) {
+        state.textContent = "A " + kind.name + " link ends at " + kind.targets.join(" or ") + ", not " + last + ".";
+        return;
+      }
+      fs.links = (fs.links || []).concat([{ link_type: kind.name, spans: spans.map(function (s) { return Object.assign(linkSpan(s), { text: s.text }); }),
+                                           direction: kind.directed ? "directed" : "undirected" }]);
+      fs.linkPicked = [];
+      drawLinkSpans(fs);
+      drawLinks(fs);
+      state.textContent = "Linked: " + kind.name + ".";
+      fs.dispatchEvent(new Event("change", { bubbles: true }));
+    });
+  });
+
   var SETTERS = {
     edit: function (fs, value, item) {  // {edited_text, ...}: the box starts with the original until edited
       var source = ((item.edit_sources || {})[fs.dataset.schema] || {}).text || "";
@@ -798,6 +904,13 @@
     },
     conjoint: function (fs, value, item) {  // {chosen_profile: n or "none", profiles: [...]}
       drawProfiles(fs, (item.profiles || {})[fs.dataset.schema] || [], value && typeof value === "object" ? value : null);
+    },
+    links: function (fs, value) {  // [{link_type, spans: [{start, end, label, field}], direction}]
+      fs.links = Array.isArray(value) ? JSON.parse(JSON.stringify(value)) : [];
+      fs.linkPicked = [];
+      fs.querySelector(".link-state").textContent = "";
+      drawLinkSpans(fs);
+      drawLinks(fs);
     },
     attribution: function (fs, value, item) {  // {responsible_agent, decisive_step, reason}
       var given = value && typeof value === "object" ? value : {};
@@ -910,6 +1023,10 @@
       var on = fs.querySelector("input[type=radio]:checked");
       if (!on) { return null; }
       return { chosen_profile: on.value === "none" ? "none" : Number(on.value) };
+    },
+    links: function (fs) {
+      var links = (fs.links || []).map(function (link) { return { link_type: link.link_type, spans: link.spans.map(linkSpan) }; });
+      return links.length ? links : null;
     },
     attribution: function (fs) {
       var agent = fs.querySelector(".fa-agent").value, step = fs.querySelector(".fa-step").value;

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Dict, Mapping, Optional, Protocol, Sequence
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Protocol, Sequence, Tuple
 
 from potato import defaults
 from potato.training.job.spans import MAIN, BadSpan, Span, Texts, check_spans, texts_of
@@ -39,6 +39,16 @@ class ShownWhen(Protocol):
     a job's scheme has none)."""
 
     def shows(self, answers: Mapping[str, object]) -> bool: ...
+
+
+class LinkType(NamedTuple):
+    """One kind of link between spans (upstream's ``link_types`` entry): its name, whether it runs
+    from its first span to its last, and the labels those may have (empty: any)."""
+
+    name: str
+    directed: bool = True
+    sources: Tuple[str, ...] = ()
+    targets: Tuple[str, ...] = ()
 
 
 class SchemeType(str, Enum):
@@ -84,6 +94,7 @@ class SchemeType(str, Enum):
     PURE_DISPLAY = "pure_display"
     EXTRACTIVE_QA = "extractive_qa"
     CONJOINT = "conjoint"
+    SPAN_LINK = "span_link"
 
 
 CHOICE_TYPES = frozenset({SchemeType.RADIO, SchemeType.LIKERT, SchemeType.SELECT, SchemeType.PROCESS_REWARD,
@@ -282,6 +293,10 @@ class Scheme:
     roles, the first the role of a cell not marked."""
     grid_size: tuple[int, int] = (3, 3)
     """The rows and columns a table grid starts with when the item gives none."""
+    link_spans: Optional[str] = None
+    """Links between spans: the span scheme whose spans they join (upstream's ``span_schema``); None
+    for other schemes. Its kinds of link are ``link_types``."""
+    link_types: tuple[LinkType, ...] = ()
     conjoint_attributes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """A conjoint choice's attributes and their levels, the profiles of each set made from them."""
     profiles_field: Optional[str] = None
@@ -528,6 +543,11 @@ class Scheme:
             return False
         if self.annotation_type is SchemeType.EXTRACTIVE_QA:
             return self._accepts_answer_span(value)
+        if self.annotation_type is SchemeType.SPAN_LINK:  # the spans are checked with the item's texts
+            return isinstance(value, list) and bool(value) and all(
+                isinstance(link, dict) and set(link) <= {"link_type", "spans", "direction"}
+                and isinstance(link.get("link_type"), str) and isinstance(link.get("spans"), list)
+                and all(isinstance(span, dict) for span in link["spans"]) for link in value)
         if self.annotation_type is SchemeType.CONJOINT:  # the profiles are written from the item again
             chosen = value.get("chosen_profile") if isinstance(value, dict) else None
             return (isinstance(value, dict) and set(value) <= {"chosen_profile", "profiles"}
@@ -619,6 +639,10 @@ class Scheme:
                     + ", ".join(self.milestones) + ": true or false}}")
         if self.annotation_type is SchemeType.PURE_DISPLAY:
             return "nothing: it is shown, not answered"
+        if self.annotation_type is SchemeType.SPAN_LINK:
+            return ('a list of {"link_type": one of ' + ", ".join(t.name for t in self.link_types)
+                    + f', "spans": two or more of the item\'s spans in {self.link_spans!r}, each {{"start", "end", '
+                    '"label"}, the source first}')
         if self.annotation_type is SchemeType.CONJOINT:
             return ('{"chosen_profile": a profile\'s number (1 for the first)' + (' or "none"' if self.show_none else "")
                     + "}")

@@ -90,9 +90,9 @@ def test_likert_select_slider_and_number_schemes_build() -> None:
      "annotation_schemes[0].labels[0].key_value: must be one key (a letter, digit or sign), got 'xy'"),
     ({"annotation_type": "radio", "name": "x", "labels": ["a", "b"], "size": 5},
      "annotation_schemes[0].size: applies to likert schemes only; remove it from this radio scheme"),
-    ({"annotation_type": "span_link", "name": "x", "labels": ["a", "b"]},
-     "annotation_schemes[0].annotation_type: 'span_link' is a Potato feature this server does not support: links "
-     "between marked spans; remove it or run that project on upstream Potato"),
+    ({"annotation_type": "bws", "name": "x", "labels": ["a", "b"]},
+     "annotation_schemes[0].annotation_type: 'bws' is a Potato feature this server does not support: best-worst "
+     "scaling; remove it or run that project on upstream Potato"),
     ({"annotation_type": "likert", "name": "x", "size": 5, "min_label": "a", "max_label": "b",
       "has_free_response": True},
      "annotation_schemes[0].has_free_response: applies to radio and multiselect schemes only; remove it from this "
@@ -206,7 +206,8 @@ def test_the_feature_table_says_something_for_every_key() -> None:
      "site_dir: 'site_dir' is a Potato feature this server does not support: pages from a custom template folder; "
      "remove it or run that project on upstream Potato (set site_dir: default)"),
     ({"annotation_codebook_url": "javascript:alert(1)"},
-     "annotation_codebook_url: must be an http:// or https:// address, got 'javascript:alert(1)'"),
+     "annotation_codebook_url: must be an http:// or https:// address, or a file of media_directory as /media/<file>, "
+     "got 'javascript:alert(1)'"),
 ])
 def test_access_and_page_keys_are_checked(extra: dict[str, Any], message: str) -> None:
     assert messages(report_of(upstream(**extra)).errors) == [message]
@@ -739,3 +740,13 @@ def test_an_upstream_feature_that_is_turned_off_is_ignored_with_a_warning() -> N
             "annotation); it is ignored") in messages(report.warnings)
     assert messages(report_of(upstream(automatic_assignment={"on": True})).errors)[0].startswith(
         "automatic_assignment: 'automatic_assignment' is a Potato feature this server does not support")
+
+
+def test_item_kwargs_are_ignored_with_a_warning_that_says_how_to_show_a_field() -> None:
+    """Issue 45 (moving projects over): upstream hands item_properties.kwargs to a custom page
+    template; its default page shows none of them, and neither does this server's."""
+    report = report_of(upstream(item_properties={"id_key": "id", "text_key": "text", "kwargs": ["my_kwarg"]}))
+    assert report.errors == []
+    assert "item_properties.kwargs: passes item fields to a custom page template, which this server does not use " \
+           "(upstream's default page does not show them either): it is ignored. To show a field, list it under " \
+           "instance_display.fields" in [w.message for w in report.warnings]

@@ -66,9 +66,14 @@ _ITEM_PROPERTIES: Mapping[str, Check] = {"id_key": text(), "text_key": text()}
 def check_item_properties(raw: object, findings: Findings) -> ItemProperties | None:
     if raw is None:
         return ItemProperties()
-    upstream_only = {"category_key": "assigning items to annotators by category",
-                     "kwargs": "extra item fields passed to custom displays"}
+    upstream_only = {"category_key": "assigning items to annotators by category"}
     try:
+        if isinstance(raw, dict) and "kwargs" in raw:
+            # Upstream hands these fields to a custom page template; its default page shows none of them.
+            findings.warn("item_properties.kwargs", "passes item fields to a custom page template, which this server "
+                                                    "does not use (upstream's default page does not show them either): "
+                                                    "it is ignored. To show a field, list it under instance_display.fields")
+            raw = subset(raw, lambda k: k != "kwargs")
         if isinstance(raw, dict):
             for key in [k for k in raw if k in upstream_only]:
                 findings.error(f"item_properties.{key}", unsupported_message(key, upstream_only[key]))

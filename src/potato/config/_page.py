@@ -43,13 +43,29 @@ KEYS = (
 USER_NAME_MAX = 64
 
 
+MEDIA_PREFIX = "/media/"
+CODEBOOK_PAGES = (".html", ".htm", ".md", ".markdown")
+"""A codebook under media_directory that this server shows as a page of its own (``/codebook``), read
+into harmless elements as a document field is; another file there (a PDF) is linked as it is."""
+
+
+def codebook_page(url: str | None) -> str | None:
+    """The media file a codebook address names when this server shows it as a page, else None (pure)."""
+    if not url or not url.startswith(MEDIA_PREFIX) or not url.lower().endswith(CODEBOOK_PAGES):
+        return None
+    return url[len(MEDIA_PREFIX):]
+
+
 def _url(value: object) -> str | None:
     url: str = text(allow_empty=True)(value)
     if not url.strip():
         return None  # upstream's examples write "" for no codebook
+    if url.startswith(MEDIA_PREFIX):  # a file of media_directory, as upstream's examples name it: checked with it
+        return url
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise Invalid(f"must be an http:// or https:// address, got {show(url)}")
+        raise Invalid(f"must be an http:// or https:// address, or a file of media_directory as /media/<file>, got "
+                      f"{show(url)}")
     return url
 
 

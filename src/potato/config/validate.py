@@ -30,6 +30,8 @@ from potato.config.study import phases as phase_keys
 from potato.config.training.active import as_auto_retrain, check_active_learning
 from potato.config._checks import Findings, Invalid, section, show
 from potato.errors import did_you_mean
+from potato.display.fields import media_path
+from potato.display.media import MediaMissing, media_file_problem
 from potato.config._files import resolve, warn_open_folder
 from potato.config._keywords import check_keywords
 from potato.config._items import check_item_properties, span_target
@@ -219,6 +221,8 @@ def _page_and_platform(raw: Mapping[Any, object], task_dir: Path, findings: Find
     marked = check_keywords(raw, task_dir, findings)
     if media is False or marked is None:
         return None
+    if not _codebook_file(page["page"].codebook_url, media if isinstance(media, Path) else None, findings):
+        return None
     return {**page, "crowdsourcing": crowd, "media_directory": media, "keywords": marked[0],
             "keyword_settings": marked[1]}
 
@@ -246,6 +250,27 @@ def _codebook_mode(value: object, schemes: Sequence[Scheme], page: Mapping[str, 
                                        "participants do not add codes to a shared codebook)")
         return "fixed"
     return str(value or "fixed")
+
+
+def _codebook_file(url: str | None, media: Path | None, findings: Findings) -> bool:
+    """A codebook named as a file of media_directory (``/media/<file>``) is there and may be handed out."""
+    if not url or not url.startswith(page_keys.MEDIA_PREFIX):
+        return True
+    name = media_path(url[len(page_keys.MEDIA_PREFIX):])
+    if media is None or name is None:
+        findings.error("annotation_codebook_url", f"{url} names a file of media_directory, which "
+                       + ("this config does not set; set media_directory to the folder that holds it" if media is None
+                          else "a path cannot leave; name a file inside it"))
+        return False
+    problem = media_file_problem(media, name, "codebook")
+    if isinstance(problem, MediaMissing):
+        findings.error("annotation_codebook_url", f"{url}: there is no {name!r} in media_directory {media}; put the "
+                                                  "codebook there, or fix the address")
+        return False
+    if problem is not None:
+        findings.error("annotation_codebook_url", f"{url}: {name!r} {problem.why}")
+        return False
+    return True
 
 
 def _media_directory(value: object, task_dir: Path, findings: Findings) -> Path | None | bool:

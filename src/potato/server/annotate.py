@@ -18,6 +18,7 @@ from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
 from potato.display.fields import field_payload, image_src, markdown, media_path, sanitise_html, span_text
 from potato.card_sort import cards_of
+from potato.config._page import codebook_page
 from potato.span_links import pruned
 from potato.display.traces import run_tree
 from potato.display.keywords import find_keywords
@@ -493,6 +494,7 @@ def annotate() -> Any:
         first=first,
         arranged=lambda scheme, entries: arranged(scheme, entries, user),
         display_blocks=display_blocks,
+        codebook_page=codebook_page,
         link_types=lambda scheme: [kind._asdict() for kind in scheme.link_types],
     )
 

@@ -17,10 +17,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from flask import Blueprint, Flask, abort, current_app, request
+from flask import Blueprint, Flask, abort, current_app, render_template, request
 from werkzeug.wsgi import wrap_file
 
-from potato.display.fields import media_path, pdf_pages
+from potato.config._page import codebook_page
+from potato.display.fields import markdown, media_path, pdf_pages, sanitise_html
 from potato.display.media import PDF_HEAD, MediaFileError, MediaMissing, NotAPdf, Served, is_pdf, open_media, served_as
 from potato.server.auth import login_required
 from potato.server.context import Project, current_project
@@ -30,6 +31,8 @@ from potato.server.security import framers
 log = logging.getLogger(__name__)
 
 bp = Blueprint("media", __name__)
+CODEBOOK_MAX = 2 * 1024 * 1024
+"""The most of a codebook file read (a codebook longer than this is a PDF's job)."""
 
 MEDIA_URL = "/media/"
 MAX_AGE_S = 3600
@@ -123,3 +126,27 @@ def pdf_field_pages(project: Project, path: str) -> int | None:
 
 def init_app(app: Flask) -> None:
     app.register_blueprint(bp)
+
+
+@bp.get("/codebook")
+@login_required
+def codebook() -> Any:
+    """The study's codebook when it is a page of media_directory (``annotation_codebook_url:
+    /media/<file>.html`` or ``.md``): read into harmless elements as a document field is, so a
+    codebook that is a whole HTML page is read here and never runs in this server's origin."""
+    project = current_project()
+    name = codebook_page(project.config.page.codebook_url)
+    path = media_path(name) if name else None
+    folder = project.config.media_directory
+    if folder is None or path is None:
+        abort(404)
+    try:
+        file, _ = open_media(folder, path, project.config.output_annotation_dir)
+    except MediaFileError as exc:
+        log.warning("not showing the codebook /media/%s: %s", path, exc)
+        abort(404)
+    with file:
+        source = file.read(CODEBOOK_MAX).decode("utf-8", errors="replace")
+    blocks = markdown(source) if path.lower().endswith((".md", ".markdown")) else sanitise_html(source)
+    return render_template("codebook.html", title=project.config.annotation_task_name, blocks=blocks,
+                           label_keys=())

@@ -172,8 +172,9 @@
   // add: another script's types (traces.js), drawn the same way; el: the one element maker they share.
   window.PotatoFields = { draw: draw, add: function (type, make) { DRAW[type] = make; }, el: el };
 
-  // Display-only blocks between the questions (upstream's pure_display), drawn as a document field is.
-  document.querySelectorAll(".pure-display[data-blocks]").forEach(function (block) {
+  // Display-only blocks between the questions (upstream's pure_display) and a codebook page, drawn as a
+  // document field is.
+  document.querySelectorAll("[data-blocks]").forEach(function (block) {
     block.appendChild(documentField({ blocks: JSON.parse(block.dataset.blocks) }));
   });
 }());

@@ -14,19 +14,20 @@ from potato.items import Item
 from potato.reviews import BadReview, stored_keyed, stored_review
 from potato.answer_spans import BadAnswerSpan, stored_answer_span
 from potato.card_sort import BadSort, cards_of, stored_sort
+from potato.dynamic_labels import BadDynamicLabel, checked_labels, item_labels
 from potato.span_links import BadLink, stored_links
 from potato.conjoint import BadChoice, item_profiles, made_profiles, stored_choice
 from potato.teams import BadTeamAnswer, stored_behaviours, stored_graph, stored_scorecard
 from potato.training.job.schemes import Scheme, SchemeType
 from potato.training.job.turns import BadTurns
 
-MISFITS = (BadTurns, BadEdit, BadReview, BadTeamAnswer, BadSort, BadAnswerSpan, BadChoice, BadLink)
+MISFITS = (BadTurns, BadEdit, BadReview, BadTeamAnswer, BadSort, BadAnswerSpan, BadChoice, BadLink, BadDynamicLabel)
 """What :func:`stored_on_item` raises for an answer that does not fit its item; each message says why."""
 
 
 def on_item(scheme: Scheme) -> bool:
     """Whether the scheme's answers name what the item holds, and so are checked against it."""
-    return scheme.profiles_per_set > 0 or any(part is not None for part in (scheme.names_step, scheme.edit_source, scheme.edit_steps,
+    return scheme.dynamic or scheme.profiles_per_set > 0 or any(part is not None for part in (scheme.names_step, scheme.edit_source, scheme.edit_steps,
                                              scheme.review_steps, scheme.team_steps, scheme.sort_cards,
                                              scheme.qa_fields, scheme.link_spans))
 
@@ -59,6 +60,8 @@ def stored_on_item(config: Config, scheme: Scheme, value: Any, item: Item) -> An
     answers none of the item's parts. Raises one of :data:`MISFITS` naming what the item lacks."""
     if scheme.names_step is not None:
         return scheme.stored_attribution(value, config.item_turns(item).get(scheme.names_step.source, ()))
+    if scheme.dynamic:
+        return checked_labels(value, item_labels(scheme.labels, item.data))
     if scheme.link_spans is not None:
         spans = config.scheme(scheme.link_spans)
         if spans is None:  # validate refuses a config naming no span scheme

@@ -41,6 +41,7 @@ from potato.training.job.schemes import (
     LinkType,
 )
 from potato.config.upstream import unsupported_message
+from potato.dynamic_labels import template_problem
 
 MAX_LIKERT_SIZE = 20
 MODES = ("first_error", "per_step")
@@ -130,6 +131,7 @@ KEY_CHECKS: Mapping[str, Check] = {
     "allow_empty_groups": boolean,
     "allow_multiple": boolean,
     "allow_html": boolean,
+    "dynamic_labels": boolean,
     "question_field": text(),
     "passage_field": text(allow_empty=True),
     "allow_unanswerable": boolean,
@@ -213,6 +215,7 @@ _ONLY_FOR: Mapping[str, tuple[str, ...]] = {
     **{key: ("range_slider",) for key in ("show_values", "default_low", "default_high")},
     **{key: ("card_sort",) for key in ("items_field", "groups", "allow_empty_groups", "allow_multiple")},
     "allow_html": ("pure_display",),
+    "dynamic_labels": ("radio", "multiselect"),
     **{key: ("extractive_qa",) for key in ("question_field", "passage_field", "allow_unanswerable", "highlight_color")},
     **{key: ("conjoint",) for key in ("profiles_per_set", "attributes", "show_none_option", "profiles_field")},
     **{key: ("span_link",) for key in ("span_schema", "link_types", "visual_display")},
@@ -318,6 +321,11 @@ def type_problems(kind: str, raw: Mapping[Any, object], values: dict[str, Any],
             values["options"] = tuple(LabelOption(str(i)) for i in range(1, values.get("size", 2) + 1))
     elif kind in ("radio", "multiselect", "select", "likert", "span"):
         problems += label_options(kind, raw.get("labels"), values, one_choice)
+        if values.pop("dynamic_labels", False):
+            values["dynamic"] = True
+            values["sequential_key_binding"] = True  # a key for each place: the labels change with the item
+            problems += [(f".labels[{n}]", problem) for n, o in enumerate(values.get("options", ()))
+                         if (problem := template_problem(o.name))]
     elif kind == "ranking":
         problems += label_options("radio", raw.get("labels"), values) + _ranking(values)
     elif kind == "confidence":

@@ -152,8 +152,10 @@ def training_types(raw: object) -> dict[str, str | None]:
     compared = {str(item["name"]) for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)
                 and item.get("annotation_type") == "pairwise" and item.get("mode", "binary") != "binary"} \
         if isinstance(raw, list) else set()
+    dynamic = {str(item["name"]) for item in raw if isinstance(item, dict) and isinstance(item.get("name"), str)
+               and item.get("dynamic_labels") is True} if isinstance(raw, list) else set()  # no fixed classes to learn
     return {name: ("per_step" if kind in LEARNT_BY_STEP else "turn_level") if name in per_turn
-            else None if name in compared else radio_like.get(kind or "", kind)
+            else None if name in compared or name in dynamic else radio_like.get(kind or "", kind)
             for name, kind in scheme_types(raw).items()}
 
 
@@ -272,6 +274,7 @@ def _scheme(values: dict[str, Any], index: int, keys: Mapping[tuple[int, str], s
         grid_keys=values.get("grid_keys"),
         grid_size=values.get("grid_size", (3, 3)),
         range_start=values.get("range_start", (0, 0)),
+        dynamic=values.get("dynamic", False),
         link_spans=values.get("link_spans"),
         link_types=values.get("link_types", ()),
         conjoint_attributes=values.get("conjoint_attributes", ()),

@@ -160,7 +160,6 @@ SCHEME_KEYS: Mapping[str, Feature] = {
     "session_level": _e("one answer per session instead of per item"),
     "per_step": _e("one answer per step of an agent trace"),
     "video_as_label": _e("videos as labels"),
-    "dynamic_labels": _e("labels taken from each item"),
     "dynamic_options": _e("options taken from each item"),
     "dynamic_options_field": _e("options taken from each item"),
     "options_from_data": _e("options taken from each item"),

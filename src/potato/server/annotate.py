@@ -18,6 +18,7 @@ from potato.config.schema import Config, DisplayField
 from potato.codebook import Codebook, current_config
 from potato.display.fields import field_payload, image_src, markdown, media_path, sanitise_html, span_text
 from potato.card_sort import cards_of
+from potato.dynamic_labels import item_labels
 from potato.config._page import codebook_page
 from potato.span_links import pruned
 from potato.display.traces import run_tree
@@ -206,6 +207,7 @@ def item_payload(project: Project, user: str, position: int) -> dict[str, Any]:
         "grids": {s.name: _grid(s, item, media) for s in project.config.annotation_schemes if s.grid_keys is not None},
         "cards": {s.name: cards_of(item.data.get(s.sort_cards)) for s in project.config.annotation_schemes
                   if s.sort_cards is not None},
+        "dynamic_labels": {s.name: item_labels(s.labels, item.data) for s in project.config.annotation_schemes if s.dynamic},
         "profiles": {s.name: profiles_of(s, item) for s in project.config.annotation_schemes if s.profiles_per_set},
         "passages": {s.name: {"question": shown_text(item.data.get((s.qa_fields or ("", ""))[0]) or ""),
                               "passage": passage_of(s, item)}

@@ -335,7 +335,20 @@
   // One reader and one writer per kind of field, so every scheme type is saved and shown the same way.
   function field(fs) { return fs.querySelector("textarea, select, input[type=text], input[type=range], input[type=number]"); }
 
+  // Labels taken from each item (upstream's dynamic_labels): each place shows the item's label, or
+  // nothing where the item offers fewer; the choice is the label itself.
+  function relabel(fs) {
+    var offered = (state.item.dynamic_labels || {})[fs.dataset.schema] || [];
+    fs.querySelectorAll("label.option").forEach(function (option, n) {
+      var input = option.querySelector("input"), shown = option.querySelector("span");
+      option.hidden = n >= offered.length;
+      input.value = n < offered.length ? offered[n] : "";
+      if (shown) { shown.textContent = n < offered.length ? offered[n] : ""; }
+    });
+  }
+
   function setValue(fs, type, value) {
+    if (fs.dataset.dynamic) { relabel(fs); }
     if (type === "turns") {
       window.PotatoTurns.set(fs, value);
     } else if (type === "justification") {  // {reasons: [...], rationale: "..."}

@@ -293,6 +293,9 @@ class Scheme:
     roles, the first the role of a cell not marked."""
     grid_size: tuple[int, int] = (3, 3)
     """The rows and columns a table grid starts with when the item gives none."""
+    dynamic: bool = False
+    """The labels are templates filled from each item (upstream's ``dynamic_labels``): an answer is
+    one the item offers (:mod:`potato.dynamic_labels`), checked with the item, and no model learns it."""
     link_spans: Optional[str] = None
     """Links between spans: the span scheme whose spans they join (upstream's ``span_schema``); None
     for other schemes. Its kinds of link are ``link_types``."""
@@ -541,6 +544,10 @@ class Scheme:
             return self._accepts_grid(value)
         if self.annotation_type is SchemeType.PURE_DISPLAY:  # shown, never answered
             return False
+        if self.dynamic:  # the item's labels: checked with it
+            picks = value if self.annotation_type is SchemeType.MULTISELECT else [value]
+            return (isinstance(picks, list) and bool(picks) and all(isinstance(p, str) and p for p in picks)
+                    and len(set(picks)) == len(picks))
         if self.annotation_type is SchemeType.EXTRACTIVE_QA:
             return self._accepts_answer_span(value)
         if self.annotation_type is SchemeType.SPAN_LINK:  # the spans are checked with the item's texts
@@ -637,6 +644,9 @@ class Scheme:
             return ('{"agents": {an agent of the item: {' + ", ".join(self.agent_dimensions) + f': 1 to {self.quality_scale}}}}}, '
                     '"team": {' + ", ".join(self.team_dimensions) + f': 1 to {self.quality_scale}}}, "milestones": {{'
                     + ", ".join(self.milestones) + ": true or false}}")
+        if self.dynamic:
+            return ("a list of the labels the item offers" if self.annotation_type is SchemeType.MULTISELECT
+                    else "one of the labels the item offers")
         if self.annotation_type is SchemeType.PURE_DISPLAY:
             return "nothing: it is shown, not answered"
         if self.annotation_type is SchemeType.SPAN_LINK:

@@ -125,8 +125,8 @@ def test_field_types_validate_and_span_targets_stay_text(tmp_path: Path) -> None
     bad = validate(upstream(instance_display={"fields": [{"key": "img", "type": "image", "span_target": True}]}),
                    tmp_path / "c.yaml")
     assert [e.message for e in bad.errors] == [
-        "instance_display.fields[0].span_target: spans mark text; a image field cannot be their target (mark a text "
-        "or dialogue field instead)"]
+        "instance_display.fields[0].span_target: spans mark text; a image field cannot be their target (mark a text, "
+        "dialogue or code field instead)"]
     depth = validate(upstream(instance_display={"fields": [{"key": "v", "type": "depth_map"}]}), tmp_path / "c.yaml")
     assert depth.errors[0].message.startswith("instance_display.fields[0].type: 'type: depth_map' is a Potato feature")
     missing = validate(upstream(media_directory="nope"), tmp_path / "c.yaml")

@@ -317,8 +317,9 @@ def _instance_display(value: object, findings: Findings) -> tuple[tuple[DisplayF
             findings.error(f"{at}.type", unsupported_message(f"type: {kind}", f"{kind} fields in instance_display "
                                                              f"(this server shows {', '.join(field_types())})"))
         elif field_values.get("span_target") and kind not in span_field_types():
+            markable = span_field_types()
             findings.error(f"{at}.span_target", f"spans mark text; a {kind} field cannot be their target (mark a "
-                                                f"{' or '.join(span_field_types())} field instead)")
+                                                f"{', '.join(markable[:-1])} or {markable[-1]} field instead)")
         elif not isinstance(options, dict):
             findings.error(f"{at}.display_options", f"must be a mapping such as {{max_width: 600}}, got {show(options)}")
         elif not _options_named(kind, options, f"{at}.display_options", findings):

@@ -489,7 +489,9 @@ for _kind in (
                                                          "language": str(options.get("language") or "")},
                   honoured=frozenset({"language"}),
                   looks=frozenset({"show_line_numbers", "max_height", "max_width", "wrap_lines", "highlight_lines",
-                                   "start_line", "theme", "copy_button"})),
+                                   "start_line", "theme", "copy_button"}),
+                  # Spans mark the code as it is written; marked, it is drawn as plain text, unhighlighted.
+                  span_text=lambda value, options: value if isinstance(value, str) else _plain(value)),
         FieldType("spreadsheet", _spreadsheet,
                   looks=frozenset({"show_headers", "max_height", "max_width", "striped", "hoverable", "sortable",
                                    "filterable", "selectable", "compact", "border_style", "header_style",

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.harness.adminapi import answers_become
-from tests.harness.pages import sign_in
+from tests.harness.pages import focused, sign_in
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -49,10 +49,6 @@ def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
 
 def stored(server: ServerProcess, expected: dict[tuple[str, str], Any], within: float = 15.0) -> None:
     answers_become(server.url, "ana", expected, within)
-
-
-def focused(page: Any) -> str:
-    return str(page.evaluate("document.activeElement.getAttribute('aria-label') || ''"))
 
 
 @pytest.mark.parametrize("width", [390, 1280])

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.harness.adminapi import answers_become
-from tests.harness.pages import becomes, sign_in
+from tests.harness.pages import becomes, focused, sign_in
 from tests.harness.servers import ServerProcess, serving_items
 from tests.unit.test_part_reviews import GUI, ITEM, REASONING, SPEECH
 
@@ -31,10 +31,6 @@ ITEMS = [{**ITEM, "clicks": [{"action": f"click Settings {HOSTILE}", "x": 0.25, 
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
     with serving_items(make_project, ITEMS, annotation_schemes=[REASONING, GUI, SPEECH]) as srv:
         yield srv
-
-
-def focused(page: Any) -> str:
-    return str(page.evaluate("document.activeElement.getAttribute('aria-label') || ''"))
 
 
 def picked(page: Any) -> list[str]:

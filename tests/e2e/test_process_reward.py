@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.harness.adminapi import answers_become, stored_labels
-from tests.harness.pages import sign_in
+from tests.harness.pages import focused, sign_in
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -59,10 +59,6 @@ def stored(server: ServerProcess, expected: dict[tuple[str, str], Any], within: 
 def marks(page: Any, schema: str) -> dict[str, str]:
     return page.eval_on_selector_all(f".turn-slot[data-schema={schema}]", """l => Object.fromEntries(l.map(s =>
         [s.dataset.turn, (s.querySelector('input:checked') || {}).value || '']))""")
-
-
-def focused(page: Any) -> str:
-    return str(page.evaluate("document.activeElement.getAttribute('aria-label') || ''"))
 
 
 @pytest.mark.parametrize("width", [390, 1280])

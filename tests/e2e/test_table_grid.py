@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.harness.adminapi import answers_become
-from tests.harness.pages import sign_in
+from tests.harness.pages import focused, sign_in
 from tests.harness.servers import ServerProcess, serving_items
 from tests.unit.test_table_grid import GRID, ITEMS
 
@@ -24,10 +24,6 @@ FS = "fieldset[data-schema=structure]"
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
     with serving_items(make_project, ITEMS, annotation_schemes=[GRID]) as srv:
         yield srv
-
-
-def focused(page: Any) -> str:
-    return str(page.evaluate("document.activeElement.getAttribute('aria-label') || ''"))
 
 
 def cells(page: Any) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.harness.adminapi import answers_become
-from tests.harness.pages import sign_in
+from tests.harness.pages import focused, sign_in
 from tests.harness.servers import ServerProcess, serving_items
 from tests.unit.test_team_answers import EMERGENT, GRAPH, HOSTILE, ITEMS, SCORECARD
 
@@ -24,10 +24,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
     with serving_items(make_project, ITEMS, annotation_schemes=[SCORECARD, EMERGENT]) as srv:
         yield srv
-
-
-def focused(page: Any) -> str:
-    return str(page.evaluate("document.activeElement.getAttribute('aria-label') || ''"))
 
 
 def picked(page: Any) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.harness.adminapi import answers_become
-from tests.harness.pages import sign_in
+from tests.harness.pages import focused, sign_in
 from tests.harness.servers import ServerProcess, serving_items
 from tests.unit.test_timed_regions import CALLS, CONTENTION, TURNS, VOICE
 
@@ -28,10 +28,6 @@ ITEMS = [{"id": "r1", "text": "Inventory and a call", "calls": CALLS[:3] + SENDS
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
     with serving_items(make_project, ITEMS, annotation_schemes=[CONTENTION, VOICE]) as srv:
         yield srv
-
-
-def focused(page: Any) -> str:
-    return str(page.evaluate("document.activeElement.getAttribute('aria-label') || ''"))
 
 
 def picked(page: Any) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.harness.adminapi import answers_become
-from tests.harness.pages import sign_in
+from tests.harness.pages import focused, sign_in
 from tests.harness.servers import ServerProcess, serving_items
 from tests.unit.test_trace_reviews import HANDOFFS, HOSTILE, ITEMS, TOOLS
 
@@ -23,10 +23,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
     with serving_items(make_project, ITEMS, annotation_schemes=[TOOLS, HANDOFFS], item_properties={"id_key": "id", "text_key": "task"}) as srv:
         yield srv
-
-
-def focused(page: Any) -> str:
-    return str(page.evaluate("document.activeElement.getAttribute('aria-label') || ''"))
 
 
 def picked(page: Any) -> list[str]:

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from tests.harness.pages import focused
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -59,10 +60,6 @@ def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
     srv = ServerProcess(path).start()
     yield srv
     srv.stop()
-
-
-def focused(page: Any) -> str:
-    return str(page.evaluate("document.activeElement.getAttribute('aria-label') || ''"))
 
 
 @pytest.mark.parametrize("width", [390, 1280])

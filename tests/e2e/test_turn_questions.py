@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.harness.adminapi import answers_become, stored_labels
-from tests.harness.pages import sign_in
+from tests.harness.pages import focused, sign_in
 from tests.harness.servers import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -53,10 +53,6 @@ def server(make_project: Callable[..., Path]) -> Iterator[ServerProcess]:
     srv = ServerProcess(path).start()
     yield srv
     srv.stop()
-
-
-def focused(page: Any) -> str:
-    return str(page.evaluate("document.activeElement.getAttribute('aria-label') || ''"))
 
 
 def stored(server: ServerProcess, expected: dict[tuple[str, str], Any], within: float = 15.0) -> None:

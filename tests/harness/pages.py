@@ -65,6 +65,11 @@ def open_page(page: Any, url: str) -> None:
     page.wait_for_selector("#start")
 
 
+def focused(page: Any) -> str:
+    """What the keyboard is on, as a screen reader names it (its aria-label; "" for none)."""
+    return str(page.evaluate("document.activeElement.getAttribute('aria-label') || ''"))
+
+
 def becomes(element: Any, predicate: str, within: float = 15.0) -> None:
     """``predicate`` (a JavaScript function of the element) holds of ``element`` within ``within``
     seconds, polled from here: the page's policy forbids the evaluated predicates Playwright's own

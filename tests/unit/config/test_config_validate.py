@@ -368,7 +368,7 @@ def test_scheme_unknown_key_is_an_error() -> None:
     assert message == (
         "annotation_schemes[0].lables: unknown key for a radio scheme (did you mean 'labels'?). "
         "Valid keys: annotation_type, name, description, labels, sequential_key_binding, codebook, label_requirement, "
-        "horizontal, layout, display_logic, has_free_response, turn_level, turn_binding, turn_label, "
+        "horizontal, layout, display_logic, has_free_response, turn_level, turn_binding, turn_label, dynamic_labels, "
         "option_randomization"
     )
 

@@ -1,7 +1,10 @@
 """Answers that name what their item holds, checked against it and stored with it (pure): a failure
 attribution (the item's agents and steps), a text or trajectory edit (its originals, the distances
-counted here) and a review of its tool calls or handoffs (its parts). The annotation page's saves and
-an import of labels both store these through :func:`stored_on_item`, so the two never differ.
+counted here), a review of its parts (tool calls, handoffs, steps, segments, contentions, overlaps),
+an answer about its team (a scorecard, behaviours, an interaction graph), a card sort, an answer in
+its passage, a conjoint choice (its profiles), links between its spans, and labels it fills itself.
+The annotation page's saves and an import of labels both store these through :func:`stored_on_item`,
+so the two never differ.
 """
 
 from __future__ import annotations
@@ -27,9 +30,9 @@ MISFITS = (BadTurns, BadEdit, BadReview, BadTeamAnswer, BadSort, BadAnswerSpan, 
 
 def on_item(scheme: Scheme) -> bool:
     """Whether the scheme's answers name what the item holds, and so are checked against it."""
-    return scheme.dynamic or scheme.profiles_per_set > 0 or any(part is not None for part in (scheme.names_step, scheme.edit_source, scheme.edit_steps,
-                                             scheme.review_steps, scheme.team_steps, scheme.sort_cards,
-                                             scheme.qa_fields, scheme.link_spans))
+    return scheme.dynamic or scheme.profiles_per_set > 0 or any(part is not None for part in (
+        scheme.names_step, scheme.edit_source, scheme.edit_steps, scheme.review_steps, scheme.team_steps,
+        scheme.sort_cards, scheme.qa_fields, scheme.link_spans))
 
 
 def blank(scheme: Scheme, value: object) -> bool:

@@ -129,7 +129,8 @@ def reasoning(steps: Any, type_key: str) -> list[Part]:
     return found
 
 
-def _coordinate(value: Any) -> Optional[float]:
+def _number(value: Any) -> Optional[float]:
+    """A number an item gives (a click's coordinate, a time in seconds); None for anything else."""
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
@@ -141,7 +142,7 @@ def gui_steps(steps: Any, screenshot_key: str, action_key: str, coord_space: str
     for n, step in enumerate(_listed(steps)):
         step = step if isinstance(step, dict) else {}
         where: dict[str, Any] = step if "x" in step else step["click"] if isinstance(step.get("click"), dict) else {}
-        x, y = _coordinate(where.get("x")), _coordinate(where.get("y"))
+        x, y = _number(where.get("x")), _number(where.get("y"))
         action = _text(step.get(action_key) or step.get("text") or step.get("content"))
         marker = None
         if x is not None and y is not None:
@@ -154,17 +155,12 @@ def gui_steps(steps: Any, screenshot_key: str, action_key: str, coord_space: str
     return found
 
 
-def _seconds(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
-
-
 def segments(value: Any) -> list[Part]:
     """Each segment of a timed transcript (``start``, ``end``, ``text`` and a ``speaker``), by its time."""
     found: list[Part] = []
     for n, seg in enumerate(_listed(value)):
         seg = seg if isinstance(seg, dict) else {"text": _text(seg)}
-        start = _seconds(seg.get("start"))
-        end = _seconds(seg.get("end")) or start
+        start, end = _interval(seg)
         speaker = _text(seg.get("speaker") or seg.get("role"))
         found.append(Part(n, f"{start:.1f}\u2013{end:.1f} s", speaker, f"Segment {n + 1}", None, (("start", start), ("end", end)),
                           _text(seg.get("text") or seg.get("content"))))
@@ -172,8 +168,8 @@ def segments(value: Any) -> list[Part]:
 
 
 def _interval(entry: Mapping[str, Any]) -> tuple[float, float]:
-    start = _seconds(entry.get("start"))
-    return start, _seconds(entry.get("end")) or start
+    start = _number(entry.get("start")) or 0.0
+    return start, _number(entry.get("end")) or start
 
 
 def _at_once(spans: Sequence[tuple[float, float]], pairs: Sequence[tuple[int, int]]) -> list[tuple[float, float, int, int]]:

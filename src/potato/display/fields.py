@@ -130,17 +130,22 @@ INLINE_IMAGE = re.compile(r"data:image/(png|jpeg|gif|webp|svg\+xml)[;,]")
 charts: drawn by an ``img`` element, where even an SVG runs no script."""
 
 
-def image_src(value: Any, media_url: str) -> tuple[str, str]:
-    """Where the page loads an image an answer type shows from (a screenshot, a chart, a table), and
-    why not where it cannot (pure): an image written into the item, an http(s) address, or a file
-    under ``media_directory`` from the media route."""
-    if isinstance(value, str) and INLINE_IMAGE.match(value):
-        return value, ""
+def media_src(value: Any, media_url: str) -> tuple[str, str]:
+    """Where the page loads a media file from, or why not (pure): an http(s) address as it is, a file
+    under ``media_directory`` from the media route (``media_url``); ``("", why)`` for anything else."""
     problem = media_problem(value)
     if problem:
         return "", problem
     path = media_path(value)
     return (media_url + quote(path) if path else value), ""
+
+
+def image_src(value: Any, media_url: str) -> tuple[str, str]:
+    """Where the page loads an image an answer type shows from (a screenshot, a chart, a table), and
+    why not where it cannot (pure): an image written into the item, or as :func:`media_src` says."""
+    if isinstance(value, str) and INLINE_IMAGE.match(value):
+        return value, ""
+    return media_src(value, media_url)
 
 
 def field_payload(kind: str, label: str, value: Any, options: Mapping[str, Any], media_url: str) -> dict[str, Any]:
@@ -149,11 +154,10 @@ def field_payload(kind: str, label: str, value: Any, options: Mapping[str, Any],
     out: dict[str, Any] = {"label": label, "type": kind}
     found = FIELD_KINDS.get(kind) or FIELD_KINDS["text"]  # an unknown type is drawn as its text
     if found.media:
-        problem = media_problem(value)
+        src, problem = media_src(value, media_url)
         if problem:
             return {**out, "type": "text", "text": f"[{kind} not shown: {problem}]"}
-        path = media_path(value)
-        out["src"] = media_url + quote(path) if path else value
+        out["src"] = src
     return {**out, **found.draw(value, options, label, media_url)}
 
 

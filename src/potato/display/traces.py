@@ -24,9 +24,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, Mapping, Sequence
-from urllib.parse import quote
 
-from potato.display.fields import FieldType, media_problem, media_path, register_field_type
+from potato.display.fields import FieldType, media_src, register_field_type
 
 KINDS = ("thought", "action", "observation", "system", "error")
 SPEAKER_KINDS = (
@@ -158,10 +157,7 @@ def trace_steps(value: Any, speaker_key: str = "speaker", text_key: str = "text"
 def _media_src(value: str, media_url: str) -> str | None:
     """Where the page loads a screenshot from: an http(s) address as it is, a file under
     ``media_directory`` from the media route; None for anything else (it is then named, not shown)."""
-    if media_problem(value) is not None:
-        return None
-    path = media_path(value)
-    return media_url + quote(path) if path else value
+    return media_src(value, media_url)[0] or None
 
 
 def _options_steps(value: Any, options: Mapping[str, Any]) -> list[dict[str, Any]]:
